@@ -1,0 +1,52 @@
+// Backend: how candidates are built and run (sim, cuda, cublaslt, replay, command). A small
+// interface in the manner of CUTLASS's Operation: describe the device and problems, refuse
+// impossible configs before any build (the refusal is data), then execute. execute() runs inside
+// an isolated worker process whenever isolated() is true, so a crash or hang there costs only
+// that worker. A Backend object is used from one thread at a time.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/error.h"
+#include "core/measurement.h"
+#include "core/problem.h"
+#include "core/space.h"
+
+namespace attune {
+
+struct ProblemInfo {
+  Problem problem;
+  std::string description;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string name() const = 0;
+  virtual Result<DeviceFingerprint> fingerprint() = 0;
+  // Problems this backend offers by name (`attune problems --backend B`).
+  virtual std::vector<ProblemInfo> problems() const = 0;
+  // A problem name this backend offers, or a problem spec ("op:key=value,...") it can serve.
+  virtual Result<Problem> resolve(const std::string& spec) const = 0;
+  // The knobs of the kernel family serving this problem; the baseline config first.
+  virtual Result<Space> space(const Problem& problem) const = 0;
+  // A reason the config cannot be implemented, decided without building it; nullopt if it can.
+  virtual std::optional<std::string> can_implement(const Problem&, const Config&) const {
+    return std::nullopt;
+  }
+  // Builds, runs, checks and times one candidate. Faults inside are real (the process may die).
+  virtual Outcome execute(const Problem& problem, const Config& config, Regime regime) = 0;
+
+  // Whether execute() must run in a worker process (false only for backends that cannot fault,
+  // such as replay of recorded results).
+  virtual bool isolated() const { return true; }
+  // Deadline for one candidate in a worker, before it is killed and recorded as timeout.
+  virtual double default_timeout_s() const { return 30.0; }
+};
+
+}  // namespace attune

@@ -1,0 +1,55 @@
+#include "measure/stats.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace attune {
+
+namespace {
+double median_of(std::vector<double>& v) {
+  const std::size_t n = v.size();
+  std::nth_element(v.begin(), v.begin() + n / 2, v.end());
+  double hi = v[n / 2];
+  if (n % 2) return hi;
+  double lo = *std::max_element(v.begin(), v.begin() + n / 2);
+  return 0.5 * (lo + hi);
+}
+}  // namespace
+
+SampleStats summarize(std::vector<double> samples) {
+  SampleStats s;
+  s.n = static_cast<int>(samples.size());
+  if (samples.empty()) return s;
+  auto [mn, mx] = std::minmax_element(samples.begin(), samples.end());
+  s.min = *mn;
+  s.max = *mx;
+  s.median = median_of(samples);
+  if (s.n < 2 || s.median == 0) return s;
+  std::vector<double> dev;
+  dev.reserve(samples.size());
+  for (double x : samples) dev.push_back(std::fabs(x - s.median));
+  double sigma = 1.4826 * median_of(dev);
+  s.noise = 1.2533 * sigma / std::sqrt(static_cast<double>(s.n)) / std::fabs(s.median);
+  return s;
+}
+
+SampleStats sample_until_stable(const std::function<double()>& one_sample,
+                                const SamplingPolicy& policy) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  std::vector<double> samples;
+  SampleStats s;
+  while (true) {
+    samples.push_back(one_sample());
+    const int n = static_cast<int>(samples.size());
+    if (n < policy.min_samples) continue;
+    s = summarize(samples);
+    if (s.noise <= policy.noise_bound || n >= policy.max_samples) break;
+    std::chrono::duration<double> spent = clock::now() - start;
+    if (spent.count() >= policy.time_cap_s) break;
+  }
+  return s;
+}
+
+}  // namespace attune

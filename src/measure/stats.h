@@ -1,0 +1,32 @@
+// Sample statistics and noise-based stopping for timing. Pure functions; thread-safe.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+namespace attune {
+
+struct SampleStats {
+  int n = 0;
+  double median = 0;
+  double min = 0;
+  double max = 0;
+  // Relative standard error of the median: 1.2533 * sigma / sqrt(n) / median, sigma estimated
+  // robustly as 1.4826 * MAD so one preempted sample does not dominate.
+  double noise = 0;
+};
+
+SampleStats summarize(std::vector<double> samples);
+
+struct SamplingPolicy {
+  int min_samples = 10;
+  int max_samples = 1000;
+  double noise_bound = 0.005;  // stop once the median's relative noise is under 0.5%
+  double time_cap_s = 2.0;     // or once this much wall time went into sampling
+};
+
+// Calls one_sample() (returns one timed sample) until the policy says stop.
+SampleStats sample_until_stable(const std::function<double()>& one_sample,
+                                const SamplingPolicy& policy);
+
+}  // namespace attune

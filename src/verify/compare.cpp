@@ -1,0 +1,72 @@
+#include "verify/compare.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace attune {
+
+Tolerance tolerance_for(std::string_view dtype, std::int64_t reduction_length) {
+  // Rounding error of a length-k reduction grows like sqrt(k) ulps for random inputs; the
+  // factor keeps long dot products from failing on honest rounding.
+  const double growth = std::sqrt(static_cast<double>(std::max<std::int64_t>(1, reduction_length)));
+  if (dtype == "fp64") return {1e-12 * growth, 1e-12};
+  if (dtype == "bf16") return {2e-2 + 4e-3 * growth, 1e-2};
+  if (dtype == "fp16") return {5e-3 + 1e-3 * growth, 1e-3};
+  if (dtype == "fp8") return {1.25e-1, 1e-1};
+  if (dtype == "tf32") return {2e-3 * growth, 1e-3};
+  return {1e-5 * growth, 1e-6};
+}
+
+void poison(std::span<float> out) {
+  std::fill(out.begin(), out.end(), std::bit_cast<float>(kPoisonBits));
+}
+
+Comparison compare(std::span<const float> out, std::span<const double> ref, const Tolerance& tol) {
+  Comparison c;
+  c.check.metric = "max_rel_err";
+  c.check.tolerance = tol.rtol;
+  if (out.size() != ref.size()) {
+    c.verdict = Verdict::kWrongOutput;
+    c.check.value = INFINITY;
+    c.message = fmt::format("output has {} elements, reference {}", out.size(), ref.size());
+    return c;
+  }
+  double worst = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const float o = out[i];
+    if (std::bit_cast<std::uint32_t>(o) == kPoisonBits) {
+      ++c.unwritten;
+      continue;
+    }
+    if (!std::isfinite(o)) {
+      ++c.non_finite;
+      continue;
+    }
+    double err = std::fabs(static_cast<double>(o) - ref[i]) / std::max(std::fabs(ref[i]), tol.floor);
+    if (err > tol.rtol) ++c.mismatched;
+    if (err > worst) {
+      worst = err;
+      c.worst_index = i;
+    }
+  }
+  c.check.value = worst;
+  if (c.unwritten) {
+    c.verdict = Verdict::kWrongOutput;
+    c.message = fmt::format("{} of {} outputs never written", c.unwritten, out.size());
+  } else if (c.non_finite) {
+    c.verdict = Verdict::kNonFinite;
+    c.check.value = NAN;
+    c.message = fmt::format("{} of {} outputs are NaN or Inf", c.non_finite, out.size());
+  } else if (c.mismatched) {
+    c.verdict = Verdict::kWrongOutput;
+    c.message = fmt::format("{} of {} outputs off; worst at [{}]: {} vs reference {} (rel err {:.3g} > {:.3g})",
+                            c.mismatched, out.size(), c.worst_index, out[c.worst_index],
+                            ref[c.worst_index], worst, tol.rtol);
+  }
+  return c;
+}
+
+}  // namespace attune

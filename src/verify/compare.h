@@ -1,0 +1,43 @@
+// The correctness gate's comparison: a candidate's output against an independent reference in
+// higher precision. Outputs are poisoned before the run so unwritten elements are caught; NaN
+// never passes. Pure functions; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/measurement.h"
+#include "core/verdict.h"
+
+namespace attune {
+
+// Per-dtype tolerance on the relative error max|out - ref| / max(|ref|, floor).
+struct Tolerance {
+  double rtol = 1e-5;
+  double floor = 1e-6;  // below this magnitude errors are measured absolutely
+};
+
+// fp64, fp32, tf32, fp16, bf16, fp8; unknown dtypes get fp32's tolerance.
+Tolerance tolerance_for(std::string_view dtype, std::int64_t reduction_length = 1);
+
+// A quiet NaN with a payload no arithmetic produces: an element still holding it was never
+// written by the candidate.
+inline constexpr std::uint32_t kPoisonBits = 0x7fc0deadU;
+void poison(std::span<float> out);
+
+struct Comparison {
+  Verdict verdict = Verdict::kOk;  // ok, wrong_output or non_finite
+  ErrorCheck check;
+  std::string message;             // "" when ok
+  std::size_t unwritten = 0;
+  std::size_t non_finite = 0;
+  std::size_t mismatched = 0;
+  std::size_t worst_index = 0;
+};
+
+Comparison compare(std::span<const float> out, std::span<const double> ref, const Tolerance& tol);
+
+}  // namespace attune
