@@ -1,0 +1,132 @@
+#include "store/sqlite/schema.h"
+
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace attune::sqlite {
+
+namespace {
+
+// Never edit a released migration: add a new one. Each string runs inside one transaction.
+const std::vector<std::string>& migrations() {
+  static const std::vector<std::string> m = {
+      // 1: runs, devices, problems, measurements.
+      R"sql(
+CREATE TABLE attune_schema (version INTEGER NOT NULL);
+INSERT INTO attune_schema (version) VALUES (0);
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  command TEXT NOT NULL,
+  arguments TEXT NOT NULL,
+  strategy TEXT NOT NULL DEFAULT '',
+  seed INTEGER NOT NULL DEFAULT 0,
+  version TEXT NOT NULL DEFAULT '',
+  device_key TEXT NOT NULL DEFAULT '',
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  status TEXT NOT NULL
+);
+CREATE TABLE devices (
+  key TEXT PRIMARY KEY,
+  backend TEXT NOT NULL,
+  name TEXT NOT NULL,
+  arch TEXT NOT NULL,
+  sm_count INTEGER NOT NULL,
+  memory_bytes INTEGER NOT NULL,
+  fingerprint TEXT NOT NULL,
+  first_seen TEXT NOT NULL,
+  last_seen TEXT NOT NULL
+);
+CREATE TABLE problems (
+  key TEXT PRIMARY KEY,
+  op TEXT NOT NULL,
+  text TEXT NOT NULL,
+  name TEXT NOT NULL,
+  payload TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL
+);
+CREATE INDEX problems_by_name ON problems (name);
+CREATE TABLE measurements (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER REFERENCES runs (id),
+  device_key TEXT NOT NULL REFERENCES devices (key),
+  problem_key TEXT NOT NULL REFERENCES problems (key),
+  backend TEXT NOT NULL,
+  config TEXT NOT NULL,
+  config_hash TEXT NOT NULL,
+  verdict TEXT NOT NULL,
+  regime TEXT NOT NULL,
+  cache TEXT,
+  samples INTEGER,
+  median_us REAL,
+  min_us REAL,
+  max_us REAL,
+  noise REAL,
+  error_metric TEXT,
+  error_value REAL,
+  error_tolerance REAL,
+  message TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL
+);
+CREATE INDEX measurements_lookup
+  ON measurements (device_key, problem_key, backend, regime, config_hash);
+)sql",
+      // 2: clocks and throttle reasons with each measurement; search-tree nodes; priors.
+      R"sql(
+ALTER TABLE measurements ADD COLUMN sm_clock_mhz INTEGER;
+ALTER TABLE measurements ADD COLUMN throttle TEXT;
+CREATE TABLE search_nodes (
+  device_key TEXT NOT NULL,
+  problem_key TEXT NOT NULL REFERENCES problems (key),
+  strategy TEXT NOT NULL,
+  path TEXT NOT NULL,
+  visits INTEGER NOT NULL,
+  best_us REAL NOT NULL,
+  payload TEXT NOT NULL DEFAULT '',
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (device_key, problem_key, strategy, path)
+);
+CREATE TABLE priors (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  rows INTEGER NOT NULL,
+  calibration REAL NOT NULL,
+  quarantined INTEGER NOT NULL,
+  model BLOB NOT NULL,
+  reservoir BLOB NOT NULL
+);
+)sql",
+  };
+  return m;
+}
+
+}  // namespace
+
+int current_schema_version() { return static_cast<int>(migrations().size()); }
+
+Result<int> schema_version(const Db& db) {
+  ATTUNE_ASSIGN(std::int64_t has, db.scalar("SELECT count(*) FROM sqlite_master "
+                                            "WHERE type = 'table' AND name = 'attune_schema'"));
+  if (!has) return 0;
+  ATTUNE_ASSIGN(std::int64_t v, db.scalar("SELECT version FROM attune_schema"));
+  return static_cast<int>(v);
+}
+
+Status migrate(const Db& db, int from, int to) {
+  for (int v = from + 1; v <= to; ++v) {
+    ATTUNE_TRY(db.exec("BEGIN IMMEDIATE"));
+    Status s = db.exec(migrations()[static_cast<std::size_t>(v - 1)]);
+    if (s.ok()) s = db.exec(fmt::format("UPDATE attune_schema SET version = {}", v));
+    if (!s.ok()) {
+      (void)db.exec("ROLLBACK");
+      return s.error().with_context(fmt::format("migrating the database to schema v{}", v));
+    }
+    ATTUNE_TRY(db.exec("COMMIT"));
+  }
+  return Status::success();
+}
+
+}  // namespace attune::sqlite

@@ -1,0 +1,388 @@
+#include "store/sqlite/sqlite_store.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "store/sqlite/schema.h"
+
+namespace attune {
+
+namespace fs = std::filesystem;
+using sqlite::Db;
+using sqlite::Stmt;
+
+namespace {
+
+constexpr const char* kNow = "strftime('%Y-%m-%dT%H:%M:%fZ','now')";
+
+// What the file at path is, decided from its header before SQLite touches it.
+enum class FileKind { kAbsent, kEmpty, kSqlite, kOther };
+
+Result<FileKind> classify(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return FileKind::kAbsent;
+  if (fs::is_directory(path, ec)) return Error::invalid_argument(path + " is a directory, not a database file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error::io("cannot read " + path);
+  char header[16] = {};
+  in.read(header, sizeof header);
+  if (in.gcount() == 0) return FileKind::kEmpty;
+  if (in.gcount() == 16 && std::memcmp(header, "SQLite format 3", 16) == 0) return FileKind::kSqlite;
+  return FileKind::kOther;
+}
+
+std::string table_list(const Db& db) {
+  auto s = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name LIMIT 5");
+  if (!s) return "?";
+  std::string out;
+  while (true) {
+    auto row = s->step();
+    if (!row || !*row) break;
+    if (!out.empty()) out += ", ";
+    out += s->text(0);
+  }
+  return out.empty() ? "none" : out;
+}
+
+MeasurementRow read_measurement(const Stmt& s) {
+  // Column order of kMeasurementColumns.
+  MeasurementRow r;
+  r.id = s.i64(0);
+  r.run_id = s.is_null(1) ? 0 : s.i64(1);
+  r.device_key = s.text(2);
+  r.problem_key = s.text(3);
+  r.backend = s.text(4);
+  r.config = s.text(5);
+  r.config_hash = s.text(6);
+  r.outcome.verdict = verdict_from_string(s.text(7)).value_or(Verdict::kCrashed);
+  r.regime = regime_from_string(s.text(8)).value_or(Regime::kRank);
+  if (!s.is_null(10)) {
+    Measurement m;
+    m.regime = r.regime;
+    m.cache = cache_state_from_string(s.text(9)).value_or(CacheState::kWarm);
+    m.samples = static_cast<int>(s.i64(10));
+    m.median_us = s.real(11);
+    m.min_us = s.real(12);
+    m.max_us = s.real(13);
+    m.noise = s.real(14);
+    m.sm_clock_mhz = s.is_null(20) ? 0 : static_cast<int>(s.i64(20));
+    m.throttle = s.text(21);
+    r.outcome.measurement = m;
+  }
+  if (!s.is_null(15))
+    r.outcome.check = ErrorCheck{s.text(15), s.is_null(16) ? NAN : s.real(16), s.real(17)};
+  r.outcome.message = s.text(18);
+  r.created_at = s.text(19);
+  return r;
+}
+
+constexpr const char* kMeasurementColumns =
+    "id, run_id, device_key, problem_key, backend, config, config_hash, verdict, regime, cache, "
+    "samples, median_us, min_us, max_us, noise, error_metric, error_value, error_tolerance, "
+    "message, created_at, sm_clock_mhz, throttle";
+
+}  // namespace
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path) {
+  ATTUNE_ASSIGN(FileKind kind, classify(path));
+  if (kind == FileKind::kOther)
+    return Error::corrupt(path + " is not an SQLite database, so not an attune database; "
+                          "refusing to touch it (pass another --db)");
+  const bool fresh = kind == FileKind::kAbsent || kind == FileKind::kEmpty;
+  sqlite3* raw = nullptr;
+  int flags = SQLITE_OPEN_READWRITE | (fresh ? SQLITE_OPEN_CREATE : 0);
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  Db db{sqlite::DbHandle(raw)};
+  if (rc != SQLITE_OK) return sqlite::sqlite_error(raw, rc, "opening " + path);
+  sqlite3_extended_result_codes(raw, 1);
+  ATTUNE_TRY(db.exec("PRAGMA busy_timeout = 10000"));
+
+  // Validate before any write: a foreign or newer database must stay byte-for-byte as it was.
+  auto app_id = db.scalar("PRAGMA application_id");
+  if (!app_id) return app_id.error().with_context(path + " is not a readable attune database");
+  auto tables = db.scalar("SELECT count(*) FROM sqlite_master");
+  if (!tables) return tables.error().with_context(path + " is not a readable attune database");
+  int version = 0;
+  if (*app_id == sqlite::kApplicationId) {
+    auto v = sqlite::schema_version(db);
+    if (!v) return v.error().with_context(path + " is a damaged attune database");
+    version = *v;
+  } else if (*app_id != 0 || *tables != 0) {
+    return Error::corrupt(fmt::format(
+        "{} is an SQLite database of another program (application_id {:#x}, tables: {}), not "
+        "an attune database; refusing to touch it",
+        path, *app_id, table_list(db)));
+  }
+  const int current = sqlite::current_schema_version();
+  if (version > current)
+    return Error::unsupported(fmt::format(
+        "{} was written by a newer attune (schema v{}; this attune reads up to v{}); upgrade "
+        "attune or use another --db",
+        path, version, current));
+  if (version == 0) ATTUNE_TRY(db.exec(fmt::format("PRAGMA application_id = {}", sqlite::kApplicationId)));
+
+  // WAL lets readers (eval, another worker) run while a tuner writes. synchronous=NORMAL in WAL
+  // mode keeps every commit across a process crash, which is what losing a worker can cause.
+  ATTUNE_TRY(db.exec("PRAGMA journal_mode = WAL"));
+  ATTUNE_TRY(db.exec("PRAGMA synchronous = NORMAL"));
+  ATTUNE_TRY(db.exec("PRAGMA foreign_keys = ON"));
+  if (version < current) ATTUNE_TRY(sqlite::migrate(db, version, current));
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db), path));
+}
+
+Result<std::int64_t> SqliteStore::begin_run(RunInfo run) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
+                            "INSERT INTO runs (command, arguments, strategy, seed, version, "
+                            "device_key, started_at, status) VALUES (?, ?, ?, ?, ?, ?, {}, 'running')",
+                            kNow)));
+  s.bind(1, run.command).bind(2, run.arguments).bind(3, run.strategy)
+      .bind(4, static_cast<std::int64_t>(run.seed)).bind(5, run.version).bind(6, run.device_key);
+  ATTUNE_TRY(s.run());
+  return static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_.get()));
+}
+
+Status SqliteStore::finish_run(std::int64_t run_id, const std::string& status) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
+                            "UPDATE runs SET finished_at = {}, status = ? WHERE id = ?", kNow)));
+  s.bind(1, status).bind(2, run_id);
+  return s.run();
+}
+
+Result<std::vector<RunInfo>> SqliteStore::runs() {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT id, command, arguments, strategy, seed, version, "
+                                    "device_key, started_at, coalesce(finished_at, ''), status "
+                                    "FROM runs ORDER BY id"));
+  std::vector<RunInfo> out;
+  while (true) {
+    ATTUNE_ASSIGN(bool row, s.step());
+    if (!row) break;
+    RunInfo r;
+    r.id = s.i64(0);
+    r.command = s.text(1);
+    r.arguments = s.text(2);
+    r.strategy = s.text(3);
+    r.seed = static_cast<std::uint64_t>(s.i64(4));
+    r.version = s.text(5);
+    r.device_key = s.text(6);
+    r.started_at = s.text(7);
+    r.finished_at = s.text(8);
+    r.status = s.text(9);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Status SqliteStore::put_device(const DeviceFingerprint& d) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
+      "INSERT INTO devices (key, backend, name, arch, sm_count, memory_bytes, fingerprint, "
+      "first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, {0}, {0}) "
+      "ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, last_seen = {0}",
+      kNow)));
+  nlohmann::json j = d;
+  s.bind(1, d.key()).bind(2, d.backend).bind(3, d.name).bind(4, d.arch).bind(5, d.sm_count)
+      .bind(6, static_cast<std::int64_t>(d.memory_bytes)).bind(7, j.dump());
+  return s.run();
+}
+
+Result<std::vector<DeviceFingerprint>> SqliteStore::devices() {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT fingerprint FROM devices ORDER BY first_seen"));
+  std::vector<DeviceFingerprint> out;
+  while (true) {
+    ATTUNE_ASSIGN(bool row, s.step());
+    if (!row) break;
+    auto j = nlohmann::json::parse(s.text(0), nullptr, false);
+    if (j.is_discarded()) return Error::corrupt("devices table holds a fingerprint that is not JSON");
+    ATTUNE_ASSIGN(DeviceFingerprint d, device_from_json(j));
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+Status SqliteStore::put_problem(const Problem& p, const std::string& payload) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
+      "INSERT INTO problems (key, op, text, name, payload, created_at) VALUES (?, ?, ?, ?, ?, {}) "
+      "ON CONFLICT (key) DO UPDATE SET name = excluded.name, "
+      "payload = CASE WHEN excluded.payload = '' THEN problems.payload ELSE excluded.payload END",
+      kNow)));
+  s.bind(1, p.structural_key()).bind(2, p.op()).bind(3, p.text()).bind(4, p.name()).bind(5, payload);
+  return s.run();
+}
+
+namespace {
+Result<ProblemRecord> read_problem(const Stmt& s) {
+  auto p = Problem::parse(s.text(1));
+  if (!p) return p.error().with_context("problems table");
+  p->set_name(s.text(2));
+  return ProblemRecord{*p, s.text(0), s.text(3)};
+}
+}  // namespace
+
+Result<std::optional<ProblemRecord>> SqliteStore::find_problem(const std::string& key_or_name) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT key, text, name, payload FROM problems "
+                                    "WHERE key = ?1 OR name = ?1 ORDER BY key = ?1 DESC LIMIT 1"));
+  s.bind(1, key_or_name);
+  ATTUNE_ASSIGN(bool row, s.step());
+  if (!row) return std::optional<ProblemRecord>{};
+  ATTUNE_ASSIGN(ProblemRecord r, read_problem(s));
+  return std::optional<ProblemRecord>(std::move(r));
+}
+
+Result<std::vector<ProblemRecord>> SqliteStore::problems() {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT key, text, name, '' FROM problems ORDER BY name"));
+  std::vector<ProblemRecord> out;
+  while (true) {
+    ATTUNE_ASSIGN(bool row, s.step());
+    if (!row) break;
+    ATTUNE_ASSIGN(ProblemRecord r, read_problem(s));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Result<std::int64_t> SqliteStore::record(MeasurementRow r) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
+      "INSERT INTO measurements (run_id, device_key, problem_key, backend, config, config_hash, "
+      "verdict, regime, cache, samples, median_us, min_us, max_us, noise, error_metric, "
+      "error_value, error_tolerance, message, created_at, sm_clock_mhz, throttle) VALUES "
+      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, {}, ?19, ?20)",
+      kNow)));
+  if (r.run_id) s.bind(1, r.run_id); else s.bind_null(1);
+  s.bind(2, r.device_key).bind(3, r.problem_key).bind(4, r.backend).bind(5, r.config)
+      .bind(6, r.config_hash).bind(7, to_string(r.outcome.verdict)).bind(8, to_string(r.regime));
+  if (const auto& m = r.outcome.measurement) {
+    s.bind(9, to_string(m->cache)).bind(10, m->samples).bind(11, m->median_us).bind(12, m->min_us)
+        .bind(13, m->max_us).bind(14, m->noise).bind(19, m->sm_clock_mhz).bind(20, m->throttle);
+  } else {
+    for (int i : {9, 10, 11, 12, 13, 14, 19, 20}) s.bind_null(i);
+  }
+  if (const auto& c = r.outcome.check) {
+    s.bind(15, c->metric).bind(17, c->tolerance);
+    if (std::isfinite(c->value)) s.bind(16, c->value); else s.bind_null(16);
+  } else {
+    for (int i : {15, 16, 17}) s.bind_null(i);
+  }
+  s.bind(18, r.outcome.message);
+  // Autocommit: the row is durable when this returns.
+  ATTUNE_TRY(s.run());
+  return static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_.get()));
+}
+
+Result<std::optional<MeasurementRow>> SqliteStore::find(const std::string& device_key,
+                                                         const std::string& problem_key,
+                                                         const std::string& backend, Regime regime,
+                                                         const std::string& config_hash) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
+      "SELECT {} FROM measurements WHERE device_key = ? AND problem_key = ? AND backend = ? "
+      "AND regime = ? AND config_hash = ? ORDER BY id DESC LIMIT 1",
+      kMeasurementColumns)));
+  s.bind(1, device_key).bind(2, problem_key).bind(3, backend).bind(4, to_string(regime))
+      .bind(5, config_hash);
+  ATTUNE_ASSIGN(bool row, s.step());
+  if (!row) return std::optional<MeasurementRow>{};
+  return std::optional<MeasurementRow>(read_measurement(s));
+}
+
+Result<std::vector<MeasurementRow>> SqliteStore::measurements(const MeasurementQuery& q) {
+  std::string sql = fmt::format(
+      "SELECT {} FROM measurements m WHERE "
+      "(?1 = '' OR m.problem_key = ?1 OR m.problem_key IN "
+      "   (SELECT key FROM problems WHERE name = ?1 OR op = ?1)) "
+      "AND (?2 = '' OR m.device_key = ?2) AND (?3 = '' OR m.backend = ?3) "
+      "AND (?4 = '' OR m.regime = ?4) AND (?5 = 0 OR m.verdict != 'ok') ORDER BY m.id",
+      kMeasurementColumns);
+  ATTUNE_ASSIGN(Stmt s, db_.prepare(sql));
+  s.bind(1, q.problem).bind(2, q.device_key).bind(3, q.backend)
+      .bind(4, q.regime ? std::string(to_string(*q.regime)) : std::string())
+      .bind(5, q.failures_only ? 1 : 0);
+  std::vector<MeasurementRow> out;
+  while (true) {
+    ATTUNE_ASSIGN(bool row, s.step());
+    if (!row) break;
+    out.push_back(read_measurement(s));
+  }
+  return out;
+}
+
+Status SqliteStore::put_search_nodes(const std::string& device_key, const std::string& problem_key,
+                                     const std::string& strategy,
+                                     const std::vector<SearchNode>& nodes) {
+  ATTUNE_TRY(db_.exec("BEGIN IMMEDIATE"));
+  for (const auto& n : nodes) {
+    ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
+        "INSERT INTO search_nodes (device_key, problem_key, strategy, path, visits, best_us, "
+        "payload, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, {}) ON CONFLICT "
+        "(device_key, problem_key, strategy, path) DO UPDATE SET visits = excluded.visits, "
+        "best_us = excluded.best_us, payload = excluded.payload, updated_at = excluded.updated_at",
+        kNow)));
+    s.bind(1, device_key).bind(2, problem_key).bind(3, strategy).bind(4, n.path)
+        .bind(5, n.visits).bind(6, n.best_us).bind(7, n.payload);
+    Status st = s.run();
+    if (!st.ok()) {
+      (void)db_.exec("ROLLBACK");
+      return st;
+    }
+  }
+  return db_.exec("COMMIT");
+}
+
+Result<std::vector<SearchNode>> SqliteStore::search_nodes(const std::string& device_key,
+                                                          const std::string& problem_key,
+                                                          const std::string& strategy) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT path, visits, best_us, payload FROM search_nodes "
+                                    "WHERE device_key = ? AND problem_key = ? AND strategy = ? "
+                                    "ORDER BY path"));
+  s.bind(1, device_key).bind(2, problem_key).bind(3, strategy);
+  std::vector<SearchNode> out;
+  while (true) {
+    ATTUNE_ASSIGN(bool row, s.step());
+    if (!row) break;
+    out.push_back(SearchNode{s.text(0), s.i64(1), s.real(2), s.text(3)});
+  }
+  return out;
+}
+
+Result<std::int64_t> SqliteStore::put_prior(PriorRecord p) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
+      "INSERT INTO priors (name, created_at, rows, calibration, quarantined, model, reservoir) "
+      "VALUES (?, {}, ?, ?, ?, ?, ?)", kNow)));
+  s.bind(1, p.name).bind(2, p.rows).bind(3, p.calibration).bind(4, p.quarantined ? 1 : 0)
+      .bind_blob(5, p.model).bind_blob(6, p.reservoir);
+  ATTUNE_TRY(s.run());
+  return static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_.get()));
+}
+
+Result<std::optional<PriorRecord>> SqliteStore::latest_prior(const std::string& name) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT id, name, created_at, rows, calibration, quarantined, "
+                                    "model, reservoir FROM priors WHERE name = ? "
+                                    "ORDER BY id DESC LIMIT 1"));
+  s.bind(1, name);
+  ATTUNE_ASSIGN(bool row, s.step());
+  if (!row) return std::optional<PriorRecord>{};
+  PriorRecord p;
+  p.id = s.i64(0);
+  p.name = s.text(1);
+  p.created_at = s.text(2);
+  p.rows = s.i64(3);
+  p.calibration = s.real(4);
+  p.quarantined = s.i64(5) != 0;
+  p.model = s.text(6);
+  p.reservoir = s.text(7);
+  return std::optional<PriorRecord>(std::move(p));
+}
+
+Result<std::unique_ptr<Store>> open_store(const std::string& url) {
+  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
+    return Error::unsupported("the PostgreSQL fleet store is not built into this attune yet; "
+                              "use an SQLite file path for --db");
+  if (url.empty()) return Error::invalid_argument("--db is empty; give a file path");
+  auto s = SqliteStore::open(url);
+  if (!s) return s.error();
+  return std::unique_ptr<Store>(std::move(*s));
+}
+
+}  // namespace attune

@@ -1,0 +1,53 @@
+// The embedded tuning database: SQLite with WAL, foreign keys and a busy timeout, so several
+// processes can share one file. Opening never overwrites: a foreign, corrupt or newer file is
+// refused before anything is written. One thread at a time per SqliteStore.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "store/sqlite/sqlite_db.h"
+#include "store/store.h"
+
+namespace attune {
+
+class SqliteStore final : public Store {
+ public:
+  static Result<std::unique_ptr<SqliteStore>> open(const std::string& path);
+
+  Result<std::int64_t> begin_run(RunInfo run) override;
+  Status finish_run(std::int64_t run_id, const std::string& status) override;
+  Result<std::vector<RunInfo>> runs() override;
+
+  Status put_device(const DeviceFingerprint& device) override;
+  Result<std::vector<DeviceFingerprint>> devices() override;
+  Status put_problem(const Problem& problem, const std::string& payload = "") override;
+  Result<std::optional<ProblemRecord>> find_problem(const std::string& key_or_name) override;
+  Result<std::vector<ProblemRecord>> problems() override;
+
+  Result<std::int64_t> record(MeasurementRow row) override;
+  Result<std::optional<MeasurementRow>> find(const std::string& device_key,
+                                             const std::string& problem_key,
+                                             const std::string& backend, Regime regime,
+                                             const std::string& config_hash) override;
+  Result<std::vector<MeasurementRow>> measurements(const MeasurementQuery& query) override;
+
+  Status put_search_nodes(const std::string& device_key, const std::string& problem_key,
+                          const std::string& strategy,
+                          const std::vector<SearchNode>& nodes) override;
+  Result<std::vector<SearchNode>> search_nodes(const std::string& device_key,
+                                               const std::string& problem_key,
+                                               const std::string& strategy) override;
+
+  Result<std::int64_t> put_prior(PriorRecord prior) override;
+  Result<std::optional<PriorRecord>> latest_prior(const std::string& name) override;
+
+  const sqlite::Db& db() const { return db_; }
+
+ private:
+  SqliteStore(sqlite::Db db, std::string path) : db_(std::move(db)), path_(std::move(path)) {}
+  sqlite::Db db_;
+  std::string path_;
+};
+
+}  // namespace attune

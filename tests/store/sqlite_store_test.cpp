@@ -1,0 +1,218 @@
+#include "store/sqlite/sqlite_store.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "core/config.h"
+#include "store/sqlite/schema.h"
+#include "support/temp_dir.h"
+
+namespace attune {
+namespace {
+
+using testing::read_bytes;
+using testing::TempDir;
+using testing::write_bytes;
+
+DeviceFingerprint sim_device() { return {"sim", "attune simulated GPU", "sim_1", 64, 16ull << 30}; }
+
+MeasurementRow ok_row(const std::string& problem_key, const std::string& config, double us) {
+  MeasurementRow r;
+  r.device_key = sim_device().key();
+  r.problem_key = problem_key;
+  r.backend = "sim";
+  r.config = config;
+  r.config_hash = Config::parse(config)->hash_hex();
+  r.regime = Regime::kRank;
+  Measurement m;
+  m.samples = 20;
+  m.median_us = us;
+  m.min_us = us * 0.99;
+  m.max_us = us * 1.02;
+  m.noise = 0.003;
+  m.sm_clock_mhz = 1980;
+  m.throttle = "none";
+  r.outcome.measurement = m;
+  r.outcome.check = ErrorCheck{"max_rel_err", 1e-7, 1e-5};
+  return r;
+}
+
+TEST(SqliteStore, RecordsAndFindsMeasurements) {
+  TempDir dir;
+  auto store = SqliteStore::open(dir.file("a.db"));
+  ASSERT_TRUE(store.ok()) << store.error().message();
+  Problem p = *Problem::parse("gemm:m=1,n=64,k=64");
+  ASSERT_TRUE((*store)->put_device(sim_device()).ok());
+  ASSERT_TRUE((*store)->put_problem(p).ok());
+  auto run = (*store)->begin_run({0, "tune", "[]", "random", 7});
+  ASSERT_TRUE(run.ok()) << run.error().message();
+  MeasurementRow r = ok_row(p.structural_key(), "a=1,b=2", 12.5);
+  r.run_id = *run;
+  ASSERT_TRUE((*store)->record(r).ok());
+  MeasurementRow bad = ok_row(p.structural_key(), "a=2,b=2", 0);
+  bad.outcome = Outcome{Verdict::kNonFinite, std::nullopt, ErrorCheck{"max_rel_err", NAN, 1e-5}, "NaN"};
+  ASSERT_TRUE((*store)->record(bad).ok());
+
+  auto found = (*store)->find(sim_device().key(), p.structural_key(), "sim", Regime::kRank, r.config_hash);
+  ASSERT_TRUE(found.ok() && found->has_value());
+  const MeasurementRow& f = **found;
+  EXPECT_EQ(f.config, "a=1,b=2");
+  ASSERT_TRUE(f.outcome.measurement);
+  EXPECT_DOUBLE_EQ(f.outcome.measurement->median_us, 12.5);
+  EXPECT_EQ(f.outcome.measurement->sm_clock_mhz, 1980);
+  EXPECT_EQ(f.run_id, *run);
+  // Another regime or device is another question.
+  EXPECT_FALSE((*store)->find(sim_device().key(), p.structural_key(), "sim", Regime::kDeploy, r.config_hash)->has_value());
+  auto nan = (*store)->find(sim_device().key(), p.structural_key(), "sim", Regime::kRank, bad.config_hash);
+  ASSERT_TRUE(nan.ok() && nan->has_value());
+  EXPECT_EQ((**nan).outcome.verdict, Verdict::kNonFinite);
+  EXPECT_TRUE(std::isnan((**nan).outcome.check->value));
+
+  MeasurementQuery q;
+  q.problem = "gemm";
+  q.failures_only = true;
+  auto fails = (*store)->measurements(q);
+  ASSERT_TRUE(fails.ok());
+  ASSERT_EQ(fails->size(), 1u);
+  EXPECT_EQ((*fails)[0].config, "a=2,b=2");
+  ASSERT_TRUE((*store)->finish_run(*run, "done").ok());
+  EXPECT_EQ((*store)->runs()->back().status, "done");
+}
+
+TEST(SqliteStore, ForeignKeysAreEnforced) {
+  TempDir dir;
+  auto store = SqliteStore::open(dir.file("a.db"));
+  ASSERT_TRUE(store.ok());
+  // No such device or problem: the row is refused, not stored dangling.
+  EXPECT_FALSE((*store)->record(ok_row("0000000000000000", "a=1", 1.0)).ok());
+}
+
+TEST(SqliteStore, RowsSurviveReopenAndAreVisibleToASecondConnection) {
+  TempDir dir;
+  Problem p = *Problem::parse("rmsnorm:n=4096");
+  {
+    auto a = SqliteStore::open(dir.file("a.db"));
+    ASSERT_TRUE(a.ok());
+    ASSERT_TRUE((*a)->put_device(sim_device()).ok());
+    ASSERT_TRUE((*a)->put_problem(p).ok());
+    auto b = SqliteStore::open(dir.file("a.db"));  // a second process would see the same
+    ASSERT_TRUE(b.ok()) << b.error().message();
+    ASSERT_TRUE((*a)->record(ok_row(p.structural_key(), "t=1", 3.0)).ok());
+    EXPECT_EQ((*b)->measurements({})->size(), 1u);
+  }
+  auto c = SqliteStore::open(dir.file("a.db"));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->measurements({})->size(), 1u);
+}
+
+TEST(SqliteStore, RefusesATextFileAndLeavesItUntouched) {
+  TempDir dir;
+  std::string path = dir.file("notes.db");
+  write_bytes(path, "these are my notes, not a database\n");
+  auto store = SqliteStore::open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.error().kind(), Error::Kind::kCorrupt);
+  EXPECT_NE(store.error().message().find("not an SQLite database"), std::string::npos);
+  EXPECT_EQ(read_bytes(path), "these are my notes, not a database\n");
+}
+
+TEST(SqliteStore, RefusesAnotherProgramsDatabaseAndLeavesItUntouched) {
+  TempDir dir;
+  std::string path = dir.file("other.db");
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    sqlite::Db db{sqlite::DbHandle(raw)};
+    ASSERT_TRUE(db.exec("CREATE TABLE invoices (id INTEGER, total REAL); INSERT INTO invoices VALUES (1, 9.5);").ok());
+  }
+  std::string before = read_bytes(path);
+  auto store = SqliteStore::open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.error().message().find("another program"), std::string::npos) << store.error().message();
+  EXPECT_NE(store.error().message().find("invoices"), std::string::npos);
+  EXPECT_EQ(read_bytes(path), before);
+}
+
+TEST(SqliteStore, RefusesACorruptDatabase) {
+  TempDir dir;
+  std::string path = dir.file("a.db");
+  {
+    auto s = SqliteStore::open(path);
+    ASSERT_TRUE(s.ok());
+  }
+  // Keep the header, wreck everything after it.
+  std::string bytes = read_bytes(path);
+  ASSERT_GT(bytes.size(), 200u);
+  for (std::size_t i = 100; i < bytes.size(); ++i) bytes[i] = static_cast<char>(0xA5);
+  write_bytes(path, bytes);
+  std::remove((path + "-wal").c_str());
+  std::remove((path + "-shm").c_str());
+  auto store = SqliteStore::open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(read_bytes(path), bytes);
+}
+
+TEST(SqliteStore, RefusesADatabaseFromANewerAttune) {
+  TempDir dir;
+  std::string path = dir.file("a.db");
+  {
+    auto s = SqliteStore::open(path);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->db().exec("UPDATE attune_schema SET version = 99").ok());
+  }
+  auto store = SqliteStore::open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.error().message().find("newer attune"), std::string::npos);
+  EXPECT_NE(store.error().message().find("v99"), std::string::npos);
+}
+
+TEST(SqliteStore, MigratesAnOlderSchemaKeepingItsRows) {
+  TempDir dir;
+  std::string path = dir.file("old.db");
+  Problem p = *Problem::parse("gemm:m=8,n=8,k=8");
+  {
+    // A database as schema v1 left it: no clocks column, no search_nodes or priors tables.
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    sqlite::Db db{sqlite::DbHandle(raw)};
+    ASSERT_TRUE(db.exec("PRAGMA application_id = " + std::to_string(sqlite::kApplicationId)).ok());
+    ASSERT_TRUE(sqlite::migrate(db, 0, 1).ok());
+    ASSERT_TRUE(db.exec("INSERT INTO devices VALUES ('" + sim_device().key() +
+                        "', 'sim', 'x', 'sim_1', 64, 1, '{}', 't', 't');"
+                        "INSERT INTO problems VALUES ('" + p.structural_key() + "', 'gemm', '" +
+                        p.text() + "', 'old', '', 't');"
+                        "INSERT INTO measurements (device_key, problem_key, backend, config, "
+                        "config_hash, verdict, regime, samples, median_us, min_us, max_us, noise, "
+                        "created_at) VALUES ('" + sim_device().key() + "', '" + p.structural_key() +
+                        "', 'sim', 'a=1', 'h', 'ok', 'rank', 3, 4.5, 4.4, 4.6, 0.01, 't')").ok());
+    EXPECT_FALSE(db.exec("SELECT sm_clock_mhz FROM measurements").ok());
+  }
+  auto store = SqliteStore::open(path);
+  ASSERT_TRUE(store.ok()) << store.error().message();
+  EXPECT_EQ(*sqlite::schema_version((*store)->db()), sqlite::current_schema_version());
+  auto rows = (*store)->measurements({});
+  ASSERT_TRUE(rows.ok()) << rows.error().message();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_DOUBLE_EQ((*rows)[0].outcome.measurement->median_us, 4.5);
+  EXPECT_EQ((*rows)[0].outcome.measurement->sm_clock_mhz, 0);  // not known in v1
+  // The v2 tables exist now.
+  EXPECT_TRUE((*store)->put_search_nodes(sim_device().key(), p.structural_key(), "mcts",
+                                         {{"a=1", 3, 4.5, "{}"}}).ok());
+  EXPECT_EQ((*store)->search_nodes(sim_device().key(), p.structural_key(), "mcts")->size(), 1u);
+}
+
+TEST(SqliteStore, PriorsKeepBinaryCheckpoints) {
+  TempDir dir;
+  auto s = SqliteStore::open(dir.file("a.db"));
+  ASSERT_TRUE(s.ok());
+  std::string model("\x00\x01\x02model", 8);
+  ASSERT_TRUE((*s)->put_prior({0, "default", "", 120, 0.8, false, model, "rows"}).ok());
+  auto p = (*s)->latest_prior("default");
+  ASSERT_TRUE(p.ok() && p->has_value());
+  EXPECT_EQ((**p).model, model);
+  EXPECT_EQ((**p).rows, 120);
+}
+
+}  // namespace
+}  // namespace attune
