@@ -113,9 +113,9 @@ class Store {
   virtual Result<std::optional<PriorRecord>> latest_prior(const std::string& name) = 0;
 };
 
-// Opens "PATH" (SQLite, created if absent) or "postgresql://..." (a fleet database).
-// A file that is not an attune database, or that was written by a newer attune, is refused with
-// a clear message and left untouched.
-Result<std::unique_ptr<Store>> open_store(const std::string& url);
+// Opens "PATH" (SQLite; created if absent when create_if_missing) or "postgresql://..." (a fleet
+// database). A file that is not an attune database, or that was written by a newer attune, is
+// refused with a clear message and left untouched.
+Result<std::unique_ptr<Store>> open_store(const std::string& url, bool create_if_missing = true);
 
 }  // namespace attune

@@ -34,6 +34,9 @@ Comparison compare(std::span<const float> out, std::span<const double> ref, cons
     c.message = fmt::format("output has {} elements, reference {}", out.size(), ref.size());
     return c;
   }
+  double sum_sq = 0;
+  for (double r : ref) sum_sq += r * r;
+  const double floor = std::max(tol.floor, ref.empty() ? 0.0 : std::sqrt(sum_sq / static_cast<double>(ref.size())));
   double worst = 0;
   for (std::size_t i = 0; i < out.size(); ++i) {
     const float o = out[i];
@@ -45,7 +48,7 @@ Comparison compare(std::span<const float> out, std::span<const double> ref, cons
       ++c.non_finite;
       continue;
     }
-    double err = std::fabs(static_cast<double>(o) - ref[i]) / std::max(std::fabs(ref[i]), tol.floor);
+    double err = std::fabs(static_cast<double>(o) - ref[i]) / std::max(std::fabs(ref[i]), floor);
     if (err > tol.rtol) ++c.mismatched;
     if (err > worst) {
       worst = err;

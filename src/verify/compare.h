@@ -14,10 +14,12 @@
 
 namespace attune {
 
-// Per-dtype tolerance on the relative error max|out - ref| / max(|ref|, floor).
+// Per-dtype tolerance on the relative error max_i |out_i - ref_i| / max(|ref_i|, rms(ref), floor).
+// The RMS of the reference as a floor keeps an element that cancels to nearly zero from failing
+// on honest rounding of its large terms.
 struct Tolerance {
   double rtol = 1e-5;
-  double floor = 1e-6;  // below this magnitude errors are measured absolutely
+  double floor = 1e-6;  // absolute floor for an all-zero reference
 };
 
 // fp64, fp32, tf32, fp16, bf16, fp8; unknown dtypes get fp32's tolerance.

@@ -88,11 +88,13 @@ constexpr const char* kMeasurementColumns =
 
 }  // namespace
 
-Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path) {
+Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, bool create_if_missing) {
   ATTUNE_ASSIGN(FileKind kind, classify(path));
   if (kind == FileKind::kOther)
     return Error::corrupt(path + " is not an SQLite database, so not an attune database; "
                           "refusing to touch it (pass another --db)");
+  if (kind == FileKind::kAbsent && !create_if_missing)
+    return Error::not_found(path + " does not exist (run attune tune first, or pass --db)");
   const bool fresh = kind == FileKind::kAbsent || kind == FileKind::kEmpty;
   sqlite3* raw = nullptr;
   int flags = SQLITE_OPEN_READWRITE | (fresh ? SQLITE_OPEN_CREATE : 0);
@@ -375,12 +377,12 @@ Result<std::optional<PriorRecord>> SqliteStore::latest_prior(const std::string& 
   return std::optional<PriorRecord>(std::move(p));
 }
 
-Result<std::unique_ptr<Store>> open_store(const std::string& url) {
+Result<std::unique_ptr<Store>> open_store(const std::string& url, bool create_if_missing) {
   if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
     return Error::unsupported("the PostgreSQL fleet store is not built into this attune yet; "
                               "use an SQLite file path for --db");
   if (url.empty()) return Error::invalid_argument("--db is empty; give a file path");
-  auto s = SqliteStore::open(url);
+  auto s = SqliteStore::open(url, create_if_missing);
   if (!s) return s.error();
   return std::unique_ptr<Store>(std::move(*s));
 }

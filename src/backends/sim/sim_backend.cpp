@@ -1,0 +1,385 @@
+#include "backends/sim/sim_backend.h"
+
+#include <csignal>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/hash.h"
+#include "measure/stats.h"
+#include "verify/compare.h"
+
+namespace attune {
+
+namespace {
+
+// The simulated device.
+constexpr int kSms = 132;
+constexpr double kSmemLimit = 227.0 * 1024;       // bytes per block
+constexpr double kPeakFlopsPerSm = 7.5e14 / kSms; // bf16 tensor-core rate, per SM
+constexpr double kL2BytesPerUs = 1.2e7;           // operand loads mostly hit L2
+constexpr double kDramBytesPerUs = 4.8e6;         // 4.8 TB/s
+constexpr std::uint64_t kMemoryBytes = 80ull << 30;
+
+enum class Fault { kNone, kBuild, kLaunch, kAbort, kSegv, kHang, kOom, kUnwritten, kNaN };
+
+struct Planted {
+  Fault fault = Fault::kNone;
+  std::string message;
+};
+
+}  // namespace
+
+struct SimProblem {
+  std::string name;
+  std::string description;
+  std::map<std::string, std::string> attrs;  // defaults; a spec may override them
+  std::function<Result<Space>()> make_space;
+  // Noise-free rank-regime time in microseconds.
+  std::function<double(const Problem&, const Config&)> time_us;
+  // Multiplier for a cold L2 (deploy regime).
+  std::function<double(const Config&)> cold;
+  std::function<std::optional<std::string>(const Config&)> refuse = [](const Config&) {
+    return std::optional<std::string>{};
+  };
+  std::function<Planted(const Config&)> plant = [](const Config&) { return Planted{}; };
+  // The real computation's chunk length (summation order), from the config.
+  std::function<int(const Config&)> chunk;
+};
+
+namespace {
+
+std::int64_t knob(const Config& c, const char* name) { return c.get(name)->as_int(); }
+
+// Deterministic ruggedness: a per-config factor exp(sigma * z) with z ~ N(0,1) from the config.
+double rugged(const Problem& p, const Config& c, double sigma) {
+  std::mt19937_64 g(mix64(fnv1a64(p.text() + "|" + c.text())));
+  std::normal_distribution<double> n(0.0, 1.0);
+  return std::exp(sigma * n(g));
+}
+
+Knob k(std::string name, std::vector<Value> opts, std::size_t base = 0) {
+  return Knob{std::move(name), std::move(opts), base, KnobKind::kInPlace};
+}
+
+std::unique_ptr<SimProblem> make_gemm() {
+  auto p = std::make_unique<SimProblem>();
+  p->name = "gemm";
+  p->description = "bf16 GEMM on the simulated device: tiles, warps, stages, split-K, swizzle";
+  p->attrs = {{"m", "64"}, {"n", "4096"}, {"k", "4096"}, {"landscape", "1"}};
+  p->make_space = [] {
+    return Space::make(
+        {k("block_m", {16, 32, 64, 128, 256}, 3), k("block_n", {32, 64, 128, 256}, 2),
+         k("block_k", {16, 32, 64}, 1), k("warps", {2, 4, 8}, 1), k("stages", {1, 2, 3, 4}, 1),
+         k("split_k", {1, 2, 4, 8}), k("swizzle", {0, 1})},
+        {{"shared memory (block_m + block_n) * block_k * 2 * stages <= 227 KiB",
+          {"block_m", "block_n", "block_k", "stages"},
+          [](const Assignment& a) {
+            return (a.i("block_m") + a.i("block_n")) * a.i("block_k") * 2 * a.i("stages") <= kSmemLimit;
+          }},
+         {"at least 16 accumulator rows per warp: block_m * block_n >= warps * 512",
+          {"block_m", "block_n", "warps"},
+          [](const Assignment& a) { return a.i("block_m") * a.i("block_n") >= a.i("warps") * 512; }}});
+  };
+  p->time_us = [](const Problem& prob, const Config& c) {
+    const double M = static_cast<double>(*prob.int_attr("m"));
+    const double N = static_cast<double>(*prob.int_attr("n"));
+    const double K = static_cast<double>(*prob.int_attr("k"));
+    const double bm = knob(c, "block_m"), bn = knob(c, "block_n"), bk = knob(c, "block_k");
+    const double warps = knob(c, "warps"), stages = knob(c, "stages"), split = knob(c, "split_k");
+    const double tiles = std::ceil(M / bm) * std::ceil(N / bn) * split;
+    const double smem = (bm + bn) * bk * 2 * stages;
+    const double occ = std::max(1.0, std::min({std::floor(kSmemLimit / smem), std::floor(16 / warps), 8.0}));
+    const double waves = std::ceil(tiles / (kSms * occ));  // wave quantization: plateaus
+    const double kk = K / split;
+    // A tile's compute at a rate that needs enough warps and a wide enough tile to feed the
+    // tensor cores; its loads at the SM's share of DRAM bandwidth, discounted by reuse.
+    const double util = std::min(1.0, warps / 4.0) * std::min(1.0, std::min(bm, bn) / 64.0 + 0.25);
+    const double compute = 2 * bm * bn * kk / (kPeakFlopsPerSm * 1e-6 * util);
+    const double load = (bm + bn) * kk * 2 / (kL2BytesPerUs / kSms) / std::sqrt(occ);
+    const double hide = 1.0 + 0.8 / std::pow(stages, 1.5);  // pipelining hides load latency
+    double tile = std::max(compute, load * hide / (bk >= 32 ? 1.0 : 0.7));
+    const double regs = bm * bn / (warps * 32) + 40;
+    if (regs > 255) tile *= 3.0;  // register spill: a cliff
+    double t = waves * tile * occ;
+    if (split > 1) t += M * N * 4 * split / kDramBytesPerUs + 2.0;  // reduction pass
+    if (knob(c, "swizzle")) t *= tiles > kSms ? 0.93 : 1.02;
+    return 3.0 + t * rugged(prob, c, 0.04);
+  };
+  p->cold = [](const Config& c) { return knob(c, "swizzle") ? 1.04 : 1.09; };
+  p->chunk = [](const Config& c) { return static_cast<int>(knob(c, "block_k")); };
+  return p;
+}
+
+std::unique_ptr<SimProblem> make_rmsnorm() {
+  auto p = std::make_unique<SimProblem>();
+  p->name = "rmsnorm";
+  p->description = "bf16 RMSNorm on the simulated device: threads per row, rows per block, vector width, unroll";
+  p->attrs = {{"rows", "4096"}, {"hidden", "4096"}, {"landscape", "2"}};
+  p->make_space = [] {
+    return Space::make(
+        {k("threads", {32, 64, 128, 256, 512, 1024}, 3), k("rows_per_block", {1, 2, 4, 8}),
+         k("vec", {1, 2, 4, 8}), k("unroll", {1, 2, 4})},
+        {{"threads * rows_per_block <= 1024", {"threads", "rows_per_block"},
+          [](const Assignment& a) { return a.i("threads") * a.i("rows_per_block") <= 1024; }}});
+  };
+  p->time_us = [](const Problem& prob, const Config& c) {
+    const double R = static_cast<double>(*prob.int_attr("rows"));
+    const double H = static_cast<double>(*prob.int_attr("hidden"));
+    const double t = knob(c, "threads"), r = knob(c, "rows_per_block");
+    const double v = knob(c, "vec"), u = knob(c, "unroll");
+    const double bytes = R * H * 2 * 2;
+    const double per_thread = H / (t * v);
+    // Memory-level parallelism: bytes in flight per SM saturate bandwidth.
+    const double blocks = std::ceil(R / r);
+    const double resident = std::min(blocks / kSms, std::floor(2048 / (t * r)));
+    const double inflight = resident * t * r * v * 2 * std::min(u, std::max(1.0, per_thread));
+    const double eff = std::min(0.93, inflight / 32768.0);
+    double time = bytes / (kDramBytesPerUs * std::max(0.05, eff));
+    if (per_thread < 1) time *= 1.0 / per_thread;  // idle lanes
+    time += std::ceil(per_thread / u) * 0.01 * std::ceil(blocks / (kSms * std::max(1.0, resident)));
+    if (t * v > H) time *= 1.5;
+    return 2.0 + time * rugged(prob, c, 0.03);
+  };
+  p->cold = [](const Config&) { return 1.02; };
+  p->chunk = [](const Config& c) { return static_cast<int>(knob(c, "vec") * knob(c, "unroll")); };
+  return p;
+}
+
+std::unique_ptr<SimProblem> make_faults() {
+  auto p = std::make_unique<SimProblem>();
+  p->name = "faults";
+  p->description = "a small space with every failure class planted at known knob values";
+  p->attrs = {{"n", "65536"}, {"landscape", "3"}};
+  p->make_space = [] {
+    return Space::make({k("block", {64, 128, 256}, 1), k("vec", {1, 2, 4}), k("unroll", {1, 2, 4}),
+                        k("stages", {1, 2})});
+  };
+  p->time_us = [](const Problem& prob, const Config& c) {
+    const double b = knob(c, "block"), v = knob(c, "vec"), u = knob(c, "unroll");
+    const double s = knob(c, "stages");
+    return (20.0 + 400.0 / (b * v / 64.0) / std::min(u, 2.0) + 3.0 * s) * rugged(prob, c, 0.05);
+  };
+  p->cold = [](const Config&) { return 1.05; };
+  p->chunk = [](const Config& c) { return static_cast<int>(knob(c, "vec") * knob(c, "unroll")); };
+  p->refuse = [](const Config& c) -> std::optional<std::string> {
+    if (knob(c, "block") == 256 && knob(c, "vec") == 4)
+      return "256 threads x 4 lanes = 1024 elements per step exceeds the 512-element tile";
+    return std::nullopt;
+  };
+  p->plant = [](const Config& c) -> Planted {
+    const auto b = knob(c, "block"), v = knob(c, "vec"), u = knob(c, "unroll"), s = knob(c, "stages");
+    if (u == 4 && v == 4)
+      return {Fault::kBuild, "sim-nvrtc: kernel.cu(41): error: unrolled body needs 312 registers, "
+                             "more than the 255 a thread can hold"};
+    if (b == 256 && s == 2)
+      return {Fault::kLaunch, "too many resources requested for launch: 2 stages x 256 threads "
+                              "need 240 KiB of shared memory, the block limit is 227 KiB"};
+    if (b == 128 && u == 2 && s == 2) return {Fault::kOom, "workspace of 96 GiB requested"};
+    if (b == 64 && v == 2 && u == 2) return {Fault::kSegv, ""};
+    if (b == 128 && v == 1 && u == 4) return {Fault::kAbort, ""};
+    if (b == 64 && v == 1 && u == 1 && s == 2) return {Fault::kHang, ""};
+    if (b == 256 && v == 1 && u == 2) return {Fault::kUnwritten, ""};
+    if (b == 128 && v == 4 && u == 1) return {Fault::kNaN, ""};
+    return {};
+  };
+  return p;
+}
+
+// The simulated device's memory: a real budget that a request can exhaust.
+bool sim_allocate(std::uint64_t bytes) { return bytes <= kMemoryBytes; }
+
+// The candidate's real computation: y = A x in float, summed in chunks of the config's length,
+// on fresh random inputs, against a float64 reference. Faults corrupt it the way a broken
+// kernel would: a tail never written, or NaN.
+Outcome compute_and_check(int chunk, Fault fault) {
+  constexpr int kRows = 61, kCols = 203;  // multiples of no tile
+  std::random_device rd;
+  std::mt19937 g(rd());
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> a(kRows * kCols), x(kCols), y(kRows);
+  for (auto& v : a) v = u(g);
+  for (auto& v : x) v = u(g);
+  poison(y);
+  int rows_written = fault == Fault::kUnwritten ? kRows - 5 : kRows;
+  for (int i = 0; i < rows_written; ++i) {
+    float acc = 0;
+    for (int j0 = 0; j0 < kCols; j0 += chunk) {
+      float part = 0;
+      for (int j = j0; j < std::min(kCols, j0 + chunk); ++j) part += a[i * kCols + j] * x[j];
+      acc += part;
+    }
+    y[i] = acc;
+  }
+  if (fault == Fault::kNaN) y[7] = y[kRows - 1] = std::nanf("");
+  std::vector<double> ref(kRows);
+  for (int i = 0; i < kRows; ++i) {
+    double acc = 0;
+    for (int j = 0; j < kCols; ++j) acc += static_cast<double>(a[i * kCols + j]) * x[j];
+    ref[i] = acc;
+  }
+  Comparison cmp = compare(y, ref, tolerance_for("fp32", kCols));
+  Outcome o;
+  o.verdict = cmp.verdict;
+  o.check = cmp.check;
+  o.message = cmp.message;
+  return o;
+}
+
+}  // namespace
+
+SimBackend::SimBackend() {
+  for (auto* make : {&make_gemm, &make_rmsnorm, &make_faults}) {
+    auto p = (*make)();
+    std::string name = p->name;
+    problems_[name] = std::move(p);
+  }
+}
+
+SimBackend::~SimBackend() = default;
+
+Result<DeviceFingerprint> SimBackend::fingerprint() {
+  DeviceFingerprint d;
+  d.backend = "sim";
+  d.name = "attune simulated GPU";
+  d.arch = "sim_90";
+  d.sm_count = kSms;
+  d.memory_bytes = kMemoryBytes;
+  d.l2_bytes = 50ull << 20;
+  d.driver_version = "sim-1";
+  d.runtime_version = "sim-1";
+  d.max_sm_clock_mhz = 1980;
+  return d;
+}
+
+std::vector<ProblemInfo> SimBackend::problems() const {
+  std::vector<ProblemInfo> out;
+  for (const auto& [name, p] : problems_) {
+    Problem prob(name, p->attrs, name);
+    out.push_back({prob, p->description});
+  }
+  return out;
+}
+
+Result<Problem> SimBackend::resolve(const std::string& spec) const {
+  auto named = problems_.find(spec);
+  if (named != problems_.end()) return Problem(spec, named->second->attrs, spec);
+  ATTUNE_ASSIGN(Problem p, Problem::parse(spec));
+  auto it = problems_.find(p.op());
+  if (it == problems_.end()) {
+    std::string known;
+    for (const auto& [n, _] : problems_) known += (known.empty() ? "" : ", ") + n;
+    return Error::invalid_argument("the sim backend has no problem '" + p.op() + "' (it has: " + known + ")");
+  }
+  std::map<std::string, std::string> attrs = it->second->attrs;
+  for (const auto& [key, value] : p.attrs()) {
+    if (!attrs.count(key))
+      return Error::invalid_argument("sim problem '" + p.op() + "' has no attribute '" + key + "'");
+    attrs[key] = value;
+  }
+  Problem out(p.op(), attrs);
+  for (const auto& [key, value] : attrs)
+    if (key != "landscape") {
+      auto v = out.int_attr(key);
+      if (!v) return v.error();
+      if (*v <= 0) return Error::invalid_argument("sim problem '" + spec + "': " + key + " must be positive");
+    }
+  return out;
+}
+
+Result<const SimProblem*> SimBackend::find(const Problem& problem) const {
+  auto it = problems_.find(problem.op());
+  if (it == problems_.end()) return Error::invalid_argument("the sim backend has no op '" + problem.op() + "'");
+  return it->second.get();
+}
+
+Result<Space> SimBackend::space(const Problem& problem) const {
+  ATTUNE_ASSIGN(const SimProblem* p, find(problem));
+  return p->make_space();
+}
+
+std::optional<std::string> SimBackend::can_implement(const Problem& problem, const Config& config) const {
+  auto p = find(problem);
+  if (!p) return p.error().message();
+  return (*p)->refuse(config);
+}
+
+Result<double> SimBackend::true_time_us(const Problem& problem, const Config& config, Regime regime) const {
+  ATTUNE_ASSIGN(const SimProblem* p, find(problem));
+  double t = p->time_us(problem, config);
+  return regime == Regime::kDeploy ? t * p->cold(config) : t;
+}
+
+Result<std::pair<Config, double>> SimBackend::optimum(const Problem& problem) const {
+  ATTUNE_ASSIGN(const SimProblem* p, find(problem));
+  ATTUNE_ASSIGN(Space s, p->make_space());
+  std::optional<std::pair<Config, double>> best;
+  for (auto e = s.enumerate(); auto pt = e.next();) {
+    Config c = s.config(*pt);
+    if (p->refuse(c) || p->plant(c).fault != Fault::kNone) continue;
+    double t = p->time_us(problem, c);
+    if (!best || t < best->second) best = std::make_pair(c, t);
+  }
+  if (!best) return Error::not_found("no legal config");
+  return *best;
+}
+
+Outcome SimBackend::execute(const Problem& problem, const Config& config, Regime regime) {
+  auto found = find(problem);
+  if (!found) return Outcome{Verdict::kLaunchFailed, std::nullopt, std::nullopt, found.error().message()};
+  const SimProblem& p = **found;
+  if (auto why = p.refuse(config)) return Outcome{Verdict::kUnsupported, std::nullopt, std::nullopt, *why};
+  const Planted planted = p.plant(config);
+  switch (planted.fault) {
+    case Fault::kBuild:
+      return Outcome{Verdict::kBuildFailed, std::nullopt, std::nullopt, planted.message};
+    case Fault::kLaunch:
+      return Outcome{Verdict::kLaunchFailed, std::nullopt, std::nullopt, planted.message};
+    case Fault::kOom:
+      if (!sim_allocate(96ull << 30))
+        return Outcome{Verdict::kOom, std::nullopt, std::nullopt,
+                       planted.message + ", the device has 80 GiB"};
+      break;
+    case Fault::kSegv:
+      std::raise(SIGSEGV);  // what an illegal address does to a CUDA context's process
+      break;
+    case Fault::kAbort:
+      std::fputs("sim: device-side assert triggered\n", stderr);
+      std::abort();
+    case Fault::kHang:
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    default:
+      break;
+  }
+  Outcome o = compute_and_check(p.chunk(config), planted.fault);
+  if (o.verdict != Verdict::kOk) return o;
+
+  // Timing: samples around the landscape's time with deterministic noise and rare outliers
+  // (a preempted sample), until the median's noise is under the bound.
+  const double t = p.time_us(problem, config) * (regime == Regime::kDeploy ? p.cold(config) : 1.0);
+  std::mt19937_64 g(mix64(fnv1a64(problem.text() + "|" + config.text() + "|" + std::string(to_string(regime)))));
+  std::normal_distribution<double> n(0.0, 0.01);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  SamplingPolicy policy;
+  if (regime == Regime::kRank) policy.noise_bound = 0.01;
+  SampleStats s = sample_until_stable(
+      [&] { return t * std::exp(n(g)) * (u(g) < 0.02 ? 1.3 : 1.0); }, policy);
+  Measurement m;
+  m.regime = regime;
+  m.cache = regime == Regime::kDeploy ? CacheState::kCold : CacheState::kWarm;
+  m.samples = s.n;
+  m.median_us = s.median;
+  m.min_us = s.min;
+  m.max_us = s.max;
+  m.noise = s.noise;
+  m.sm_clock_mhz = 1980;
+  m.throttle = "none";
+  o.measurement = m;
+  return o;
+}
+
+}  // namespace attune

@@ -1,0 +1,44 @@
+// The simulated device: a stand-in GPU for running attune end to end without one. Each built-in
+// problem has a seeded, deterministic latency landscape over its knobs (interacting knobs,
+// wave-quantization plateaus, register-spill and shared-memory cliffs, measurement noise) with a
+// known optimum, and its candidates compute a real small result that passes through the
+// correctness gate. The `faults` problem plants every failure class for real: configs that fail
+// to build or launch, abort or segfault the worker, hang, exhaust the device's memory, write a
+// wrong result or NaN. One thread at a time.
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include "backends/backend.h"
+
+namespace attune {
+
+struct SimProblem;
+
+class SimBackend final : public Backend {
+ public:
+  SimBackend();
+  ~SimBackend() override;
+
+  std::string name() const override { return "sim"; }
+  Result<DeviceFingerprint> fingerprint() override;
+  std::vector<ProblemInfo> problems() const override;
+  Result<Problem> resolve(const std::string& spec) const override;
+  Result<Space> space(const Problem& problem) const override;
+  std::optional<std::string> can_implement(const Problem& problem, const Config& config) const override;
+  Outcome execute(const Problem& problem, const Config& config, Regime regime) override;
+  // Sim candidates take microseconds; a hang is known within two seconds.
+  double default_timeout_s() const override { return 2.0; }
+
+  // The landscape's noise-free time for a config (rank regime), and the problem's optimum over
+  // the legal, non-faulting configs: what a search should find.
+  Result<double> true_time_us(const Problem& problem, const Config& config, Regime regime) const;
+  Result<std::pair<Config, double>> optimum(const Problem& problem) const;
+
+ private:
+  Result<const SimProblem*> find(const Problem& problem) const;
+  std::map<std::string, std::unique_ptr<SimProblem>> problems_;  // by op
+};
+
+}  // namespace attune

@@ -1,0 +1,53 @@
+// Fault isolation: candidates run in `attune worker` child processes fed over a pipe, one JSON
+// line per request and per reply. A worker that dies is recorded as crashed (with its signal and
+// the tail of its stderr) and replaced; one past its deadline is killed and recorded as timeout.
+// The scheduler and the Store never share a process with a candidate. WorkerRunner is used from
+// one thread at a time.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "backends/runner.h"
+
+namespace attune {
+
+// The worker side: answers requests from `in` on `out` until `in` closes. Returns an exit code.
+int serve_worker(Backend& backend, int in_fd, int out_fd);
+
+class WorkerRunner final : public CandidateRunner {
+ public:
+  // argv starts the worker, e.g. {"/usr/bin/attune", "worker", "--backend", "sim"}.
+  WorkerRunner(std::vector<std::string> argv, double timeout_s);
+  ~WorkerRunner() override;
+  WorkerRunner(const WorkerRunner&) = delete;
+  WorkerRunner& operator=(const WorkerRunner&) = delete;
+
+  Outcome run(const Problem& problem, const Config& config, Regime regime) override;
+
+  // The live worker's pid, or -1 when none is running (started lazily by run()).
+  pid_t worker_pid() const { return pid_; }
+  // Workers started so far, the first included.
+  int started() const { return started_; }
+  void set_timeout(double s) { timeout_s_ = s; }
+
+ private:
+  bool start(std::string* error);
+  void stop(bool kill_first);
+  // The dead worker's exit status as words: "killed by signal 11 (Segmentation fault)".
+  std::string reap();
+
+  std::vector<std::string> argv_;
+  double timeout_s_;
+  pid_t pid_ = -1;
+  int to_child_ = -1;
+  int from_child_ = -1;
+  int err_child_ = -1;
+  int started_ = 0;
+  std::string out_buf_;
+  std::string err_tail_;
+};
+
+}  // namespace attune

@@ -1,0 +1,234 @@
+// attune tune: search configs of one or more problems on this device and store every result.
+#include <unistd.h>
+
+#include <charconv>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "backends/worker/worker.h"
+#include "cli/common.h"
+#include "report/report.h"
+#include "search/strategy.h"
+#include "tune/tuner.h"
+
+namespace attune::cli {
+
+namespace {
+
+struct TuneFlags {
+  std::string backend;
+  std::vector<std::string> problems;
+  std::string shapes_file;
+  std::string op;
+  std::string shape;
+  std::string dtype;
+  std::string strategy = "random";
+  std::uint64_t seed = 0;
+  int patience = 50;
+  std::int64_t max_candidates = 0;
+  std::string shard;
+  double timeout_s = 0;
+};
+
+// "MxNxK" for gemm, "ROWSxHIDDEN" for rmsnorm, as the problem's attributes.
+Result<Problem> problem_from_shape(const std::string& op, const std::string& shape, const std::string& dtype) {
+  std::vector<std::string> dims;
+  if (op == "gemm") dims = {"m", "n", "k"};
+  else if (op == "rmsnorm") dims = {"rows", "hidden"};
+  else return Error::invalid_argument("--shape is understood for --op gemm (MxNxK) and rmsnorm (ROWSxHIDDEN), not '" + op + "'");
+  std::string spec = op + ":";
+  std::size_t pos = 0;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    std::size_t end = shape.find('x', pos);
+    if (i + 1 == dims.size()) end = shape.size();
+    std::string d = end == std::string::npos ? "" : shape.substr(pos, end - pos);
+    std::int64_t v = 0;
+    auto r = std::from_chars(d.data(), d.data() + d.size(), v);
+    if (d.empty() || r.ec != std::errc() || r.ptr != d.data() + d.size() || v <= 0 ||
+        (i + 1 < dims.size() && end == std::string::npos))
+      return Error::invalid_argument("--shape '" + shape + "' is not " + std::to_string(dims.size()) +
+                                     " positive integers joined by 'x' (" + (op == "gemm" ? "MxNxK" : "ROWSxHIDDEN") + ")");
+    spec += (i ? "," : "") + dims[i] + "=" + d;
+    pos = end + 1;
+  }
+  if (!dtype.empty()) spec += ",dtype=" + dtype;
+  return Problem::parse(spec);
+}
+
+Result<std::vector<std::string>> read_shapes_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Error::invalid_argument("cannot read shapes file " + path);
+  std::vector<std::string> out;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    auto last = line.find_last_not_of(" \t\r");
+    out.push_back(line.substr(first, last - first + 1));
+    if (out.back().find(' ') != std::string::npos)
+      return Error::invalid_argument(fmt::format("{}:{}: '{}' is not a problem spec (op:key=value,...)", path, n, out.back()));
+  }
+  if (out.empty()) return Error::invalid_argument("shapes file " + path + " lists no problems");
+  return out;
+}
+
+Result<std::pair<std::uint32_t, std::uint32_t>> parse_shard(const std::string& s) {
+  auto slash = s.find('/');
+  std::uint32_t i = 0, n = 0;
+  bool ok = slash != std::string::npos;
+  if (ok) {
+    auto a = std::from_chars(s.data(), s.data() + slash, i);
+    auto b = std::from_chars(s.data() + slash + 1, s.data() + s.size(), n);
+    ok = a.ec == std::errc() && a.ptr == s.data() + slash && b.ec == std::errc() && b.ptr == s.data() + s.size();
+  }
+  if (!ok || n == 0 || i >= n)
+    return Error::invalid_argument("--shard '" + s + "' must be i/n with 0 <= i < n, e.g. 0/4");
+  return std::make_pair(i, n);
+}
+
+// A one-line progress bar on a terminal.
+class ProgressBar {
+ public:
+  void update(const TuneEvent& e, std::optional<double> best) {
+    const std::uint64_t total = std::max<std::uint64_t>(e.space_size, 1);
+    const int width = 30;
+    int fill = static_cast<int>(width * std::min(1.0, double(e.index) / double(total)));
+    fmt::print(stderr, "\r{} [{}{}] {}/{} best {}   ", e.problem.name(), std::string(fill, '#'),
+               std::string(width - fill, ' '), e.index, e.space_size, best ? fmt::format("{:.2f} us", *best) : "-");
+    dirty_ = true;
+  }
+  void finish() {
+    if (dirty_) fmt::print(stderr, "\n");
+    dirty_ = false;
+  }
+
+ private:
+  bool dirty_ = false;
+};
+
+int run_tune(const GlobalOptions& g, const TuneFlags& f) {
+  if (f.patience < 0) return bad_input(fmt::format("--patience {} is negative; use 0 to disable it or a positive count", f.patience));
+  if (f.max_candidates < 0) return bad_input("--max-candidates must be positive");
+  if (f.timeout_s < 0) return bad_input("--timeout must be positive (seconds)");
+  TuneOptions o;
+  o.strategy = f.strategy;
+  o.seed = f.seed;
+  o.patience = f.patience;
+  if (f.max_candidates > 0) o.max_candidates = f.max_candidates;
+  if (!f.shard.empty()) {
+    auto s = parse_shard(f.shard);
+    if (!s) return bad_input(s.error().message());
+    o.shard_index = s->first;
+    o.shard_count = s->second;
+  }
+  o.arguments = nlohmann::json(g.argv).dump();
+
+  auto backend = open_backend_or_report(f.backend);
+  if (!backend) return kExitBadInput;
+
+  // Everything the user asked for is checked before the database is opened or created.
+  std::vector<std::string> specs = f.problems;
+  if (!f.shapes_file.empty()) {
+    auto more = read_shapes_file(f.shapes_file);
+    if (!more) return bad_input(more.error().message());
+    specs.insert(specs.end(), more->begin(), more->end());
+  }
+  std::vector<Problem> problems;
+  if (!f.op.empty() || !f.shape.empty()) {
+    if (f.op.empty() || f.shape.empty()) return bad_input("--op and --shape go together");
+    auto p = problem_from_shape(f.op, f.shape, f.dtype);
+    if (!p) return bad_input(p.error().message());
+    auto r = backend->resolve(p->text());
+    if (!r) return bad_input(r.error().message());
+    problems.push_back(*r);
+  }
+  for (const auto& s : specs) {
+    auto r = backend->resolve(s);
+    if (!r) return bad_input(r.error().message());
+    problems.push_back(*r);
+  }
+  if (problems.empty()) return bad_input("nothing to tune: give --problem NAME, --shapes FILE or --op/--shape");
+  for (const auto& p : problems) {
+    auto space = backend->space(p);
+    if (!space) return bad_input(space.error().message());
+    StrategyOptions so{o.seed, o.shard_index, o.shard_count};
+    auto st = make_strategy(o.strategy, *space, so);
+    if (!st) return bad_input(st.error().message());
+  }
+
+  auto store = open_store_or_report(g, true);
+  if (!store) return kExitBadInput;
+
+  std::unique_ptr<CandidateRunner> runner;
+  const double timeout = f.timeout_s > 0 ? f.timeout_s : backend->default_timeout_s();
+  if (backend->isolated())
+    runner = std::make_unique<WorkerRunner>(
+        std::vector<std::string>{self_executable(), "worker", "--backend", backend->name()}, timeout);
+  else
+    runner = std::make_unique<InProcessRunner>(*backend);
+
+  const bool bar = !g.verbose && ::isatty(STDERR_FILENO);
+  ProgressBar progress;
+  std::optional<double> best;
+  std::string current;
+  TuneObserver observer = [&](const TuneEvent& e) {
+    if (current != e.problem.structural_key()) {
+      current = e.problem.structural_key();
+      best.reset();
+    }
+    if (e.result.deploy_us && (!best || *e.result.deploy_us < *best)) best = e.result.deploy_us;
+    if (g.verbose) {
+      std::string what = e.result.verdict == Verdict::kOk
+                             ? fmt::format("{:.2f} us{}", e.result.deploy_us.value_or(e.result.rank_us.value_or(0)),
+                                           e.result.deploy_us ? " (deploy)" : " (rank)")
+                             : fmt::format("{}: {}", to_string(e.result.verdict), e.result.message);
+      spdlog::info("[{} {}/{}] {} -> {}{}{}", e.problem.name(), e.index, e.space_size, e.result.config, what,
+                   e.result.replayed ? " [from database]" : "", e.new_best ? " new best" : "");
+    } else if (bar) {
+      progress.update(e, best);
+    }
+  };
+
+  Tuner tuner(*store, *backend, *runner);
+  auto report = tuner.run(problems, o, observer);
+  progress.finish();
+  if (!report) return failed(report.error().message());
+  if (g.json)
+    fmt::print("{}\n", report_json(*report).dump(2));
+  else
+    fmt::print("{}", report_text(*report));
+  if (!report->any_passed()) {
+    spdlog::error("no candidate passed the correctness gate");
+    return kExitFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_tune_command(CLI::App& app, GlobalOptions& g) {
+  auto* sub = app.add_subcommand("tune", "search configs of problems on this device; every result goes to the database");
+  auto f = std::make_shared<TuneFlags>();
+  sub->add_option("--backend", f->backend, "sim, ... (default: the GPU backend, else sim)");
+  sub->add_option("--problem", f->problems, "a problem name (see attune problems) or spec 'op:key=value,...'; repeatable");
+  sub->add_option("--shapes", f->shapes_file, "a file of problem specs, one per line ('#' comments)");
+  sub->add_option("--op", f->op, "op of a problem given by --shape (gemm, rmsnorm)");
+  sub->add_option("--shape", f->shape, "MxNxK for gemm, ROWSxHIDDEN for rmsnorm");
+  sub->add_option("--dtype", f->dtype, "element type for --op/--shape (bf16, fp16, ...)");
+  std::string names;
+  for (const auto& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;
+  sub->add_option("--strategy", f->strategy, "search strategy: " + names)->capture_default_str();
+  sub->add_option("--seed", f->seed, "seed of the strategy")->capture_default_str();
+  sub->add_option("--patience", f->patience, "stop after this many passing candidates without a new best; 0: never")->capture_default_str();
+  sub->add_option("--max-candidates", f->max_candidates, "cap on candidates evaluated per problem (default: none)");
+  sub->add_option("--shard", f->shard, "i/n: this process takes shard i of n of the grid (--strategy grid)");
+  sub->add_option("--timeout", f->timeout_s, "seconds before a candidate's worker is killed (default: the backend's)");
+  return {sub, [&g, f] { return run_tune(g, *f); }};
+}
+
+}  // namespace attune::cli

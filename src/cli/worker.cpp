@@ -1,0 +1,21 @@
+// attune worker: runs candidates for a tuner, one JSON request per line on stdin and one
+// outcome per line on stdout. Started by `attune tune`; a crash here costs only this process.
+#include <unistd.h>
+
+#include "backends/worker/worker.h"
+#include "cli/common.h"
+
+namespace attune::cli {
+
+Command add_worker_command(CLI::App& app, GlobalOptions&) {
+  auto* sub = app.add_subcommand("worker", "run candidates for a tuner over stdin/stdout (started by attune tune)");
+  auto backend = std::make_shared<std::string>();
+  sub->add_option("--backend", *backend, "backend whose candidates this worker runs")->required();
+  return {sub, [backend] {
+            auto b = open_backend_or_report(*backend);
+            if (!b) return kExitBadInput;
+            return serve_worker(*b, STDIN_FILENO, STDOUT_FILENO);
+          }};
+}
+
+}  // namespace attune::cli

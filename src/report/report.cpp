@@ -1,0 +1,79 @@
+#include "report/report.h"
+
+#include <fmt/format.h>
+
+namespace attune {
+
+namespace {
+
+nlohmann::json candidate_json(const CandidateResult& c, const std::string& backend) {
+  nlohmann::json j = {{"config", c.config}, {"backend", backend}, {"verdict", to_string(c.verdict)}};
+  j["median_us"] = c.deploy_us ? nlohmann::json(*c.deploy_us) : nlohmann::json(nullptr);
+  j["rank_median_us"] = c.rank_us ? nlohmann::json(*c.rank_us) : nlohmann::json(nullptr);
+  if (!c.message.empty()) j["message"] = c.message;
+  return j;
+}
+
+std::string us(std::optional<double> t) { return t ? fmt::format("{:.2f} us", *t) : "-"; }
+
+}  // namespace
+
+nlohmann::json report_json(const TuneReport& r) {
+  nlohmann::json j;
+  j["device"] = r.device;
+  j["run"] = {{"id", r.run_id}, {"strategy", r.strategy}, {"seed", r.seed}};
+  j["problems"] = nlohmann::json::array();
+  for (const auto& p : r.problems) {
+    nlohmann::json pj;
+    pj["problem"] = p.problem.name();
+    pj["spec"] = p.problem.text();
+    pj["structural_key"] = p.problem.structural_key();
+    pj["backend"] = p.backend;
+    pj["baseline"] = p.baseline ? candidate_json(*p.baseline, p.backend) : nlohmann::json(nullptr);
+    pj["best"] = p.best ? candidate_json(*p.best, p.backend) : nlohmann::json(nullptr);
+    pj["speedup"] = p.speedup > 0 ? nlohmann::json(p.speedup) : nlohmann::json(nullptr);
+    pj["evaluated"] = p.evaluated;
+    pj["measured"] = p.measured;
+    pj["replayed"] = p.replayed;
+    pj["space_size"] = p.space_size;
+    pj["stopped_by"] = p.stopped_by;
+    nlohmann::json v = nlohmann::json::object();
+    for (const auto& [verdict, n] : p.verdicts) v[std::string(to_string(verdict))] = n;
+    pj["verdicts"] = v;
+    nlohmann::json rej = nlohmann::json::array();
+    for (const auto& c : p.rejected)
+      rej.push_back({{"config", c.config}, {"verdict", to_string(c.verdict)}, {"message", c.message}});
+    pj["rejected"] = rej;
+    j["problems"].push_back(pj);
+  }
+  return j;
+}
+
+std::string report_text(const TuneReport& r) {
+  std::string out = fmt::format("device {} ({}, {}), run {}, strategy {}, seed {}\n", r.device.name,
+                                r.device.backend, r.device.key(), r.run_id, r.strategy, r.seed);
+  for (const auto& p : r.problems) {
+    out += fmt::format("\n{}  [{}]\n", p.problem.name(), p.problem.text());
+    if (p.baseline) {
+      out += fmt::format("  baseline  {:>12}  {}", us(p.baseline->deploy_us), p.baseline->config);
+      if (p.baseline->verdict != Verdict::kOk)
+        out += fmt::format("  FAILED: {} ({}) - not trusted", to_string(p.baseline->verdict), p.baseline->message);
+      out += "\n";
+    }
+    if (p.best) {
+      out += fmt::format("  best      {:>12}  {}\n", us(p.best->deploy_us), p.best->config);
+      if (p.speedup > 0) out += fmt::format("  speedup   {:.3f}x\n", p.speedup);
+    } else {
+      out += "  best      none: no candidate passed\n";
+    }
+    out += fmt::format("  candidates: {} evaluated ({} measured, {} from the database) of {} in the space; stopped: {}\n",
+                       p.evaluated, p.measured, p.replayed, p.space_size, p.stopped_by);
+    std::string rejected;
+    for (const auto& [v, n] : p.verdicts)
+      if (v != Verdict::kOk && n > 0) rejected += fmt::format("{}{} {}", rejected.empty() ? "" : ", ", n, to_string(v));
+    out += fmt::format("  rejected: {}\n", rejected.empty() ? "none" : rejected);
+  }
+  return out;
+}
+
+}  // namespace attune

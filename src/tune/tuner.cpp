@@ -1,0 +1,169 @@
+#include "tune/tuner.h"
+
+#include <set>
+
+#include "search/strategy.h"
+
+namespace attune {
+
+bool TuneReport::any_passed() const {
+  for (const auto& p : problems)
+    if (p.best) return true;
+  return false;
+}
+
+Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOptions& options,
+                              const TuneObserver& observer) {
+  ATTUNE_ASSIGN(device_, backend_.fingerprint());
+  ATTUNE_TRY(store_.put_device(device_));
+  RunInfo info;
+  info.command = "tune";
+  info.arguments = options.arguments;
+  info.strategy = options.strategy;
+  info.seed = options.seed;
+  info.version = ATTUNE_VERSION;
+  info.device_key = device_.key();
+  ATTUNE_ASSIGN(run_id_, store_.begin_run(info));
+
+  TuneReport report;
+  report.device = device_;
+  report.run_id = run_id_;
+  report.strategy = options.strategy;
+  report.seed = options.seed;
+  // Identical work is tuned once: problems are deduplicated by structural key.
+  std::set<std::string> seen;
+  for (const Problem& p : problems) {
+    if (!seen.insert(p.structural_key()).second) continue;
+    auto r = tune_one(p, options, observer);
+    if (!r) {
+      (void)store_.finish_run(run_id_, "failed");
+      return r.error();
+    }
+    report.problems.push_back(std::move(*r));
+  }
+  ATTUNE_TRY(store_.finish_run(run_id_, report.any_passed() ? "done" : "failed"));
+  return report;
+}
+
+Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Regime regime,
+                                bool* replayed) {
+  const std::string hash = config.hash_hex();
+  ATTUNE_ASSIGN(auto stored, store_.find(device_.key(), problem.structural_key(), backend_.name(), regime, hash));
+  if (stored) {
+    *replayed = true;
+    return stored->outcome;
+  }
+  *replayed = false;
+  Outcome o;
+  if (auto why = backend_.can_implement(problem, config)) {
+    o.verdict = Verdict::kUnsupported;  // refused before any build: no worker involved
+    o.message = *why;
+  } else {
+    o = runner_.run(problem, config, regime);
+  }
+  MeasurementRow row;
+  row.run_id = run_id_;
+  row.device_key = device_.key();
+  row.problem_key = problem.structural_key();
+  row.backend = backend_.name();
+  row.config = config.text();
+  row.config_hash = hash;
+  row.regime = regime;
+  row.outcome = o;
+  ATTUNE_TRY(store_.record(row));
+  return o;
+}
+
+Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions& options,
+                                      const TuneObserver& observer) {
+  ATTUNE_ASSIGN(Space space, backend_.space(problem));
+  ATTUNE_TRY(store_.put_problem(problem));
+  StrategyOptions so;
+  so.seed = options.seed;
+  so.shard_index = options.shard_index;
+  so.shard_count = options.shard_count;
+  ATTUNE_ASSIGN(auto strategy, make_strategy(options.strategy, space, so));
+
+  ProblemReport rep;
+  rep.problem = problem;
+  rep.backend = backend_.name();
+  rep.space_size = space.count();
+  for (Verdict v : kAllVerdicts) rep.verdicts[v] = 0;
+
+  std::optional<double> best_rank;
+  std::set<Point> done;
+  int since_best = 0;
+
+  // Evaluates one point: rank regime, then deploy when it is within the band of the best.
+  auto visit = [&](const Point& point, bool is_baseline) -> Result<CandidateResult> {
+    const Config config = space.config(point);
+    CandidateResult c;
+    c.config = config.text();
+    bool rank_replayed = false;
+    ATTUNE_ASSIGN(Outcome rank, evaluate(problem, config, Regime::kRank, &rank_replayed));
+    c.verdict = rank.verdict;
+    c.message = rank.message;
+    bool all_replayed = rank_replayed;
+    if (rank.verdict == Verdict::kOk && rank.measurement) {
+      c.rank_us = rank.measurement->median_us;
+      const bool in_band = !best_rank || *c.rank_us <= *best_rank * (1 + options.deploy_band);
+      if (is_baseline || in_band) {
+        bool dep_replayed = false;
+        ATTUNE_ASSIGN(Outcome dep, evaluate(problem, config, Regime::kDeploy, &dep_replayed));
+        all_replayed = all_replayed && dep_replayed;
+        if (dep.verdict == Verdict::kOk && dep.measurement) {
+          c.deploy_us = dep.measurement->median_us;
+        } else {
+          // Passing warm but failing in the production path is a failure.
+          c.verdict = dep.verdict;
+          c.message = "deploy regime: " + dep.message;
+          c.rank_us.reset();
+        }
+      }
+    }
+    c.replayed = all_replayed;
+    ++rep.evaluated;
+    ++(all_replayed ? rep.replayed : rep.measured);
+    ++rep.verdicts[c.verdict];
+    if (c.verdict != Verdict::kOk) rep.rejected.push_back(c);
+    bool new_best = false;
+    if (c.verdict == Verdict::kOk && c.rank_us) {
+      if (!best_rank || *c.rank_us < *best_rank) {
+        best_rank = c.rank_us;
+        since_best = 0;
+        new_best = true;
+      } else {
+        ++since_best;
+      }
+      if (c.deploy_us && (!rep.best || *c.deploy_us < *rep.best->deploy_us)) rep.best = c;
+    }
+    strategy->observe(point, c.verdict, c.rank_us);
+    done.insert(point);
+    if (observer) observer(TuneEvent{problem, rep.evaluated, rep.space_size, c, new_best});
+    return c;
+  };
+
+  // The baseline is measured first whatever the strategy or shard: the speedup is against it.
+  ATTUNE_ASSIGN(CandidateResult base, visit(space.baseline(), true));
+  rep.baseline = base;
+  rep.stopped_by = "exhausted";
+  while (true) {
+    if (options.max_candidates && rep.evaluated >= *options.max_candidates) {
+      rep.stopped_by = "max_candidates";
+      break;
+    }
+    if (options.patience > 0 && since_best >= options.patience) {
+      rep.stopped_by = "patience";
+      break;
+    }
+    auto point = strategy->propose();
+    if (!point) break;
+    if (done.count(*point)) continue;
+    ATTUNE_TRY(visit(*point, false));
+  }
+  if (rep.best && rep.baseline && rep.baseline->deploy_us && *rep.best->deploy_us > 0)
+    rep.speedup = *rep.baseline->deploy_us / *rep.best->deploy_us;
+  return rep;
+}
+
+}  // namespace attune

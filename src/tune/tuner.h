@@ -1,0 +1,97 @@
+// The orchestrator: runs a Strategy over Problems through a Backend and writes every result to
+// the Store as soon as it is known. A config already measured for this device, problem, backend
+// and regime is answered from the Store with no worker call, so an identical rerun measures
+// nothing and reports the same result. One thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/runner.h"
+#include "store/store.h"
+
+namespace attune {
+
+struct TuneOptions {
+  std::string strategy = "random";
+  std::uint64_t seed = 0;
+  int patience = 50;                     // stop after this many ok candidates without a new best; 0: never
+  std::optional<std::int64_t> max_candidates;  // cap on candidates evaluated per problem
+  std::uint32_t shard_index = 0;
+  std::uint32_t shard_count = 1;
+  double deploy_band = 0.15;             // re-measure in the deploy regime within this of the best
+  std::string arguments = "[]";          // the command line, recorded with the run
+};
+
+// One evaluated candidate as the report shows it.
+struct CandidateResult {
+  std::string config;
+  Verdict verdict = Verdict::kOk;
+  std::optional<double> rank_us;     // rank-regime median
+  std::optional<double> deploy_us;   // deploy-regime median (what tables use)
+  std::string message;
+  bool replayed = false;             // answered from the store
+};
+
+struct ProblemReport {
+  Problem problem;
+  std::string backend;
+  std::optional<CandidateResult> baseline;
+  std::optional<CandidateResult> best;  // fastest ok candidate in the deploy regime
+  double speedup = 0;                   // baseline deploy time / best deploy time; 0: not known
+  std::int64_t evaluated = 0;
+  std::int64_t measured = 0;
+  std::int64_t replayed = 0;
+  std::map<Verdict, std::int64_t> verdicts;
+  std::vector<CandidateResult> rejected;  // every candidate that did not pass, with its reason
+  std::string stopped_by;                 // exhausted, patience, max_candidates
+  std::uint64_t space_size = 0;
+};
+
+struct TuneReport {
+  DeviceFingerprint device;
+  std::int64_t run_id = 0;
+  std::string strategy;
+  std::uint64_t seed = 0;
+  std::vector<ProblemReport> problems;
+  // Whether any problem found a passing candidate.
+  bool any_passed() const;
+};
+
+// Called once per evaluated candidate (after its result is stored).
+struct TuneEvent {
+  const Problem& problem;
+  std::int64_t index;        // candidates evaluated so far for this problem
+  std::uint64_t space_size;
+  const CandidateResult& result;
+  bool new_best;
+};
+using TuneObserver = std::function<void(const TuneEvent&)>;
+
+class Tuner {
+ public:
+  Tuner(Store& store, Backend& backend, CandidateRunner& runner)
+      : store_(store), backend_(backend), runner_(runner) {}
+
+  Result<TuneReport> run(const std::vector<Problem>& problems, const TuneOptions& options,
+                         const TuneObserver& observer = {});
+
+ private:
+  Result<ProblemReport> tune_one(const Problem& problem, const TuneOptions& options,
+                                 const TuneObserver& observer);
+  // The outcome of config in regime: from the store when known, else run and stored.
+  Result<Outcome> evaluate(const Problem& problem, const Config& config, Regime regime, bool* replayed);
+
+  Store& store_;
+  Backend& backend_;
+  CandidateRunner& runner_;
+  DeviceFingerprint device_;
+  std::int64_t run_id_ = 0;
+};
+
+}  // namespace attune
