@@ -26,11 +26,12 @@ SampleStats summarize(std::vector<double> samples) {
   s.max = *mx;
   s.median = median_of(samples);
   if (s.n < 2 || s.median == 0) return s;
-  std::vector<double> dev;
-  dev.reserve(samples.size());
-  for (double x : samples) dev.push_back(std::fabs(x - s.median));
-  double sigma = 1.4826 * median_of(dev);
-  s.noise = 1.2533 * sigma / std::sqrt(static_cast<double>(s.n)) / std::fabs(s.median);
+  std::sort(samples.begin(), samples.end());
+  const double n = static_cast<double>(s.n);
+  const double half = 0.98 * std::sqrt(n);
+  const auto lo = static_cast<std::size_t>(std::max(0.0, std::floor(n / 2 - half)));
+  const auto hi = static_cast<std::size_t>(std::min(n - 1, std::ceil(n / 2 + half) - 1));
+  s.noise = (samples[hi] - samples[lo]) / 2 / 1.96 / std::fabs(s.median);
   return s;
 }
 

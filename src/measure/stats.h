@@ -11,8 +11,10 @@ struct SampleStats {
   double median = 0;
   double min = 0;
   double max = 0;
-  // Relative standard error of the median: 1.2533 * sigma / sqrt(n) / median, sigma estimated
-  // robustly as 1.4826 * MAD so one preempted sample does not dominate.
+  // Relative standard error of the median, from the distribution-free 95% confidence interval
+  // of the median (order statistics n/2 -+ 0.98 sqrt(n)): half its width / 1.96 / median. It
+  // needs no normality, so bimodal timings (two clock states) read as noisy, and one preempted
+  // sample stops mattering once there are enough samples.
   double noise = 0;
 };
 

@@ -1,0 +1,58 @@
+#include "backends/sim/sim_backend.h"
+
+#include <gtest/gtest.h>
+
+namespace attune {
+namespace {
+
+TEST(Sim, OffersItsProblemsAndResolvesSpecs) {
+  SimBackend sim;
+  std::set<std::string> names;
+  for (const auto& p : sim.problems()) names.insert(p.problem.name());
+  EXPECT_EQ(names, (std::set<std::string>{"faults", "gemm", "rmsnorm"}));
+  auto g = sim.resolve("gemm:m=16");
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  EXPECT_EQ(*g->int_attr("m"), 16);
+  EXPECT_EQ(*g->int_attr("n"), 4096);  // defaults fill the rest
+  EXPECT_FALSE(sim.resolve("conv").ok());
+  EXPECT_FALSE(sim.resolve("gemm:q=1").ok());
+  EXPECT_FALSE(sim.resolve("gemm:m=-4").ok());
+  EXPECT_FALSE(sim.resolve("gemm:m=abc").ok());
+}
+
+TEST(Sim, LandscapeIsDeterministicWithAKnownOptimumAndCliffs) {
+  SimBackend sim;
+  Problem p = *sim.resolve("gemm");
+  Space s = *sim.space(p);
+  auto opt = sim.optimum(p);
+  ASSERT_TRUE(opt.ok());
+  std::set<long> distinct;
+  double worst = 0;
+  for (auto e = s.enumerate(); auto pt = e.next();) {
+    double t = *sim.true_time_us(p, s.config(*pt), Regime::kRank);
+    EXPECT_GE(t, opt->second);
+    EXPECT_EQ(t, *sim.true_time_us(p, s.config(*pt), Regime::kRank));
+    EXPECT_GT(*sim.true_time_us(p, s.config(*pt), Regime::kDeploy), t);  // cold L2 costs
+    distinct.insert(static_cast<long>(t * 1000));
+    worst = std::max(worst, t);
+  }
+  EXPECT_GT(distinct.size(), s.count() / 2);  // rugged, not flat
+  EXPECT_GT(worst / opt->second, 10.0);      // cliffs exist
+  // A different landscape seed moves the times.
+  Problem q = *sim.resolve("gemm:landscape=9");
+  EXPECT_NE(*sim.true_time_us(q, opt->first, Regime::kRank), opt->second);
+}
+
+TEST(Sim, FaultsPlantsEveryFailureClass) {
+  SimBackend sim;
+  Problem p = *sim.resolve("faults");
+  Space s = *sim.space(p);
+  int refused = 0;
+  for (auto e = s.enumerate(); auto pt = e.next();)
+    if (sim.can_implement(p, s.config(*pt))) ++refused;
+  EXPECT_EQ(refused, 6);
+  EXPECT_TRUE(sim.can_implement(p, *s.parse("block=256,vec=4,unroll=1,stages=1")));
+}
+
+}  // namespace
+}  // namespace attune

@@ -1,0 +1,89 @@
+// Fault isolation for real: candidates that segfault, abort or hang run in `attune worker`
+// processes; the scheduler survives them and keeps going in a fresh worker.
+#include "backends/worker/worker.h"
+
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "backends/sim/sim_backend.h"
+
+namespace attune {
+namespace {
+
+struct Fixture : ::testing::Test {
+  SimBackend sim;
+  Problem faults = *sim.resolve("faults");
+  WorkerRunner runner{{ATTUNE_BINARY, "worker", "--backend", "sim"}, 5.0};
+  Outcome run(const std::string& config) { return runner.run(faults, *Config::parse(config), Regime::kRank); }
+};
+
+TEST_F(Fixture, OkCandidateRunsAndIsMeasured) {
+  Outcome o = run("block=128,vec=2,unroll=1,stages=1");
+  ASSERT_EQ(o.verdict, Verdict::kOk) << o.message;
+  ASSERT_TRUE(o.measurement);
+  EXPECT_GT(o.measurement->median_us, 0);
+  EXPECT_GE(o.measurement->samples, 10);
+  ASSERT_TRUE(o.check);
+  EXPECT_LE(o.check->value, o.check->tolerance);
+}
+
+TEST_F(Fixture, SegfaultAndAbortAreCrashedAndTheNextCandidateRunsInAFreshWorker) {
+  Outcome segv = run("block=64,vec=2,unroll=2,stages=1");
+  EXPECT_EQ(segv.verdict, Verdict::kCrashed);
+  EXPECT_NE(segv.message.find("signal 11"), std::string::npos) << segv.message;
+  Outcome abrt = run("block=128,vec=1,unroll=4,stages=1");
+  EXPECT_EQ(abrt.verdict, Verdict::kCrashed);
+  EXPECT_NE(abrt.message.find("device-side assert"), std::string::npos) << abrt.message;
+  EXPECT_EQ(run("block=128,vec=2,unroll=1,stages=1").verdict, Verdict::kOk);
+  EXPECT_EQ(runner.started(), 3);
+}
+
+TEST_F(Fixture, HangIsKilledAtTheDeadlineAsTimeout) {
+  runner.set_timeout(0.5);
+  Outcome o = run("block=64,vec=1,unroll=1,stages=2");
+  EXPECT_EQ(o.verdict, Verdict::kTimeout);
+  EXPECT_EQ(runner.worker_pid(), -1);  // killed and reaped
+  EXPECT_EQ(run("block=128,vec=2,unroll=1,stages=1").verdict, Verdict::kOk);
+}
+
+TEST_F(Fixture, InProcessFaultsComeBackAsTheirVerdicts) {
+  EXPECT_EQ(run("block=128,vec=4,unroll=4,stages=1").verdict, Verdict::kBuildFailed);
+  EXPECT_EQ(run("block=256,vec=1,unroll=1,stages=2").verdict, Verdict::kLaunchFailed);
+  EXPECT_EQ(run("block=128,vec=1,unroll=2,stages=2").verdict, Verdict::kOom);
+  EXPECT_EQ(run("block=256,vec=1,unroll=2,stages=1").verdict, Verdict::kWrongOutput);
+  EXPECT_EQ(run("block=128,vec=4,unroll=1,stages=1").verdict, Verdict::kNonFinite);
+  EXPECT_EQ(runner.started(), 1);  // none of these cost a worker restart
+}
+
+TEST_F(Fixture, WorkerKilledFromOutsideIsCrashedAndTheRunGoesOn) {
+  ASSERT_EQ(run("block=128,vec=2,unroll=1,stages=1").verdict, Verdict::kOk);
+  const pid_t pid = runner.worker_pid();
+  ASSERT_GT(pid, 0);
+  // While the worker is stuck in a hanging candidate, someone kills it (the OOM killer, a user).
+  std::thread killer([pid] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::kill(pid, SIGKILL);
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  Outcome o = run("block=64,vec=1,unroll=1,stages=2");
+  killer.join();
+  EXPECT_EQ(o.verdict, Verdict::kCrashed) << o.message;
+  EXPECT_NE(o.message.find("signal 9"), std::string::npos) << o.message;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));  // not the 5 s deadline
+  EXPECT_EQ(run("block=128,vec=2,unroll=1,stages=1").verdict, Verdict::kOk);
+  EXPECT_NE(runner.worker_pid(), pid);
+}
+
+TEST(Worker, AMissingWorkerBinaryIsALaunchFailureNotACrashOfTheScheduler) {
+  SimBackend sim;
+  WorkerRunner runner({"/nonexistent/attune", "worker"}, 1.0);
+  Outcome o = runner.run(*sim.resolve("faults"), *Config::parse("block=128,vec=1,unroll=1,stages=1"), Regime::kRank);
+  EXPECT_NE(o.verdict, Verdict::kOk);
+}
+
+}  // namespace
+}  // namespace attune

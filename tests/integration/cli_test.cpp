@@ -1,0 +1,189 @@
+// The CLI as a user runs it, on the simulated device.
+#include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "store/sqlite/schema.h"
+#include "store/sqlite/sqlite_store.h"
+#include "support/run.h"
+
+namespace attune {
+namespace {
+
+using testing::read_bytes;
+using testing::run_attune;
+using testing::TempDir;
+using testing::write_bytes;
+
+std::size_t lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+TEST(Cli, FaultsRunCompletesWithEveryFailureClassCountedThenReplaysWithNothingMeasured) {
+  TempDir dir;
+  auto r = run_attune("tune --backend sim --problem faults --json", dir.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["device"]["backend"], "sim");
+  EXPECT_EQ(j["run"]["strategy"], "random");
+  const auto& p = j["problems"][0];
+  for (const char* v : {"ok", "unsupported", "build_failed", "launch_failed", "crashed", "timeout", "oom",
+                        "wrong_output", "non_finite"})
+    EXPECT_GT(p["verdicts"][v].get<int>(), 0) << v << " not counted: " << p["verdicts"].dump();
+  EXPECT_EQ(p["evaluated"], 54);
+  EXPECT_EQ(p["measured"], 54);
+  EXPECT_EQ(p["replayed"], 0);
+  EXPECT_FALSE(p["best"].is_null());
+  EXPECT_GT(p["speedup"].get<double>(), 1.0);
+  EXPECT_EQ(p["structural_key"].get<std::string>().size(), 16u);
+  EXPECT_EQ(p["baseline"]["config"], "block=128,vec=1,unroll=1,stages=1");
+
+  auto again = run_attune("tune --backend sim --problem faults --json", dir.path());
+  ASSERT_EQ(again.code, 0) << again.err;
+  auto k = nlohmann::json::parse(again.out);
+  EXPECT_EQ(k["problems"][0]["measured"], 0);
+  EXPECT_EQ(k["problems"][0]["replayed"], 54);
+  EXPECT_EQ(k["problems"][0]["best"], p["best"]);
+  EXPECT_EQ(k["problems"][0]["verdicts"], p["verdicts"]);
+
+  // eval failures: every planted class, grouped by the knob values it was planted at.
+  auto f = run_attune("eval failures --kernel faults --json", dir.path());
+  ASSERT_EQ(f.code, 0) << f.err;
+  auto groups = nlohmann::json::parse(f.out);
+  std::set<std::string> seen;
+  for (const auto& g : groups) {
+    seen.insert(g["verdict"].get<std::string>());
+    if (g["verdict"] == "timeout") {
+      EXPECT_EQ(g["shared"], (nlohmann::json{{"block", "64"}, {"vec", "1"}, {"unroll", "1"}, {"stages", "2"}}));
+    }
+    if (g["verdict"] == "build_failed") {
+      EXPECT_EQ(g["shared"], (nlohmann::json{{"vec", "4"}, {"unroll", "4"}}));
+    }
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"unsupported", "build_failed", "launch_failed", "crashed", "timeout", "oom",
+                                         "wrong_output", "non_finite"}));
+  auto text = run_attune("eval failures", dir.path());
+  EXPECT_NE(text.out.find("block=64,vec=2,unroll=2"), std::string::npos) << text.out;
+
+  auto v = run_attune("eval variants --kernel faults --limit 3", dir.path());
+  ASSERT_EQ(v.code, 0) << v.err;
+  EXPECT_NE(v.out.find(p["best"]["config"].get<std::string>()), std::string::npos) << v.out;
+  EXPECT_EQ(lines(v.out), 5u);  // header, 3 rows, "... more"
+}
+
+TEST(Cli, GridShardsAreDisjointAndTheirUnionIsTheWholeSpace) {
+  TempDir dir;
+  std::multiset<std::string> configs;
+  for (int i = 0; i < 3; ++i) {
+    std::string db = "shard" + std::to_string(i) + ".db";
+    auto r = run_attune("tune --backend sim --problem rmsnorm --strategy grid --patience 0 --shard " +
+                            std::to_string(i) + "/3 --db " + db,
+                        dir.path());
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto store = SqliteStore::open(dir.file(db), false);
+    ASSERT_TRUE(store.ok());
+    MeasurementQuery q;
+    q.regime = Regime::kRank;
+    std::set<std::string> mine;
+    auto rows = (*store)->measurements(q);
+    ASSERT_TRUE(rows.ok());
+    for (const auto& row : rows.value()) mine.insert(row.config);
+    // Each shard also measures the baseline, the reference for its speedup.
+    mine.erase("threads=256,rows_per_block=1,vec=1,unroll=1");
+    configs.insert(mine.begin(), mine.end());
+  }
+  EXPECT_EQ(configs.size(), 215u);  // 216 configs less the baseline, each exactly once
+  EXPECT_EQ(std::set<std::string>(configs.begin(), configs.end()).size(), configs.size());
+}
+
+TEST(Cli, DeviceAndProblems) {
+  TempDir dir;
+  auto d = run_attune("device --backend sim --json", dir.path());
+  ASSERT_EQ(d.code, 0) << d.err;
+  auto j = nlohmann::json::parse(d.out);
+  EXPECT_EQ(j["sm_count"], 132);
+  EXPECT_EQ(j["key"].get<std::string>().size(), 16u);
+  auto p = run_attune("problems --backend sim", dir.path());
+  ASSERT_EQ(p.code, 0);
+  for (const char* name : {"faults", "gemm", "rmsnorm"}) EXPECT_NE(p.out.find(name), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("attune.db")));  // listing creates no database
+}
+
+struct BadInput {
+  std::string args;
+  std::string says;
+};
+
+class CliBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(CliBadInput, OneLineExitTwoAndTheDatabaseUntouched) {
+  TempDir dir;
+  ASSERT_EQ(run_attune("tune --backend sim --problem rmsnorm --max-candidates 3", dir.path()).code, 0);
+  const std::string before = read_bytes(dir.file("attune.db"));
+  auto r = run_attune(GetParam().args, dir.path());
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find(GetParam().says), std::string::npos) << r.err;
+  EXPECT_EQ(read_bytes(dir.file("attune.db")), before);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cli, CliBadInput,
+    ::testing::Values(BadInput{"tune --backend sim --problem rmsnorm --frobnicate", "frobnicate"},
+                      BadInput{"tune --backend sim --problem rmsnorm --patience -1", "--patience -1 is negative"},
+                      BadInput{"tune --backend sim --problem rmsnorm --strategy grid --shard 3/2", "--shard '3/2'"},
+                      BadInput{"tune --backend sim --problem rmsnorm --strategy grid --shard x", "--shard 'x'"},
+                      BadInput{"tune --backend sim --problem 'gemm:m'", "not of the form key=value"},
+                      BadInput{"tune --backend sim --problem conv", "no problem 'conv'"},
+                      BadInput{"tune --backend sim --op gemm --shape 4x4", "MxNxK"},
+                      BadInput{"tune --backend warp9 --problem rmsnorm", "unknown backend 'warp9'"},
+                      BadInput{"tune --backend sim --problem rmsnorm --strategy luck", "unknown strategy 'luck'"},
+                      BadInput{"tune --backend sim --shapes missing.txt", "cannot read shapes file"},
+                      BadInput{"eval variants --kernel conv", "no problem or op named 'conv'"},
+                      BadInput{"tune --backend sim", "nothing to tune"}));
+
+TEST(Cli, CorruptAndForeignDatabasesAreRefusedAndLeftAlone) {
+  TempDir dir;
+  write_bytes(dir.file("notes.db"), "my notes\n");
+  auto r = run_attune("tune --backend sim --problem rmsnorm --db notes.db", dir.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("not an SQLite database"), std::string::npos) << r.err;
+  EXPECT_EQ(read_bytes(dir.file("notes.db")), "my notes\n");
+
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(dir.file("other.db").c_str(), &raw), SQLITE_OK);
+    sqlite::Db db{sqlite::DbHandle(raw)};
+    ASSERT_TRUE(db.exec("CREATE TABLE users (name TEXT)").ok());
+  }
+  const std::string before = read_bytes(dir.file("other.db"));
+  auto f = run_attune("eval failures --db other.db", dir.path());
+  EXPECT_EQ(f.code, 2);
+  EXPECT_NE(f.err.find("another program"), std::string::npos) << f.err;
+  EXPECT_EQ(read_bytes(dir.file("other.db")), before);
+
+  auto missing = run_attune("eval failures --db nowhere.db", dir.path());
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("nowhere.db")));
+}
+
+TEST(Cli, AnOlderDatabaseIsMigratedAndKeepsItsRows) {
+  TempDir dir;
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(dir.file("attune.db").c_str(), &raw), SQLITE_OK);
+    sqlite::Db db{sqlite::DbHandle(raw)};
+    ASSERT_TRUE(db.exec("PRAGMA application_id = " + std::to_string(sqlite::kApplicationId)).ok());
+    ASSERT_TRUE(sqlite::migrate(db, 0, 1).ok());
+    ASSERT_TRUE(db.exec("INSERT INTO runs (command, arguments, started_at, status) VALUES ('tune', '[]', 't', 'done')").ok());
+  }
+  auto r = run_attune("tune --backend sim --problem rmsnorm --max-candidates 2", dir.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto store = SqliteStore::open(dir.file("attune.db"));
+  ASSERT_TRUE(store.ok());
+  EXPECT_EQ(*sqlite::schema_version((*store)->db()), sqlite::current_schema_version());
+  EXPECT_EQ((*store)->runs()->size(), 2u);
+}
+
+}  // namespace
+}  // namespace attune

@@ -1,0 +1,89 @@
+#include "tune/tuner.h"
+
+#include <gtest/gtest.h>
+
+#include "backends/sim/sim_backend.h"
+#include "store/sqlite/sqlite_store.h"
+#include "support/temp_dir.h"
+
+namespace attune {
+namespace {
+
+// rmsnorm and gemm on the sim cannot fault, so they run in-process here; faults go through
+// workers in the CLI tests.
+struct TunerTest : ::testing::Test {
+  testing::TempDir dir;
+  SimBackend sim;
+  InProcessRunner runner{sim};
+  std::unique_ptr<SqliteStore> store = std::move(*SqliteStore::open(dir.file("t.db")));
+
+  ProblemReport tune(const std::string& problem, TuneOptions o) {
+    Tuner t(*store, sim, runner);
+    auto r = t.run({*sim.resolve(problem)}, o);
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    return r->problems.at(0);
+  }
+};
+
+TEST_F(TunerTest, SecondIdenticalRunMeasuresNothingAndReportsTheSame) {
+  TuneOptions o;
+  o.seed = 3;
+  ProblemReport a = tune("rmsnorm", o);
+  EXPECT_GT(a.measured, 0);
+  EXPECT_EQ(a.replayed, 0);
+  ProblemReport b = tune("rmsnorm", o);
+  EXPECT_EQ(b.measured, 0);
+  EXPECT_EQ(b.replayed, a.evaluated);
+  EXPECT_EQ(b.evaluated, a.evaluated);
+  ASSERT_TRUE(a.best && b.best);
+  EXPECT_EQ(a.best->config, b.best->config);
+  EXPECT_EQ(a.best->deploy_us, b.best->deploy_us);
+  EXPECT_EQ(a.speedup, b.speedup);
+}
+
+TEST_F(TunerTest, BaselineFirstAndBestIsTheFastestDeployTime) {
+  TuneOptions o;
+  o.strategy = "grid";
+  o.patience = 0;
+  ProblemReport r = tune("rmsnorm", o);
+  EXPECT_EQ(r.evaluated, static_cast<std::int64_t>(r.space_size));
+  EXPECT_EQ(r.stopped_by, "exhausted");
+  ASSERT_TRUE(r.baseline && r.baseline->deploy_us);
+  EXPECT_EQ(r.baseline->config, "threads=256,rows_per_block=1,vec=1,unroll=1");
+  // Exhaustive search finds the landscape's optimum (noise is ~1%, optimum gaps are larger).
+  auto opt = sim.optimum(*sim.resolve("rmsnorm"));
+  EXPECT_EQ(r.best->config, opt->first.text());
+  EXPECT_NEAR(r.speedup, *r.baseline->deploy_us / *r.best->deploy_us, 1e-12);
+  // Every row the store holds is one of this run's.
+  auto rows = store->measurements({});
+  EXPECT_GE(rows->size(), r.space_size);
+}
+
+TEST_F(TunerTest, PatienceAndMaxCandidatesStopTheSearch) {
+  TuneOptions o;
+  o.patience = 5;
+  ProblemReport r = tune("gemm", o);
+  EXPECT_EQ(r.stopped_by, "patience");
+  EXPECT_LT(r.evaluated, 200);
+  TuneOptions m;
+  m.max_candidates = 7;
+  m.patience = 0;
+  m.seed = 11;
+  ProblemReport q = tune("gemm:m=8", m);
+  EXPECT_EQ(q.evaluated, 7);
+  EXPECT_EQ(q.stopped_by, "max_candidates");
+}
+
+TEST_F(TunerTest, IdenticalProblemsAreTunedOnce) {
+  Tuner t(*store, sim, runner);
+  Problem a = *sim.resolve("rmsnorm"), b = *sim.resolve("rmsnorm:rows=4096");
+  b.set_name("layer7.input_norm");
+  TuneOptions o;
+  o.max_candidates = 3;
+  auto r = t.run({a, b}, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->problems.size(), 1u);
+}
+
+}  // namespace
+}  // namespace attune
