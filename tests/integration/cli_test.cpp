@@ -139,7 +139,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"tune --backend sim --problem rmsnorm --strategy luck", "unknown strategy 'luck'"},
                       BadInput{"tune --backend sim --shapes missing.txt", "cannot read shapes file"},
                       BadInput{"eval variants --kernel conv", "no problem or op named 'conv'"},
-                      BadInput{"tune --backend sim", "nothing to tune"}));
+                      BadInput{"tune --backend sim", "nothing to tune"}),
+    [](const ::testing::TestParamInfo<BadInput>& info) { return "case" + std::to_string(info.index); });
 
 TEST(Cli, CorruptAndForeignDatabasesAreRefusedAndLeftAlone) {
   TempDir dir;
