@@ -43,6 +43,12 @@ class Stmt {
   template <typename T>
   Stmt& bind(int i, const std::optional<T>& v) { return v ? bind(i, *v) : bind_null(i); }
 
+  // Makes the statement ready to run again with new bindings.
+  Stmt& reset() {
+    sqlite3_reset(s_.get());
+    sqlite3_clear_bindings(s_.get());
+    return *this;
+  }
   // true: a row is ready; false: done.
   Result<bool> step();
   // Steps to completion, expecting no rows.

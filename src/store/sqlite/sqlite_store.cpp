@@ -313,15 +313,16 @@ Result<std::vector<MeasurementRow>> SqliteStore::measurements(const MeasurementQ
 Status SqliteStore::put_search_nodes(const std::string& device_key, const std::string& problem_key,
                                      const std::string& strategy,
                                      const std::vector<SearchNode>& nodes) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
+      "INSERT INTO search_nodes (device_key, problem_key, strategy, path, visits, best_us, "
+      "payload, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, {}) ON CONFLICT "
+      "(device_key, problem_key, strategy, path) DO UPDATE SET visits = excluded.visits, "
+      "best_us = excluded.best_us, payload = excluded.payload, updated_at = excluded.updated_at",
+      kNow)));
+  // One transaction for the whole tree: a later run sees all of it or none.
   ATTUNE_TRY(db_.exec("BEGIN IMMEDIATE"));
   for (const auto& n : nodes) {
-    ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
-        "INSERT INTO search_nodes (device_key, problem_key, strategy, path, visits, best_us, "
-        "payload, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, {}) ON CONFLICT "
-        "(device_key, problem_key, strategy, path) DO UPDATE SET visits = excluded.visits, "
-        "best_us = excluded.best_us, payload = excluded.payload, updated_at = excluded.updated_at",
-        kNow)));
-    s.bind(1, device_key).bind(2, problem_key).bind(3, strategy).bind(4, n.path)
+    s.reset().bind(1, device_key).bind(2, problem_key).bind(3, strategy).bind(4, n.path)
         .bind(5, n.visits).bind(6, n.best_us).bind(7, n.payload);
     Status st = s.run();
     if (!st.ok()) {
