@@ -42,6 +42,12 @@ class Backend {
   // Builds, runs, checks and times one candidate. Faults inside are real (the process may die).
   virtual Outcome execute(const Problem& problem, const Config& config, Regime regime) = 0;
 
+  // Called in the scheduler for configs about to be run, so builds can proceed ahead of the GPU
+  // (compile threads, on-disk cache). Never required for correctness.
+  virtual void prepare(const Problem&, const Config&) {}
+  // How many upcoming configs the tuner should hand to prepare(); 0: none.
+  virtual int prefetch_depth() const { return 0; }
+
   // Whether execute() must run in a worker process (false only for backends that cannot fault,
   // such as replay of recorded results).
   virtual bool isolated() const { return true; }

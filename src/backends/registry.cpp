@@ -1,20 +1,67 @@
 #include "backends/registry.h"
 
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+
 #include "backends/sim/sim_backend.h"
 
 namespace attune {
 
-std::vector<std::string> backend_names() { return {"sim"}; }
+namespace {
+
+// The CUDA plugin sits beside the attune binary (or in $ATTUNE_PLUGIN_DIR). Loading it pulls in
+// the driver (libcuda.so.1), NVRTC and cuBLASLt; where any is missing the backend is unavailable
+// and dlerror says which.
+Result<std::unique_ptr<Backend>> load_cuda_plugin() {
+  std::filesystem::path dir;
+  if (const char* d = std::getenv("ATTUNE_PLUGIN_DIR")) {
+    dir = d;
+  } else {
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n > 0) dir = std::filesystem::path(std::string(buf, static_cast<std::size_t>(n))).parent_path();
+  }
+  const std::string path = (dir / "libattune_cuda.so").string();
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) return Error::unsupported(std::string("the cuda backend is unavailable: ") + dlerror());
+  using Make = Backend* (*)(std::string*);
+  auto make = reinterpret_cast<Make>(dlsym(h, "attune_make_cuda_backend"));
+  if (!make) return Error::unsupported("the cuda backend is unavailable: " + path + " has no entry point");
+  std::string error;
+  Backend* b = make(&error);
+  if (!b) return Error::unsupported("the cuda backend failed to start: " + error);
+  // The plugin stays loaded for the life of the process: the backend's code lives in it.
+  return std::unique_ptr<Backend>(b);
+}
+
+}  // namespace
+
+std::vector<std::string> backend_names() { return {"cuda", "sim"}; }
 
 Result<std::unique_ptr<Backend>> make_backend(const std::string& name) {
   if (name == "sim") return std::unique_ptr<Backend>(new SimBackend());
+  if (name == "cuda") return load_cuda_plugin();
   std::string known;
   for (const auto& n : backend_names()) known += (known.empty() ? "" : ", ") + n;
   return Error::invalid_argument("unknown backend '" + name + "' (this attune has: " + known + ")");
 }
 
 std::string default_backend(std::string* why) {
-  if (why) *why = "this attune was built without a GPU backend";
+  auto cuda = load_cuda_plugin();
+  if (cuda) {
+    auto fp = (*cuda)->fingerprint();
+    if (fp) {
+      if (why) why->clear();
+      return "cuda";
+    }
+    if (why) *why = "no usable GPU (" + fp.error().message() + ")";
+    return "sim";
+  }
+  if (why) *why = cuda.error().message();
   return "sim";
 }
 

@@ -1,5 +1,7 @@
 #include "tune/tuner.h"
 
+#include <algorithm>
+#include <deque>
 #include <set>
 
 #include "search/strategy.h"
@@ -147,6 +149,7 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
   ATTUNE_ASSIGN(CandidateResult base, visit(space.baseline(), true));
   rep.baseline = base;
   rep.stopped_by = "exhausted";
+  std::deque<Point> ahead;
   while (true) {
     if (options.max_candidates && rep.evaluated >= *options.max_candidates) {
       rep.stopped_by = "max_candidates";
@@ -156,10 +159,20 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
       rep.stopped_by = "patience";
       break;
     }
-    auto point = strategy->propose();
-    if (!point) break;
-    if (done.count(*point)) continue;
-    ATTUNE_TRY(visit(*point, false));
+    // Keep up to prefetch_depth proposals queued and handed to the backend, so their builds
+    // run ahead of the GPU.
+    while (static_cast<int>(ahead.size()) < std::max(1, backend_.prefetch_depth())) {
+      auto next = strategy->propose();
+      if (!next) break;
+      if (done.count(*next) || std::find(ahead.begin(), ahead.end(), *next) != ahead.end()) continue;
+      if (backend_.prefetch_depth() > 0) backend_.prepare(problem, space.config(*next));
+      ahead.push_back(std::move(*next));
+    }
+    if (ahead.empty()) break;
+    Point point = std::move(ahead.front());
+    ahead.pop_front();
+    if (done.count(point)) continue;
+    ATTUNE_TRY(visit(point, false));
   }
   if (rep.best && rep.baseline && rep.baseline->deploy_us && *rep.best->deploy_us > 0)
     rep.speedup = *rep.baseline->deploy_us / *rep.best->deploy_us;

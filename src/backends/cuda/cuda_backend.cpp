@@ -1,0 +1,144 @@
+#include "backends/cuda/cuda_backend.h"
+
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "backends/cuda/cuda_check.h"
+
+namespace attune::cuda {
+
+Result<Built> CudaEnv::function(const BuildRequest& request, const std::string& name) {
+  const std::string key = compiler_.cache_key(request);
+  auto it = modules_.find(key);
+  Built b;
+  if (it == modules_.end()) {
+    ATTUNE_ASSIGN(BuildResult r, compiler_.build(request));
+    if (!r.ok) {
+      b.verdict = Verdict::kBuildFailed;
+      b.log = r.log;
+      return b;
+    }
+    ATTUNE_ASSIGN(Module m, Module::load(r.cubin));
+    it = modules_.emplace(key, std::move(m)).first;
+    lowered_[key] = r.lowered_names;
+  }
+  const auto& lowered = lowered_[key];
+  auto l = lowered.find(name);
+  ATTUNE_ASSIGN(b.fn, it->second.function(l == lowered.end() ? name : l->second));
+  return b;
+}
+
+Result<Measurement> CudaEnv::time(const std::function<CUresult(CUstream)>& launch, Regime regime) {
+  TimingOptions o;
+  if (regime == Regime::kRank) {
+    // Ranking needs order, not the last digit: few samples, a short cap.
+    o.policy.min_samples = 5;
+    o.policy.noise_bound = 0.01;
+    o.policy.time_cap_s = 0.3;
+  } else {
+    o.policy.min_samples = 10;
+    o.policy.noise_bound = 0.005;
+    o.policy.time_cap_s = 1.0;
+  }
+  return time_kernel(launch, stream(), regime, flush_, o, limits().pci_bus_id);
+}
+
+std::uint64_t CudaEnv::fresh_seed() {
+  return std::random_device{}() ^ (++checks_ * 0x9e3779b97f4a7c15ULL);
+}
+
+CudaBackend::CudaBackend(FamilyList families) : families_(std::move(families)) {}
+CudaBackend::~CudaBackend() = default;
+
+Result<DeviceFingerprint> CudaBackend::fingerprint() {
+  if (!fingerprint_) {
+    ATTUNE_ASSIGN(DeviceFingerprint d, cuda::fingerprint(device_ordinal()));
+    fingerprint_ = d;
+  }
+  return *fingerprint_;
+}
+
+std::vector<ProblemInfo> CudaBackend::problems() const {
+  std::vector<ProblemInfo> out;
+  for (const auto& f : families_)
+    for (auto& p : f->examples()) out.push_back(std::move(p));
+  return out;
+}
+
+Result<CudaFamily*> CudaBackend::family(const Problem& problem) const {
+  for (const auto& f : families_)
+    if (f->op() == problem.op()) return f.get();
+  std::string known;
+  for (const auto& f : families_) known += (known.empty() ? "" : ", ") + f->op();
+  return Error::invalid_argument("the cuda backend has no kernel family for op '" + problem.op() + "' (it has: " + known + ")");
+}
+
+Result<Problem> CudaBackend::resolve(const std::string& spec) const {
+  for (const auto& info : problems())
+    if (info.problem.name() == spec) return info.problem;
+  ATTUNE_ASSIGN(Problem p, Problem::parse(spec));
+  ATTUNE_ASSIGN(CudaFamily * f, family(p));
+  return f->resolve(p);
+}
+
+Result<Space> CudaBackend::space(const Problem& problem) const {
+  ATTUNE_ASSIGN(CudaFamily * f, family(problem));
+  return f->space(problem);
+}
+
+std::optional<std::string> CudaBackend::can_implement(const Problem& problem, const Config& config) const {
+  auto f = family(problem);
+  if (!f) return f.error().message();
+  return (*f)->can_implement(problem, config);
+}
+
+Result<const Compiler*> CudaBackend::compiler() {
+  if (!compiler_) {
+    ATTUNE_ASSIGN(DeviceFingerprint d, fingerprint());
+    compiler_ = std::make_unique<Compiler>(d.arch, default_cache_dir());
+  }
+  return compiler_.get();
+}
+
+int CudaBackend::prefetch_depth() const {
+  return static_cast<int>(2 * std::max(1u, std::thread::hardware_concurrency()));
+}
+
+void CudaBackend::prepare(const Problem& problem, const Config& config) {
+  auto f = family(problem);
+  if (!f || (*f)->can_implement(problem, config)) return;
+  auto req = (*f)->build_request(problem, config);
+  auto c = compiler();
+  if (!req || !c) return;
+  if (!pool_) pool_ = std::make_unique<CompilePool>(**c, std::max(1u, std::thread::hardware_concurrency() - 1));
+  // Finished builds are dropped; the cache on disk is what the worker reads.
+  std::erase_if(pending_, [](const auto& fut) { return fut.wait_for(std::chrono::seconds(0)) == std::future_status::ready; });
+  pending_.push_back(pool_->submit(std::move(*req)));
+}
+
+Outcome CudaBackend::execute(const Problem& problem, const Config& config, Regime regime) {
+  auto fail = [](Verdict v, std::string m) {
+    Outcome o;
+    o.verdict = v;
+    o.message = std::move(m);
+    return o;
+  };
+  auto f = family(problem);
+  if (!f) return fail(Verdict::kLaunchFailed, f.error().message());
+  if (!env_) {
+    auto c = compiler();
+    if (!c) return fail(Verdict::kLaunchFailed, c.error().message());
+    auto dev = CudaDevice::open(device_ordinal());
+    if (!dev) return fail(Verdict::kLaunchFailed, dev.error().message());
+    device_ = std::move(*dev);
+    // Twice the L2, so a memset of it evicts whatever a candidate left there.
+    auto flush = DeviceBuffer::alloc(std::max<size_t>(2 * static_cast<size_t>(device_->limits().l2_bytes), 64 << 20));
+    if (!flush) return fail(Verdict::kLaunchFailed, flush.error().message());
+    env_ = std::make_unique<CudaEnv>(*device_, **c, std::move(*flush));
+  }
+  return (*f)->execute(*env_, problem, config, regime);
+}
+
+}  // namespace attune::cuda

@@ -1,0 +1,190 @@
+#include "backends/cuda/cuda_run.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/nvml.h"
+
+namespace attune::cuda {
+
+Result<DeviceBuffer> DeviceBuffer::alloc(size_t bytes) {
+  DeviceBuffer b;
+  ATTUNE_CU(cuMemAlloc(&b.ptr_, std::max<size_t>(bytes, 16)));
+  b.bytes_ = bytes;
+  return b;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) cuMemFree(ptr_);
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) cuMemFree(ptr_);
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = 0;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+Status DeviceBuffer::upload(const void* host, size_t bytes, CUstream s) {
+  ATTUNE_CU(cuMemcpyHtoDAsync(ptr_, host, bytes, s));
+  ATTUNE_CU(cuStreamSynchronize(s));
+  return Status::success();
+}
+
+Status DeviceBuffer::download(void* host, size_t bytes, CUstream s) const {
+  ATTUNE_CU(cuMemcpyDtoHAsync(host, ptr_, bytes, s));
+  ATTUNE_CU(cuStreamSynchronize(s));
+  return Status::success();
+}
+
+Status DeviceBuffer::fill16(unsigned short bits, CUstream s) {
+  ATTUNE_CU(cuMemsetD16Async(ptr_, bits, bytes_ / 2, s));
+  return Status::success();
+}
+
+Status DeviceBuffer::fill32(unsigned bits, CUstream s) {
+  ATTUNE_CU(cuMemsetD32Async(ptr_, bits, bytes_ / 4, s));
+  return Status::success();
+}
+
+Result<Module> Module::load(const std::string& cubin) {
+  Module m;
+  ATTUNE_CU(cuModuleLoadData(&m.m_, cubin.data()));
+  return m;
+}
+
+Module::~Module() {
+  if (m_) cuModuleUnload(m_);
+}
+
+Module& Module::operator=(Module&& o) noexcept {
+  if (this != &o) {
+    if (m_) cuModuleUnload(m_);
+    m_ = o.m_;
+    o.m_ = nullptr;
+  }
+  return *this;
+}
+
+Result<CUfunction> Module::function(const std::string& symbol) const {
+  CUfunction f = nullptr;
+  ATTUNE_CU(cuModuleGetFunction(&f, m_, symbol.c_str()));
+  return f;
+}
+
+Result<FunctionResources> resources(CUfunction f) {
+  FunctionResources r;
+  ATTUNE_CU(cuFuncGetAttribute(&r.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
+  ATTUNE_CU(cuFuncGetAttribute(&r.max_threads_per_block, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f));
+  ATTUNE_CU(cuFuncGetAttribute(&r.static_shared_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f));
+  ATTUNE_CU(cuFuncGetAttribute(&r.local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f));
+  return r;
+}
+
+Result<std::string> check_launch(CUfunction f, unsigned threads, unsigned dynamic_smem, int max_smem_optin) {
+  ATTUNE_ASSIGN(FunctionResources r, resources(f));
+  if (static_cast<int>(threads) > r.max_threads_per_block)
+    return fmt::format("{} threads per block, but the compiled kernel ({} registers per thread) allows at most {}",
+                       threads, r.registers, r.max_threads_per_block);
+  const long total = static_cast<long>(dynamic_smem) + r.static_shared_bytes;
+  if (total > max_smem_optin)
+    return fmt::format("{} bytes of shared memory per block ({} static + {} dynamic), the device allows {}", total,
+                       r.static_shared_bytes, dynamic_smem, max_smem_optin);
+  if (dynamic_smem > 48 * 1024)
+    ATTUNE_CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(dynamic_smem)));
+  return std::string();
+}
+
+void exit_if_sticky(CUresult rc, const char* what) {
+  if (rc == CUDA_SUCCESS || !is_sticky(rc)) return;
+  const char* name = nullptr;
+  const char* text = nullptr;
+  cuGetErrorName(rc, &name);
+  cuGetErrorString(rc, &text);
+  std::fprintf(stderr, "%s: %s (%s); the CUDA context is lost\n", what, name ? name : "?", text ? text : "?");
+  std::fflush(stderr);
+  std::_Exit(70);
+}
+
+namespace {
+
+struct EventDestroy {
+  void operator()(CUevent e) const { cuEventDestroy(e); }
+};
+using Event = std::unique_ptr<CUevent_st, EventDestroy>;
+
+Result<Event> make_event() {
+  CUevent e = nullptr;
+  ATTUNE_CU(cuEventCreate(&e, CU_EVENT_DEFAULT));
+  return Event(e);
+}
+
+}  // namespace
+
+Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch, CUstream stream, Regime regime,
+                                DeviceBuffer& flush, const TimingOptions& options, const std::string& pci_bus_id) {
+  ATTUNE_ASSIGN(Event start, make_event());
+  ATTUNE_ASSIGN(Event stop, make_event());
+  auto elapsed_us = [&]() -> Result<double> {
+    CUresult rc = cuEventSynchronize(stop.get());
+    exit_if_sticky(rc, "timing");
+    ATTUNE_CU(rc);
+    float ms = 0;
+    ATTUNE_CU(cuEventElapsedTime(&ms, start.get(), stop.get()));
+    return ms * 1000.0;
+  };
+  // Warm-up: module load, first-launch costs and clocks ramping stay out of the numbers.
+  for (int i = 0; i < 3; ++i) ATTUNE_CU(launch(stream));
+  ATTUNE_CU(cuEventRecord(start.get(), stream));
+  ATTUNE_CU(launch(stream));
+  ATTUNE_CU(cuEventRecord(stop.get(), stream));
+  ATTUNE_ASSIGN(double one, elapsed_us());
+  int reps = 1;
+  if (regime == Regime::kRank)
+    reps = static_cast<int>(std::clamp(options.target_sample_us / std::max(one, 0.5), 1.0, 1000.0));
+
+  Error failure = Error::internal("");
+  bool failed = false;
+  auto sample = [&]() -> double {
+    if (failed) return 0;
+    auto run = [&]() -> Result<double> {
+      if (regime == Regime::kDeploy) ATTUNE_TRY(flush.fill32(0, stream));
+      ATTUNE_CU(cuEventRecord(start.get(), stream));
+      for (int i = 0; i < reps; ++i) ATTUNE_CU(launch(stream));
+      ATTUNE_CU(cuEventRecord(stop.get(), stream));
+      ATTUNE_ASSIGN(double us, elapsed_us());
+      return us / reps;
+    };
+    auto r = run();
+    if (!r) {
+      failure = r.error();
+      failed = true;
+      return 0;
+    }
+    return *r;
+  };
+  SampleStats s = sample_until_stable(sample, options.policy);
+  if (failed) return failure;
+  ClockReading clocks = read_clocks(pci_bus_id);  // read right after the samples, clocks still up
+  Measurement m;
+  m.regime = regime;
+  m.cache = regime == Regime::kDeploy ? CacheState::kCold : CacheState::kWarm;
+  m.samples = s.n;
+  m.median_us = s.median;
+  m.min_us = s.min;
+  m.max_us = s.max;
+  m.noise = s.noise;
+  m.sm_clock_mhz = clocks.sm_clock_mhz;
+  m.throttle = clocks.throttle;
+  return m;
+}
+
+}  // namespace attune::cuda

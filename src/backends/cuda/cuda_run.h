@@ -1,0 +1,85 @@
+// Running candidates on the device: RAII device buffers and modules, resource checks decided
+// before launch, and timing with CUDA events (back-to-back launches in the rank regime; an L2
+// flush before each timed launch in the deploy regime). One thread at a time.
+#pragma once
+
+#include <cuda.h>
+
+#include <functional>
+#include <string>
+
+#include "core/error.h"
+#include "core/measurement.h"
+#include "measure/stats.h"
+
+namespace attune::cuda {
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  static Result<DeviceBuffer> alloc(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = 0; o.bytes_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  CUdeviceptr ptr() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+  Status upload(const void* host, size_t bytes, CUstream s);
+  Status download(void* host, size_t bytes, CUstream s) const;
+  // Fills every 16-bit word with `bits` (bf16/fp16 NaN poison) or every 32-bit word.
+  Status fill16(unsigned short bits, CUstream s);
+  Status fill32(unsigned bits, CUstream s);
+
+ private:
+  CUdeviceptr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+class Module {
+ public:
+  Module() = default;
+  static Result<Module> load(const std::string& cubin);
+  ~Module();
+  Module(Module&& o) noexcept : m_(o.m_) { o.m_ = nullptr; }
+  Module& operator=(Module&& o) noexcept;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  Result<CUfunction> function(const std::string& symbol) const;
+
+ private:
+  CUmodule m_ = nullptr;
+};
+
+// What a compiled kernel needs, checked against a launch before it happens.
+struct FunctionResources {
+  int registers = 0;
+  int max_threads_per_block = 0;
+  int static_shared_bytes = 0;
+  int local_bytes = 0;
+};
+Result<FunctionResources> resources(CUfunction f);
+
+// A reason this launch cannot run (too many threads for the compiled kernel's registers, more
+// shared memory than the device allows), or "" when it can. Raises the function's dynamic shared
+// memory limit when more than 48 KiB is asked.
+Result<std::string> check_launch(CUfunction f, unsigned threads_per_block, unsigned dynamic_smem,
+                                 int device_max_smem_optin);
+
+// Ends the process (stderr says why) when a driver error poisons the context: the tuner records
+// the candidate as crashed and continues in a fresh worker.
+void exit_if_sticky(CUresult rc, const char* what);
+
+struct TimingOptions {
+  SamplingPolicy policy;
+  double target_sample_us = 200;  // rank: launches per sample chosen to fill this much time
+};
+
+// Times launch() (which enqueues one run on the stream) in the given regime. flush is a buffer
+// at least twice the L2 size, memset before each deploy-regime sample.
+Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch, CUstream stream,
+                                Regime regime, DeviceBuffer& flush, const TimingOptions& options,
+                                const std::string& pci_bus_id);
+
+}  // namespace attune::cuda

@@ -1,0 +1,231 @@
+#include "kernels/rmsnorm/rmsnorm_family.h"
+
+#include <fmt/format.h>
+
+#include "backends/cuda/cuda_check.h"
+#include "kernels/common/gate.h"
+
+namespace attune::kernels {
+
+extern const char* const kRmsnormSource;
+extern const char* const kRmsnormRefSource;
+
+namespace {
+
+using namespace attune::cuda;
+
+constexpr double kEps = 1e-6;
+
+struct Shape {
+  std::int64_t rows = 0, hidden = 0;
+  Half fmt = Half::kBf16;
+  bool residual = false;
+};
+
+Result<Shape> shape_of(const Problem& p) {
+  Shape s;
+  ATTUNE_ASSIGN(s.rows, p.int_attr("rows"));
+  ATTUNE_ASSIGN(s.hidden, p.int_attr("hidden"));
+  s.fmt = *p.attr("dtype") == "fp16" ? Half::kFp16 : Half::kBf16;
+  s.residual = *p.attr("residual") == "1";
+  return s;
+}
+
+// Problem data kept across the candidates of one problem; inputs are refilled for every check.
+struct Data {
+  std::string key;
+  DeviceBuffer x, r, w, y, h, ref_y, ref_h;
+};
+
+class RmsnormFamily final : public CudaFamily {
+ public:
+  std::string op() const override { return "rmsnorm"; }
+
+  std::vector<ProblemInfo> examples() const override {
+    std::vector<ProblemInfo> out;
+    for (auto [name, rows, hidden, residual] : {std::tuple{"rmsnorm-qwen3-8b-decode", 16, 4096, 1},
+                                                std::tuple{"rmsnorm-qwen3-8b-prefill", 8192, 4096, 1},
+                                                std::tuple{"rmsnorm-64mib", 8192, 4096, 0}}) {
+      Problem p("rmsnorm", {{"rows", std::to_string(rows)}, {"hidden", std::to_string(hidden)},
+                            {"dtype", "bf16"}, {"residual", std::to_string(residual)}}, name);
+      out.push_back({p, fmt::format("bf16 RMSNorm, {} rows of {}{}", rows, hidden, residual ? ", fused residual add" : "")});
+    }
+    return out;
+  }
+
+  Result<Problem> resolve(const Problem& spec) const override {
+    std::map<std::string, std::string> a = {{"dtype", "bf16"}, {"residual", "0"}};
+    for (const auto& [k, v] : spec.attrs()) {
+      if (k != "rows" && k != "hidden" && k != "dtype" && k != "residual")
+        return Error::invalid_argument("rmsnorm has no attribute '" + k + "' (it has rows, hidden, dtype, residual)");
+      a[k] = v;
+    }
+    Problem p("rmsnorm", a, spec.name() == spec.text() ? "" : spec.name());
+    for (const char* k : {"rows", "hidden"}) {
+      auto v = p.int_attr(k);
+      if (!v) return Error::invalid_argument("rmsnorm needs " + std::string(k) + "=N (a positive integer)");
+      if (*v <= 0 || *v > (1 << 24)) return Error::invalid_argument(fmt::format("rmsnorm {}={} is out of range", k, *v));
+    }
+    if (a["dtype"] != "bf16" && a["dtype"] != "fp16")
+      return Error::invalid_argument("rmsnorm dtype '" + a["dtype"] + "' is not supported (bf16, fp16)");
+    if (a["residual"] != "0" && a["residual"] != "1") return Error::invalid_argument("rmsnorm residual must be 0 or 1");
+    return p;
+  }
+
+  Result<Space> space(const Problem& problem) const override {
+    ATTUNE_ASSIGN(Shape s, shape_of(problem));
+    const std::int64_t hidden = s.hidden;
+    auto k = [](const char* n, std::vector<Value> o, std::size_t base) { return Knob{n, std::move(o), base, KnobKind::kInPlace}; };
+    return Space::make(
+        {k("threads", {32, 64, 128, 256, 512, 1024}, 3), k("rows_per_block", {1, 2, 4, 8}, 0),
+         k("vec", {1, 2, 4, 8}, 0), k("unroll", {1, 2, 4}, 0)},
+        {{"threads * rows_per_block <= 1024", {"threads", "rows_per_block"},
+          [](const Assignment& a) { return a.i("threads") * a.i("rows_per_block") <= 1024; }},
+         {"vec divides hidden (aligned vector accesses)", {"vec"},
+          [hidden](const Assignment& a) { return a.i("vec") == 1 || hidden % a.i("vec") == 0; }},
+         {"no thread idle for a whole row: threads * vec <= max(hidden, 32 * vec) (the baseline's 256 always allowed)", {"threads", "vec"},
+          [hidden](const Assignment& a) { return a.i("threads") == 256 || a.i("threads") * a.i("vec") <= std::max<std::int64_t>(hidden, 32 * a.i("vec")); }},
+         {"unroll matters only for rows too long to keep in registers", {"threads", "vec", "unroll"},
+          [hidden](const Assignment& a) {
+            const std::int64_t iters = (hidden + a.i("threads") * a.i("vec") - 1) / (a.i("threads") * a.i("vec"));
+            return a.i("unroll") == 1 || iters * a.i("vec") > 32;
+          }}});
+  }
+
+  std::optional<BuildRequest> build_request(const Problem& problem, const Config& c) const override {
+    auto s = shape_of(problem);
+    if (!s) return std::nullopt;
+    BuildRequest r;
+    r.source = kRmsnormSource;
+    r.source_name = "rmsnorm.cu";
+    r.options = {fmt::format("-DT={}", s->fmt == Half::kBf16 ? "__nv_bfloat16" : "__half"),
+                 fmt::format("-DHIDDEN={}", s->hidden),
+                 fmt::format("-DTHREADS={}", c.get("threads")->as_int()),
+                 fmt::format("-DROWS_PER_BLOCK={}", c.get("rows_per_block")->as_int()),
+                 fmt::format("-DVEC={}", c.get("vec")->as_int()),
+                 fmt::format("-DUNROLL={}", c.get("unroll")->as_int()),
+                 fmt::format("-DRESIDUAL={}", s->residual ? 1 : 0)};
+    r.name_expressions = {"rmsnorm"};
+    return r;
+  }
+
+  Outcome execute(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) override {
+    auto r = run(env, problem, config, regime);
+    if (r) return *r;
+    Outcome o;
+    o.verdict = r.error().kind() == Error::Kind::kUnsupported ? Verdict::kOom : Verdict::kLaunchFailed;
+    o.message = r.error().message();
+    return o;
+  }
+
+ private:
+  Status prepare_data(const Problem& problem, const Shape& s) {
+    if (data_.key == problem.structural_key()) return Status::success();
+    data_ = Data{};
+    const std::size_t n = static_cast<std::size_t>(s.rows * s.hidden);
+    ATTUNE_ASSIGN(data_.x, DeviceBuffer::alloc(n * 2));
+    ATTUNE_ASSIGN(data_.r, DeviceBuffer::alloc(s.residual ? n * 2 : 16));
+    ATTUNE_ASSIGN(data_.w, DeviceBuffer::alloc(static_cast<std::size_t>(s.hidden) * 2));
+    ATTUNE_ASSIGN(data_.y, DeviceBuffer::alloc((n + kGuardElements) * 2));
+    ATTUNE_ASSIGN(data_.h, DeviceBuffer::alloc(s.residual ? (n + kGuardElements) * 2 : 16));
+    ATTUNE_ASSIGN(data_.ref_y, DeviceBuffer::alloc(n * 8));
+    ATTUNE_ASSIGN(data_.ref_h, DeviceBuffer::alloc(s.residual ? n * 8 : 16));
+    data_.key = problem.structural_key();
+    return Status::success();
+  }
+
+  Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) {
+    ATTUNE_ASSIGN(Shape s, shape_of(problem));
+    auto req = build_request(problem, config);
+    ATTUNE_ASSIGN(Built b, env.function(*req, "rmsnorm"));
+    Outcome o;
+    if (b.verdict != Verdict::kOk) {
+      o.verdict = b.verdict;
+      o.message = b.log;
+      return o;
+    }
+    const unsigned threads = static_cast<unsigned>(config.get("threads")->as_int());
+    const unsigned rpb = static_cast<unsigned>(config.get("rows_per_block")->as_int());
+    ATTUNE_ASSIGN(std::string why, check_launch(b.fn, threads * rpb, 0, env.limits().max_shared_per_block_optin));
+    if (!why.empty()) {
+      o.verdict = Verdict::kLaunchFailed;
+      o.message = why;
+      return o;
+    }
+    ATTUNE_TRY(prepare_data(problem, s));
+    const std::size_t n = static_cast<std::size_t>(s.rows * s.hidden);
+
+    // Fresh random inputs, poisoned outputs, the reference on the same inputs.
+    ATTUNE_TRY(gate_.fill_random(env, data_.x.ptr(), n, s.fmt));
+    if (s.residual) ATTUNE_TRY(gate_.fill_random(env, data_.r.ptr(), n, s.fmt));
+    ATTUNE_TRY(gate_.fill_random(env, data_.w.ptr(), static_cast<std::size_t>(s.hidden), s.fmt, 0.5f, 1.5f));
+    ATTUNE_TRY(data_.y.fill16(kPoison16, env.stream()));
+    if (s.residual) ATTUNE_TRY(data_.h.fill16(kPoison16, env.stream()));
+    ATTUNE_TRY(reference(env, s));
+
+    CUdeviceptr y = data_.y.ptr(), h = data_.h.ptr(), x = data_.x.ptr(), rr = data_.r.ptr(), w = data_.w.ptr();
+    int rows = static_cast<int>(s.rows);
+    float eps = static_cast<float>(kEps);
+    void* args[] = {&y, &h, &x, &rr, &w, &rows, &eps};
+    const unsigned grid = static_cast<unsigned>((s.rows + rpb - 1) / rpb);
+    auto launch = [&](CUstream st) { return cuLaunchKernel(b.fn, grid, 1, 1, threads, rpb, 1, 0, st, args, nullptr); };
+    CUresult rc = launch(env.stream());
+    if (rc != CUDA_SUCCESS) {
+      exit_if_sticky(rc, "rmsnorm launch");
+      o.verdict = Verdict::kLaunchFailed;
+      o.message = driver_error(rc, "cuLaunchKernel", __FILE__, __LINE__).message();
+      return o;
+    }
+    rc = cuStreamSynchronize(env.stream());
+    exit_if_sticky(rc, "rmsnorm run");
+    ATTUNE_CU(rc);
+
+    Tolerance tol = tolerance_for(s.fmt == Half::kBf16 ? "bf16" : "fp16");
+    ATTUNE_ASSIGN(Comparison cy, gate_.compare(env, y, data_.ref_y.ptr(), n, s.fmt, tol));
+    Comparison worst = cy;
+    if (s.residual && cy.verdict == Verdict::kOk) {
+      ATTUNE_ASSIGN(Comparison ch, gate_.compare(env, h, data_.ref_h.ptr(), n, s.fmt, tol));
+      if (ch.verdict != Verdict::kOk) ch.message = "residual output: " + ch.message;
+      worst = ch.verdict != Verdict::kOk || ch.check.value > cy.check.value ? ch : cy;
+    }
+    o.verdict = worst.verdict;
+    o.check = worst.check;
+    o.message = worst.message;
+    // Guard elements past each output's end must still hold the poison.
+    for (CUdeviceptr out : {y, h}) {
+      if (o.verdict != Verdict::kOk || (out == h && !s.residual)) continue;
+      ATTUNE_ASSIGN(std::uint64_t damaged, gate_.guard_damage(env, out + n * 2, kGuardElements));
+      if (damaged) {
+        o.verdict = Verdict::kWrongOutput;
+        o.message = fmt::format("wrote {} elements past the end of an output", damaged);
+      }
+    }
+    if (o.verdict != Verdict::kOk) return o;
+    ATTUNE_ASSIGN(Measurement m, env.time(launch, regime));
+    o.measurement = m;
+    return o;
+  }
+
+  Status reference(CudaEnv& env, const Shape& s) {
+    BuildRequest req;
+    req.source = kRmsnormRefSource;
+    req.source_name = "rmsnorm_ref.cu";
+    ATTUNE_ASSIGN(Built ref, env.function(req, "rmsnorm_ref"));
+    if (ref.verdict != Verdict::kOk) return Error::internal("the rmsnorm reference does not compile: " + ref.log);
+    CUdeviceptr y = data_.ref_y.ptr(), h = data_.ref_h.ptr(), x = data_.x.ptr(), r = data_.r.ptr(), w = data_.w.ptr();
+    int hidden = static_cast<int>(s.hidden), f = s.fmt == Half::kBf16 ? 0 : 1, residual = s.residual ? 1 : 0;
+    double eps = kEps;
+    void* args[] = {&y, &h, &x, &r, &w, &hidden, &f, &residual, &eps};
+    ATTUNE_CU(cuLaunchKernel(ref.fn, static_cast<unsigned>(s.rows), 1, 1, 256, 1, 1, 0, env.stream(), args, nullptr));
+    return Status::success();
+  }
+
+  DeviceGate gate_;
+  Data data_;
+};
+
+}  // namespace
+
+std::unique_ptr<CudaFamily> make_rmsnorm_family() { return std::make_unique<RmsnormFamily>(); }
+
+}  // namespace attune::kernels

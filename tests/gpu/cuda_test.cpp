@@ -1,0 +1,66 @@
+// The CUDA backend on a real GPU: fingerprint, and every config of the rmsnorm family's space on
+// odd shapes against the float64 reference, with poisoned outputs and guard elements.
+#include <set>
+
+#include "gpu/gpu_support.h"
+
+namespace attune {
+namespace {
+
+TEST(CudaGpu, FingerprintNamesTheDevice) {
+  ATTUNE_REQUIRE_GPU(cuda);
+  auto fp = cuda->fingerprint();
+  ASSERT_TRUE(fp.ok());
+  EXPECT_EQ(fp->backend, "cuda");
+  EXPECT_FALSE(fp->name.empty());
+  EXPECT_GT(fp->sm_count, 0);
+  EXPECT_GT(fp->memory_bytes, 1ull << 30);
+  EXPECT_GT(fp->l2_bytes, 0u);
+  EXPECT_EQ(fp->arch.rfind("sm_", 0), 0u);
+  std::cout << "device: " << fp->name << " " << fp->arch << " " << fp->sm_count << " SMs, driver "
+            << fp->driver_version << ", max SM clock " << fp->max_sm_clock_mhz << " MHz\n";
+}
+
+void every_config_passes(Backend& cuda, const std::string& spec, std::size_t expect_min) {
+  auto p = cuda.resolve(spec);
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  auto space = cuda.space(*p);
+  ASSERT_TRUE(space.ok()) << space.error().message();
+  std::size_t n = 0;
+  for (auto e = space->enumerate(); auto pt = e.next();) {
+    Config c = space->config(*pt);
+    if (cuda.can_implement(*p, c)) continue;
+    Outcome o = cuda.execute(*p, c, Regime::kRank);
+    EXPECT_EQ(o.verdict, Verdict::kOk) << spec << " " << c.text() << ": " << o.message;
+    if (o.verdict == Verdict::kOk) {
+      EXPECT_TRUE(o.measurement && o.measurement->median_us > 0);
+      EXPECT_TRUE(o.check && o.check->value <= o.check->tolerance);
+    }
+    ++n;
+  }
+  EXPECT_GE(n, expect_min) << spec;
+}
+
+TEST(CudaGpu, RmsnormEveryConfigOnOddShapes) {
+  ATTUNE_REQUIRE_GPU(cuda);
+  every_config_passes(*cuda, "rmsnorm:rows=37,hidden=1000,residual=1", 100);
+  every_config_passes(*cuda, "rmsnorm:rows=5,hidden=999,dtype=fp16", 10);
+  every_config_passes(*cuda, "rmsnorm:rows=333,hidden=5120", 100);
+}
+
+TEST(CudaGpu, DeployRegimeIsColdAndMeasured) {
+  ATTUNE_REQUIRE_GPU(cuda);
+  auto p = cuda->resolve("rmsnorm:rows=8192,hidden=4096");
+  ASSERT_TRUE(p.ok());
+  Config base = cuda->space(*p)->config(cuda->space(*p)->baseline());
+  Outcome o = cuda->execute(*p, base, Regime::kDeploy);
+  ASSERT_EQ(o.verdict, Verdict::kOk) << o.message;
+  EXPECT_EQ(o.measurement->cache, CacheState::kCold);
+  EXPECT_GE(o.measurement->samples, 10);
+  std::cout << "rmsnorm 8192x4096 baseline deploy: " << o.measurement->median_us << " us, noise "
+            << o.measurement->noise << ", SM clock " << o.measurement->sm_clock_mhz << " MHz, throttle '"
+            << o.measurement->throttle << "'\n";
+}
+
+}  // namespace
+}  // namespace attune
