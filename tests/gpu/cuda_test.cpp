@@ -43,9 +43,9 @@ void every_config_passes(Backend& cuda, const std::string& spec, std::size_t exp
 
 TEST(CudaGpu, RmsnormEveryConfigOnOddShapes) {
   ATTUNE_REQUIRE_GPU(cuda);
-  every_config_passes(*cuda, "rmsnorm:rows=37,hidden=1000,residual=1", 100);
+  every_config_passes(*cuda, "rmsnorm:rows=37,hidden=1000,residual=1", 50);
   every_config_passes(*cuda, "rmsnorm:rows=5,hidden=999,dtype=fp16", 10);
-  every_config_passes(*cuda, "rmsnorm:rows=333,hidden=5120", 100);
+  every_config_passes(*cuda, "rmsnorm:rows=333,hidden=5120", 50);
 }
 
 TEST(CudaGpu, DeployRegimeIsColdAndMeasured) {

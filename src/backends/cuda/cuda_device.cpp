@@ -66,7 +66,10 @@ Result<DeviceFingerprint> fingerprint(int ordinal) {
   d.sm_count = l.sm_count;
   d.memory_bytes = mem;
   d.l2_bytes = static_cast<std::uint64_t>(l.l2_bytes);
-  d.driver_version = fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10);
+  // The kernel driver's own version where NVML answers; else the CUDA version it supports.
+  d.driver_version = driver_version();
+  if (d.driver_version.empty()) d.driver_version = fmt::format("cuda {}.{}", driver / 1000, (driver % 1000) / 10);
+  d.extra["driver_cuda_version"] = fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10);
   d.runtime_version = fmt::format("{}.{}", CUDA_VERSION / 1000, (CUDA_VERSION % 1000) / 10);
   d.max_sm_clock_mhz = max_sm_clock_mhz(l.pci_bus_id);
   d.extra["pci_bus_id"] = l.pci_bus_id;

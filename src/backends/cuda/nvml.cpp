@@ -23,6 +23,7 @@ struct Api {
   nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned*) = nullptr;
   nvmlReturn_t (*max_clock)(nvmlDevice_t, int, unsigned*) = nullptr;
   nvmlReturn_t (*reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
+  nvmlReturn_t (*driver)(char*, unsigned) = nullptr;
 };
 
 const Api& api() {
@@ -42,6 +43,7 @@ const Api& api() {
     void* r = dlsym(h, "nvmlDeviceGetCurrentClocksEventReasons");
     if (!r) r = dlsym(h, "nvmlDeviceGetCurrentClocksThrottleReasons");
     a.reasons = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*)>(r);
+    a.driver = reinterpret_cast<nvmlReturn_t (*)(char*, unsigned)>(dlsym(h, "nvmlSystemGetDriverVersion"));
     if (!a.init || !a.by_pci || !a.clock || !a.max_clock) {
       a.why = "libnvidia-ml.so.1 lacks the expected entry points";
       return;
@@ -95,5 +97,11 @@ int max_sm_clock_mhz(const std::string& pci_bus_id) {
 }
 
 std::string nvml_status() { return api().why; }
+
+std::string driver_version() {
+  char buf[96] = {};
+  if (!api().loaded || !api().driver || api().driver(buf, sizeof buf) != 0) return "";
+  return buf;
+}
 
 }  // namespace attune::cuda

@@ -15,6 +15,8 @@ struct ClockReading {
 // NVML's device whose PCI bus id is pci_bus_id ("0000:17:00.0").
 ClockReading read_clocks(const std::string& pci_bus_id);
 int max_sm_clock_mhz(const std::string& pci_bus_id);
+// The kernel driver's version ("580.159.04"); "" when NVML does not answer.
+std::string driver_version();
 // "" when NVML answered; otherwise why not.
 std::string nvml_status();
 
