@@ -31,6 +31,8 @@ struct TuneFlags {
   std::int64_t max_candidates = 0;
   std::string shard;
   double timeout_s = 0;
+  std::vector<std::string> pins;
+  double deploy_band = 0.15;
 };
 
 // "MxNxK" for gemm, "ROWSxHIDDEN" for rmsnorm, as the problem's attributes.
@@ -127,6 +129,14 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
     o.shard_count = s->second;
   }
   o.arguments = nlohmann::json(g.argv).dump();
+  if (f.deploy_band < 0) return bad_input("--deploy-band must be >= 0 (a fraction: 0.15 is 15%)");
+  o.deploy_band = f.deploy_band;
+  for (const auto& pin : f.pins) {
+    auto eq = pin.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == pin.size())
+      return bad_input("--pin '" + pin + "' must be knob=value");
+    o.pins[pin.substr(0, eq)] = pin.substr(eq + 1);
+  }
 
   auto backend = open_backend_or_report(f.backend);
   if (!backend) return kExitBadInput;
@@ -159,6 +169,7 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
     StrategyOptions so{o.seed, o.shard_index, o.shard_count};
     auto st = make_strategy(o.strategy, *space, so);
     if (!st) return bad_input(st.error().message());
+    if (auto pins = Tuner::check_pins(*space, o.pins); !pins.ok()) return bad_input(pins.error().message());
   }
 
   auto store = open_store_or_report(g, true);
@@ -227,6 +238,9 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--patience", f->patience, "stop after this many passing candidates without a new best; 0: never")->capture_default_str();
   sub->add_option("--max-candidates", f->max_candidates, "cap on candidates evaluated per problem (default: none)");
   sub->add_option("--shard", f->shard, "i/n: this process takes shard i of n of the grid (--strategy grid)");
+  sub->add_option("--pin", f->pins, "knob=value every searched config must have (repeatable); the baseline is still measured");
+  sub->add_option("--deploy-band", f->deploy_band, "re-measure in the deploy regime candidates within this fraction of the best")
+      ->capture_default_str();
   sub->add_option("--timeout", f->timeout_s, "seconds before a candidate's worker is killed (default: the backend's)");
   return {sub, [&g, f] { return run_tune(g, *f); }};
 }

@@ -1,10 +1,12 @@
 // The CUDA plugin's composition root: the CUDA backend with every kernel family.
 #include "backends/cuda/cuda_backend.h"
+#include "kernels/gemm/gemm_family.h"
 #include "kernels/rmsnorm/rmsnorm_family.h"
 
 extern "C" attune::Backend* attune_make_cuda_backend(std::string* error) {
   try {
     attune::cuda::FamilyList families;
+    families.push_back(attune::kernels::make_gemm_family());
     families.push_back(attune::kernels::make_rmsnorm_family());
     return new attune::cuda::CudaBackend(std::move(families));
   } catch (const std::exception& e) {

@@ -47,6 +47,17 @@ Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOp
   return report;
 }
 
+Status Tuner::check_pins(const Space& space, const std::map<std::string, std::string>& pins) {
+  for (const auto& [name, value] : pins) {
+    auto i = space.index_of(name);
+    if (!i) return Error::invalid_argument("--pin names unknown knob '" + name + "'");
+    const auto& opts = space.knobs()[*i].options;
+    if (std::none_of(opts.begin(), opts.end(), [&](const Value& v) { return v.text() == value; }))
+      return Error::invalid_argument("--pin " + name + "=" + value + ": '" + value + "' is not an option of " + name);
+  }
+  return Status::success();
+}
+
 Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Regime regime,
                                 bool* replayed) {
   const std::string hash = config.hash_hex();
@@ -79,7 +90,13 @@ Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Re
 Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions& options,
                                       const TuneObserver& observer) {
   ATTUNE_ASSIGN(Space space, backend_.space(problem));
+  ATTUNE_TRY(check_pins(space, options.pins));
   ATTUNE_TRY(store_.put_problem(problem));
+  auto pinned = [&](const Point& p) {
+    for (const auto& [name, value] : options.pins)
+      if (space.knobs()[*space.index_of(name)].options[p[*space.index_of(name)]].text() != value) return false;
+    return true;
+  };
   StrategyOptions so;
   so.seed = options.seed;
   so.shard_index = options.shard_index;
@@ -164,7 +181,7 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
     while (static_cast<int>(ahead.size()) < std::max(1, backend_.prefetch_depth())) {
       auto next = strategy->propose();
       if (!next) break;
-      if (done.count(*next) || std::find(ahead.begin(), ahead.end(), *next) != ahead.end()) continue;
+      if (done.count(*next) || !pinned(*next) || std::find(ahead.begin(), ahead.end(), *next) != ahead.end()) continue;
       if (backend_.prefetch_depth() > 0) backend_.prepare(problem, space.config(*next));
       ahead.push_back(std::move(*next));
     }

@@ -25,6 +25,9 @@ struct TuneOptions {
   std::uint32_t shard_index = 0;
   std::uint32_t shard_count = 1;
   double deploy_band = 0.15;             // re-measure in the deploy regime within this of the best
+  // Knob values every searched config must have (the baseline is measured regardless): narrows
+  // a search to part of the space, e.g. kernel=cublaslt.
+  std::map<std::string, std::string> pins;
   std::string arguments = "[]";          // the command line, recorded with the run
 };
 
@@ -80,6 +83,9 @@ class Tuner {
 
   Result<TuneReport> run(const std::vector<Problem>& problems, const TuneOptions& options,
                          const TuneObserver& observer = {});
+
+  // Checks pins against the problem's space: known knobs, values among their options.
+  static Status check_pins(const Space& space, const std::map<std::string, std::string>& pins);
 
  private:
   Result<ProblemReport> tune_one(const Problem& problem, const TuneOptions& options,

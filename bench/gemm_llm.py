@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""bench/gemm_llm: attune's tuned GEMM against cuBLASLt on the GEMM shapes of Qwen3-0.6B and Qwen3-8B.
+
+Per shape (C[M,N] = A[M,K] . W[N,K]^T, bf16, fp32 accumulation), all in the deploy regime (cold L2)
+in one run on one device:
+  pass 1: every cuBLASLt heuristic algorithm as returned (--pin lt_split=0 --pin lt_tile=0), each
+          re-measured in the deploy regime (--deploy-band 1000);
+  pass 2: attune's search over the whole space (cuBLASLt variants and attune's own kernels).
+Prints cuBLASLt default (its first heuristic choice, the call most users make), the best heuristic
+algorithm, attune's tuned time and winning kernel, TFLOP/s, GB/s and the ratios, and the tuner's
+throughput (new candidates measured per second).
+Usage: bench/gemm_llm.py ATTUNE_BINARY OUT_DIR [--models 8b,0.6b] [--m 1,2,...] [--max-candidates N]
+"""
+import argparse, datetime, json, math, sqlite3, subprocess, time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("attune"); ap.add_argument("out")
+ap.add_argument("--models", default="0.6b,8b")
+ap.add_argument("--m", default="1,2,4,8,16,32,64,128,256,512,2048,8192")
+ap.add_argument("--max-candidates", type=int, default=60)
+ap.add_argument("--patience", type=int, default=20)
+args = ap.parse_args()
+
+# (N, K) of each projection; k and v share a shape, as do gate and up, and q and o in the 8B.
+MODELS = {
+    "0.6b": {"q": (2048, 1024), "kv": (1024, 1024), "o": (1024, 2048), "gate_up": (3072, 1024), "down": (1024, 3072)},
+    "8b": {"q_o": (4096, 4096), "kv": (1024, 4096), "gate_up": (12288, 4096), "down": (4096, 12288)},
+}
+db = f"{args.out}/bench-gemm.db"
+
+def tune(spec, extra):
+    t0 = time.time()
+    p = subprocess.run([args.attune, "tune", "--backend", "cuda", "--problem", spec, "--json", "--db", db] + extra,
+                       capture_output=True, text=True)
+    if p.returncode not in (0, 1):
+        raise RuntimeError(f"{spec}: attune exited {p.returncode}: {p.stderr.strip()[-400:]}")
+    return json.loads(p.stdout)["problems"][0], time.time() - t0
+
+rows, total_measured, total_wall = [], 0, 0.0
+for model in args.models.split(","):
+    for proj, (n, k) in MODELS[model].items():
+        for m in map(int, args.m.split(",")):
+            spec = f"gemm:m={m},n={n},k={k},dtype=bf16"
+            try:
+                p1, w1 = tune(spec, ["--strategy", "grid", "--patience", "0", "--pin", "kernel=cublaslt",
+                                     "--pin", "lt_split=0", "--pin", "lt_tile=0", "--deploy-band", "1000"])
+                p2, w2 = tune(spec, ["--strategy", "random", "--seed", "0", "--patience", str(args.patience),
+                                     "--max-candidates", str(args.max_candidates)])
+            except RuntimeError as e:
+                print(e); continue
+            total_measured += p1["measured"] + p2["measured"]; total_wall += w1 + w2
+            key = p2["structural_key"]
+            con = sqlite3.connect(db)
+            heur = con.execute("SELECT min(median_us) FROM measurements WHERE problem_key=? AND regime='deploy' AND "
+                               "verdict='ok' AND config LIKE 'kernel=cublaslt,%lt_split=0,lt_tile=0,%'", (key,)).fetchone()[0]
+            best_all = con.execute("SELECT config, min(median_us) FROM measurements WHERE problem_key=? AND regime='deploy' "
+                                   "AND verdict='ok'", (key,)).fetchone()
+            con.close()
+            default = p2["baseline"]["median_us"]
+            tuned_cfg, tuned = best_all
+            flops, nbytes = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n)
+            rows.append(dict(model=model, proj=proj, m=m, n=n, k=k, default=default, heur=heur, tuned=tuned,
+                             kernel=tuned_cfg.split(",")[0].split("=")[1], config=tuned_cfg,
+                             tflops=flops / tuned / 1e6, gbps=nbytes / tuned / 1e3,
+                             r_default=default / tuned, r_heur=heur / tuned))
+
+hdr = ("| model | proj | M | N | K | cuBLASLt default us | best heuristic us | attune us | winner | TFLOP/s | GB/s | "
+       "default/attune | best-heur/attune |")
+lines = [f"# bench/gemm_llm  {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC", "", hdr, "|" + "---|" * 13]
+for r in rows:
+    lines.append(f"| {r['model']} | {r['proj']} | {r['m']} | {r['n']} | {r['k']} | {r['default']:.2f} | {r['heur']:.2f} | "
+                 f"{r['tuned']:.2f} | {r['kernel']} | {r['tflops']:.1f} | {r['gbps']:.0f} | {r['r_default']:.3f} | {r['r_heur']:.3f} |")
+dec = [r["r_default"] for r in rows if r["m"] <= 16]
+if dec:
+    lines.append(f"\ngeomean default/attune over decode shapes with M <= 16: {math.exp(sum(map(math.log, dec)) / len(dec)):.3f}x "
+                 f"({len(dec)} shapes)")
+if rows:
+    lines.append(f"min default/attune over all shapes: {min(r['r_default'] for r in rows):.3f}")
+lines.append(f"tuner throughput: {total_measured} new candidates in {total_wall:.0f} s = {total_measured / max(total_wall, 1e-9):.1f}/s")
+text = "\n".join(lines)
+print(text)
+open(f"{args.out}/gemm_llm.md", "w").write(text + "\n")
