@@ -21,8 +21,15 @@ TEST(CudaGpu, FingerprintNamesTheDevice) {
             << fp->driver_version << ", max SM clock " << fp->max_sm_clock_mhz << " MHz\n";
 }
 
-// Every config the backend accepts passes the gate; configs cuBLASLt refuses are 'unsupported'
-// (data, not failures). Counts the configs that ran.
+// Every config of attune's own kernels, and every cuBLASLt algorithm as its heuristic returns it,
+// passes the gate. cuBLASLt's split-K and tile variants that it accepts may still compute a
+// wrong answer (seen on the H200: split-K 16 with a bias epilogue, rel. err 0.3); the gate must
+// reject those as wrong_output, and the search goes on. Counts the configs that ran.
+bool must_pass(const Config& c) {
+  return c.get("kernel") == nullptr || c.get("kernel")->as_word() != "cublaslt" ||
+         (c.get("lt_split")->as_int() == 0 && c.get("lt_tile")->as_int() == 0);
+}
+
 void every_config_passes(Backend& cuda, const std::string& spec, std::size_t expect_min) {
   auto p = cuda.resolve(spec);
   ASSERT_TRUE(p.ok()) << p.error().message();
@@ -34,7 +41,12 @@ void every_config_passes(Backend& cuda, const std::string& spec, std::size_t exp
     if (cuda.can_implement(*p, c)) continue;
     Outcome o = cuda.execute(*p, c, Regime::kRank);
     if (o.verdict == Verdict::kUnsupported) continue;
-    EXPECT_EQ(o.verdict, Verdict::kOk) << spec << " " << c.text() << ": " << o.message;
+    if (must_pass(c)) {
+      EXPECT_EQ(o.verdict, Verdict::kOk) << spec << " " << c.text() << ": " << o.message;
+    } else {
+      EXPECT_TRUE(o.verdict == Verdict::kOk || o.verdict == Verdict::kWrongOutput) << c.text() << ": " << o.message;
+      if (o.verdict != Verdict::kOk) std::cout << "gate rejected " << spec << " " << c.text() << ": " << o.message << "\n";
+    }
     if (o.verdict == Verdict::kOk) {
       EXPECT_TRUE(o.measurement && o.measurement->median_us > 0);
       EXPECT_TRUE(o.check && o.check->value <= o.check->tolerance);

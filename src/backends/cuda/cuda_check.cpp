@@ -15,10 +15,6 @@ Error driver_error(CUresult rc, const char* call, const char* file, int line) {
   return Error::internal(msg);
 }
 
-Error nvrtc_error(nvrtcResult rc, const char* call, const char* file, int line) {
-  return Error::internal(fmt::format("{} failed: {} at {}:{}", call, nvrtcGetErrorString(rc), file, line));
-}
-
 Error cublaslt_error(cublasStatus_t rc, const char* call, const char* file, int line) {
   return Error::internal(fmt::format("{} failed: cuBLASLt status {} at {}:{}", call, static_cast<int>(rc), file, line));
 }

@@ -49,6 +49,10 @@ std::string toolkit_include_dir() {
 
 }  // namespace
 
+Error nvrtc_error(nvrtcResult rc, const char* call, const char* file, int line) {
+  return Error::internal(fmt::format("{} failed: {} at {}:{}", call, nvrtcGetErrorString(rc), file, line));
+}
+
 fs::path default_cache_dir() {
   if (const char* d = std::getenv("ATTUNE_CACHE_DIR")) return d;
   if (const char* x = std::getenv("XDG_CACHE_HOME")) return fs::path(x) / "attune" / "cubin";

@@ -8,6 +8,7 @@
 namespace attune::kernels {
 
 extern const char* const kGemmSkinnySource;
+extern const char* const kGemmSkinnyTcSource;
 extern const char* const kGemmRefSource;
 
 namespace {
@@ -148,9 +149,10 @@ class GemmFamily final : public CudaFamily {
                         }};
     };
     return Space::make(
-        {knob("kernel", {"cublaslt", "skinny"}, 0, KnobKind::kStructural),
+        {knob("kernel", {"cublaslt", "skinny", "skinny_tc"}, 0, KnobKind::kStructural),
          knob("lt_algo", {0, 1, 2, 3, 4, 5, 6, 7}), knob("lt_split", {0, 2, 4, 8, 16}), knob("lt_tile", {0, 1, 2, 3, 4}),
-         knob("sk_warps", {4, 1, 2, 8}), knob("sk_nb", {2, 1, 4, 8}), knob("sk_vec", {8, 4, 2, 1}), knob("sk_unroll", {1, 2, 4})},
+         knob("sk_warps", {4, 1, 2, 8}), knob("sk_nb", {2, 1, 4, 8}), knob("sk_vec", {8, 4, 2, 1}), knob("sk_unroll", {1, 2, 4}),
+         knob("tc_warps", {4, 1, 2, 8}), knob("tc_nt", {1, 2, 4}), knob("tc_unroll", {1, 2, 4})},
         {only("cublaslt", "lt_algo", 0), only("cublaslt", "lt_split", 0), only("cublaslt", "lt_tile", 0),
          {fmt::format("the skinny kernel is for M <= {}", kSkinnyMaxM), {"kernel"},
           [m](const Assignment& a) { return a["kernel"].as_word() != "skinny" || m <= kSkinnyMaxM; }},
@@ -158,14 +160,28 @@ class GemmFamily final : public CudaFamily {
          {"skinny accumulators fit in registers: M * sk_nb <= 64", {"kernel", "sk_nb"},
           [m](const Assignment& a) { return a["kernel"].as_word() != "skinny" || m * a.i("sk_nb") <= 64; }},
          {"sk_vec divides K", {"kernel", "sk_vec"},
-          [k](const Assignment& a) { return a["kernel"].as_word() != "skinny" || k % a.i("sk_vec") == 0; }}});
+          [k](const Assignment& a) { return a["kernel"].as_word() != "skinny" || k % a.i("sk_vec") == 0; }},
+         {fmt::format("the tensor-core skinny kernel is for M <= {} and K % 8 == 0", kSkinnyMaxM), {"kernel"},
+          [m, k](const Assignment& a) { return a["kernel"].as_word() != "skinny_tc" || (m <= kSkinnyMaxM && k % 8 == 0); }},
+         only("skinny_tc", "tc_warps", 4), only("skinny_tc", "tc_nt", 1), only("skinny_tc", "tc_unroll", 1)});
   }
 
   std::optional<BuildRequest> build_request(const Problem& problem, const Config& c) const override {
-    if (c.get("kernel")->as_word() != "skinny") return std::nullopt;
+    const std::string kernel = c.get("kernel")->as_word();
     auto s = shape_of(problem);
-    if (!s) return std::nullopt;
+    if (kernel == "cublaslt" || !s) return std::nullopt;
     BuildRequest r;
+    if (kernel == "skinny_tc") {
+      const bool bf16 = s->fmt == Half::kBf16;
+      r.source = kGemmSkinnyTcSource;
+      r.source_name = "gemm_skinny_tc.cu";
+      r.options = {fmt::format("-DT={}", bf16 ? "__nv_bfloat16" : "__half"), fmt::format("-DTNAME=\"{}\"", bf16 ? "bf16" : "f16"),
+                   fmt::format("-DM={}", s->m), fmt::format("-DN={}", s->n), fmt::format("-DK={}", s->k),
+                   fmt::format("-DWARPS={}", c.get("tc_warps")->as_int()), fmt::format("-DNT={}", c.get("tc_nt")->as_int()),
+                   fmt::format("-DUNROLL={}", c.get("tc_unroll")->as_int()), fmt::format("-DBIAS={}", s->bias ? 1 : 0)};
+      r.name_expressions = {"gemm_skinny_tc"};
+      return r;
+    }
     r.source = kGemmSkinnySource;
     r.source_name = "gemm_skinny.cu";
     r.options = {fmt::format("-DT={}", s->fmt == Half::kBf16 ? "__nv_bfloat16" : "__half"),
@@ -275,26 +291,28 @@ class GemmFamily final : public CudaFamily {
     ATTUNE_ASSIGN(Shape s, shape_of(problem));
     ATTUNE_TRY(prepare_data(env, problem, s));
     Outcome o;
-    const bool skinny = config.get("kernel")->as_word() == "skinny";
+    const std::string kernel = config.get("kernel")->as_word();
+    const bool skinny = kernel != "cublaslt";
     std::function<CUresult(CUstream)> launch;
     CUdeviceptr a = data_.a.ptr(), b = data_.b.ptr(), c = data_.c.ptr(), bias = data_.bias.ptr();
     void* args[] = {&c, &a, &b, &bias};
     cublasLtMatmulAlgo_t algo{};
     if (skinny) {
-      ATTUNE_ASSIGN(Built k, env.function(*build_request(problem, config), "gemm_skinny"));
+      const bool tc = kernel == "skinny_tc";
+      ATTUNE_ASSIGN(Built k, env.function(*build_request(problem, config), tc ? "gemm_skinny_tc" : "gemm_skinny"));
       if (k.verdict != Verdict::kOk) {
         o.verdict = k.verdict;
         o.message = k.log;
         return o;
       }
-      const unsigned threads = static_cast<unsigned>(config.get("sk_warps")->as_int() * 32);
+      const unsigned threads = static_cast<unsigned>(config.get(tc ? "tc_warps" : "sk_warps")->as_int() * 32);
       ATTUNE_ASSIGN(std::string why, check_launch(k.fn, threads, 0, env.limits().max_shared_per_block_optin));
       if (!why.empty()) {
         o.verdict = Verdict::kLaunchFailed;
         o.message = why;
         return o;
       }
-      const auto nb = config.get("sk_nb")->as_int();
+      const auto nb = tc ? 16 * config.get("tc_nt")->as_int() : config.get("sk_nb")->as_int();
       const unsigned grid = static_cast<unsigned>((s.n + nb - 1) / nb);
       CUfunction fn = k.fn;
       launch = [fn, grid, threads, &args](CUstream st) { return cuLaunchKernel(fn, grid, 1, 1, threads, 1, 1, 0, st, args, nullptr); };

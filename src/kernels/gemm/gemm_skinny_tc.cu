@@ -1,0 +1,110 @@
+// Tensor-core GEMM for small M (decode): C[M,N] = A[M,K] . B[N,K]^T (+ bias), M <= 16, with the
+// operands swapped so the weights fill the mma's 16-row side: each warp computes C^T tiles of
+// 16 weight rows x 8 tokens with mma.sync.m16n8k16 (fp32 accumulation). The dot product's order
+// over k is free, so each thread's fragment slots are mapped to 8 contiguous k: one 16-byte load
+// per weight row feeds two mmas. Defines:
+//   T, TNAME    __nv_bfloat16 / bf16 or __half / f16
+//   M, N, K     the shape (K % 8 == 0)
+//   WARPS       warps per block, splitting K; partial tiles reduced through shared memory
+//   NT          16-row weight tiles per warp (the tokens' fragments are reused across them)
+//   UNROLL      K-loop unroll: independent 16-byte loads in flight per thread
+//   BIAS        1: add bias[n]
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#ifndef BIAS
+#define BIAS 0
+#endif
+
+namespace {
+
+constexpr int kTokenTiles = (M + 7) / 8;  // n8 tiles of tokens: 1 or 2
+constexpr int kUnroll = UNROLL;
+constexpr int kChunks = (K + 31) / 32;    // 32 k per chunk per warp
+
+__device__ __forceinline__ uint4 load16(const T* p, bool ok) {
+  if (!ok) return make_uint4(0, 0, 0, 0);
+  return __ldg(reinterpret_cast<const uint4*>(p));
+}
+
+__device__ __forceinline__ void mma(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
+                                    unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TNAME "." TNAME ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(WARPS * 32)
+gemm_skinny_tc(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ bias) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int g = lane / 4, q = lane % 4;
+  const int n_base = blockIdx.x * (16 * NT);
+  float acc[NT][kTokenTiles][4] = {};
+
+#pragma unroll kUnroll
+  for (int chunk = warp; chunk < kChunks; chunk += WARPS) {
+    const int k = chunk * 32 + q * 8;
+    const bool k_ok = k < K;
+    uint4 tok[kTokenTiles];
+#pragma unroll
+    for (int t = 0; t < kTokenTiles; ++t) {
+      const int m = t * 8 + g;
+      tok[t] = load16(a + static_cast<size_t>(m < M ? m : 0) * K + k, k_ok && m < M);
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const int r0 = n_base + nt * 16 + g, r1 = r0 + 8;
+      const uint4 w0 = load16(b + static_cast<size_t>(r0 < N ? r0 : 0) * K + k, k_ok && r0 < N);
+      const uint4 w1 = load16(b + static_cast<size_t>(r1 < N ? r1 : 0) * K + k, k_ok && r1 < N);
+#pragma unroll
+      for (int t = 0; t < kTokenTiles; ++t) {
+        mma(acc[nt][t], w0.x, w1.x, w0.y, w1.y, tok[t].x, tok[t].y);
+        mma(acc[nt][t], w0.z, w1.z, w0.w, w1.w, tok[t].z, tok[t].w);
+      }
+    }
+  }
+
+  // Reduce the warps' partial tiles, then write C (row-major, tokens x weights).
+  __shared__ float partial[WARPS][NT][kTokenTiles][4][32];
+  if (WARPS > 1) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int t = 0; t < kTokenTiles; ++t)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) partial[warp][nt][t][i][lane] = acc[nt][t][i];
+    __syncthreads();
+    if (warp != 0) return;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int t = 0; t < kTokenTiles; ++t)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          float s = 0.f;
+#pragma unroll
+          for (int w = 0; w < WARPS; ++w) s += partial[w][nt][t][i][lane];
+          acc[nt][t][i] = s;
+        }
+  }
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int t = 0; t < kTokenTiles; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        // d0, d1: weight row g, tokens 2q, 2q+1; d2, d3: weight row g + 8.
+        const int n = n_base + nt * 16 + g + (i >= 2 ? 8 : 0);
+        const int m = t * 8 + 2 * q + (i & 1);
+        if (n < N && m < M) {
+          float v = acc[nt][t][i];
+#if BIAS
+          v += static_cast<float>(bias[n]);
+#endif
+          c[static_cast<size_t>(m) * N + n] = static_cast<T>(v);
+        }
+      }
+}
