@@ -279,6 +279,24 @@ class GemmFamily final : public CudaFamily {
         return R{std::nullopt, fmt::format("this algorithm offers {} tile shapes, not {}", tiles.size(), tile)};
       std::uint32_t id = tiles[static_cast<size_t>(tile) - 1];
       cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &id, sizeof id);
+      // A tile is valid only with a pipeline depth it supports: the heuristic's stages rarely
+      // fit another tile (every tile override was refused on the H200 with them), so take the
+      // first stages setting the algorithm lists that cuBLASLt accepts with this tile.
+      size_t sbytes = 0;
+      cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_STAGES_IDS, nullptr, 0, &sbytes);
+      std::vector<std::uint32_t> stages(sbytes / sizeof(std::uint32_t));
+      if (!stages.empty())
+        cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_STAGES_IDS, stages.data(), sbytes, &sbytes);
+      for (std::uint32_t st : stages) {
+        cublasLtMatmulAlgo_t trial = algo;
+        cublasLtMatmulAlgoConfigSetAttribute(&trial, CUBLASLT_ALGO_CONFIG_STAGES_ID, &st, sizeof st);
+        cublasLtMatmulHeuristicResult_t probe{};
+        if (cublasLtMatmulAlgoCheck(lt_, lt.desc.get(), lt.a.get(), lt.b.get(), lt.c.get(), lt.c.get(), &trial, &probe) ==
+            CUBLAS_STATUS_SUCCESS) {
+          algo = trial;
+          break;
+        }
+      }
     }
     cublasLtMatmulHeuristicResult_t check{};
     cublasStatus_t st = cublasLtMatmulAlgoCheck(lt_, lt.desc.get(), lt.a.get(), lt.b.get(), lt.c.get(), lt.c.get(), &algo, &check);
