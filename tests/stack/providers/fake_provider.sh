@@ -6,6 +6,7 @@
 #   fake_provider.sh --profile P --in FILE [--state DIR] [--out FILE] [--rps N]
 #
 # Profiles (sleep = how slow it is):
+#   instant  no sleep, correct output
 #   base     sleep 0.3, correct output           fast     sleep 0.05, correct output
 #   medium   sleep 0.15, correct output          wrong    sleep 0.01, last record's output changed
 #   crash1   sleep 0.01; the warm-up is clean, the first timed run exits 3 (needs --state)
@@ -41,6 +42,7 @@ fi
 records() { sed 's/^/ok:/' "$in"; }
 
 case "$profile" in
+  instant) records ;;
   base) sleep 0.3; records ;;
   fast) sleep 0.05; records ;;
   medium) sleep 0.15; records ;;
