@@ -7,12 +7,12 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "stack/fingerprint.h"
 #include "stack/run.h"
 #include "stack/stack_file.h"
 #include "stack/tune.h"
 #include "stack/tuned_file.h"
-#include "store/store.h"
 
 namespace attune::cli {
 
@@ -48,9 +48,9 @@ int run_tune(const GlobalOptions& g, const StackFlags& f) {
   std::string out = f.out.empty()
                         ? (fs::path(stack->dir) / "tuned" / (host.slug() + ".yaml")).string()
                         : f.out;
-  auto store = open_store(g.db);
-  if (!store) return bad_input(g.db + ": " + store.error().message());
-  options.store = store->get();
+  auto store = open_store_or_report(g, /*create_if_missing=*/true);
+  if (!store) return kExitBadInput;
+  options.store = store.get();
   options.log = [&](const std::string& line) {
     if (g.verbose) spdlog::info("{}", line);
   };
