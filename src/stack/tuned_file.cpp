@@ -47,9 +47,9 @@ std::optional<std::string> optional_scalar(const YAML::Node& n) {
 std::string tuned_yaml(const TuneResult& r) {
   YAML::Emitter e;
   e.SetDoublePrecision(6);
-  e << YAML::Comment(
-           "attune stack tune: the tuned knobs for this machine. `attune stack run STACK --tuned "
-           "THIS_FILE` applies them only where the fingerprint matches.")
+  e << YAML::Comment("attune stack tune: the tuned knobs for this machine.") << YAML::Newline
+    << YAML::Comment("`attune stack run STACK --tuned THIS_FILE` applies them only where the "
+                     "fingerprint matches.")
     << YAML::Newline;
   e << YAML::BeginMap;
   e << YAML::Key << "stack" << YAML::Value << r.stack;
