@@ -134,17 +134,18 @@ Command add_stack_command(CLI::App& app, GlobalOptions& g) {
   CLI::App* tune = cmd->add_subcommand("tune", "sweep each provider's knobs with a hard correctness gate; "
                                                "write tuned/<device>.yaml");
   tune->add_option("stack", flags->stack_file, "the stack file (YAML)")->required();
-  tune->add_option("--sample", flags->sample, "records in {sample} (default: the stack's records)");
+  tune->add_option("--sample", flags->sample, "records in {sample}; 0 = each provider's records in the stack file");
   tune->add_option("--repeats", flags->repeats, "timed runs per candidate, after one warm-up")
       ->capture_default_str();
-  tune->add_option("--seed", flags->seed, "orders the candidates (the result does not depend on it)")
+  tune->add_option("--seed", flags->seed,
+                   "shuffles the order the candidates run in, so drift does not line up with a knob")
       ->capture_default_str();
   tune->add_option("--out", flags->out, "the tuned file (default: tuned/<device-slug>.yaml beside the stack)");
 
   CLI::App* run = cmd->add_subcommand("run", "run the stack, tuned where the tuned file's machine is this one");
   run->add_option("stack", flags->stack_file, "the stack file (YAML)")->required();
   run->add_option("--tuned", flags->tuned, "a tuned file from `attune stack tune` (default: run the defaults)");
-  run->add_option("--sample", flags->sample, "records in {sample} (default: the stack's records)");
+  run->add_option("--sample", flags->sample, "records in {sample}; 0 = each provider's records in the stack file");
   run->add_option("--workdir", flags->workdir, "where to keep the work directories (default: a new temp dir)");
 
   return {cmd, [&g, flags, tune, run]() {
