@@ -1,10 +1,10 @@
 // attune stack: tune a whole program's knobs per device (`stack tune`) and run it with the tuned
 // knobs where the machine matches (`stack run`). Thin: the work is in src/stack/.
-#include <filesystem>
-
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 
 struct StackFlags {
   std::string stack_file;
-  int sample = 0;       // 0: each provider's `records`
+  int sample = 0;  // 0: each provider's `records`
   int repeats = 3;
   std::uint64_t seed = 0;
   std::string out;      // default: tuned/<device-slug>.yaml beside the stack file
@@ -42,12 +42,12 @@ int run_tune(const GlobalOptions& g, const StackFlags& f) {
   options.repeats = f.repeats;
   options.seed = f.seed;
   options.arguments = nlohmann::json(g.argv).dump();
-  if (auto s = stack::check_tune_options(*stack, options); !s) return bad_input(s.error().message());
+  if (auto s = stack::check_tune_options(*stack, options); !s)
+    return bad_input(s.error().message());
 
   stack::HostFingerprint host = stack::probe_host(*stack);
-  std::string out = f.out.empty()
-                        ? (fs::path(stack->dir) / "tuned" / (host.slug() + ".yaml")).string()
-                        : f.out;
+  std::string out =
+      f.out.empty() ? (fs::path(stack->dir) / "tuned" / (host.slug() + ".yaml")).string() : f.out;
   auto store = open_store_or_report(g, /*create_if_missing=*/true);
   if (!store) return kExitBadInput;
   options.store = store.get();
@@ -88,7 +88,8 @@ int run_run(const GlobalOptions& g, const StackFlags& f) {
   if (run->tuned_given && !run->fingerprint_matched) {
     std::string why;
     for (const auto& m : run->mismatches) why += (why.empty() ? "" : "; ") + m;
-    fmt::print(stderr, "attune: warning: {} was tuned on another machine ({}); running the defaults\n",
+    fmt::print(stderr,
+               "attune: warning: {} was tuned on another machine ({}); running the defaults\n",
                f.tuned, why);
   }
   nlohmann::json report = nlohmann::json::array();
@@ -99,8 +100,8 @@ int run_run(const GlobalOptions& g, const StackFlags& f) {
     }
     std::string how = p.tuned ? "tuned" : "defaults";
     if (p.ok())
-      fmt::print(stderr, "attune: {}: ran {} ({}): {:.4g} records/s; work dir {}\n", p.name, p.label,
-                 how, p.throughput, p.workdir);
+      fmt::print(stderr, "attune: {}: ran {} ({}): {:.4g} records/s; work dir {}\n", p.name,
+                 p.label, how, p.throughput, p.workdir);
     else
       fmt::print(stderr, "attune: {}: ran {} ({}): {}: {}; work dir {}\n", p.name, p.label, how,
                  to_string(*p.failure), p.detail, p.workdir);
@@ -128,25 +129,34 @@ int run_run(const GlobalOptions& g, const StackFlags& f) {
 
 Command add_stack_command(CLI::App& app, GlobalOptions& g) {
   auto flags = std::make_shared<StackFlags>();
-  CLI::App* cmd = app.add_subcommand("stack", "tune a whole program's knobs on this machine, and run it tuned");
+  CLI::App* cmd =
+      app.add_subcommand("stack", "tune a whole program's knobs on this machine, and run it tuned");
   cmd->require_subcommand(1);
 
-  CLI::App* tune = cmd->add_subcommand("tune", "sweep each provider's knobs with a hard correctness gate; "
-                                               "write tuned/<device>.yaml");
+  CLI::App* tune = cmd->add_subcommand("tune",
+                                       "sweep each provider's knobs with a hard correctness gate; "
+                                       "write tuned/<device>.yaml");
   tune->add_option("stack", flags->stack_file, "the stack file (YAML)")->required();
-  tune->add_option("--sample", flags->sample, "records in {sample}; 0 = each provider's records in the stack file");
+  tune->add_option("--sample", flags->sample,
+                   "records in {sample}; 0 = each provider's records in the stack file");
   tune->add_option("--repeats", flags->repeats, "timed runs per candidate, after one warm-up")
       ->capture_default_str();
-  tune->add_option("--seed", flags->seed,
-                   "shuffles the order the candidates run in, so drift does not line up with a knob")
+  tune->add_option(
+          "--seed", flags->seed,
+          "shuffles the order the candidates run in, so drift does not line up with a knob")
       ->capture_default_str();
-  tune->add_option("--out", flags->out, "the tuned file (default: tuned/<device-slug>.yaml beside the stack)");
+  tune->add_option("--out", flags->out,
+                   "the tuned file (default: tuned/<device-slug>.yaml beside the stack)");
 
-  CLI::App* run = cmd->add_subcommand("run", "run the stack, tuned where the tuned file's machine is this one");
+  CLI::App* run =
+      cmd->add_subcommand("run", "run the stack, tuned where the tuned file's machine is this one");
   run->add_option("stack", flags->stack_file, "the stack file (YAML)")->required();
-  run->add_option("--tuned", flags->tuned, "a tuned file from `attune stack tune` (default: run the defaults)");
-  run->add_option("--sample", flags->sample, "records in {sample}; 0 = each provider's records in the stack file");
-  run->add_option("--workdir", flags->workdir, "where to keep the work directories (default: a new temp dir)");
+  run->add_option("--tuned", flags->tuned,
+                  "a tuned file from `attune stack tune` (default: run the defaults)");
+  run->add_option("--sample", flags->sample,
+                  "records in {sample}; 0 = each provider's records in the stack file");
+  run->add_option("--workdir", flags->workdir,
+                  "where to keep the work directories (default: a new temp dir)");
 
   return {cmd, [&g, flags, tune, run]() {
             if (tune->parsed()) return run_tune(g, *flags);

@@ -16,8 +16,26 @@ enum class Type { kNumber, kWord, kBool };
 using Scalar = std::variant<double, std::string, bool>;
 
 struct Node {
-  enum class Op { kNumber, kWord, kKnob, kNot, kNeg, kAnd, kOr, kEq, kNe, kLt, kLe, kGt, kGe,
-                  kAdd, kSub, kMul, kDiv, kMod };
+  enum class Op {
+    kNumber,
+    kWord,
+    kKnob,
+    kNot,
+    kNeg,
+    kAnd,
+    kOr,
+    kEq,
+    kNe,
+    kLt,
+    kLe,
+    kGt,
+    kGe,
+    kAdd,
+    kSub,
+    kMul,
+    kDiv,
+    kMod
+  };
   Op op;
   Type type;
   double number = 0;
@@ -39,17 +57,23 @@ std::string canonical(const Scalar& s) {
 Scalar eval(const Node& n, const Assignment& a) {
   using Op = Node::Op;
   switch (n.op) {
-    case Op::kNumber: return n.number;
-    case Op::kWord: return n.text;
+    case Op::kNumber:
+      return n.number;
+    case Op::kWord:
+      return n.text;
     case Op::kKnob: {
       const Value& v = a[n.text];
       if (n.type == Type::kNumber) return v.as_real();
       return v.text();
     }
-    case Op::kNot: return !std::get<bool>(eval(*n.a, a));
-    case Op::kNeg: return -std::get<double>(eval(*n.a, a));
-    case Op::kAnd: return std::get<bool>(eval(*n.a, a)) && std::get<bool>(eval(*n.b, a));
-    case Op::kOr: return std::get<bool>(eval(*n.a, a)) || std::get<bool>(eval(*n.b, a));
+    case Op::kNot:
+      return !std::get<bool>(eval(*n.a, a));
+    case Op::kNeg:
+      return -std::get<double>(eval(*n.a, a));
+    case Op::kAnd:
+      return std::get<bool>(eval(*n.a, a)) && std::get<bool>(eval(*n.b, a));
+    case Op::kOr:
+      return std::get<bool>(eval(*n.a, a)) || std::get<bool>(eval(*n.b, a));
     case Op::kEq:
     case Op::kNe: {
       Scalar x = eval(*n.a, a), y = eval(*n.b, a);
@@ -57,20 +81,31 @@ Scalar eval(const Node& n, const Assignment& a) {
                                                    : canonical(x) == canonical(y);
       return n.op == Op::kEq ? eq : !eq;
     }
-    default: break;
+    default:
+      break;
   }
   double x = std::get<double>(eval(*n.a, a)), y = std::get<double>(eval(*n.b, a));
   switch (n.op) {
-    case Op::kLt: return x < y;
-    case Op::kLe: return x <= y;
-    case Op::kGt: return x > y;
-    case Op::kGe: return x >= y;
-    case Op::kAdd: return x + y;
-    case Op::kSub: return x - y;
-    case Op::kMul: return x * y;
-    case Op::kDiv: return y == 0 ? 0.0 : x / y;
-    case Op::kMod: return y == 0 ? 0.0 : std::fmod(x, y);
-    default: return false;
+    case Op::kLt:
+      return x < y;
+    case Op::kLe:
+      return x <= y;
+    case Op::kGt:
+      return x > y;
+    case Op::kGe:
+      return x >= y;
+    case Op::kAdd:
+      return x + y;
+    case Op::kSub:
+      return x - y;
+    case Op::kMul:
+      return x * y;
+    case Op::kDiv:
+      return y == 0 ? 0.0 : x / y;
+    case Op::kMod:
+      return y == 0 ? 0.0 : std::fmod(x, y);
+    default:
+      return false;
   }
 }
 
@@ -180,9 +215,12 @@ class Parser {
     if (!l) return l;
     for (;;) {
       Node::Op op;
-      if (eat("+")) op = Node::Op::kAdd;
-      else if (eat("-")) op = Node::Op::kSub;
-      else return l;
+      if (eat("+"))
+        op = Node::Op::kAdd;
+      else if (eat("-"))
+        op = Node::Op::kSub;
+      else
+        return l;
       R r = parse_product();
       if (!r) return r;
       if ((*l)->type != Type::kNumber || (*r)->type != Type::kNumber)
@@ -195,10 +233,14 @@ class Parser {
     if (!l) return l;
     for (;;) {
       Node::Op op;
-      if (eat("*")) op = Node::Op::kMul;
-      else if (eat("/")) op = Node::Op::kDiv;
-      else if (eat("%")) op = Node::Op::kMod;
-      else return l;
+      if (eat("*"))
+        op = Node::Op::kMul;
+      else if (eat("/"))
+        op = Node::Op::kDiv;
+      else if (eat("%"))
+        op = Node::Op::kMod;
+      else
+        return l;
       R r = parse_unary();
       if (!r) return r;
       if ((*l)->type != Type::kNumber || (*r)->type != Type::kNumber)
@@ -253,8 +295,8 @@ class Parser {
       // so "a-b" is the knob a-b while "a - b" is a subtraction.
       while (end < s_.size() && word_char(s_[end])) ++end;
       std::string name = s_.substr(pos_, end - pos_);
-      auto it = std::find_if(knobs_.begin(), knobs_.end(),
-                             [&](const Knob& k) { return k.name == name; });
+      auto it =
+          std::find_if(knobs_.begin(), knobs_.end(), [&](const Knob& k) { return k.name == name; });
       if (it == knobs_.end())
         return fail("'" + name + "' is not a knob (quote a word: '" + name + "')");
       pos_ = end;
@@ -280,8 +322,7 @@ Result<Constraint> parse_constraint(const std::string& text, const std::vector<K
   Parser p(text, knobs);
   auto tree = p.parse();
   if (!tree) return tree.error();
-  if (p.reads().empty())
-    return Error::invalid_argument("constraint '" + text + "' reads no knob");
+  if (p.reads().empty()) return Error::invalid_argument("constraint '" + text + "' reads no knob");
   std::shared_ptr<const Node> root(std::move(*tree));
   Constraint c;
   c.text = text;

@@ -12,10 +12,14 @@
 namespace attune::stack {
 
 // Grammar (lowest precedence first):
-//   or:   and (("or" | "||") and)*          and:  not (("and" | "&&") not)*
-//   not:  ("not" | "!") not | compare       compare: sum (("==" | "!=" | "<" | "<=" | ">" | ">=") sum)?
-//   sum:  product (("+" | "-") product)*    product: unary (("*" | "/" | "%") unary)*
-//   unary: "-" unary | atom                 atom: number | 'word' | "word" | knob | "(" or ")"
+//   or       := and (("or" | "||") and)*
+//   and      := not (("and" | "&&") not)*
+//   not      := ("not" | "!") not | compare
+//   compare  := sum (("==" | "!=" | "<" | "<=" | ">" | ">=") sum)?
+//   sum      := product (("+" | "-") product)*
+//   product  := unary (("*" | "/" | "%") unary)*
+//   unary    := "-" unary | atom
+//   atom     := number | 'word' | "word" | knob | "(" or ")"
 // A knob whose options are all numbers is a number, otherwise a word. == and != compare numbers
 // numerically and anything else by canonical text; ordering and arithmetic need numbers.
 // Errors (unknown knob, type mismatch, syntax) name the offending text.

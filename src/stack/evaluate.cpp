@@ -1,15 +1,14 @@
 #include "stack/evaluate.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 
 #include <array>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/hash.h"
 
@@ -62,16 +61,18 @@ std::optional<Rejection> rejection_from_string(std::string_view s) {
 
 Verdict verdict_of(Rejection r) {
   switch (r) {
-    case Rejection::kTimeout: return Verdict::kTimeout;
-    case Rejection::kOutputChanged: return Verdict::kWrongOutput;
-    default: return Verdict::kCrashed;
+    case Rejection::kTimeout:
+      return Verdict::kTimeout;
+    case Rejection::kOutputChanged:
+      return Verdict::kWrongOutput;
+    default:
+      return Verdict::kCrashed;
   }
 }
 
 Result<std::string> normalize_output(const Provider& provider, const std::string& output) {
   std::string text = output;
-  if (provider.output.from_stdout &&
-      provider.throughput.kind == ThroughputSpec::Kind::kRegex) {
+  if (provider.output.from_stdout && provider.throughput.kind == ThroughputSpec::Kind::kRegex) {
     std::regex re(provider.throughput.regex);
     std::istringstream in(output);
     std::string line;
@@ -92,7 +93,8 @@ Result<std::string> normalize_output(const Provider& provider, const std::string
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded())
-      return Error::invalid_argument(fmt::format("output line {} is not JSON: '{}'", n, tail(line)));
+      return Error::invalid_argument(
+          fmt::format("output line {} is not JSON: '{}'", n, tail(line)));
     out += keep_fields(j, provider.output.json_fields).dump() + "\n";
   }
   return out;
@@ -125,7 +127,8 @@ Result<RunOutcome> run_once(const RunRequest& req) {
   }
   if (r.timed_out) {
     out.rejection = Rejection::kTimeout;
-    out.detail = fmt::format("no exit within timeout_s {}; its process group was killed", p.timeout_s);
+    out.detail =
+        fmt::format("no exit within timeout_s {}; its process group was killed", p.timeout_s);
     return out;
   }
   if (r.signaled) {
@@ -163,7 +166,8 @@ Result<RunOutcome> run_once(const RunRequest& req) {
     }
     if (!found || !(value > 0)) {
       out.rejection = Rejection::kNoThroughput;
-      out.detail = "throughput regex '" + p.throughput.regex + "' found no positive number on stdout";
+      out.detail =
+          "throughput regex '" + p.throughput.regex + "' found no positive number on stdout";
       return out;
     }
     out.throughput = value;

@@ -33,10 +33,11 @@ std::optional<Rejection> rejection_from_string(std::string_view s);
 Verdict verdict_of(Rejection r);
 
 struct RunOutcome {
-  std::optional<Rejection> rejection;  // nullopt: the run is clean (its output still to be compared)
-  std::string detail;                  // one line: "exit code 3", "telltale 'X' in stderr"
-  double throughput = 0;               // records per second
-  std::string digest;                  // 16 hex digits of the normalised output
+  std::optional<Rejection>
+      rejection;          // nullopt: the run is clean (its output still to be compared)
+  std::string detail;     // one line: "exit code 3", "telltale 'X' in stderr"
+  double throughput = 0;  // records per second
+  std::string digest;     // 16 hex digits of the normalised output
   ProcessResult process;
 };
 
@@ -44,9 +45,9 @@ struct RunRequest {
   const Provider* provider = nullptr;
   Point point;
   std::vector<std::string> telltales;
-  std::string sample;    // the sample file {sample} names (absolute)
-  int records = 0;       // records in the sample
-  std::string workdir;   // a fresh, empty directory {workdir} names (absolute)
+  std::string sample;   // the sample file {sample} names (absolute)
+  int records = 0;      // records in the sample
+  std::string workdir;  // a fresh, empty directory {workdir} names (absolute)
 };
 
 // Runs once. The Result is an error only when attune itself fails (pipes, a bad template).

@@ -1,12 +1,11 @@
 #include "stack/fingerprint.h"
 
+#include <fmt/format.h>
 #include <sys/utsname.h>
 
 #include <cctype>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "stack/process.h"
 
@@ -77,7 +76,8 @@ std::string show_gpus(const std::optional<std::vector<GpuInfo>>& g) {
   if (!g) return "absent";
   if (g->empty()) return "none";
   std::string out;
-  for (const auto& x : *g) out += fmt::format("{}{} ({} MiB)", out.empty() ? "" : ", ", x.name, x.memory_mib);
+  for (const auto& x : *g)
+    out += fmt::format("{}{} ({} MiB)", out.empty() ? "" : ", ", x.name, x.memory_mib);
   return out;
 }
 
@@ -105,7 +105,8 @@ HostFingerprint probe_host(const StackFile& stack, const ProbeOptions& options) 
 }
 
 std::string HostFingerprint::slug() const {
-  std::string base = gpus && !gpus->empty() ? gpus->front().name : cpu_model.value_or("unknown-cpu");
+  std::string base =
+      gpus && !gpus->empty() ? gpus->front().name : cpu_model.value_or("unknown-cpu");
   std::string s;
   for (char c : base) {
     unsigned char u = static_cast<unsigned char>(c);
@@ -144,13 +145,18 @@ std::vector<std::string> fingerprint_differences(const HostFingerprint& recorded
                                                  const HostFingerprint& here) {
   std::vector<std::string> out;
   if (recorded.cpu_model != here.cpu_model)
-    out.push_back("cpu_model: " + show(recorded.cpu_model) + " recorded, " + show(here.cpu_model) + " here");
+    out.push_back("cpu_model: " + show(recorded.cpu_model) + " recorded, " + show(here.cpu_model) +
+                  " here");
   if (recorded.logical_cpus != here.logical_cpus) {
-    auto n = [](const std::optional<int>& v) { return v ? std::to_string(*v) : std::string("absent"); };
-    out.push_back("logical_cpus: " + n(recorded.logical_cpus) + " recorded, " + n(here.logical_cpus) + " here");
+    auto n = [](const std::optional<int>& v) {
+      return v ? std::to_string(*v) : std::string("absent");
+    };
+    out.push_back("logical_cpus: " + n(recorded.logical_cpus) + " recorded, " +
+                  n(here.logical_cpus) + " here");
   }
   if (recorded.gpus != here.gpus)
-    out.push_back("gpus: " + show_gpus(recorded.gpus) + " recorded, " + show_gpus(here.gpus) + " here");
+    out.push_back("gpus: " + show_gpus(recorded.gpus) + " recorded, " + show_gpus(here.gpus) +
+                  " here");
   for (const auto& [tool, version] : recorded.tools) {
     auto it = here.tools.find(tool);
     std::optional<std::string> now = it == here.tools.end() ? std::nullopt : it->second;

@@ -16,15 +16,15 @@
 namespace attune::stack {
 
 struct GpuInfo {
-  std::string name;            // "NVIDIA H200"
+  std::string name;  // "NVIDIA H200"
   std::uint64_t memory_mib = 0;
   friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
 };
 
 struct HostFingerprint {
-  std::optional<std::string> cpu_model;        // "model name" of the first processor
-  std::optional<int> logical_cpus;             // processor entries in /proc/cpuinfo
-  std::optional<std::vector<GpuInfo>> gpus;    // absent: no nvidia-smi answered; []: it found none
+  std::optional<std::string> cpu_model;      // "model name" of the first processor
+  std::optional<int> logical_cpus;           // processor entries in /proc/cpuinfo
+  std::optional<std::vector<GpuInfo>> gpus;  // absent: no nvidia-smi answered; []: it found none
   std::map<std::string, std::optional<std::string>> tools;  // program as written -> version line
 
   // A file-name-safe name: the first GPU's name, else the CPU model, then "-<N>cpu".

@@ -41,9 +41,7 @@ class Fd {
   int fd_ = -1;
 };
 
-Error sys_error(const std::string& what) {
-  return Error::io(what + ": " + std::strerror(errno));
-}
+Error sys_error(const std::string& what) { return Error::io(what + ": " + std::strerror(errno)); }
 
 // Reads what is available; false once the pipe reached end of file.
 bool drain(int fd, std::string& into) {
@@ -87,8 +85,8 @@ Result<std::string> resolve_program(const std::string& argv0, const std::string&
     if (p.is_relative()) p = fs::path(dir.empty() ? "." : dir) / p;
     p = p.lexically_normal();
     if (!executable(p))
-      return Error::invalid_argument("program '" + argv0 + "' does not exist or is not executable (" +
-                                     p.string() + ")");
+      return Error::invalid_argument("program '" + argv0 +
+                                     "' does not exist or is not executable (" + p.string() + ")");
     return fs::absolute(p).string();
   }
   const char* path = std::getenv("PATH");
@@ -133,8 +131,8 @@ Result<ProcessResult> run_process(const ProcessSpec& spec) {
     sigaddset(&defaults, s);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
   std::vector<std::string> env_text;
   for (char** e = environ; *e; ++e) {
@@ -200,9 +198,18 @@ Result<ProcessResult> run_process(const ProcessSpec& spec) {
     pollfd fds[3];
     nfds_t n = 0;
     int i_out = -1, i_err = -1, i_pid = -1;
-    if (out_open) { i_out = static_cast<int>(n); fds[n++] = {out_r.get(), POLLIN, 0}; }
-    if (err_open) { i_err = static_cast<int>(n); fds[n++] = {err_r.get(), POLLIN, 0}; }
-    if (pidfd.get() >= 0) { i_pid = static_cast<int>(n); fds[n++] = {pidfd.get(), POLLIN, 0}; }
+    if (out_open) {
+      i_out = static_cast<int>(n);
+      fds[n++] = {out_r.get(), POLLIN, 0};
+    }
+    if (err_open) {
+      i_err = static_cast<int>(n);
+      fds[n++] = {err_r.get(), POLLIN, 0};
+    }
+    if (pidfd.get() >= 0) {
+      i_pid = static_cast<int>(n);
+      fds[n++] = {pidfd.get(), POLLIN, 0};
+    }
     long wait_ms = left.count();
     if (pidfd.get() < 0) wait_ms = std::min<long>(wait_ms, 10);
     int p = ::poll(fds, n, static_cast<int>(std::min<long>(wait_ms, 1 << 30)));

@@ -13,22 +13,22 @@
 namespace attune::stack {
 
 struct ProcessSpec {
-  std::vector<std::string> argv;            // argv[0]: a path (with '/') or a name found on PATH
-  std::map<std::string, std::string> env;   // added to (and overriding) this process's environment
-  std::string cwd;                          // "" = this process's working directory
+  std::vector<std::string> argv;           // argv[0]: a path (with '/') or a name found on PATH
+  std::map<std::string, std::string> env;  // added to (and overriding) this process's environment
+  std::string cwd;                         // "" = this process's working directory
   std::chrono::milliseconds timeout{60000};
 };
 
 struct ProcessResult {
-  bool spawned = false;         // false: the program could not be started (spawn_error says why)
+  bool spawned = false;  // false: the program could not be started (spawn_error says why)
   std::string spawn_error;
-  bool timed_out = false;       // the deadline passed and the group was killed
-  bool signaled = false;        // the program died by a signal (not ours)
-  int exit_code = -1;           // when it exited normally
-  int signal = 0;               // when signaled
-  double wall_s = 0;            // from spawn to the program's exit
-  std::string out;              // stdout
-  std::string err;              // stderr
+  bool timed_out = false;  // the deadline passed and the group was killed
+  bool signaled = false;   // the program died by a signal (not ours)
+  int exit_code = -1;      // when it exited normally
+  int signal = 0;          // when signaled
+  double wall_s = 0;       // from spawn to the program's exit
+  std::string out;         // stdout
+  std::string err;         // stderr
 };
 
 // Runs the program; the Result is an error only for failures of attune itself (pipes, poll).

@@ -1,24 +1,24 @@
 #include "stack/run.h"
 
+#include <fmt/format.h>
 #include <stdlib.h>
 
 #include <algorithm>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 namespace attune::stack {
 
 namespace fs = std::filesystem;
 
 bool StackRun::ok() const {
-  return std::all_of(providers.begin(), providers.end(), [](const ProviderRun& p) { return p.ok(); });
+  return std::all_of(providers.begin(), providers.end(),
+                     [](const ProviderRun& p) { return p.ok(); });
 }
 
 Status check_tuned(const StackFile& stack, const TunedFile& tuned) {
   if (tuned.stack != stack.name)
-    return Error::invalid_argument(fmt::format("{}:1: tuned for stack '{}', not '{}' ({})", tuned.path,
-                                               tuned.stack, stack.name, stack.path));
+    return Error::invalid_argument(fmt::format("{}:1: tuned for stack '{}', not '{}' ({})",
+                                               tuned.path, tuned.stack, stack.name, stack.path));
   for (const auto& tp : tuned.providers) {
     const Provider* p = stack.provider(tp.name);
     if (!p)
@@ -26,8 +26,8 @@ Status check_tuned(const StackFile& stack, const TunedFile& tuned) {
                                                  tp.line, tp.name, stack.path));
     auto point = p->overlay(tp.knobs);
     if (!point)
-      return Error::invalid_argument(
-          fmt::format("{}:{}: {} (in {})", tuned.path, tp.line, point.error().message(), stack.path));
+      return Error::invalid_argument(fmt::format("{}:{}: {} (in {})", tuned.path, tp.line,
+                                                 point.error().message(), stack.path));
   }
   return Status::success();
 }
@@ -45,9 +45,9 @@ Result<StackRun> run_stack(const StackFile& stack, const HostFingerprint& here,
     if (*options.sample < 1) return Error::invalid_argument("--sample must be at least 1");
     for (const auto& p : stack.providers)
       if (*options.sample > p.sample.available)
-        return Error::invalid_argument(fmt::format("--sample {}: provider '{}' has only {} records in {}",
-                                                   *options.sample, p.name, p.sample.available,
-                                                   p.sample.file));
+        return Error::invalid_argument(
+            fmt::format("--sample {}: provider '{}' has only {} records in {}", *options.sample,
+                        p.name, p.sample.available, p.sample.file));
   }
 
   out.workdir_root = options.workdir_root;

@@ -18,12 +18,12 @@ namespace attune::stack {
 
 struct ProviderRun {
   std::string name;
-  std::string label;        // the config it ran with
-  bool tuned = false;       // true: tuned knobs were applied
+  std::string label;   // the config it ran with
+  bool tuned = false;  // true: tuned knobs were applied
   std::optional<Rejection> failure;
   std::string detail;
-  double throughput = 0;    // records per second
-  std::string workdir;      // kept
+  double throughput = 0;  // records per second
+  std::string workdir;    // kept
   ProcessResult process;
   bool ok() const { return !failure; }
 };
@@ -31,7 +31,7 @@ struct ProviderRun {
 struct StackRun {
   bool tuned_given = false;
   bool fingerprint_matched = false;
-  std::vector<std::string> mismatches;   // fingerprint_differences, when tuned_given
+  std::vector<std::string> mismatches;  // fingerprint_differences, when tuned_given
   std::string workdir_root;
   std::vector<ProviderRun> providers;
   bool ok() const;

@@ -1,5 +1,8 @@
 #include "stack/stack_file.h"
 
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -7,9 +10,6 @@
 #include <regex>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include "stack/constraint.h"
 #include "stack/process.h"
@@ -103,14 +103,15 @@ Result<Provider> read_provider(const Reader& r, const YAML::Node& p, const std::
   Provider out;
   out.line = p.Mark().line + 1;
   out.stack_dir = dir;
-  ATTUNE_TRY(r.keys(p, {"name", "command", "env", "knobs", "defaults", "sample", "throughput",
-                        "output", "timeout_s", "constraints"},
+  ATTUNE_TRY(r.keys(p,
+                    {"name", "command", "env", "knobs", "defaults", "sample", "throughput",
+                     "output", "timeout_s", "constraints"},
                     "a provider"));
   if (!p["name"]) return r.at(p, "a provider has no 'name'");
   ATTUNE_ASSIGN(out.name, r.scalar(p["name"], "name"));
   if (!is_word(out.name))
-    return r.at(p["name"], "provider name '" + out.name +
-                               "' must be letters, digits, '_', '-' or '.'");
+    return r.at(p["name"],
+                "provider name '" + out.name + "' must be letters, digits, '_', '-' or '.'");
   if (!names.insert(out.name).second)
     return r.at(p["name"], "provider '" + out.name + "' is declared twice");
   const std::string where = "provider '" + out.name + "'";
@@ -132,7 +133,8 @@ Result<Provider> read_provider(const Reader& r, const YAML::Node& p, const std::
       std::set<std::string> seen;
       for (const auto& v : it->second) {
         if (!v.IsScalar() || v.Scalar().empty())
-          return r.at(v, where + ": knob '" + knob.name + "' values must be single, non-empty values");
+          return r.at(v,
+                      where + ": knob '" + knob.name + "' values must be single, non-empty values");
         if (!seen.insert(canonical(v.Scalar())).second)
           return r.at(v, where + ": knob '" + knob.name + "' lists '" + v.Scalar() + "' twice");
         written.push_back(v.Scalar());
@@ -151,7 +153,8 @@ Result<Provider> read_provider(const Reader& r, const YAML::Node& p, const std::
     if (!d.IsMap()) return r.at(d, where + ": defaults must be a map of knob -> value");
     for (auto it = d.begin(); it != d.end(); ++it) {
       std::string name = it->first.Scalar();
-      auto k = std::find_if(knobs.begin(), knobs.end(), [&](const Knob& x) { return x.name == name; });
+      auto k =
+          std::find_if(knobs.begin(), knobs.end(), [&](const Knob& x) { return x.name == name; });
       if (k == knobs.end())
         return r.at(it->first, where + ": defaults name '" + name + "', which is not a knob");
       ATTUNE_ASSIGN(std::string value, r.scalar(it->second, "default of '" + name + "'"));
@@ -173,12 +176,14 @@ Result<Provider> read_provider(const Reader& r, const YAML::Node& p, const std::
     if (defaulted.count(knobs[i].name)) continue;
     YAML::Mark mark;
     mark.line = knob_lines[i];
-    return r.at(mark, where + ": knob '" + knobs[i].name + "' has no default (add it to 'defaults')");
+    return r.at(mark,
+                where + ": knob '" + knobs[i].name + "' has no default (add it to 'defaults')");
   }
 
   std::vector<Constraint> constraints;
   if (p["constraints"]) {
-    if (!p["constraints"].IsSequence()) return r.at(p["constraints"], where + ": constraints must be a list");
+    if (!p["constraints"].IsSequence())
+      return r.at(p["constraints"], where + ": constraints must be a list");
     for (const auto& c : p["constraints"]) {
       ATTUNE_ASSIGN(std::string text, r.scalar(c, "a constraint"));
       auto parsed = parse_constraint(text, knobs);
@@ -246,7 +251,8 @@ Result<Provider> read_provider(const Reader& r, const YAML::Node& p, const std::
                                             static_cast<int>(n), sample_file, *available));
     out.sample.records = static_cast<int>(n);
   }
-  if (out.sample.records < 1) return r.at(s["file"], where + ": sample file '" + sample_file + "' holds no records");
+  if (out.sample.records < 1)
+    return r.at(s["file"], where + ": sample file '" + sample_file + "' holds no records");
 
   if (p["throughput"]) {
     const YAML::Node t = p["throughput"];
@@ -260,8 +266,9 @@ Result<Provider> read_provider(const Reader& r, const YAML::Node& p, const std::
       try {
         std::regex re(out.throughput.regex);
         if (re.mark_count() < 1)
-          return r.at(t["regex"], where + ": throughput regex needs a group around the number, "
-                                          "as in \"rps=([0-9.]+)\"");
+          return r.at(t["regex"], where +
+                                      ": throughput regex needs a group around the number, "
+                                      "as in \"rps=([0-9.]+)\"");
       } catch (const std::regex_error& e) {
         return r.at(t["regex"], where + ": throughput regex does not compile: " + e.what());
       }
@@ -311,7 +318,8 @@ std::string Provider::program() const {
   return s ? *s : command.at(0);
 }
 
-std::map<std::string, std::string> Provider::vars(const Point& point, const std::string& sample_path,
+std::map<std::string, std::string> Provider::vars(const Point& point,
+                                                  const std::string& sample_path,
                                                   const std::string& workdir) const {
   std::map<std::string, std::string> v{{"sample", sample_path}, {"workdir", workdir}};
   const auto& knobs = space.knobs();
@@ -331,7 +339,8 @@ Result<Point> Provider::overlay(const std::map<std::string, std::string>& knobs)
   Point p = space.baseline();
   for (const auto& [name, value] : knobs) {
     auto i = space.index_of(name);
-    if (!i) return Error::invalid_argument("provider '" + this->name + "' has no knob '" + name + "'");
+    if (!i)
+      return Error::invalid_argument("provider '" + this->name + "' has no knob '" + name + "'");
     const auto& written = option_text[*i];
     auto o = std::find_if(written.begin(), written.end(),
                           [&](const std::string& w) { return canonical(w) == canonical(value); });
@@ -341,8 +350,8 @@ Result<Point> Provider::overlay(const std::map<std::string, std::string>& knobs)
     p[*i] = static_cast<std::uint32_t>(o - written.begin());
   }
   if (!space.prefix_legal(p))
-    return Error::invalid_argument("provider '" + this->name + "': knobs '" + space.config(p).text() +
-                                   "' break a constraint");
+    return Error::invalid_argument("provider '" + this->name + "': knobs '" +
+                                   space.config(p).text() + "' break a constraint");
   return p;
 }
 
@@ -362,7 +371,8 @@ Result<std::string> substitute(const std::string& tmpl,
       ++i;
       continue;
     }
-    if (c == '}') return Error::invalid_argument("'" + tmpl + "' has a '}' without '{' (write '}}')");
+    if (c == '}')
+      return Error::invalid_argument("'" + tmpl + "' has a '}' without '{' (write '}}')");
     if (c != '{') {
       out += c;
       continue;
@@ -376,7 +386,8 @@ Result<std::string> substitute(const std::string& tmpl,
       std::string list;
       for (const auto& [k, v] : vars) list += (list.empty() ? "" : ", ") + k;
       return Error::invalid_argument("'" + tmpl + "' names placeholder {" + name +
-                                     "}, which is not a knob, sample or workdir (known: " + list + ")");
+                                     "}, which is not a knob, sample or workdir (known: " + list +
+                                     ")");
     }
     out += it->second;
     i = end;
@@ -417,14 +428,16 @@ Result<StackFile> load_stack(const std::string& path) {
     if (!root["stack"]) return r.at(root, "the stack file has no 'stack' (its name)");
     ATTUNE_ASSIGN(out.name, r.scalar(root["stack"], "stack"));
     if (!is_word(out.name))
-      return r.at(root["stack"], "stack name '" + out.name + "' must be letters, digits, '_', '-' or '.'");
+      return r.at(root["stack"],
+                  "stack name '" + out.name + "' must be letters, digits, '_', '-' or '.'");
     if (root["telltales"]) {
       ATTUNE_ASSIGN(out.telltales, r.scalars(root["telltales"], "telltales"));
       for (std::size_t i = 0; i < out.telltales.size(); ++i)
         if (out.telltales[i].empty()) return r.at(root["telltales"][i], "a telltale is empty");
     }
     if (!root["providers"] || !root["providers"].IsSequence() || root["providers"].size() == 0)
-      return r.at(root["providers"] ? root["providers"] : root, "providers must be a non-empty list");
+      return r.at(root["providers"] ? root["providers"] : root,
+                  "providers must be a non-empty list");
     std::set<std::string> names;
     for (const auto& p : root["providers"]) {
       ATTUNE_ASSIGN(Provider provider, read_provider(r, p, out.dir, names));

@@ -15,9 +15,9 @@
 namespace attune::stack {
 
 struct SampleSpec {
-  std::string file;       // absolute path of the records file (one record per line)
-  int records = 0;        // how many records {sample} holds (default: every record in the file)
-  int available = 0;      // records in the file
+  std::string file;   // absolute path of the records file (one record per line)
+  int records = 0;    // how many records {sample} holds (default: every record in the file)
+  int available = 0;  // records in the file
 };
 
 struct ThroughputSpec {
@@ -27,23 +27,23 @@ struct ThroughputSpec {
 };
 
 struct OutputSpec {
-  bool from_stdout = true;              // default: the output is stdout
-  std::string file;                     // else a file path template ("{workdir}/out.json")
-  std::vector<std::string> json_fields; // normalize: keep only these fields of each JSON record
+  bool from_stdout = true;               // default: the output is stdout
+  std::string file;                      // else a file path template ("{workdir}/out.json")
+  std::vector<std::string> json_fields;  // normalize: keep only these fields of each JSON record
 };
 
 struct Provider {
   std::string name;
-  int line = 0;                             // where the provider starts in the stack file
-  std::vector<std::string> command;         // argv templates with {knob}, {sample}, {workdir}
-  std::map<std::string, std::string> env;   // value templates
-  Space space;                              // the knobs, baseline = defaults, with constraints
+  int line = 0;                            // where the provider starts in the stack file
+  std::vector<std::string> command;        // argv templates with {knob}, {sample}, {workdir}
+  std::map<std::string, std::string> env;  // value templates
+  Space space;                             // the knobs, baseline = defaults, with constraints
   std::vector<std::vector<std::string>> option_text;  // per knob, the options as written
   SampleSpec sample;
   ThroughputSpec throughput;
   OutputSpec output;
-  double timeout_s = 300;                   // per run; default 300 s
-  std::string stack_dir;                    // commands run here; relative programs resolve here
+  double timeout_s = 300;  // per run; default 300 s
+  std::string stack_dir;   // commands run here; relative programs resolve here
 
   // The program argv[0] names (its template with the defaults filled in).
   std::string program() const;
@@ -58,10 +58,10 @@ struct Provider {
 };
 
 struct StackFile {
-  std::string path;                     // as the user named it
-  std::string dir;                      // absolute directory of the file: commands run here
+  std::string path;  // as the user named it
+  std::string dir;   // absolute directory of the file: commands run here
   std::string name;
-  std::vector<std::string> telltales;   // output text that means a crash
+  std::vector<std::string> telltales;  // output text that means a crash
   std::vector<Provider> providers;
 
   const Provider* provider(const std::string& name) const;

@@ -1,5 +1,6 @@
 #include "stack/tune.h"
 
+#include <fmt/format.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -7,8 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "core/hash.h"
 
@@ -69,7 +68,8 @@ Status measure(CandidateResult& c, const RunRequest& base, const std::string& ro
     std::string which = run == 0 ? "warm-up" : fmt::format("timed run {}", run);
     RunRequest req = base;
     req.point = c.point;
-    req.workdir = (fs::path(root) / fmt::format("{}-{}-{}", base.provider->name, c.order, run)).string();
+    req.workdir =
+        (fs::path(root) / fmt::format("{}-{}-{}", base.provider->name, c.order, run)).string();
     std::error_code ec;
     fs::remove_all(req.workdir, ec);
     if (!fs::create_directories(req.workdir, ec))
@@ -90,9 +90,10 @@ Status measure(CandidateResult& c, const RunRequest& base, const std::string& ro
     }
     if (!reference && run > 0 && outcome->digest != first_digest) {
       c.rejection = Rejection::kOutputChanged;
-      c.detail = fmt::format("its output changed between runs (digest {} on the warm-up, {} on the {}):"
-                             " a nondeterministic output cannot be a reference",
-                             first_digest, outcome->digest, which);
+      c.detail = fmt::format(
+          "its output changed between runs (digest {} on the warm-up, {} on the {}):"
+          " a nondeterministic output cannot be a reference",
+          first_digest, outcome->digest, which);
       return Status::success();
     }
     if (run == 0) first_digest = outcome->digest;
@@ -134,13 +135,15 @@ MeasurementRow row_for(const ProviderResult& pr, const CandidateResult& c, const
   std::vector<double> dev;
   for (double u : us) dev.push_back(std::abs(u - m.median_us));
   double mad = median(dev);
-  m.noise = m.median_us > 0 ? 1.2533 * 1.4826 * mad / std::sqrt(static_cast<double>(us.size())) / m.median_us
-                            : 0;
+  m.noise = m.median_us > 0
+                ? 1.2533 * 1.4826 * mad / std::sqrt(static_cast<double>(us.size())) / m.median_us
+                : 0;
   row.outcome.verdict = Verdict::kOk;
   row.outcome.measurement = m;
   row.outcome.check = ErrorCheck{"output_digest_differs", 0, 0};
-  row.outcome.message = fmt::format("{:.4g} records/s (median of {} timed runs over {} records); output digest {}",
-                                    c.throughput, repeats, pr.records, c.digest);
+  row.outcome.message =
+      fmt::format("{:.4g} records/s (median of {} timed runs over {} records); output digest {}",
+                  c.throughput, repeats, pr.records, c.digest);
   return row;
 }
 
@@ -184,9 +187,9 @@ Status check_tune_options(const StackFile& stack, const TuneOptions& o) {
     if (*o.sample < 1) return Error::invalid_argument("--sample must be at least 1");
     for (const auto& p : stack.providers)
       if (*o.sample > p.sample.available)
-        return Error::invalid_argument(fmt::format(
-            "--sample {}: provider '{}' has only {} records in {}", *o.sample, p.name,
-            p.sample.available, p.sample.file));
+        return Error::invalid_argument(
+            fmt::format("--sample {}: provider '{}' has only {} records in {}", *o.sample, p.name,
+                        p.sample.available, p.sample.file));
   }
   return Status::success();
 }
@@ -277,16 +280,18 @@ Result<TuneResult> tune_stack(const StackFile& stack, const HostFingerprint& hos
         log(fmt::format("{}: [{}/{}] {} {:.4g} records/s", p.name, pos + 1, order.size(), c.label,
                         c.throughput));
       if (store) {
-        auto row = row_for(pr, c, p.space.config(c.point), device.key(), result.run_id, options.repeats);
+        auto row =
+            row_for(pr, c, p.space.config(c.point), device.key(), result.run_id, options.repeats);
         if (auto id = store->record(std::move(row)); !id) return fail_run(id.error());
       }
       if (pos == 0) {
         pr.baseline = c;
         pr.baseline_ok = !c.rejection;
         if (!pr.baseline_ok) {
-          log(fmt::format("{}: the baseline (the defaults) failed, so there is no reference output; "
-                          "nothing else is run",
-                          p.name));
+          log(fmt::format(
+              "{}: the baseline (the defaults) failed, so there is no reference output; "
+              "nothing else is run",
+              p.name));
           // Only the baseline was run: the other configs are not candidates of this result.
           CandidateResult b = c;
           pr.candidates = {b};

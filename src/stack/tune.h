@@ -23,25 +23,25 @@ namespace attune::stack {
 
 struct CandidateResult {
   Point point;
-  std::string label;         // canonical config text: "batch_size=16,dtype=bf16"
+  std::string label;  // canonical config text: "batch_size=16,dtype=bf16"
   std::vector<std::pair<std::string, std::string>> knobs;  // as written in the stack file
-  int changed = 0;           // knobs that differ from the defaults
-  int order = 0;             // position in the run order (0: the baseline)
+  int changed = 0;                                         // knobs that differ from the defaults
+  int order = 0;  // position in the run order (0: the baseline)
   std::optional<Rejection> rejection;
-  std::string detail;        // why it was rejected, with the run it happened on
+  std::string detail;               // why it was rejected, with the run it happened on
   std::vector<double> throughputs;  // timed runs, records per second
-  double throughput = 0;     // their median
-  std::string digest;        // of the normalised output (the same on every run when eligible)
+  double throughput = 0;            // their median
+  std::string digest;  // of the normalised output (the same on every run when eligible)
   bool eligible() const { return !rejection; }
 };
 
 struct ProviderResult {
   std::string name;
-  int records = 0;                   // records in {sample}
-  Problem problem;                   // as the tuning database keys it
-  bool baseline_ok = false;          // false: the defaults failed, nothing else was run
+  int records = 0;           // records in {sample}
+  Problem problem;           // as the tuning database keys it
+  bool baseline_ok = false;  // false: the defaults failed, nothing else was run
   CandidateResult baseline;
-  CandidateResult winner;            // the baseline when no change is faster and eligible
+  CandidateResult winner;                   // the baseline when no change is faster and eligible
   std::vector<CandidateResult> candidates;  // every config, baseline first, in grid order
 
   double speedup() const {
@@ -55,19 +55,19 @@ struct TuneResult {
   HostFingerprint fingerprint;
   std::uint64_t seed = 0;
   int repeats = 0;
-  std::int64_t run_id = 0;           // in the tuning database; 0 without one
+  std::int64_t run_id = 0;  // in the tuning database; 0 without one
   std::vector<ProviderResult> providers;
   // Every provider's baseline ran clean.
   bool ok() const;
 };
 
 struct TuneOptions {
-  std::optional<int> sample;   // records in {sample}; default: each provider's `records`
-  int repeats = 3;             // timed runs per candidate, after one warm-up
-  std::uint64_t seed = 0;      // orders the non-baseline candidates (a shuffle of the grid), so
-                               // drift over a long sweep does not line up with one knob
-  Store* store = nullptr;      // where results go; nullptr: nowhere
-  std::string arguments;       // the command line as JSON, recorded with the run
+  std::optional<int> sample;  // records in {sample}; default: each provider's `records`
+  int repeats = 3;            // timed runs per candidate, after one warm-up
+  std::uint64_t seed = 0;     // orders the non-baseline candidates (a shuffle of the grid), so
+                              // drift over a long sweep does not line up with one knob
+  Store* store = nullptr;     // where results go; nullptr: nowhere
+  std::string arguments;      // the command line as JSON, recorded with the run
   std::function<void(const std::string&)> log;  // one line per step; may be empty
 };
 

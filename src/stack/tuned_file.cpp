@@ -1,12 +1,11 @@
 #include "stack/tuned_file.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #ifndef ATTUNE_VERSION
 #define ATTUNE_VERSION "unknown"
@@ -48,8 +47,9 @@ std::string tuned_yaml(const TuneResult& r) {
   YAML::Emitter e;
   e.SetDoublePrecision(6);
   e << YAML::Comment("attune stack tune: the tuned knobs for this machine.") << YAML::Newline
-    << YAML::Comment("`attune stack run STACK --tuned THIS_FILE` applies them only where the "
-                     "fingerprint matches.")
+    << YAML::Comment(
+           "`attune stack run STACK --tuned THIS_FILE` applies them only where the "
+           "fingerprint matches.")
     << YAML::Newline;
   e << YAML::BeginMap;
   e << YAML::Key << "stack" << YAML::Value << r.stack;
@@ -60,23 +60,32 @@ std::string tuned_yaml(const TuneResult& r) {
   const HostFingerprint& f = r.fingerprint;
   e << YAML::Key << "fingerprint" << YAML::Value << YAML::BeginMap;
   e << YAML::Key << "cpu_model" << YAML::Value;
-  if (f.cpu_model) e << *f.cpu_model; else e << YAML::Null;
+  if (f.cpu_model)
+    e << *f.cpu_model;
+  else
+    e << YAML::Null;
   e << YAML::Key << "logical_cpus" << YAML::Value;
-  if (f.logical_cpus) e << *f.logical_cpus; else e << YAML::Null;
+  if (f.logical_cpus)
+    e << *f.logical_cpus;
+  else
+    e << YAML::Null;
   e << YAML::Key << "gpus" << YAML::Value;
   if (!f.gpus) {
     e << YAML::Null;
   } else {
     e << YAML::BeginSeq;
     for (const auto& g : *f.gpus)
-      e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << g.name
-        << YAML::Key << "memory_mib" << YAML::Value << g.memory_mib << YAML::EndMap;
+      e << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << g.name << YAML::Key
+        << "memory_mib" << YAML::Value << g.memory_mib << YAML::EndMap;
     e << YAML::EndSeq;
   }
   e << YAML::Key << "tools" << YAML::Value << YAML::BeginMap;
   for (const auto& [tool, version] : f.tools) {
     e << YAML::Key << tool << YAML::Value;
-    if (version) e << *version; else e << YAML::Null;
+    if (version)
+      e << *version;
+    else
+      e << YAML::Null;
   }
   e << YAML::EndMap << YAML::EndMap;
 
@@ -86,7 +95,8 @@ std::string tuned_yaml(const TuneResult& r) {
     e << YAML::Key << "name" << YAML::Value << p.name;
     e << YAML::Key << "status" << YAML::Value << status_of(p);
     e << YAML::Key << "knobs" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    for (const auto& [k, v] : p.winner.knobs) e << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
+    for (const auto& [k, v] : p.winner.knobs)
+      e << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
     e << YAML::EndMap;
     e << YAML::Key << "config" << YAML::Value << p.winner.label;
     e << YAML::Key << "records" << YAML::Value << p.records;
@@ -136,13 +146,15 @@ Status write_tuned(const TuneResult& result, const std::string& path) {
 
 nlohmann::json tuned_json(const TuneResult& r, const std::string& tuned_path) {
   const HostFingerprint& f = r.fingerprint;
-  nlohmann::json fp = {{"cpu_model", f.cpu_model ? nlohmann::json(*f.cpu_model) : nlohmann::json()},
-                       {"logical_cpus", f.logical_cpus ? nlohmann::json(*f.logical_cpus) : nlohmann::json()},
-                       {"gpus", nlohmann::json()},
-                       {"tools", nlohmann::json::object()}};
+  nlohmann::json fp = {
+      {"cpu_model", f.cpu_model ? nlohmann::json(*f.cpu_model) : nlohmann::json()},
+      {"logical_cpus", f.logical_cpus ? nlohmann::json(*f.logical_cpus) : nlohmann::json()},
+      {"gpus", nlohmann::json()},
+      {"tools", nlohmann::json::object()}};
   if (f.gpus) {
     fp["gpus"] = nlohmann::json::array();
-    for (const auto& g : *f.gpus) fp["gpus"].push_back({{"name", g.name}, {"memory_mib", g.memory_mib}});
+    for (const auto& g : *f.gpus)
+      fp["gpus"].push_back({{"name", g.name}, {"memory_mib", g.memory_mib}});
   }
   for (const auto& [tool, version] : f.tools)
     fp["tools"][tool] = version ? nlohmann::json(*version) : nlohmann::json();
@@ -150,29 +162,33 @@ nlohmann::json tuned_json(const TuneResult& r, const std::string& tuned_path) {
   for (const auto& p : r.providers) {
     nlohmann::json rejected = nlohmann::json::array();
     for (const CandidateResult* c : p.rejected())
-      rejected.push_back({{"config", c->label}, {"reason", to_string(*c->rejection)}, {"detail", c->detail}});
+      rejected.push_back(
+          {{"config", c->label}, {"reason", to_string(*c->rejection)}, {"detail", c->detail}});
     nlohmann::json knobs = nlohmann::json::object();
     for (const auto& [k, v] : p.winner.knobs) knobs[k] = v;
-    providers.push_back({{"provider", p.name},
-                         {"problem", p.problem.name()},
-                         {"structural_key", p.problem.structural_key()},
-                         {"status", status_of(p)},
-                         {"records", p.records},
-                         {"baseline", {{"config", p.baseline.label},
-                                       {"records_per_second", p.baseline.throughput}}},
-                         {"tuned", {{"config", p.winner.label},
-                                    {"knobs", knobs},
-                                    {"records_per_second", p.winner.throughput}}},
-                         {"speedup", p.speedup()},
-                         {"evaluated", p.candidates.size()},
-                         {"rejected", rejected}});
+    providers.push_back(
+        {{"provider", p.name},
+         {"problem", p.problem.name()},
+         {"structural_key", p.problem.structural_key()},
+         {"status", status_of(p)},
+         {"records", p.records},
+         {"baseline",
+          {{"config", p.baseline.label}, {"records_per_second", p.baseline.throughput}}},
+         {"tuned",
+          {{"config", p.winner.label},
+           {"knobs", knobs},
+           {"records_per_second", p.winner.throughput}}},
+         {"speedup", p.speedup()},
+         {"evaluated", p.candidates.size()},
+         {"rejected", rejected}});
   }
-  return {{"stack", r.stack},
-          {"fingerprint", fp},
-          {"device", r.fingerprint.device()},
-          {"run", {{"id", r.run_id}, {"strategy", "grid"}, {"seed", r.seed}, {"repeats", r.repeats}}},
-          {"tuned_file", tuned_path},
-          {"providers", providers}};
+  return {
+      {"stack", r.stack},
+      {"fingerprint", fp},
+      {"device", r.fingerprint.device()},
+      {"run", {{"id", r.run_id}, {"strategy", "grid"}, {"seed", r.seed}, {"repeats", r.repeats}}},
+      {"tuned_file", tuned_path},
+      {"providers", providers}};
 }
 
 std::string format_report(const TuneResult& r) {
@@ -186,15 +202,17 @@ std::string format_report(const TuneResult& r) {
       f.cpu_model.value_or("CPU model absent"),
       f.logical_cpus ? std::to_string(*f.logical_cpus) : "absent", gpus, r.seed, r.repeats);
   for (const auto& p : r.providers) {
-    out += fmt::format("provider {}: {} config(s) evaluated over {} records, {} rejected, status {}\n",
-                       p.name, p.candidates.size(), p.records, p.rejected().size(), status_of(p));
+    out +=
+        fmt::format("provider {}: {} config(s) evaluated over {} records, {} rejected, status {}\n",
+                    p.name, p.candidates.size(), p.records, p.rejected().size(), status_of(p));
     if (!p.baseline_ok) {
       out += fmt::format("  baseline  {}  FAILED {}: {}\n", p.baseline.label,
                          to_string(*p.baseline.rejection), p.baseline.detail);
       out += "  ships its defaults; nothing else was run (no reference output)\n";
       continue;
     }
-    out += fmt::format("  baseline  {}  {:.4g} records/s\n", p.baseline.label, p.baseline.throughput);
+    out +=
+        fmt::format("  baseline  {}  {:.4g} records/s\n", p.baseline.label, p.baseline.throughput);
     out += fmt::format("  tuned     {}  {:.4g} records/s  speedup {:.2f}x  (changed: {})\n",
                        p.winner.label, p.winner.throughput, p.speedup(), join_changed(p));
     for (const CandidateResult* c : p.rejected())
@@ -217,8 +235,10 @@ Result<TunedFile> load_tuned(const std::string& path) {
     return Error::invalid_argument(path + ":1: the tuned file does not exist");
   try {
     YAML::Node root = YAML::LoadFile(path);
-    if (!root.IsMap()) return bad(path, root, "a tuned file is a map (written by attune stack tune)");
-    if (!root["stack"] || !root["stack"].IsScalar()) return bad(path, root, "the tuned file names no stack");
+    if (!root.IsMap())
+      return bad(path, root, "a tuned file is a map (written by attune stack tune)");
+    if (!root["stack"] || !root["stack"].IsScalar())
+      return bad(path, root, "the tuned file names no stack");
     t.stack = root["stack"].Scalar();
     YAML::Node f = root["fingerprint"];
     if (!f || !f.IsMap()) return bad(path, root, "the tuned file has no fingerprint");
@@ -243,7 +263,8 @@ Result<TunedFile> load_tuned(const std::string& path) {
       t.fingerprint.gpus = std::move(gpus);
     }
     if (f["tools"]) {
-      if (!f["tools"].IsMap()) return bad(path, f["tools"], "tools must be a map of program -> version");
+      if (!f["tools"].IsMap())
+        return bad(path, f["tools"], "tools must be a map of program -> version");
       for (auto it = f["tools"].begin(); it != f["tools"].end(); ++it)
         t.fingerprint.tools[it->first.Scalar()] = optional_scalar(it->second);
     }
@@ -256,7 +277,8 @@ Result<TunedFile> load_tuned(const std::string& path) {
         return bad(path, p, "a provider entry needs name and knobs");
       tp.name = p["name"].Scalar();
       for (auto it = p["knobs"].begin(); it != p["knobs"].end(); ++it) {
-        if (!it->second.IsScalar()) return bad(path, it->second, "a knob value must be a single value");
+        if (!it->second.IsScalar())
+          return bad(path, it->second, "a knob value must be a single value");
         tp.knobs[it->first.Scalar()] = it->second.Scalar();
       }
       t.providers.push_back(std::move(tp));
