@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <signal.h>
+
+#include <atomic>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -30,6 +33,27 @@ struct StackFlags {
   std::string workdir;  // stack run: where work directories are kept
 };
 
+// The first SIGINT/SIGTERM/SIGHUP kills the program being measured (it runs in its own process
+// group, so the terminal's SIGINT does not reach it) and lets the command stop cleanly; a second
+// one ends attune at once.
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_interrupt(int sig) {
+  if (g_interrupted.exchange(true)) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+    return;
+  }
+  stack::kill_running_programs();
+}
+
+void install_interrupt_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
+
 int exit_for(const Error& e) {
   return e.kind() == Error::Kind::kInvalidArgument ? bad_input(e.message()) : failed(e.message());
 }
@@ -54,6 +78,8 @@ int run_tune(const GlobalOptions& g, const StackFlags& f) {
   options.log = [&](const std::string& line) {
     if (g.verbose) spdlog::info("{}", line);
   };
+  options.interrupted = &g_interrupted;
+  install_interrupt_handlers();
   auto result = stack::tune_stack(*stack, host, options);
   if (!result) return exit_for(result.error());
   if (auto s = stack::write_tuned(*result, out); !s) return failed(s.error().message());
@@ -82,6 +108,8 @@ int run_run(const GlobalOptions& g, const StackFlags& f) {
   if (f.sample != 0) options.sample = f.sample;
   options.workdir_root = f.workdir;
   stack::HostFingerprint host = stack::probe_host(*stack);
+  options.interrupted = &g_interrupted;
+  install_interrupt_handlers();
   auto run = stack::run_stack(*stack, host, options);
   if (!run) return exit_for(run.error());
 

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -42,6 +43,33 @@ class Fd {
 };
 
 Error sys_error(const std::string& what) { return Error::io(what + ": " + std::strerror(errno)); }
+
+// The process groups being run, for kill_running_programs(); 0 marks a free slot. Lock-free
+// atomics, so a signal handler may read them.
+std::atomic<pid_t> g_running[64];
+static_assert(std::atomic<pid_t>::is_always_lock_free);
+
+// Registers a running group for its lifetime (unregistered when there is no free slot).
+class RunningGroup {
+ public:
+  explicit RunningGroup(pid_t pgid) {
+    for (auto& slot : g_running) {
+      pid_t free = 0;
+      if (slot.compare_exchange_strong(free, pgid)) {
+        slot_ = &slot;
+        return;
+      }
+    }
+  }
+  ~RunningGroup() {
+    if (slot_) slot_->store(0);
+  }
+  RunningGroup(const RunningGroup&) = delete;
+  RunningGroup& operator=(const RunningGroup&) = delete;
+
+ private:
+  std::atomic<pid_t>* slot_ = nullptr;
+};
 
 // Reads what is available; false once the pipe reached end of file.
 bool drain(int fd, std::string& into) {
@@ -101,6 +129,13 @@ Result<std::string> resolve_program(const std::string& argv0, const std::string&
     pos = end + 1;
   }
   return Error::invalid_argument("program '" + argv0 + "' is not found on PATH");
+}
+
+void kill_running_programs() {
+  for (auto& slot : g_running) {
+    pid_t pgid = slot.load();
+    if (pgid > 0) ::kill(-pgid, SIGKILL);
+  }
 }
 
 Result<ProcessResult> run_process(const ProcessSpec& spec) {
@@ -164,6 +199,7 @@ Result<ProcessResult> run_process(const ProcessSpec& spec) {
     return r;
   }
   r.spawned = true;
+  RunningGroup running(pid);
 
   ::fcntl(out_r.get(), F_SETFL, O_NONBLOCK);
   ::fcntl(err_r.get(), F_SETFL, O_NONBLOCK);

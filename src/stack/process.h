@@ -34,6 +34,10 @@ struct ProcessResult {
 // Runs the program; the Result is an error only for failures of attune itself (pipes, poll).
 Result<ProcessResult> run_process(const ProcessSpec& spec);
 
+// Kills the process group of every program run_process is running now (up to 64 at once).
+// Async-signal-safe: a SIGINT or SIGTERM handler calls it so that no program outlives attune.
+void kill_running_programs();
+
 // The absolute path of the program argv0 names: a path with '/' is taken relative to `dir`;
 // a bare name is searched on PATH. Not found or not executable: an error naming it.
 Result<std::string> resolve_program(const std::string& argv0, const std::string& dir);

@@ -90,6 +90,8 @@ Result<StackRun> run_stack(const StackFile& stack, const HostFingerprint& here,
     req.records = records;
     req.workdir = pr.workdir;
     ATTUNE_ASSIGN(RunOutcome o, run_once(req));
+    if (options.interrupted && options.interrupted->load())
+      return Error::internal("interrupted while running " + p.name);
     pr.failure = o.rejection;
     pr.detail = o.detail;
     pr.throughput = o.throughput;

@@ -4,6 +4,7 @@
 // Runs providers one after another; safe from any thread.
 #pragma once
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,7 @@ struct RunOptions {
   const TunedFile* tuned = nullptr;  // nullptr: run the defaults
   std::optional<int> sample;         // records in {sample}; default: each provider's `records`
   std::string workdir_root;          // default: a new directory under the temp directory
+  const std::atomic<bool>* interrupted = nullptr;  // set to stop before the next provider
 };
 
 // Checks a tuned file against the stack: same stack name, known providers, knobs among their

@@ -273,6 +273,12 @@ Result<TuneResult> tune_stack(const StackFile& stack, const HostFingerprint& hos
       const std::string* reference = pos == 0 ? nullptr : &pr.baseline.digest;
       if (auto s = measure(c, base, scratch->path(), options.repeats, reference); !s)
         return fail_run(s.error());
+      if (options.interrupted && options.interrupted->load()) {
+        if (store) (void)store->finish_run(result.run_id, "interrupted");
+        return Error::internal(fmt::format(
+            "interrupted while running {} {}; what was measured before is in the database", p.name,
+            c.label));
+      }
       if (c.rejection)
         log(fmt::format("{}: [{}/{}] {} rejected: {} ({})", p.name, pos + 1, order.size(), c.label,
                         to_string(*c.rejection), c.detail));

@@ -5,6 +5,7 @@
 // given. One tune_stack call at a time per Store (the Store is single-threaded).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -69,6 +70,10 @@ struct TuneOptions {
   Store* store = nullptr;     // where results go; nullptr: nowhere
   std::string arguments;      // the command line as JSON, recorded with the run
   std::function<void(const std::string&)> log;  // one line per step; may be empty
+  // Set (by a SIGINT handler, say, after kill_running_programs) to stop: the candidate in flight
+  // is not recorded (its death was ours, not its own), the run is closed as "interrupted" and
+  // tune_stack returns an error. nullptr: never interrupted.
+  const std::atomic<bool>* interrupted = nullptr;
 };
 
 // The rank of two eligible candidates: higher median throughput, then fewer knobs changed from

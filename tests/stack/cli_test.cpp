@@ -1,12 +1,19 @@
 // `attune stack` as a user runs it: exit codes, the default tuned-file path, bad input writing
 // nothing, the fingerprint guard of `stack run`, and `attune eval` over the stack's rows.
 // Skips while the attune binary has no stack command (main.cpp wires it).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "stack_test_util.h"
+#include "store/store.h"
 #include "support/run.h"
 
 namespace attune::stack {
@@ -105,6 +112,38 @@ TEST_F(StackCli, BadInputExitsTwoAndWritesNothing) {
   auto s = run_attune("stack tune stack.yaml --sample 7", dir_.path());
   EXPECT_EQ(s.code, 2);
   EXPECT_FALSE(fs::exists(dir_ / "attune.db"));
+}
+
+TEST_F(StackCli, SigintKillsTheCandidateInFlightAndClosesTheRun) {
+  std::string text = read_file(dir_ / "stack.yaml");
+  text.replace(text.find("[medium, fast, wrong, telltale]"), 31, "[medium, hang]");
+  // Only the interrupt can end the hanging candidate in time (were it not killed, this test
+  // would wait out the timeout and ctest's).
+  text.replace(text.find("timeout_s: 10"), 13, "timeout_s: 600");
+  write_file(dir_ / "hang.yaml", text);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::chdir(dir_.path().c_str()) != 0) ::_exit(99);
+    std::freopen("/dev/null", "w", stdout);
+    ::execl(ATTUNE_BINARY, ATTUNE_BINARY, "stack", "tune", "hang.yaml", "--repeats", "1",
+            static_cast<char*>(nullptr));
+    ::_exit(98);
+  }
+  for (int i = 0; i < 3000 && !fs::exists(dir_ / "state/count.hang"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(fs::exists(dir_ / "state/count.hang"));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  auto store = open_store(dir_ / "attune.db", false);
+  ASSERT_TRUE(store.ok()) << store.error().message();
+  auto runs = (*store)->runs();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ(runs->at(0).status, "interrupted");
 }
 
 TEST_F(StackCli, AFailingBaselineExitsOne) {

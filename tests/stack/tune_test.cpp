@@ -4,9 +4,13 @@
 #include "stack/tune.h"
 
 #include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <thread>
 
 #include <gtest/gtest.h>
 
+#include "stack/process.h"
 #include "stack/tuned_file.h"
 #include "stack_test_util.h"
 
@@ -320,6 +324,36 @@ TEST(Tune, ABaselineWhoseOutputVariesCannotBeTheReference) {
   ASSERT_TRUE(p.baseline.rejection);
   EXPECT_EQ(*p.baseline.rejection, Rejection::kOutputChanged);
   EXPECT_NE(p.baseline.detail.find("nondeterministic"), std::string::npos) << p.baseline.detail;
+}
+
+TEST(Tune, AnInterruptKillsTheProgramInFlightAndClosesTheRunAsInterrupted) {
+  TempDir dir;
+  // timeout_s 600: only the interrupt can end the hanging candidate.
+  std::string text = variant_stack(dir / "state", "instant, hang", "", "variant: instant");
+  text.replace(text.find("timeout_s: 1"), 12, "timeout_s: 600");
+  StackFile stack = load(dir, text);
+  MemoryStore store;
+  std::atomic<bool> interrupted{false};
+  TuneOptions o;
+  o.repeats = 1;
+  o.store = &store;
+  o.interrupted = &interrupted;
+  std::optional<Result<TuneResult>> result;
+  std::thread tune([&] { result.emplace(tune_stack(stack, test_host(), o)); });
+  // What a SIGINT handler does, once the hanging candidate has started.
+  for (int i = 0; i < 3000 && !std::filesystem::exists(dir / "state/count.hang"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  interrupted = true;
+  kill_running_programs();
+  tune.join();
+  ASSERT_TRUE(result.has_value());
+  ASSERT_FALSE(result->ok());
+  EXPECT_NE(result->error().message().find("interrupted while running encoder variant=hang"),
+            std::string::npos) << result->error().message();
+  ASSERT_EQ(store.run_rows.size(), 1u);
+  EXPECT_EQ(store.run_rows[0].status, "interrupted");
+  ASSERT_EQ(store.rows.size(), 1u);  // the baseline; the killed candidate is not a verdict
+  EXPECT_EQ(store.rows[0].config, "variant=instant");
 }
 
 TEST(Tune, SampleAndRepeatsAreChecked) {
