@@ -1,9 +1,8 @@
 // attune stack: tune a whole program's knobs per device (`stack tune`) and run it with the tuned
 // knobs where the machine matches (`stack run`). Thin: the work is in src/stack/.
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
 #include <signal.h>
+#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <filesystem>
@@ -129,10 +128,11 @@ int run_run(const GlobalOptions& g, const StackFlags& f) {
     std::string how = p.tuned ? "tuned" : "defaults";
     if (p.ok())
       fmt::print(stderr, "attune: {}: ran {} ({}): {:.4g} records/s; work dir {}\n", p.name,
-                 p.label, how, p.throughput, p.workdir);
+                 p.label.empty() ? "(no knobs)" : p.label, how, p.throughput, p.workdir);
     else
-      fmt::print(stderr, "attune: {}: ran {} ({}): {}: {}; work dir {}\n", p.name, p.label, how,
-                 to_string(*p.failure), p.detail, p.workdir);
+      fmt::print(stderr, "attune: {}: ran {} ({}): {}: {}; work dir {}\n", p.name,
+                 p.label.empty() ? "(no knobs)" : p.label, how, to_string(*p.failure), p.detail,
+                 p.workdir);
     report.push_back({{"provider", p.name},
                       {"config", p.label},
                       {"tuned", p.tuned},

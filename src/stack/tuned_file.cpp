@@ -22,6 +22,9 @@ const char* status_of(const ProviderResult& p) {
   return p.winner.order == p.baseline.order ? "baseline" : "tuned";
 }
 
+// A provider without knobs has one config, whose canonical text is empty.
+std::string shown(const std::string& label) { return label.empty() ? "(no knobs)" : label; }
+
 std::string join_changed(const ProviderResult& p) {
   std::string out;
   for (std::size_t i = 0; i < p.winner.knobs.size(); ++i)
@@ -206,17 +209,18 @@ std::string format_report(const TuneResult& r) {
         fmt::format("provider {}: {} config(s) evaluated over {} records, {} rejected, status {}\n",
                     p.name, p.candidates.size(), p.records, p.rejected().size(), status_of(p));
     if (!p.baseline_ok) {
-      out += fmt::format("  baseline  {}  FAILED {}: {}\n", p.baseline.label,
+      out += fmt::format("  baseline  {}  FAILED {}: {}\n", shown(p.baseline.label),
                          to_string(*p.baseline.rejection), p.baseline.detail);
       out += "  ships its defaults; nothing else was run (no reference output)\n";
       continue;
     }
-    out +=
-        fmt::format("  baseline  {}  {:.4g} records/s\n", p.baseline.label, p.baseline.throughput);
+    out += fmt::format("  baseline  {}  {:.4g} records/s\n", shown(p.baseline.label),
+                       p.baseline.throughput);
     out += fmt::format("  tuned     {}  {:.4g} records/s  speedup {:.2f}x  (changed: {})\n",
-                       p.winner.label, p.winner.throughput, p.speedup(), join_changed(p));
+                       shown(p.winner.label), p.winner.throughput, p.speedup(), join_changed(p));
     for (const CandidateResult* c : p.rejected())
-      out += fmt::format("  rejected  {}  {}: {}\n", c->label, to_string(*c->rejection), c->detail);
+      out += fmt::format("  rejected  {}  {}: {}\n", shown(c->label), to_string(*c->rejection),
+                         c->detail);
   }
   return out;
 }

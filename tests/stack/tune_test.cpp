@@ -356,6 +356,24 @@ TEST(Tune, AnInterruptKillsTheProgramInFlightAndClosesTheRunAsInterrupted) {
   EXPECT_EQ(store.rows[0].config, "variant=instant");
 }
 
+TEST(Tune, AProviderWithoutKnobsIsMeasuredAsItsBaselineOnly) {
+  TempDir dir;
+  StackFile stack = load(dir,
+                         "stack: plain\n"
+                         "providers:\n"
+                         "  - name: only\n"
+                         "    command: [\"" + kFakeProvider + "\", \"--profile\", \"instant\", \"--in\", \"{sample}\"]\n"
+                         "    sample: {file: records.txt, records: 1}\n");
+  TuneOptions o;
+  o.repeats = 1;
+  auto r = tune_stack(stack, test_host(), o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_TRUE(r->ok());
+  EXPECT_EQ(r->providers[0].candidates.size(), 1u);
+  EXPECT_EQ(r->providers[0].winner.label, "");
+  EXPECT_NE(format_report(*r).find("baseline  (no knobs)"), std::string::npos);
+}
+
 TEST(Tune, SampleAndRepeatsAreChecked) {
   TempDir dir;
   StackFile stack = load(dir, variant_stack(dir / "state", "base"));
