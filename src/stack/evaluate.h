@@ -1,7 +1,6 @@
-// One run of one provider with one assignment of its knobs: the command and environment filled
-// in, the program run in a fresh work directory, and the run classified (crash, signal, timeout,
-// telltale, no throughput) with its throughput and the digest of its normalised output. Pure
-// apart from the subprocess and the work directory it is given; safe from any thread.
+// One run of one provider with one assignment of its knobs, in a fresh work directory, classified
+// (crash, signal, timeout, telltale, no throughput) with its throughput and normalised-output
+// digest. Keeps no state: safe from any thread.
 #pragma once
 
 #include <optional>

@@ -1,7 +1,6 @@
-// The machine a stack is tuned on: CPU model and logical CPU count (/proc/cpuinfo), GPUs with
-// their memory (nvidia-smi, where present), and the version line of each program the stack runs.
-// An item that cannot be learnt is recorded as absent, never guessed. Value types; probing runs
-// subprocesses and reads files but keeps no state, so it is safe from any thread.
+// The machine a stack is tuned on: CPU model and count (/proc/cpuinfo), GPUs (nvidia-smi), and the
+// version line of each program the stack runs; what cannot be learnt is recorded as absent, never
+// guessed. Value types; probing keeps no state, so it is safe from any thread.
 #pragma once
 
 #include <cstdint>

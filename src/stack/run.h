@@ -1,7 +1,6 @@
-// `attune stack run`: runs each provider once with its tuned knobs overlaid on its defaults, but
-// only when the tuned file's fingerprint matches this machine; otherwise (or without a tuned file)
-// with the defaults. Work directories are kept so output files can be read afterwards.
-// Runs providers one after another; safe from any thread.
+// `attune stack run`: each provider once, with its tuned knobs overlaid on its defaults only where
+// the tuned file's fingerprint matches this machine, else the defaults. Work directories are kept.
+// Keeps no state: safe from any thread.
 #pragma once
 
 #include <atomic>

@@ -1,8 +1,6 @@
-// `attune stack tune`: per provider, the baseline (its defaults) first, which defines the correct
-// output, then every other config of the grid, each one warm-up plus R timed runs; a candidate
-// that crashes, dies by a signal, times out, prints a telltale or changes the output on any run is
-// rejected; the fastest eligible candidate wins. Results go to the tuning database when one is
-// given. One tune_stack call at a time per Store (the Store is single-threaded).
+// `attune stack tune`: per provider the baseline first (it defines the correct output), then the
+// grid, each candidate gated on every run; the fastest eligible one wins; results go to the Store.
+// One tune_stack call at a time per Store (a Store is used from one thread).
 #pragma once
 
 #include <atomic>

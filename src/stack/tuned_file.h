@@ -1,7 +1,6 @@
-// The tuned file a stack tune writes (tuned/<device-slug>.yaml): the machine's fingerprint and,
-// per provider, the winning knobs, baseline and tuned throughput, speedup and every rejected
-// candidate with its reason; plus the same as a text report. Pure functions over values, except
-// write_tuned and load_tuned, which touch only the file they name. Thread-safe.
+// The tuned file (tuned/<device-slug>.yaml): the fingerprint and, per provider, the winning knobs,
+// throughputs, speedup and every rejection with its reason; and the same as a report or JSON.
+// Pure functions, except write_tuned/load_tuned, which touch only the file named. Thread-safe.
 #pragma once
 
 #include <map>
