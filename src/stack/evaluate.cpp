@@ -100,6 +100,24 @@ Result<std::string> normalize_output(const Provider& provider, const std::string
   return out;
 }
 
+std::string first_difference(const std::string& got, const std::string& baseline) {
+  if (got == baseline) return "";
+  auto cut = [](std::string line) {
+    if (line.size() > 80) line = line.substr(0, 77) + "...";
+    return line;
+  };
+  std::istringstream a(got), b(baseline);
+  std::string la, lb;
+  for (int n = 1;; ++n) {
+    bool ha = static_cast<bool>(std::getline(a, la));
+    bool hb = static_cast<bool>(std::getline(b, lb));
+    if (!ha && !hb) return "they differ only in line endings";
+    if (!hb) return fmt::format("line {}: '{}' is extra (the baseline ends before it)", n, cut(la));
+    if (!ha) return fmt::format("line {}: missing (the baseline has '{}')", n, cut(lb));
+    if (la != lb) return fmt::format("line {}: '{}', the baseline has '{}'", n, cut(la), cut(lb));
+  }
+}
+
 Result<RunOutcome> run_once(const RunRequest& req) {
   const Provider& p = *req.provider;
   auto vars = p.vars(req.point, req.sample, req.workdir);
@@ -197,6 +215,7 @@ Result<RunOutcome> run_once(const RunRequest& req) {
     return out;
   }
   out.digest = hex64(fnv1a64(*normalized));
+  out.normalized = std::move(*normalized);
   return out;
 }
 

@@ -33,10 +33,11 @@ Verdict verdict_of(Rejection r);
 
 struct RunOutcome {
   std::optional<Rejection>
-      rejection;          // nullopt: the run is clean (its output still to be compared)
-  std::string detail;     // one line: "exit code 3", "telltale 'X' in stderr"
-  double throughput = 0;  // records per second
-  std::string digest;     // 16 hex digits of the normalised output
+      rejection;           // nullopt: the run is clean (its output still to be compared)
+  std::string detail;      // one line: "exit code 3", "telltale 'X' in stderr"
+  double throughput = 0;   // records per second
+  std::string digest;      // 16 hex digits of the normalised output
+  std::string normalized;  // the normalised output itself, to show where it differs
   ProcessResult process;
 };
 
@@ -57,5 +58,10 @@ Result<RunOutcome> run_once(const RunRequest& request);
 // output that is not JSON is an error. On stdout, lines the throughput regex matches are dropped
 // first (they carry timings, which differ on every run).
 Result<std::string> normalize_output(const Provider& provider, const std::string& output);
+
+// Where a normalised output first differs from the baseline's, for a person to read:
+// "line 8: '{"id":8,"norm":8.14}', the baseline has '{"id":8,"norm":8.142857}'". Long lines are
+// cut; "" when the two are equal.
+std::string first_difference(const std::string& got, const std::string& baseline);
 
 }  // namespace attune::stack

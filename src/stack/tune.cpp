@@ -59,11 +59,11 @@ std::string read_file(const std::string& path) {
 }
 
 // Runs one candidate: a warm-up and `repeats` timed runs, stopping at the first rejection.
-// `reference` is the baseline's digest; nullptr while measuring the baseline itself, whose runs
-// must then agree with each other.
+// `reference` is the baseline's normalised output; nullptr while measuring the baseline itself,
+// whose runs must then agree with each other (its output is left in `output`).
 Status measure(CandidateResult& c, const RunRequest& base, const std::string& root, int repeats,
-               const std::string* reference) {
-  std::string first_digest;
+               const std::string* reference, std::string* output) {
+  std::string first;
   for (int run = 0; run <= repeats; ++run) {
     std::string which = run == 0 ? "warm-up" : fmt::format("timed run {}", run);
     RunRequest req = base;
@@ -82,25 +82,28 @@ Status measure(CandidateResult& c, const RunRequest& base, const std::string& ro
       c.detail = outcome->detail + " on the " + which;
       return Status::success();
     }
-    if (reference && outcome->digest != *reference) {
+    if (reference && outcome->normalized != *reference) {
       c.rejection = Rejection::kOutputChanged;
-      c.detail = fmt::format("output digest {} differs from the baseline's {} on the {}",
-                             outcome->digest, *reference, which);
+      c.detail = fmt::format("output differs from the baseline's on the {}: {}", which,
+                             first_difference(outcome->normalized, *reference));
       return Status::success();
     }
-    if (!reference && run > 0 && outcome->digest != first_digest) {
+    if (!reference && run > 0 && outcome->normalized != first) {
       c.rejection = Rejection::kOutputChanged;
       c.detail = fmt::format(
-          "its output changed between runs (digest {} on the warm-up, {} on the {}):"
-          " a nondeterministic output cannot be a reference",
-          first_digest, outcome->digest, which);
+          "its output changed between the warm-up and the {} ({}): a nondeterministic output "
+          "cannot be a reference",
+          which, first_difference(outcome->normalized, first));
       return Status::success();
     }
-    if (run == 0) first_digest = outcome->digest;
+    if (run == 0) {
+      c.digest = outcome->digest;
+      first = std::move(outcome->normalized);
+    }
     if (run > 0) c.throughputs.push_back(outcome->throughput);
   }
-  c.digest = first_digest;
   c.throughput = median(c.throughputs);
+  if (output) *output = std::move(first);
   return Status::success();
 }
 
@@ -262,6 +265,7 @@ Result<TuneResult> tune_stack(const StackFile& stack, const HostFingerprint& hos
         c.knobs.emplace_back(p.space.knobs()[k].name, p.option_text[k][c.point[k]]);
     }
 
+    std::string baseline_output;  // normalised: what every candidate must reproduce
     RunRequest base;
     base.provider = &p;
     base.telltales = stack.telltales;
@@ -270,8 +274,10 @@ Result<TuneResult> tune_stack(const StackFile& stack, const HostFingerprint& hos
     for (std::size_t pos = 0; pos < order.size(); ++pos) {
       CandidateResult& c = pr.candidates[order[pos]];
       c.order = static_cast<int>(pos);
-      const std::string* reference = pos == 0 ? nullptr : &pr.baseline.digest;
-      if (auto s = measure(c, base, scratch->path(), options.repeats, reference); !s)
+      const std::string* reference = pos == 0 ? nullptr : &baseline_output;
+      if (auto s = measure(c, base, scratch->path(), options.repeats, reference,
+                           pos == 0 ? &baseline_output : nullptr);
+          !s)
         return fail_run(s.error());
       if (options.interrupted && options.interrupted->load()) {
         if (store) (void)store->finish_run(result.run_id, "interrupted");
