@@ -125,13 +125,15 @@ Result<Provider> read_provider(const Reader& r, const YAML::Node& p, const std::
     for (auto it = k.begin(); it != k.end(); ++it) {
       Knob knob;
       knob.name = it->first.Scalar();
-      if (!it->second.IsSequence())
-        return r.at(it->second, where + ": knob '" + knob.name + "' must be a list of values");
-      if (it->second.size() == 0)
+      // A copy: it->second refers into a temporary proxy, too short-lived for a range-for.
+      const YAML::Node values = it->second;
+      if (!values.IsSequence())
+        return r.at(values, where + ": knob '" + knob.name + "' must be a list of values");
+      if (values.size() == 0)
         return r.at(it->first, where + ": knob '" + knob.name + "' has no values");
       std::vector<std::string> written;
       std::set<std::string> seen;
-      for (const auto& v : it->second) {
+      for (const auto& v : values) {
         if (!v.IsScalar() || v.Scalar().empty())
           return r.at(v,
                       where + ": knob '" + knob.name + "' values must be single, non-empty values");
