@@ -73,16 +73,17 @@ TEST_F(StackCli, TuneWritesTheTunedFileAndTheDatabaseThenRunAppliesIt) {
   ASSERT_EQ(failures.code, 0) << failures.err;
   EXPECT_EQ(nlohmann::json::parse(failures.out).size(), 2u);  // crashed (telltale), wrong_output
 
-  auto run = run_attune("stack run stack.yaml --tuned " + tuned, dir_.path());
+  auto run = run_attune("stack run stack.yaml --workdir work --tuned " + tuned, dir_.path());
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.out, "ok:alpha\nok:beta\n");
   EXPECT_NE(run.err.find("ran variant=fast (tuned)"), std::string::npos) << run.err;
+  EXPECT_TRUE(fs::is_directory(dir_ / "work/encoder"));  // kept for the user to read
 
   std::string text = read_file(tuned);
   auto at = text.find("logical_cpus: ");
   ASSERT_NE(at, std::string::npos);
   write_file(dir_ / "elsewhere.yaml", text.replace(at, text.find('\n', at) - at, "logical_cpus: 999"));
-  auto other = run_attune("stack run stack.yaml --tuned elsewhere.yaml", dir_.path());
+  auto other = run_attune("stack run stack.yaml --workdir work --tuned elsewhere.yaml", dir_.path());
   ASSERT_EQ(other.code, 0) << other.err;
   EXPECT_NE(other.err.find("was tuned on another machine (logical_cpus: 999 recorded"), std::string::npos)
       << other.err;
