@@ -33,6 +33,7 @@ Command add_problems_command(CLI::App& app, GlobalOptions& g);
 Command add_tune_command(CLI::App& app, GlobalOptions& g);
 Command add_eval_command(CLI::App& app, GlobalOptions& g);
 Command add_worker_command(CLI::App& app, GlobalOptions& g);
+Command add_stack_command(CLI::App& app, GlobalOptions& g);
 
 // "attune: error: <what>" on stderr, one line; returns kExitBadInput.
 int bad_input(const std::string& what);

@@ -1,0 +1,104 @@
+#include "stack/run.h"
+
+#include <fmt/format.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace attune::stack {
+
+namespace fs = std::filesystem;
+
+bool StackRun::ok() const {
+  return std::all_of(providers.begin(), providers.end(),
+                     [](const ProviderRun& p) { return p.ok(); });
+}
+
+Status check_tuned(const StackFile& stack, const TunedFile& tuned) {
+  if (tuned.stack != stack.name)
+    return Error::invalid_argument(fmt::format("{}:1: tuned for stack '{}', not '{}' ({})",
+                                               tuned.path, tuned.stack, stack.name, stack.path));
+  for (const auto& tp : tuned.providers) {
+    const Provider* p = stack.provider(tp.name);
+    if (!p)
+      return Error::invalid_argument(fmt::format("{}:{}: provider '{}' is not in {}", tuned.path,
+                                                 tp.line, tp.name, stack.path));
+    auto point = p->overlay(tp.knobs);
+    if (!point)
+      return Error::invalid_argument(fmt::format("{}:{}: {} (in {})", tuned.path, tp.line,
+                                                 point.error().message(), stack.path));
+  }
+  return Status::success();
+}
+
+Result<StackRun> run_stack(const StackFile& stack, const HostFingerprint& here,
+                           const RunOptions& options) {
+  StackRun out;
+  if (options.tuned) {
+    ATTUNE_TRY(check_tuned(stack, *options.tuned));
+    out.tuned_given = true;
+    out.mismatches = fingerprint_differences(options.tuned->fingerprint, here);
+    out.fingerprint_matched = out.mismatches.empty();
+  }
+  if (options.sample) {
+    if (*options.sample < 1) return Error::invalid_argument("--sample must be at least 1");
+    for (const auto& p : stack.providers)
+      if (*options.sample > p.sample.available)
+        return Error::invalid_argument(
+            fmt::format("--sample {}: provider '{}' has only {} records in {}", *options.sample,
+                        p.name, p.sample.available, p.sample.file));
+  }
+
+  out.workdir_root = options.workdir_root;
+  std::error_code ec;
+  if (out.workdir_root.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "attune-stack-run-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) return Error::io("cannot create a directory under " + tmpl);
+    out.workdir_root = tmpl;
+  } else {
+    fs::create_directories(out.workdir_root, ec);
+    if (ec) return Error::io("cannot create " + out.workdir_root + ": " + ec.message());
+  }
+  out.workdir_root = fs::absolute(out.workdir_root).string();
+
+  for (const Provider& p : stack.providers) {
+    ProviderRun pr;
+    pr.name = p.name;
+    Point point = p.space.baseline();
+    const TunedProvider* tp = options.tuned ? options.tuned->provider(p.name) : nullptr;
+    if (out.fingerprint_matched && tp) {
+      ATTUNE_ASSIGN(point, p.overlay(tp->knobs));
+      pr.tuned = true;
+    }
+    pr.label = p.space.config(point).text();
+    pr.workdir = (fs::path(out.workdir_root) / p.name).string();
+    fs::remove_all(pr.workdir, ec);
+    fs::create_directories(pr.workdir, ec);
+    if (ec) return Error::io("cannot create " + pr.workdir + ": " + ec.message());
+    int records = options.sample.value_or(p.sample.records);
+    std::string sample = (fs::path(out.workdir_root) /
+                          (p.name + ".sample" + fs::path(p.sample.file).extension().string()))
+                             .string();
+    ATTUNE_TRY(write_sample(p.sample, records, sample));
+
+    RunRequest req;
+    req.provider = &p;
+    req.point = point;
+    req.telltales = stack.telltales;
+    req.sample = sample;
+    req.records = records;
+    req.workdir = pr.workdir;
+    ATTUNE_ASSIGN(RunOutcome o, run_once(req));
+    if (options.interrupted && options.interrupted->load())
+      return Error::internal("interrupted while running " + p.name);
+    pr.failure = o.rejection;
+    pr.detail = o.detail;
+    pr.throughput = o.throughput;
+    pr.process = std::move(o.process);
+    out.providers.push_back(std::move(pr));
+  }
+  return out;
+}
+
+}  // namespace attune::stack

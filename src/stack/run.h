@@ -1,0 +1,54 @@
+// `attune stack run`: each provider once, with its tuned knobs overlaid on its defaults only where
+// the tuned file's fingerprint matches this machine, else the defaults. Work directories are kept.
+// Keeps no state: safe from any thread.
+#pragma once
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "stack/evaluate.h"
+#include "stack/fingerprint.h"
+#include "stack/stack_file.h"
+#include "stack/tuned_file.h"
+
+namespace attune::stack {
+
+struct ProviderRun {
+  std::string name;
+  std::string label;   // the config it ran with
+  bool tuned = false;  // true: tuned knobs were applied
+  std::optional<Rejection> failure;
+  std::string detail;
+  double throughput = 0;  // records per second
+  std::string workdir;    // kept
+  ProcessResult process;
+  bool ok() const { return !failure; }
+};
+
+struct StackRun {
+  bool tuned_given = false;
+  bool fingerprint_matched = false;
+  std::vector<std::string> mismatches;  // fingerprint_differences, when tuned_given
+  std::string workdir_root;
+  std::vector<ProviderRun> providers;
+  bool ok() const;
+};
+
+struct RunOptions {
+  const TunedFile* tuned = nullptr;  // nullptr: run the defaults
+  std::optional<int> sample;         // records in {sample}; default: each provider's `records`
+  std::string workdir_root;          // default: a new directory under the temp directory
+  const std::atomic<bool>* interrupted = nullptr;  // set to stop before the next provider
+};
+
+// Checks a tuned file against the stack: same stack name, known providers, knobs among their
+// values. Errors are invalid_argument, worded "PATH:LINE: what is wrong".
+Status check_tuned(const StackFile& stack, const TunedFile& tuned);
+
+Result<StackRun> run_stack(const StackFile& stack, const HostFingerprint& here,
+                           const RunOptions& options);
+
+}  // namespace attune::stack
