@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -169,3 +170,20 @@ TEST(Harness, CatchesARepeatedProposal) {
 
 }  // namespace
 }  // namespace attune::search
+
+namespace attune {
+namespace {
+TEST(Factory, MakesTheSearchStrategiesByName) {
+  auto names = strategy_names();
+  for (const char* n : {"mcts", "annealing", "genetic", "grid", "random"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  Space s = Space::make({{"a", {1, 2}, 0}}).value();
+  for (const auto& n : names) {
+    auto st = make_strategy(n, s, StrategyOptions{});
+    ASSERT_TRUE(st) << n;
+    EXPECT_EQ((*st)->name(), n);
+  }
+  EXPECT_FALSE(make_strategy("nope", s, StrategyOptions{}));
+}
+}  // namespace
+}  // namespace attune
