@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <unordered_map>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -160,9 +162,14 @@ struct Prior::State {
   }
 
   bool held_back(const Row& r) const {
-    std::string key = r.context;
-    for (const auto& [n, v] : r.knobs) key += "," + n + "=" + std::to_string(v);
-    return static_cast<double>(mix64(fnv1a64(key) ^ o.seed) % 1000) < o.holdout * 1000.0;
+    std::uint64_t h = fnv1a64(r.context) ^ o.seed;
+    for (const auto& [n, v] : r.knobs) h = mix64(h ^ fnv1a64(n) ^ bits(v));
+    return static_cast<double>(h % 1000) < o.holdout * 1000.0;
+  }
+  static std::uint64_t bits(double v) {
+    std::uint64_t b;
+    std::memcpy(&b, &v, sizeof b);
+    return b;
   }
 };
 
@@ -190,7 +197,7 @@ void Prior::add(Row row) {
     if (j < s.o.reservoir) s.reservoir[j] = std::move(row);
   }
   ++s.since_fit;
-  if (s.o.first_refit && s.since_fit >= s.next_refit && s.reservoir.size() >= s.o.min_rows) {
+  if (s.next_refit && s.since_fit >= s.next_refit && s.reservoir.size() >= s.o.min_rows) {
     // A refit that fails leaves the previous model in place; the next one is tried later.
     (void)fit();
     s.next_refit *= 2;
@@ -228,7 +235,9 @@ Status Prior::fit() {
     std::size_t depth;
     double y;
   };
-  std::map<std::string, Group> groups;
+  // Keyed by a hash of (context, prefix values): collisions would only merge two groups' targets.
+  std::unordered_map<std::uint64_t, Group> groups;
+  std::vector<std::uint64_t> order;  // first-seen order, so training is deterministic
   std::vector<const Row*> held;
   for (const auto& r : s.reservoir) {
     if (s.held_back(r)) {
@@ -236,22 +245,22 @@ Status Prior::fit() {
       continue;
     }
     double y = target(r);
-    std::string key = r.context;
+    std::uint64_t key = fnv1a64(r.context);
     for (std::size_t d = 1; d <= r.knobs.size(); ++d) {
-      key += "|" + std::to_string(r.knobs[d - 1].second);
+      key = mix64(key ^ State::bits(r.knobs[d - 1].second) ^ d);
       auto [it, fresh] = groups.emplace(key, Group{&r, d, y});
-      if (!fresh && y < it->second.y) it->second = Group{&r, d, y};
+      if (fresh) order.push_back(key);
+      else if (y < it->second.y) it->second = Group{&r, d, y};
     }
   }
   if (groups.empty()) return Status::success();
   std::vector<float> data(groups.size() * ncol);
   std::vector<float> labels;
   labels.reserve(groups.size());
-  std::size_t i = 0;
-  for (const auto& [key, g] : groups) {
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const Group& g = groups.at(order[i]);
     s.fill(&data[i * ncol], g.row->knobs, g.depth, g.row->context_features);
     labels.push_back(static_cast<float>(g.y));
-    ++i;
   }
   ATTUNE_ASSIGN(DMatrix train, make_matrix(data, groups.size(), ncol));
   if (XGDMatrixSetFloatInfo(train.get(), "label", labels.data(), labels.size()) != 0)
@@ -268,6 +277,7 @@ Status Prior::fit() {
       {"max_depth", std::to_string(s.o.max_depth)},
       {"eta", std::to_string(s.o.learning_rate)},
       {"min_child_weight", "1"},
+      {"max_bin", "64"},  // knob values are few and discrete; fewer bins train faster
       {"verbosity", "0"},
   };
   for (const auto& [k, v] : params)
@@ -303,10 +313,10 @@ Status Prior::fit() {
   return Status::success();
 }
 
-std::optional<std::vector<double>> Prior::predict(const Space& space,
-                                                  const std::vector<Point>& prefixes,
-                                                  const Context& context) const {
-  const State& s = *s_;
+namespace {
+std::optional<std::vector<double>> predict_with(const Prior::State& s, const Space& space,
+                                                const std::vector<Point>& prefixes,
+                                                const Context& context) {
   if (!s.booster || prefixes.empty()) return std::nullopt;
   const std::size_t ncol = s.schema.size();
   std::vector<float> data(prefixes.size() * ncol);
@@ -328,22 +338,44 @@ std::optional<std::vector<double>> Prior::predict(const Space& space,
   return std::vector<double>(out, out + prefixes.size());
 }
 
-std::vector<double> Prior::child_scores(const Space& space, const Point& prefix,
-                                        const std::vector<std::uint32_t>& options,
-                                        const Context& context) const {
+std::vector<double> scores_with(const Prior::State& s, const Space& space, const Point& prefix,
+                                const std::vector<std::uint32_t>& options,
+                                const Context& context) {
   std::vector<double> uniform(options.size(), 1.0);
-  if (!usable() || options.empty()) return uniform;
+  if (!s.booster || s.quarantined || options.empty()) return uniform;
   std::vector<Point> ps;
   for (std::uint32_t o : options) {
     ps.push_back(prefix);
     ps.back().push_back(o);
   }
-  auto pred = predict(space, ps, context);
+  auto pred = predict_with(s, space, ps, context);
   if (!pred) return uniform;
   double best = *std::min_element(pred->begin(), pred->end());
   std::vector<double> out;
-  for (double p : *pred) out.push_back(std::exp(-(p - best) / s_->o.temperature));
+  for (double p : *pred) out.push_back(std::exp(-(p - best) / s.o.temperature));
   return out;
+}
+}  // namespace
+
+std::optional<std::vector<double>> Prior::predict(const Space& space,
+                                                  const std::vector<Point>& prefixes,
+                                                  const Context& context) const {
+  return predict_with(*s_, space, prefixes, context);
+}
+
+std::vector<double> Prior::child_scores(const Space& space, const Point& prefix,
+                                        const std::vector<std::uint32_t>& options,
+                                        const Context& context) const {
+  return scores_with(*s_, space, prefix, options, context);
+}
+
+std::function<std::vector<double>(const Point&, const std::vector<std::uint32_t>&)> Prior::scorer(
+    const Space& space, const Context& context) const {
+  // Bound to the State, which a move of the Prior carries along unchanged.
+  const State* state = s_.get();
+  return [state, space, context](const Point& prefix, const std::vector<std::uint32_t>& options) {
+    return scores_with(*state, space, prefix, options, context);
+  };
 }
 
 Result<Checkpoint> Prior::save() const {
@@ -360,8 +392,8 @@ Result<Checkpoint> Prior::save() const {
   for (const auto& r : s.reservoir)
     rows.push_back({{"c", r.context}, {"k", r.knobs}, {"x", r.context_features}, {"ok", r.ok},
                     {"y", r.log_us}});
-  json res = {{"version", 1},         {"schema", s.schema},         {"seen", s.seen},
-              {"since_fit", s.since_fit}, {"next_refit", s.next_refit}, {"rows", rows}};
+  // The refit schedule is not saved: it belongs to the search that loads the prior.
+  json res = {{"version", 1}, {"schema", s.schema}, {"seen", s.seen}, {"rows", rows}};
   c.reservoir = res.dump();
   c.rows = static_cast<std::int64_t>(s.reservoir.size());
   c.calibration = s.calibration;
@@ -378,8 +410,6 @@ Result<Prior> Prior::load(const Checkpoint& c, PriorOptions options) {
   try {
     s.schema = j.at("schema").get<std::vector<std::string>>();
     s.seen = j.at("seen").get<std::uint64_t>();
-    s.since_fit = j.at("since_fit").get<std::size_t>();
-    s.next_refit = j.at("next_refit").get<std::size_t>();
     for (const auto& r : j.at("rows")) {
       Row row;
       row.context = r.at("c").get<std::string>();

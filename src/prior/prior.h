@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,9 +50,9 @@ struct PriorOptions {
   double holdout = 0.2;             // share of rows held back for the calibration check
   double min_calibration = 0.3;     // Spearman below this quarantines the model
   std::size_t min_rows = 24;        // fewer rows: stay cold
-  int trees = 80;
+  int trees = 50;
   int max_depth = 6;
-  double learning_rate = 0.15;
+  double learning_rate = 0.2;
   double temperature = 0.15;        // child score = exp(-(predicted - best predicted) / T), log units
   // Online refits: after this many new rows, then doubling (0: never refit by itself).
   std::size_t first_refit = 32;
@@ -98,12 +99,19 @@ class Prior {
                                    const std::vector<std::uint32_t>& options,
                                    const Context& context) const;
 
+  // child_scores bound to a space and context, in the shape of search::ChildScores (mcts's
+  // MctsOptions::prior), so the layers meet without depending on each other. The Prior must
+  // outlive the function (it holds a pointer to it; moving the Prior keeps it valid).
+  std::function<std::vector<double>(const Point&, const std::vector<std::uint32_t>&)> scorer(
+      const Space& space, const Context& context) const;
+
   Result<Checkpoint> save() const;
   // A damaged checkpoint is a corrupt error and yields nothing.
   static Result<Prior> load(const Checkpoint& checkpoint, PriorOptions options = {});
 
+  struct State;  // the implementation's; declared public only so its helpers can name it
+
  private:
-  struct State;
   std::unique_ptr<State> s_;
 };
 

@@ -81,6 +81,10 @@ TEST(Prior, LearnsWhichForkLeadsToTheFastConfigs) {
   EXPECT_GT(root[5], root[0]);
   // Last fork (mode) under x=6,y=3: b beats a and c.
   auto leaf = p.child_scores(s, {5, 2}, {0, 1, 2}, ctx());
+  // The bound scorer (what mcts calls) agrees, also after the prior is moved.
+  auto scorer = p.scorer(s, ctx());
+  Prior moved = std::move(p);
+  EXPECT_EQ(scorer({5, 2}, {0, 1, 2}), leaf);
   EXPECT_GT(leaf[1], leaf[0]);
   EXPECT_GT(leaf[1], leaf[2]);
 }
@@ -128,6 +132,20 @@ TEST(Prior, RefitsOnlineOnItsSchedule) {
     if (added == 95) { EXPECT_EQ(p.generation(), gen + 1); }  // next refit after 64 more
     if (added == 96) { EXPECT_EQ(p.generation(), gen + 2); }
   }
+}
+
+TEST(Prior, ALoadedPriorFollowsItsOwnRefitSchedule) {
+  Space s = grid_space();
+  Prior p = trained();  // trained with first_refit = 0
+  PriorOptions online;
+  online.first_refit = 16;
+  auto q = Prior::load(p.save().value(), online);
+  ASSERT_TRUE(q);
+  std::uint64_t gen = q->generation();
+  for (int i = 0; i < 15; ++i) q->add(make_row(s, {1, 1, 1}, ctx(), Verdict::kOk, 30.0));
+  EXPECT_EQ(q->generation(), gen);  // not on every row
+  q->add(make_row(s, {1, 1, 1}, ctx(), Verdict::kOk, 30.0));
+  EXPECT_EQ(q->generation(), gen + 1);
 }
 
 TEST(Prior, CheckpointRoundTripsAndDamageIsRefused) {
