@@ -87,14 +87,32 @@ struct Mcts::State {
     });
     opts.clear();
     for (auto& k : keyed) opts.push_back(k.second);
-    if (incumbent && rng.real() < o.incumbent_bias) {
-      std::uint32_t inc = (*incumbent)[prefix.size()];
-      auto it = std::find(opts.begin(), opts.end(), inc);
+    if (!incumbent) return;
+    // Options are usually ordered numbers, and neighbouring values perform alike: keep the
+    // incumbent's option, else try a neighbour of it, else the order drawn above.
+    std::uint32_t inc = (*incumbent)[prefix.size()];
+    double u = rng.real();
+    std::optional<std::uint32_t> first;
+    if (u < o.incumbent_bias) {
+      first = inc;
+    } else if (u < o.incumbent_bias + (1 - o.incumbent_bias) * o.neighbour_bias) {
+      first = rng.below(2) ? inc + 1 : (inc ? inc - 1 : inc + 1);
+    }
+    if (first) {
+      auto it = std::find(opts.begin(), opts.end(), *first);
       if (it != opts.end()) std::rotate(opts.begin(), it, it + 1);
     }
   }
 
   std::optional<Point> rollout(const Point& prefix) {
+    // The incumbent with this fork's choice swapped in: a one-knob move from the best config,
+    // which is what finds a needle one knob away from the runner-up.
+    if (incumbent && rng.real() < o.incumbent_tail) {
+      Point p = prefix;
+      p.insert(p.end(), incumbent->begin() + static_cast<std::ptrdiff_t>(prefix.size()),
+               incumbent->end());
+      if (!proposed.count(p) && legal(space, p)) return p;
+    }
     OptionOrder ord = [this](const Point& p, std::vector<std::uint32_t>& opts) { order(p, opts); };
     return random_completion(space, prefix, rng, proposed, ord);
   }
@@ -135,6 +153,9 @@ struct Mcts::State {
                            : 0.0;
             score = q + o.exploration * pr[i] * sqrt_n / (1.0 + static_cast<double>(cn.visits));
           }
+          // A tiny seeded jitter breaks ties (an uniform prior's untried siblings) at random
+          // instead of always by option order.
+          score += 1e-9 * rng.real();
           if (score > best_score) {
             best_score = score;
             pick = i;

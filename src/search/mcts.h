@@ -29,6 +29,8 @@ struct MctsOptions {
   double exploration = 1.0;       // weight of the prior-scaled bonus
   double value_power = 4.0;       // value = (best overall / best below)^power: sharpens near-ties
   double incumbent_bias = 0.7;    // rollout: chance to keep the incumbent's option at each fork
+  double incumbent_tail = 0.5;    // rollout: chance to complete with the incumbent's options
+  double neighbour_bias = 0.5;    // rollout, otherwise: chance to take an option next to it
   ChildScores prior;              // empty: a cold (uniform) prior
   // Changes whenever the prior's scores may have changed (a refit), dropping cached scores.
   std::function<std::uint64_t()> prior_generation;
