@@ -26,7 +26,7 @@ using ChildScores =
     std::function<std::vector<double>(const Point& prefix, const std::vector<std::uint32_t>& options)>;
 
 struct MctsOptions {
-  double exploration = 1.0;       // weight of the prior-scaled bonus
+  double exploration = 0.25;      // weight of the bonus (prior relative to uniform)
   double value_power = 4.0;       // value = (best overall / best below)^power: sharpens near-ties
   double incumbent_bias = 0.7;    // rollout: chance to keep the incumbent's option at each fork
   double incumbent_tail = 0.5;    // rollout: chance to complete with the incumbent's options
