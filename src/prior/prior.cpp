@@ -104,6 +104,10 @@ Context make_context(const Problem& problem, const DeviceFingerprint& device) {
       for (std::size_t i = 0; i < nums.size(); ++i)
         c.features.emplace_back("problem." + k + "." + std::to_string(i), nums[i]);
   }
+  // The device's identity, as a number a tree can split on: rows from two devices with no
+  // numeric facts (replayed spaces) would otherwise look like one noisy device to the model.
+  c.features.emplace_back("device.id",
+                          static_cast<double>(fnv1a64(device.key()) % 1000003) / 1000003.0);
   if (device.sm_count) c.features.emplace_back("device.sm_count", device.sm_count);
   if (device.memory_bytes)
     c.features.emplace_back("device.memory_gib", static_cast<double>(device.memory_bytes) / (1 << 30));

@@ -51,6 +51,14 @@ TEST(Prior, ContextHasNumericProblemAndDeviceFeatures) {
   EXPECT_EQ(f["problem.shape.1"], 256);
   EXPECT_EQ(f.count("problem.dtype"), 0u);
   EXPECT_EQ(f["device.sm_count"], 10);
+  // Two devices with no numeric facts still differ by identity.
+  ASSERT_EQ(f.count("device.id"), 1u);
+  DeviceFingerprint other;
+  other.backend = "sim";
+  other.name = "other";
+  auto g = make_context(Problem("gemm", {{"m", "64"}}), other);
+  std::map<std::string, double> gf(g.features.begin(), g.features.end());
+  EXPECT_NE(gf["device.id"], f["device.id"]);
 }
 
 TEST(Prior, ColdPriorIsUniform) {
