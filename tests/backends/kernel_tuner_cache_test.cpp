@@ -71,6 +71,11 @@ TEST(KernelTunerCache, CompactPayloadParsesBackToTheSameSpace) {
   ASSERT_TRUE(back) << back.error().message();
   EXPECT_EQ(back->points, rs->points);
   EXPECT_EQ(back->problem().structural_key(), rs->problem().structural_key());
+  EXPECT_EQ(back->digest, rs->digest);
+  // A different recording of the same kernel on the same device is another problem.
+  auto other = load_kernel_tuner_cache(fixture("tiny.json"));
+  ASSERT_TRUE(other);
+  EXPECT_NE(other->problem().structural_key(), rs->problem().structural_key());
   for (std::size_t i = 0; i < rs->points.size(); ++i) {
     EXPECT_EQ(back->results[i].verdict, rs->results[i].verdict);
     EXPECT_NEAR(back->results[i].time_us, rs->results[i].time_us, 1e-9);
@@ -150,7 +155,7 @@ TEST(ReplayBackend, ServesRecordedResultsAndCountsDistinctConfigs) {
   ASSERT_TRUE(rs);
   ReplayBackend b(std::make_shared<const RecordedSpace>(std::move(rs).value()));
   EXPECT_FALSE(b.isolated());
-  auto problem = b.resolve("tiny_kernel@test-gpu-1");
+  auto problem = b.resolve(b.problems().front().problem.name());
   ASSERT_TRUE(problem) << problem.error().message();
   auto space = b.space(*problem);
   ASSERT_TRUE(space);

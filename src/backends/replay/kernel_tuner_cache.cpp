@@ -123,7 +123,8 @@ Problem RecordedSpace::problem() const {
   return Problem("replay",
                  {{"kernel", kernel_name},
                   {"problem_size", problem_size},
-                  {"recorded_on", slug(device_name)}},
+                  {"recorded_on", slug(device_name)},
+                  {"recording", digest}},
                  kernel_name + "@" + slug(device_name));
 }
 
@@ -344,10 +345,75 @@ Result<RecordedSpace> parse_kernel_tuner_cache(std::string_view json_text) {
     c.allows = [idx, d](const Assignment& a) { return idx->recorded(a, d); };
     constraints.push_back(std::move(c));
   }
+  std::uint64_t h = fnv1a64(rs.kernel_name + "|" + rs.device_name + "|" + rs.problem_size);
+  for (const auto& k : knobs) {
+    h = mix64(h ^ fnv1a64(k.name));
+    for (const auto& v : k.options) h = mix64(h ^ fnv1a64(v.text()));
+  }
+  for (std::size_t i = 0; i < rs.points.size(); ++i) {
+    for (std::uint32_t x : rs.points[i]) h = mix64(h ^ x);
+    // Times rounded to 1 ns, so a compact re-serialization keeps the digest.
+    h = mix64(h ^ static_cast<std::uint64_t>(rs.results[i].verdict) ^
+              (static_cast<std::uint64_t>(std::llround(rs.results[i].time_us * 1000.0)) << 8));
+  }
+  rs.digest = hex64(h).substr(0, 8);
   auto space = Space::make(std::move(knobs), std::move(constraints));
   if (!space) return space.error().with_context("kernel tuner cache");
   rs.space = std::move(space).value();
   return rs;
+}
+
+Result<std::string> write_kernel_tuner_cache(const std::string& device_name,
+                                             const std::string& kernel_name,
+                                             const std::string& problem_size,
+                                             const std::vector<ExportRow>& rows) {
+  if (rows.empty()) return Error::invalid_argument("no measurements to export");
+  std::vector<Knob> knobs;
+  for (const auto& [name, v] : rows.front().config.entries()) knobs.push_back({name, {}, 0});
+  for (const auto& r : rows) {
+    const auto& e = r.config.entries();
+    if (e.size() != knobs.size())
+      return Error::invalid_argument("config '" + r.config.text() + "' does not set the knobs of '" +
+                                     rows.front().config.text() + "'");
+    for (std::size_t k = 0; k < e.size(); ++k) {
+      if (e[k].first != knobs[k].name)
+        return Error::invalid_argument("config '" + r.config.text() + "' does not set the knobs of '" +
+                                       rows.front().config.text() + "'");
+      auto& opts = knobs[k].options;
+      if (std::find(opts.begin(), opts.end(), e[k].second) == opts.end()) opts.push_back(e[k].second);
+    }
+  }
+  for (auto& k : knobs) {
+    bool numeric = std::all_of(k.options.begin(), k.options.end(),
+                               [](const Value& v) { return v.is_int() || v.is_real(); });
+    if (numeric)
+      std::stable_sort(k.options.begin(), k.options.end(),
+                       [](const Value& a, const Value& b) { return a.as_real() < b.as_real(); });
+  }
+  RecordedSpace rs;
+  rs.device_name = device_name;
+  rs.kernel_name = kernel_name;
+  rs.problem_size = problem_size;
+  rs.objective = "time";
+  auto space = Space::make(knobs);
+  if (!space) return space.error().with_context("exporting");
+  rs.space = std::move(space).value();
+  for (const auto& r : rows) {
+    ATTUNE_ASSIGN(Point p, rs.space.point(r.config));
+    if (!rs.index.emplace(p, rs.points.size()).second) continue;  // the first row of a config wins
+    RecordedResult res;
+    res.verdict = r.verdict;
+    if (r.verdict == Verdict::kOk) {
+      if (!r.time_us) return Error::invalid_argument("ok row '" + r.config.text() + "' has no time");
+      res.time_us = *r.time_us;
+      res.samples_us = r.samples_us;
+    } else {
+      res.failure = *kernel_tuner_failure(r.verdict);
+    }
+    rs.points.push_back(std::move(p));
+    rs.results.push_back(std::move(res));
+  }
+  return rs.compact_json();
 }
 
 Result<std::string> read_maybe_gzipped(const std::string& path) {

@@ -36,6 +36,9 @@ struct RecordedSpace {
   std::string kernel_name;    // "convolution_kernel"
   std::string problem_size;   // "4096x4096"
   std::string objective;      // always "time" (the only objective replay supports)
+  // 8 hex digits over the recorded knobs, configs and results: two different recordings of one
+  // kernel on one device are two problems, and re-importing the same file is idempotent.
+  std::string digest;
   // The recorded configs only: enumeration yields exactly them (legality is a lookup of recorded
   // prefixes, checked at every fork, so no legal prefix is a dead end). Baseline: the first option
   // of each knob when that config is recorded with a time, else the first config recorded with a
@@ -48,8 +51,9 @@ struct RecordedSpace {
   const RecordedResult* find(const Point& point) const;
   // The fastest recorded time; nullopt when every config failed.
   std::optional<double> optimum_us() const;
-  // What is computed: op "replay" with the kernel, problem size and the recording device (a
-  // recorded space is data measured on one device, so two devices' spaces are two problems).
+  // What is computed: op "replay" with the kernel, problem size, the recording device and the
+  // recording's digest (a recorded space is data measured on one device, so two devices' spaces
+  // are two problems).
   Problem problem() const;
   DeviceFingerprint device() const;
   // A compact Kernel Tuner cache (knob values, time, times) that parses back to the same space:
@@ -64,6 +68,21 @@ struct RecordedSpace {
 std::optional<Verdict> verdict_from_kernel_tuner(std::string_view failure);
 // The inverse, for export: nullopt for verdicts Kernel Tuner has no string for.
 std::optional<std::string> kernel_tuner_failure(Verdict verdict);
+
+// One measured config, for writing attune's own measurements as a Kernel Tuner cache.
+struct ExportRow {
+  Config config;
+  Verdict verdict = Verdict::kOk;
+  std::optional<double> time_us;  // when ok
+  std::vector<double> samples_us;
+};
+// A Kernel Tuner cache (JSON) of these rows. Knobs come from the configs (all must name the same
+// knobs in the same order); each knob's options are the values seen, numbers in ascending order.
+// Verdicts without a Kernel Tuner string are written as RuntimeFailedConfig.
+Result<std::string> write_kernel_tuner_cache(const std::string& device_name,
+                                             const std::string& kernel_name,
+                                             const std::string& problem_size,
+                                             const std::vector<ExportRow>& rows);
 
 // Parses a cache's JSON text. Any defect (not JSON, missing or unknown top-level fields, configs
 // that do not match the declared knobs, unknown failure strings) is one invalid_argument line.
