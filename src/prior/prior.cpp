@@ -116,10 +116,24 @@ Context make_context(const Problem& problem, const DeviceFingerprint& device) {
   return c;
 }
 
-double knob_value(const Space& space, std::size_t knob, std::uint32_t option) {
-  const Value& v = space.knobs()[knob].options[option];
+double feature_value(const Value& v) {
   if (v.is_int() || v.is_real()) return v.as_real();
-  return option;
+  return static_cast<double>(fnv1a64(v.as_word()) % 1000003) / 1000003.0;
+}
+
+double knob_value(const Space& space, std::size_t knob, std::uint32_t option) {
+  return feature_value(space.knobs()[knob].options[option]);
+}
+
+Row make_row(const Config& config, const Context& context, Verdict verdict,
+             std::optional<double> time_us) {
+  Row r;
+  r.context = context.key;
+  for (const auto& [name, v] : config.entries()) r.knobs.emplace_back(name, feature_value(v));
+  r.context_features = context.features;
+  r.ok = verdict == Verdict::kOk && time_us && *time_us > 0;
+  r.log_us = r.ok ? std::log(*time_us) : 0;
+  return r;
 }
 
 Row make_row(const Space& space, const Point& point, const Context& context, Verdict verdict,

@@ -39,9 +39,14 @@ struct Row {
   bool ok = true;
   double log_us = 0;                                  // log(time in us) when ok
 };
-// A knob option's numeric value: the number itself, or the option's index for a word.
+// A knob value as a feature: the number itself, or a stable hash in [0, 1) for a word (so a
+// row built from a stored config text and one built from a Space agree).
+double feature_value(const Value& v);
 double knob_value(const Space& space, std::size_t knob, std::uint32_t option);
 Row make_row(const Space& space, const Point& point, const Context& context, Verdict verdict,
+             std::optional<double> time_us);
+// The same from a config as the store keeps it (knobs in the config's order).
+Row make_row(const Config& config, const Context& context, Verdict verdict,
              std::optional<double> time_us);
 
 struct PriorOptions {
