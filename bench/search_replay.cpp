@@ -43,6 +43,7 @@ struct Args {
   bool verbose = false;
   search::MctsOptions mcts;
   std::string kernel_tuner_csv;  // results of bench/kernel_tuner_side_by_side.py to merge in
+  bool with_kernel_tuner = false;  // run Kernel Tuner's strategies (venv + PyPI) in this run
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -302,10 +303,11 @@ int main(int argc, char** argv) {
     else if (f == "--mcts-neighbour") a.mcts.neighbour_bias = std::stod(val());
     else if (f == "--mcts-tail") a.mcts.incumbent_tail = std::stod(val());
     else if (f == "--kernel-tuner-csv") a.kernel_tuner_csv = val();
+    else if (f == "--with-kernel-tuner") a.with_kernel_tuner = true;
     else {
       std::cerr << "search_replay: unknown flag '" << f
                 << "' (flags: --datasets DIR --strategies a,b --seeds N --budget N --out FILE "
-                   "--only SUBSTR --no-transfer --kernel-tuner-csv FILE --mcts-exploration X "
+                   "--only SUBSTR --no-transfer --with-kernel-tuner --kernel-tuner-csv FILE --mcts-exploration X "
                    "--mcts-power X --mcts-incumbent X)\n";
       return 2;
     }
@@ -363,6 +365,20 @@ int main(int argc, char** argv) {
   }
   std::string transfer_text;
   if (a.transfer) transfer_text = run_transfer(spaces, a);
+  if (a.with_kernel_tuner) {
+    // Same caches, seeds and budget, in Kernel Tuner's simulation mode.
+    std::string out = (fs::temp_directory_path() / ("attune-kt-" + std::to_string(getpid()) + ".md")).string();
+    std::string cmd = "'" + std::string(ATTUNE_SOURCE_DIR) + "/bench/kernel_tuner_side_by_side.sh' --datasets '" +
+                      a.datasets + "' --seeds " + std::to_string(a.seeds) + " --first-seed " +
+                      std::to_string(a.first_seed) + " --budget " + std::to_string(a.budget) +
+                      (a.only.empty() ? "" : " --only '" + a.only + "'") + " --out '" + out + "' >/dev/null";
+    std::cerr << "running Kernel Tuner: " << cmd << "\n";
+    if (std::system(cmd.c_str()) != 0) {
+      std::cerr << "search_replay: the Kernel Tuner side-by-side failed (see above)\n";
+      return 1;
+    }
+    a.kernel_tuner_csv = out;
+  }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   std::ostringstream report;
