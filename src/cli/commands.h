@@ -34,6 +34,10 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g);
 Command add_eval_command(CLI::App& app, GlobalOptions& g);
 Command add_worker_command(CLI::App& app, GlobalOptions& g);
 Command add_stack_command(CLI::App& app, GlobalOptions& g);
+// Issue 4: recorded spaces and the prior (src/cli/import.cpp, export.cpp, prior.cpp).
+Command add_import_command(CLI::App& app, GlobalOptions& g);
+Command add_export_command(CLI::App& app, GlobalOptions& g);
+Command add_prior_command(CLI::App& app, GlobalOptions& g);
 
 // "attune: error: <what>" on stderr, one line; returns kExitBadInput.
 int bad_input(const std::string& what);

@@ -10,6 +10,7 @@
 
 #include "backends/worker/worker.h"
 #include "cli/common.h"
+#include "cli/replay.h"
 #include "report/report.h"
 #include "search/strategy.h"
 #include "tune/tuner.h"
@@ -138,7 +139,9 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
     o.pins[pin.substr(0, eq)] = pin.substr(eq + 1);
   }
 
-  auto backend = open_backend_or_report(f.backend);
+  // A recorded space is served from the database it was imported into (cli/replay.h).
+  auto backend = f.backend == "replay" ? open_replay_backend_or_report(g, f.problems)
+                                       : open_backend_or_report(f.backend);
   if (!backend) return kExitBadInput;
 
   // Everything the user asked for is checked before the database is opened or created.

@@ -2,10 +2,15 @@
 
 #include "search/grid.h"
 #include "search/random.h"
+#include "search/registry.h"
 
 namespace attune {
 
-std::vector<std::string> strategy_names() { return {"grid", "random"}; }
+std::vector<std::string> strategy_names() {
+  std::vector<std::string> names = {"grid", "random"};
+  for (auto& n : search::search_strategy_names()) names.push_back(n);
+  return names;
+}
 
 Result<std::unique_ptr<Strategy>> make_strategy(const std::string& name, const Space& space,
                                                 const StrategyOptions& o) {
@@ -18,6 +23,7 @@ Result<std::unique_ptr<Strategy>> make_strategy(const std::string& name, const S
   if (name == "grid")
     return std::unique_ptr<Strategy>(new GridStrategy(space, o.shard_index, o.shard_count));
   if (name == "random") return std::unique_ptr<Strategy>(new RandomStrategy(space, o.seed));
+  if (auto s = search::make_search_strategy(name, space, o)) return s;
   std::string known;
   for (const auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
   return Error::invalid_argument("unknown strategy '" + name + "' (known: " + known + ")");

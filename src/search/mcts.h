@@ -1,0 +1,68 @@
+// mcts: Monte Carlo tree search over a Space's forks (knob 0 at the root, one level per knob).
+// Descent picks the child maximising value + exploration bonus, where value is the best time
+// found below the child relative to the best found overall, and the bonus is weighted by the
+// prior's score for the child. An untried child is attractive by its prior alone (siblings are
+// not forced to be tried once). Below the chosen untried child, the config is completed by a
+// rollout that prefers the incumbent's options and then the prior's. Results are backed up along
+// the path; fully explored subtrees and dead-end prefixes are closed, so no point is proposed
+// twice. The tree exports to and imports from SearchNode-like rows so a later run continues.
+// Deterministic for a seed. One thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "search/strategy.h"
+
+namespace attune::search {
+
+// Scores (any non-negative scale; normalised per fork) for the legal options of the knob after
+// `prefix`. The prior layer provides this; empty means uniform.
+using ChildScores =
+    std::function<std::vector<double>(const Point& prefix, const std::vector<std::uint32_t>& options)>;
+
+struct MctsOptions {
+  double exploration = 0.25;      // weight of the bonus (prior relative to uniform)
+  double value_power = 4.0;       // value = (best overall / best below)^power: sharpens near-ties
+  double incumbent_bias = 0.7;    // rollout: chance to keep the incumbent's option at each fork
+  double incumbent_tail = 0.5;    // rollout: chance to complete with the incumbent's options
+  double neighbour_bias = 0.5;    // rollout, otherwise: chance to take an option next to it
+  ChildScores prior;              // empty: a cold (uniform) prior
+  // Changes whenever the prior's scores may have changed (a refit), dropping cached scores.
+  std::function<std::uint64_t()> prior_generation;
+};
+
+// One node of the tree as the Store keeps it (see store.h SearchNode): `path` is the canonical
+// text of the decided knobs ("" for the root), best_us 0 when no ok result lies below.
+struct TreeNode {
+  std::string path;
+  std::int64_t visits = 0;
+  double best_us = 0;
+  std::string payload;  // {"failures": n, "closed": bool}
+};
+
+class Mcts final : public Strategy {
+ public:
+  Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts = {});
+  ~Mcts() override;
+
+  std::string name() const override { return "mcts"; }
+  std::optional<Point> propose() override;
+  void observe(const Point& point, Verdict verdict, std::optional<double> time_us) override;
+
+  // The tree's nodes, parents before children, for Store::put_search_nodes.
+  std::vector<TreeNode> export_nodes() const;
+  // Continues from nodes a previous run exported for the same space. Nodes naming unknown knobs
+  // or options (the space changed) are an invalid_argument and nothing is imported.
+  Status import_nodes(const std::vector<TreeNode>& nodes);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace attune::search

@@ -1,0 +1,189 @@
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "search/annealing.h"
+#include "search/genetic.h"
+#include "search/harness.h"
+#include "search/mcts.h"
+#include "search/registry.h"
+#include "search/walk.h"
+
+namespace attune::search {
+namespace {
+
+// 4 x 5 x 3 x 4 = 240 cartesian; a*b <= 12 prunes at the second fork, and a == 4 with b odd is a
+// dead end (no 'c' is legal there), so enumeration must backtrack.
+Space test_space() {
+  std::vector<Knob> knobs = {{"a", {1, 2, 3, 4}, 0},
+                             {"b", {1, 2, 3, 4, 5}, 0},
+                             {"c", {1, 2, 3}, 0},
+                             {"d", {0, 1, 2, 3}, 0}};
+  std::vector<Constraint> cs = {
+      {"a * b <= 12", {"a", "b"}, [](const Assignment& x) { return x.i("a") * x.i("b") <= 12; }},
+      {"a != 4 or b even", {"a", "b", "c"},
+       [](const Assignment& x) { return x.i("a") != 4 || x.i("b") % 2 == 0; }},
+  };
+  return Space::make(std::move(knobs), std::move(cs)).value();
+}
+
+// A smooth landscape with one optimum at a=3,b=4,c=2,d=1 and failures where d == 3 and c == 3.
+Evaluation landscape(const Space& s, const Point& p) {
+  auto v = [&](std::size_t k) { return static_cast<double>(s.knobs()[k].options[p[k]].as_int()); };
+  if (v(3) == 3 && v(2) == 3) return {Verdict::kLaunchFailed, std::nullopt};
+  double t = 10 + std::pow(v(0) - 3, 2) * 3 + std::pow(v(1) - 4, 2) + std::pow(v(2) - 2, 2) * 2 +
+             std::abs(v(3) - 1) * 1.5;
+  return {Verdict::kOk, t};
+}
+
+std::unique_ptr<Strategy> make(const std::string& name, const Space& s, std::uint64_t seed) {
+  return make_search_strategy(name, s, StrategyOptions{seed});
+}
+
+class EveryStrategy : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryStrategy, ProposesEveryLegalPointExactlyOnceThenStops) {
+  Space s = test_space();
+  auto strategy = make(GetParam(), s, 7);
+  ASSERT_NE(strategy, nullptr);
+  auto trace = run_strategy(*strategy, s, [&](const Point& p) { return landscape(s, p); }, 10000);
+  // run_strategy fails on an illegal or repeated proposal.
+  ASSERT_TRUE(trace) << trace.error().message();
+  EXPECT_TRUE(trace->exhausted);
+  EXPECT_EQ(trace->evaluations(), s.count());
+  EXPECT_DOUBLE_EQ(trace->best_us.back(), 10.0);
+}
+
+TEST_P(EveryStrategy, IsDeterministicForASeed) {
+  Space s = test_space();
+  auto eval = [&](const Point& p) { return landscape(s, p); };
+  auto a = run_strategy(*make(GetParam(), s, 3), s, eval, 40);
+  auto b = run_strategy(*make(GetParam(), s, 3), s, eval, 40);
+  auto c = run_strategy(*make(GetParam(), s, 4), s, eval, 40);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_EQ(a->proposed, b->proposed);
+  EXPECT_NE(a->proposed, c->proposed);
+}
+
+TEST_P(EveryStrategy, StartsWithTheBaseline) {
+  Space s = test_space();
+  auto strategy = make(GetParam(), s, 1);
+  auto p = strategy->propose();
+  ASSERT_TRUE(p);
+  EXPECT_EQ(*p, s.baseline());
+}
+
+INSTANTIATE_TEST_SUITE_P(Search, EveryStrategy, ::testing::ValuesIn(search_strategy_names()),
+                         [](const auto& info) { return info.param; });
+
+TEST(Registry, UnknownNameIsNull) {
+  Space s = test_space();
+  EXPECT_EQ(make_search_strategy("nope", s, {}), nullptr);
+}
+
+TEST(Walk, RandomCompletionBacktracksPastDeadEnds) {
+  Space s = test_space();
+  Rng rng(1);
+  PointSet visited;
+  // a=4 (index 3): only even b are completable.
+  for (int i = 0; i < 50; ++i) {
+    auto p = random_completion(s, {3}, rng, visited);
+    if (!p) break;  // every completion of a=4 visited
+    EXPECT_TRUE(legal(s, *p));
+    EXPECT_EQ((*p)[0], 3u);
+    visited.insert(*p);
+  }
+  // a=4: b in {2} (a*b <= 12 allows 1,2,3; even: 2) x 3 c x 4 d = 12 points.
+  EXPECT_EQ(visited.size(), 12u);
+}
+
+TEST(Mcts, ContinuesFromExportedNodesWithoutRepeating) {
+  Space s = test_space();
+  auto eval = [&](const Point& p) { return landscape(s, p); };
+  Mcts first(s, StrategyOptions{5});
+  auto t1 = run_strategy(first, s, eval, 30);
+  ASSERT_TRUE(t1);
+  std::vector<TreeNode> nodes = first.export_nodes();
+  ASSERT_FALSE(nodes.empty());
+  EXPECT_EQ(nodes.front().path, "");  // the root first
+  EXPECT_EQ(nodes.front().visits, 30);
+
+  Mcts second(s, StrategyOptions{5});
+  ASSERT_TRUE(second.import_nodes(nodes).ok());
+  auto t2 = run_strategy(second, s, eval, 10000);
+  ASSERT_TRUE(t2) << t2.error().message();
+  std::set<Point> all(t1->proposed.begin(), t1->proposed.end());
+  for (const auto& p : t2->proposed) EXPECT_TRUE(all.insert(p).second) << s.config(p).text();
+  EXPECT_EQ(all.size(), s.count());
+  EXPECT_EQ(second.export_nodes().front().visits, static_cast<std::int64_t>(s.count()));
+}
+
+TEST(Mcts, RefusesNodesOfAnotherSpace) {
+  Space s = test_space();
+  Mcts m(s, StrategyOptions{1});
+  EXPECT_FALSE(m.import_nodes({{"a=1,zz=3", 1, 10, "{}"}}).ok());
+  EXPECT_FALSE(m.import_nodes({{"a=7", 1, 10, "{}"}}).ok());
+  EXPECT_TRUE(m.import_nodes({{"a=1", 1, 10, "{}"}}).ok());
+}
+
+// A prior that knows where the optimum is should get there sooner than a uniform one.
+TEST(Mcts, AnInformedPriorSteersTheSearch) {
+  Space s = test_space();
+  auto eval = [&](const Point& p) { return landscape(s, p); };
+  const Point optimum = {2, 3, 1, 1};
+  ASSERT_DOUBLE_EQ(*eval(optimum).time_us, 10.0);
+  double cold = 0, warm = 0;
+  for (std::uint64_t seed = 0; seed < 10; ++seed) {
+    Mcts c(s, StrategyOptions{seed});
+    MctsOptions o;
+    o.prior = [&](const Point& prefix, const std::vector<std::uint32_t>& opts) {
+      std::vector<double> w;
+      for (auto x : opts) w.push_back(x == optimum[prefix.size()] ? 10.0 : 0.1);
+      return w;
+    };
+    Mcts w(s, StrategyOptions{seed}, o);
+    auto tc = run_strategy(c, s, eval, 1000);
+    auto tw = run_strategy(w, s, eval, 1000);
+    ASSERT_TRUE(tc && tw);
+    cold += static_cast<double>(*evaluations_to_within(*tc, 10.0, 0.0));
+    warm += static_cast<double>(*evaluations_to_within(*tw, 10.0, 0.0));
+  }
+  EXPECT_LT(warm, cold);
+  EXPECT_LE(warm / 10, 5.0);
+}
+
+TEST(Harness, CatchesARepeatedProposal) {
+  Space s = test_space();
+  struct Repeater : Strategy {
+    Point p;
+    std::string name() const override { return "repeater"; }
+    std::optional<Point> propose() override { return p; }
+    void observe(const Point&, Verdict, std::optional<double>) override {}
+  } r;
+  r.p = s.baseline();
+  auto t = run_strategy(r, s, [&](const Point& p) { return landscape(s, p); }, 5);
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.error().message().find("twice"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace attune::search
+
+namespace attune {
+namespace {
+TEST(Factory, MakesTheSearchStrategiesByName) {
+  auto names = strategy_names();
+  for (const char* n : {"mcts", "annealing", "genetic", "grid", "random"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  Space s = Space::make({{"a", {1, 2}, 0}}).value();
+  for (const auto& n : names) {
+    auto st = make_strategy(n, s, StrategyOptions{});
+    ASSERT_TRUE(st) << n;
+    EXPECT_EQ((*st)->name(), n);
+  }
+  EXPECT_FALSE(make_strategy("nope", s, StrategyOptions{}));
+}
+}  // namespace
+}  // namespace attune
