@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "stack_test_util.h"
+#include "fixtures.h"
 #include "store/store.h"
 #include "support/run.h"
 

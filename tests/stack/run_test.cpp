@@ -6,7 +6,7 @@
 
 #include "stack/tune.h"
 #include "stack/tuned_file.h"
-#include "stack_test_util.h"
+#include "fixtures.h"
 
 namespace attune::stack {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "stack_test_util.h"
+#include "fixtures.h"
 
 namespace attune::stack {
 namespace {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "stack/tune.h"
-#include "stack_test_util.h"
+#include "fixtures.h"
 #include "store/store.h"
 
 namespace attune::stack {

@@ -12,7 +12,7 @@
 
 #include "stack/process.h"
 #include "stack/tuned_file.h"
-#include "stack_test_util.h"
+#include "fixtures.h"
 
 namespace attune::stack {
 namespace {
