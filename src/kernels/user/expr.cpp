@@ -227,11 +227,16 @@ class Parser {
     while (pos_ < text_.size() && std::isxdigit(static_cast<unsigned char>(text_[pos_]))) ++pos_;
     std::size_t end = pos_;
     // "12abc" or "0x" is a typo, not a number followed by a name.
-    if (end == digits || (pos_ < text_.size() && ident_char(text_[pos_]))) {
+    auto in_number = [&](std::size_t i) {
+      return i < text_.size() && (ident_char(text_[i]) || text_[i] == '.');
+    };
+    if (end == digits || in_number(pos_)) {
       pos_ = start;
-      while (pos_ < text_.size() && ident_char(text_[pos_])) ++pos_;
+      while (in_number(pos_)) ++pos_;
       std::string bad(text_.substr(start, pos_ - start));
       pos_ = start;
+      if (bad.find('.') != std::string::npos)
+        return fail("malformed number " + quote(bad) + " (expressions are integer arithmetic)");
       return fail("malformed number " + quote(bad));
     }
     std::int64_t v = 0;

@@ -558,10 +558,6 @@ class Reader {
         (spec_.kernel.find('<') != std::string::npos && spec_.kernel.back() != '>'))
       return fail(k->value, "kernel: '" + spec_.kernel + "' must be the name of a __global__ "
                             "function, or a template-id such as 'scale<float>'");
-    if (spec_.pass_knobs_as == KnobPassing::kTemplate &&
-        spec_.kernel.find('<') != std::string::npos)
-      return fail(k->value, "kernel: with pass_knobs_as: template, name the template ('" + plain +
-                                "') and list its arguments under template_args");
     if (!mentions(spec_.source, base_name(spec_.kernel)))
       return fail(k->value, "kernel: '" + base_name(spec_.kernel) + "' does not appear in " +
                                 spec_.source_path.string());
@@ -1178,7 +1174,11 @@ Result<Instance> instantiate(const UserKernelSpec& spec, const Config& config,
         targs += std::to_string(v);
       }
     }
-    inst.name_expression += "<" + targs + ">";
+    // Fixed leading arguments written in the kernel's name ("scale<float>") come first.
+    if (!spec.kernel.empty() && spec.kernel.back() == '>')
+      inst.name_expression = spec.kernel.substr(0, spec.kernel.size() - 1) + ", " + targs + ">";
+    else
+      inst.name_expression += "<" + targs + ">";
   }
   ATTUNE_ASSIGN(auto defs, eval_defines(spec.defines, vars, context));
   inst.compile_options.insert(inst.compile_options.end(), defs.begin(), defs.end());

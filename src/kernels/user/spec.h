@@ -67,7 +67,8 @@ struct LaunchSpec {
 
 enum class KnobPassing {
   kDefines,   // -DBLOCK_SIZE=256 for every knob (default)
-  kTemplate,  // kernel<args...>: knob values as template arguments, in template_args order
+  kTemplate,  // kernel<args...>: knob values as template arguments, in template_args order,
+              // after any fixed arguments written in the kernel's name ("scale<float>")
 };
 
 enum class ArgRole {
