@@ -552,6 +552,27 @@ TEST_F(SpecTest, ProblemOverridesChangeTheStructuralKey) {
   EXPECT_FALSE(set_problem_sizes(s, "n").ok());
 }
 
+TEST_F(SpecTest, AWorkerFindsTheSpecForAProblemAndItsSizes) {
+  auto s = load_ok(join_lines(base_lines()));
+  UserKernelSpec other = s;
+  ASSERT_TRUE(set_problem_sizes(other, "n=77").ok());
+  // What travels over the worker's pipe is the problem's text.
+  auto p = Problem::parse(make_problem(other).text());
+  ASSERT_TRUE(p.ok());
+  auto served = spec_for_problem(s, *p);
+  ASSERT_TRUE(served.ok()) << served.error().message();
+  EXPECT_EQ(served->problem[0].second, 77);
+  EXPECT_EQ(make_problem(*served).structural_key(), p->structural_key());
+
+  write_bytes(dir_.file("kernel.cu"), std::string(kSource) + "// edited\n");
+  auto edited = load_ok(join_lines(base_lines()));
+  auto stale = spec_for_problem(edited, *p);
+  ASSERT_FALSE(stale.ok());
+  EXPECT_NE(stale.error().message().find("another source text"), std::string::npos);
+  EXPECT_FALSE(spec_for_problem(s, Problem::parse("gemm:m=1").value()).ok());
+  EXPECT_FALSE(spec_for_problem(s, Problem::parse("user:kernel=vector_add").value()).ok());
+}
+
 TEST_F(SpecTest, StructuralKeyFollowsTheSourceAndTheLaunchNotTheKnobs) {
   auto s = load_ok(join_lines(base_lines()));
   const std::string key = make_problem(s).structural_key();

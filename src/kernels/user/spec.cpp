@@ -958,6 +958,36 @@ Problem make_problem(const UserKernelSpec& spec) {
   return Problem("user", std::move(attrs), display);
 }
 
+Result<UserKernelSpec> spec_for_problem(const UserKernelSpec& spec, const Problem& problem) {
+  const Problem mine = make_problem(spec);
+  if (problem.op() != mine.op())
+    return Error::invalid_argument("problem '" + problem.text() + "' is not a user kernel's");
+  for (const char* key : {"kernel", "source", "launch"}) {
+    const std::string* theirs = problem.attr(key);
+    if (!theirs || *theirs != *mine.attr(key)) {
+      std::string what = std::string(key) == "kernel"   ? "names another kernel than"
+                         : std::string(key) == "source" ? "was made from another source text than"
+                                                        : "was made from another launch description than";
+      return Error::invalid_argument("problem '" + problem.text() + "' " + what + " " +
+                                     spec.spec_path.string() + " with " +
+                                     spec.source_path.string() +
+                                     " (was a file edited since the run began?)");
+    }
+  }
+  UserKernelSpec out = spec;
+  std::string sizes;
+  for (const auto& [k, v] : problem.attrs()) {
+    if (k == "kernel" || k == "source" || k == "launch") continue;
+    sizes += (sizes.empty() ? "" : ",") + k + "=" + v;
+  }
+  for (const auto& [name, value] : spec.problem)
+    if (!problem.attr(name))
+      return Error::invalid_argument("problem '" + problem.text() + "' does not set size '" +
+                                     name + "'");
+  ATTUNE_TRY(set_problem_sizes(out, sizes));
+  return out;
+}
+
 // ---- per config -----------------------------------------------------------------------------
 
 namespace {

@@ -166,6 +166,12 @@ Result<Space> make_space(const UserKernelSpec& spec);
 // source, the launch description or a size changes, not when knobs or constraints do.
 Problem make_problem(const UserKernelSpec& spec);
 
+// The spec serving `problem`, a Problem made by make_problem() (possibly in another process, as
+// in `attune worker`, or with other sizes): checks op, kernel, source and launch hashes against
+// this spec and takes the problem's sizes. An error names what differs, e.g. a kernel source
+// edited since the run began.
+Result<UserKernelSpec> spec_for_problem(const UserKernelSpec& spec, const Problem& problem);
+
 struct Launch {
   std::array<std::int64_t, 3> grid{1, 1, 1};
   std::array<std::int64_t, 3> block{1, 1, 1};
