@@ -397,6 +397,15 @@ TEST_F(SpecTest, AConstraintWithoutKnobsIsARequirementOnTheProblem) {
             std::string::npos);
 }
 
+TEST_F(SpecTest, IllegalDefaultsAreNamedAtTheConstraintsLine) {
+  auto s = load_ok(with_line(6, "constraints: [\"items == 1\", \"block_size * items <= 64\"]"));
+  auto space = make_space(s);
+  ASSERT_FALSE(space.ok());
+  EXPECT_EQ(space.error().message(),
+            spec_path().string() + ":6:29: the defaults (block_size=128,items=1) violate "
+            "constraint 'block_size * items <= 64' for problem n=1000; change a knob's default");
+}
+
 TEST_F(SpecTest, AConstraintThatCannotBeEvaluatedExcludesTheConfig) {
   auto s = load_ok(with_line(6, "constraints: [\"n / (block_size - 64) >= 0\"]"));
   auto space = make_space(s);

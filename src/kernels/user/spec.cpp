@@ -889,6 +889,26 @@ Result<Space> make_space(const UserKernelSpec& spec) {
                                      std::to_string(*n) + " elements ('" + a.size.text() +
                                      "') for problem " + sizes_text(spec) + "; it needs >= 1");
   }
+  // The defaults are the baseline every candidate is compared with, so they must be legal;
+  // say so at the constraint's line rather than through Space::make.
+  Vars baseline = *sizes;
+  std::string baseline_text;
+  for (const auto& k : spec.knobs) {
+    const Value& v = k.values[k.default_index];
+    if (v.is_int()) baseline[k.name] = v.as_int();
+    baseline_text += (baseline_text.empty() ? "" : ",") + k.name + "=" + v.text();
+  }
+  for (const auto& c : spec.constraints) {
+    bool reads_knob = std::any_of(c.expr.names().begin(), c.expr.names().end(),
+                                  [&](const std::string& n) { return !sizes->count(n); });
+    if (!reads_knob) continue;
+    auto v = c.expr.eval(baseline);
+    if (!v || *v == 0)
+      return Error::invalid_argument(
+          where(spec, c.mark) + ": the defaults (" + baseline_text + ") violate constraint '" +
+          c.expr.text() + "'" + (v ? "" : " (" + v.error().message() + ")") +
+          " for problem " + sizes_text(spec) + "; change a knob's default");
+  }
   std::vector<Constraint> constraints;
   for (const auto& c : spec.constraints) {
     std::vector<std::string> reads;
