@@ -361,6 +361,28 @@ TEST_F(SpecTest, KnobShorthandDefaultsToTheFirstValueAndDefineCanBeRenamed) {
             (std::vector<std::string>{"-DBLOCK_SIZE=128", "-DITEMS=2", "-DTOTAL=256"}));
 }
 
+TEST_F(SpecTest, KnobValuesAsRanges) {
+  auto s = load_ok(with_line(4, "  block_size: {values: {from: 32, to: 256, step: 32}, default: 128}"));
+  std::vector<std::string> texts;
+  for (const auto& v : s.knobs[0].values) texts.push_back(v.text());
+  EXPECT_EQ(texts, (std::vector<std::string>{"32", "64", "96", "128", "160", "192", "224", "256"}));
+  EXPECT_EQ(s.knobs[0].default_index, 3u);
+  auto g = load_ok(with_line(5, "  items: {values: {from: 1, to: 12, times: 2}}"));
+  ASSERT_EQ(g.knobs[1].values.size(), 4u);  // 1 2 4 8
+  EXPECT_EQ(g.knobs[1].values[3], Value(8));
+  for (const char* bad : {"  items: {values: {from: 1, to: 8}}",
+                          "  items: {values: {from: 1, to: 8, step: 1, times: 2}}",
+                          "  items: {values: {from: 8, to: 1, step: 1}}",
+                          "  items: {values: {from: 0, to: 8, times: 2}}",
+                          "  items: {values: {from: 1, to: 8, step: 0}}",
+                          "  items: {values: {from: 1, to: 100000, step: 1}}",
+                          "  items: {values: {from: 1, upto: 8, step: 1}}"}) {
+    auto r = load(with_line(5, bad));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().message().rfind(spec_path().string() + ":5:", 0), 0u) << r.error().message();
+  }
+}
+
 TEST_F(SpecTest, ConstraintsReadOnlyTheKnobsTheyName) {
   auto s = load_ok(with_line(6, "constraints: [\"items <= 2\", \"block_size <= n\", "
                                 "\"block_size * items <= 512\"]"));

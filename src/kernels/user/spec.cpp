@@ -474,6 +474,45 @@ class Reader {
     return fail(n, what + ": '" + s + "' must be an integer or a C identifier (such as float4)");
   }
 
+  // {from: 32, to: 1024, step: 32} (arithmetic) or {from: 16, to: 1024, times: 2} (geometric);
+  // `to` is inclusive when the sequence lands on it.
+  Result<std::vector<Value>> value_range(const YAML::Node& n, const std::string& what) const {
+    ATTUNE_ASSIGN(Fields f, fields(n, what, {"from", "to", "step", "times"}));
+    std::int64_t bounds[2] = {0, 0};
+    const char* keys[2] = {"from", "to"};
+    for (int i = 0; i < 2; ++i) {
+      ATTUNE_ASSIGN(const Entry* e, require(f, n, keys[i], what, "{from: 32, to: 1024, step: 32}"));
+      ATTUNE_ASSIGN(std::string t, scalar(e->value, what + "." + keys[i]));
+      auto v = parse_int(t);
+      if (!v) return fail(e->value, what + "." + keys[i] + ": '" + t + "' is not an integer");
+      bounds[i] = *v;
+    }
+    const Entry* step = find(f, "step");
+    const Entry* times = find(f, "times");
+    if ((step != nullptr) == (times != nullptr))
+      return fail(n, what + " needs exactly one of 'step' (32, 64, 96, ...) or 'times' "
+                            "(16, 32, 64, ...)");
+    const Entry* by = step ? step : times;
+    ATTUNE_ASSIGN(std::string t, scalar(by->value, what + "." + (step ? "step" : "times")));
+    auto k = parse_int(t);
+    if (!k || (step && *k < 1) || (times && *k < 2))
+      return fail(by->value, what + ": " + (step ? "step" : "times") + " '" + t + "' must be an "
+                             "integer >= " + (step ? "1" : "2"));
+    if (bounds[0] > bounds[1] || (times && bounds[0] < 1))
+      return fail(n, what + ": need 'from' <= 'to'" + (times ? " and 'from' >= 1" : std::string()));
+    constexpr std::size_t kMaxValues = 4096;  // a space is a product of these; keep it sane
+    std::vector<Value> out;
+    for (std::int64_t v = bounds[0]; v <= bounds[1];) {
+      if (out.size() == kMaxValues)
+        return fail(n, what + " has more than " + std::to_string(kMaxValues) + " values");
+      out.emplace_back(v);
+      std::int64_t next = 0;
+      if (step ? __builtin_add_overflow(v, *k, &next) : __builtin_mul_overflow(v, *k, &next)) break;
+      v = next;
+    }
+    return out;
+  }
+
   Status read_knobs(const Fields& top) {
     const Entry* k = find(top, "knobs");
     if (!k || k->value.IsNull()) return Status::success();
@@ -507,14 +546,19 @@ class Reader {
             return fail(d->value, what + ".define: '" + knob.define + "' is not a C macro name");
         }
       }
-      if (!values.IsSequence() || values.size() == 0)
-        return fail(values, what + ": values must be a non-empty list, e.g. [64, 128, 256]");
-      std::set<std::string> seen;
-      for (std::size_t i = 0; i < values.size(); ++i) {
-        ATTUNE_ASSIGN(Value v, knob_value(values[i], what + " value"));
-        if (!seen.insert(v.text()).second)
-          return fail(values[i], what + " lists value " + v.text() + " twice");
-        knob.values.push_back(std::move(v));
+      if (values.IsMap()) {
+        ATTUNE_ASSIGN(knob.values, value_range(values, what + ".values"));
+      } else {
+        if (!values.IsSequence() || values.size() == 0)
+          return fail(values, what + ": values must be a non-empty list, e.g. [64, 128, 256], "
+                              "or a range, e.g. {from: 32, to: 1024, step: 32}");
+        std::set<std::string> seen;
+        for (std::size_t i = 0; i < values.size(); ++i) {
+          ATTUNE_ASSIGN(Value v, knob_value(values[i], what + " value"));
+          if (!seen.insert(v.text()).second)
+            return fail(values[i], what + " lists value " + v.text() + " twice");
+          knob.values.push_back(std::move(v));
+        }
       }
       if (def) {
         ATTUNE_ASSIGN(Value d, knob_value(*def, what + " default"));
