@@ -361,6 +361,34 @@ TEST_F(SpecTest, KnobShorthandDefaultsToTheFirstValueAndDefineCanBeRenamed) {
             (std::vector<std::string>{"-DBLOCK_SIZE=128", "-DITEMS=2", "-DTOTAL=256"}));
 }
 
+TEST_F(SpecTest, KnobsThatReachTheKernelNowhere) {
+  // kSource does not mention UNROLL, and no expression reads unroll: a warning, not an error
+  // (a header could read the macro). Knobs read by the launch (block_size) matter anyway.
+  auto lines = base_lines();
+  lines.insert(lines.begin() + 5, "  unroll: [1, 2]");
+  auto s = load_ok(join_lines(lines));
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_EQ(s.warnings[0], spec_path().string() + ":6:3: warning: knob 'unroll': macro UNROLL "
+                           "does not appear in " + (dir_.path() / "kernel.cu").string() +
+                           "; unless a header reads it, the knob changes nothing (set 'define:' "
+                           "to the macro the kernel uses)");
+  write_bytes(dir_.file("kernel.cu"), std::string(kSource) + "// #pragma unroll UNROLL\n");
+  EXPECT_TRUE(load_ok(join_lines(lines)).warnings.empty());
+  // With template arguments it is certain: an error.
+  auto t = load("kernel: scaled<float>\n"
+                "problem: {n: 100}\n"
+                "knobs: {block: [128, 256], unroll: [1, 2]}\n"
+                "pass_knobs_as: template\n"
+                "template_args: [block]\n"
+                "grid: [1]\n"
+                "block: [block]\n"
+                "args: [{name: c, type: float32, buffer: output, size: n}]\n"
+                "reference: {kernel: {name: vector_add_ref, grid: [1], block: [1]}}\n");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message().find(":3:28: knob 'unroll' reaches the kernel nowhere"),
+            std::string::npos) << t.error().message();
+}
+
 TEST_F(SpecTest, KnobValuesAsRanges) {
   auto s = load_ok(with_line(4, "  block_size: {values: {from: 32, to: 256, step: 32}, default: 128}"));
   std::vector<std::string> texts;

@@ -421,6 +421,38 @@ class Reader {
     ATTUNE_TRY(read_args(top, root));
     ATTUNE_TRY(read_reference(top, root));
     ATTUNE_TRY(read_tolerance(top));
+    ATTUNE_TRY(check_knobs_reach_the_kernel());
+    return Status::success();
+  }
+
+  // A knob that never reaches the kernel would be tuned for nothing: every config would build
+  // the same code. Template mode can prove it; with macros the source is only searched.
+  Status check_knobs_reach_the_kernel() {
+    std::set<std::string> read;
+    auto note = [&](const Expr& e) { read.insert(e.names().begin(), e.names().end()); };
+    for (const auto& e : spec_.template_args) note(e);
+    for (const auto& d : spec_.defines) note(d.second);
+    for (const auto& e : spec_.launch.grid) note(e);
+    for (const auto& e : spec_.launch.block) note(e);
+    note(spec_.launch.shared_memory_bytes);
+    for (const auto& a : spec_.args) {
+      if (a.role == ArgRole::kScalar) note(a.value);
+      else note(a.size);
+    }
+    for (const auto& k : spec_.knobs) {
+      if (read.count(k.name)) continue;
+      if (spec_.pass_knobs_as == KnobPassing::kTemplate)
+        return fail(k.mark, "knob '" + k.name + "' reaches the kernel nowhere: it is not in "
+                            "template_args and no launch, argument or define expression reads "
+                            "it; add it to template_args or remove it");
+      if (!mentions(spec_.source, k.define)) {
+        Error w = fail(k.mark, "warning: knob '" + k.name + "': macro " + k.define +
+                                   " does not appear in " + spec_.source_path.string() +
+                                   "; unless a header reads it, the knob changes nothing (set "
+                                   "'define:' to the macro the kernel uses)");
+        spec_.warnings.push_back(w.message());
+      }
+    }
     return Status::success();
   }
 

@@ -139,6 +139,9 @@ struct UserKernelSpec {
   std::vector<ArgSpec> args;
   Reference reference;
   ToleranceSpec tolerance;
+  // Doubts that are not errors, one line each with file:line:col, for the CLI to print: a knob
+  // macro the source never mentions (it may come through a header, so this is not refused).
+  std::vector<std::string> warnings;
 };
 
 // Reads and checks a spec. Relative paths inside it resolve against the spec file's directory.
