@@ -199,6 +199,19 @@ TEST_P(UserExampleGpu, EveryConfigMatchesTheReferenceExactly) {
   std::vector<Bytes> expected;
   run(compiler, std::get<ReferenceKernel>(spec->reference).source, *ref, inputs, &expected);
   if (HasFatalFailure()) return;
+  // Outputs start as all-ones bytes; a reference that leaves any element so would let a
+  // candidate that writes nothing there pass.
+  for (std::size_t i = 0; i < ref->args.size(); ++i) {
+    if (ref->args[i].role != ArgRole::kOutput && ref->args[i].role != ArgRole::kInOut) continue;
+    const std::size_t width = size_of(ref->args[i].type);
+    std::size_t unwritten = 0;
+    for (std::size_t j = 0; j < expected[i].size(); j += width) {
+      bool ones = true;
+      for (std::size_t b = 0; b < width; ++b) ones = ones && expected[i][j + b] == 0xff;
+      unwritten += ones;
+    }
+    ASSERT_EQ(unwritten, 0u) << "the reference left elements of '" << ref->args[i].name << "' unwritten";
+  }
 
   int ran = 0;
   for (auto e = space->enumerate(); auto p = e.next();) {
