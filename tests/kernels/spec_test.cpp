@@ -87,6 +87,7 @@ TEST(UserKernelExample, VectorAddLoadsWithItsSourceFromTheSpecDirectory) {
   auto spec = load_spec(example("vector_add.yaml"), example("vector_add.cu"));
   ASSERT_TRUE(spec.ok()) << spec.error().message();
   EXPECT_EQ(spec->kernel, "vector_add");
+  EXPECT_EQ(spec->description, "c = a + b over n floats");
   ASSERT_EQ(spec->problem.size(), 1u);
   EXPECT_EQ(spec->problem[0], (std::pair<std::string, std::int64_t>{"n", 10000000}));
   ASSERT_EQ(spec->knobs.size(), 2u);

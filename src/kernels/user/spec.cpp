@@ -402,6 +402,9 @@ class Reader {
                                       "compile_options", "grid", "block", "shared_memory_bytes",
                                       "args", "reference", "tolerance"}));
     ATTUNE_TRY(read_source(top, root, kernel_file));
+    if (const Entry* d = find(top, "description")) {
+      ATTUNE_ASSIGN(spec_.description, scalar(d->value, "description"));
+    }
     ATTUNE_TRY(read_problem(top));
     ATTUNE_TRY(read_knobs(top));
     ATTUNE_TRY(read_kernel(top, root));

@@ -127,7 +127,8 @@ struct UserKernelSpec {
   std::filesystem::path spec_path;
   std::filesystem::path source_path;  // the .cu file
   std::string source;                 // its text, as NVRTC compiles it
-  std::string kernel;                 // __global__ symbol (or template-id in defines mode)
+  std::string kernel;                 // __global__ symbol, or a template-id ("scale<float>")
+  std::string description;            // free text for listings; "" when absent
   std::vector<std::pair<std::string, std::int64_t>> problem;  // sizes in spec order
   std::vector<KnobSpec> knobs;
   std::vector<ConstraintSpec> constraints;
