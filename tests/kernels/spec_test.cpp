@@ -631,6 +631,12 @@ TEST_F(SpecTest, AWorkerFindsTheSpecForAProblemAndItsSizes) {
   EXPECT_NE(stale.error().message().find("another source text"), std::string::npos);
   EXPECT_FALSE(spec_for_problem(s, Problem::parse("gemm:m=1").value()).ok());
   EXPECT_FALSE(spec_for_problem(s, Problem::parse("user:kernel=vector_add").value()).ok());
+  // Sizes alone complete to this spec's problem.
+  auto partial = spec_for_problem(s, Problem::parse("user:n=5").value());
+  ASSERT_TRUE(partial.ok()) << partial.error().message();
+  EXPECT_EQ(*make_problem(*partial).attr("n"), "5");
+  EXPECT_EQ(*make_problem(*partial).attr("source"), *make_problem(s).attr("source"));
+  EXPECT_FALSE(spec_for_problem(s, Problem::parse("user:m=5").value()).ok());
 }
 
 TEST_F(SpecTest, StructuralKeyFollowsTheSourceAndTheLaunchNotTheKnobs) {

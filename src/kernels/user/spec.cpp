@@ -1061,7 +1061,11 @@ Result<UserKernelSpec> spec_for_problem(const UserKernelSpec& spec, const Proble
   const Problem mine = make_problem(spec);
   if (problem.op() != mine.op())
     return Error::invalid_argument("problem '" + problem.text() + "' is not a user kernel's");
+  // Sizes alone ("user:n=123", from the command line) ask for this spec at those sizes; a
+  // problem naming the kernel, source or launch must match all three.
+  const bool sizes_only = !problem.attr("kernel") && !problem.attr("source") && !problem.attr("launch");
   for (const char* key : {"kernel", "source", "launch"}) {
+    if (sizes_only) break;
     const std::string* theirs = problem.attr(key);
     if (!theirs || *theirs != *mine.attr(key)) {
       std::string what = std::string(key) == "kernel"   ? "names another kernel than"
@@ -1079,10 +1083,11 @@ Result<UserKernelSpec> spec_for_problem(const UserKernelSpec& spec, const Proble
     if (k == "kernel" || k == "source" || k == "launch") continue;
     sizes += (sizes.empty() ? "" : ",") + k + "=" + v;
   }
-  for (const auto& [name, value] : spec.problem)
-    if (!problem.attr(name))
-      return Error::invalid_argument("problem '" + problem.text() + "' does not set size '" +
-                                     name + "'");
+  if (!sizes_only)
+    for (const auto& [name, value] : spec.problem)
+      if (!problem.attr(name))
+        return Error::invalid_argument("problem '" + problem.text() + "' does not set size '" +
+                                       name + "'");
   ATTUNE_TRY(set_problem_sizes(out, sizes));
   return out;
 }

@@ -170,10 +170,12 @@ Result<Space> make_space(const UserKernelSpec& spec);
 // source, the launch description or a size changes, not when knobs or constraints do.
 Problem make_problem(const UserKernelSpec& spec);
 
-// The spec serving `problem`, a Problem made by make_problem() (possibly in another process, as
-// in `attune worker`, or with other sizes): checks op, kernel, source and launch hashes against
-// this spec and takes the problem's sizes. An error names what differs, e.g. a kernel source
-// edited since the run began.
+// The spec serving `problem` (CudaFamily::resolve for op "user"). A Problem made by
+// make_problem() (possibly in another process, as in `attune worker`, or with other sizes) must
+// match this spec's kernel, source and launch hashes; an error names what differs, e.g. a
+// kernel source edited since the run began. A problem with sizes only ("user:n=123") takes
+// those sizes and the spec's defaults for the rest. Either way the result has the problem's
+// sizes, and make_problem() of it is the complete problem.
 Result<UserKernelSpec> spec_for_problem(const UserKernelSpec& spec, const Problem& problem);
 
 struct Launch {
