@@ -28,6 +28,11 @@ class Backend {
   virtual ~Backend() = default;
 
   virtual std::string name() const = 0;
+  // A backend option (key=value from the command line, passed on to its workers too), such as
+  // the user-kernel spec. invalid_argument when no part of the backend takes the key.
+  virtual Status configure(const std::string& key, const std::string&) {
+    return Error::invalid_argument("the " + name() + " backend takes no option '" + key + "'");
+  }
   virtual Result<DeviceFingerprint> fingerprint() = 0;
   // Problems this backend offers by name (`attune problems --backend B`).
   virtual std::vector<ProblemInfo> problems() const = 0;

@@ -2,12 +2,14 @@
 #include "backends/cuda/cuda_backend.h"
 #include "kernels/gemm/gemm_family.h"
 #include "kernels/rmsnorm/rmsnorm_family.h"
+#include "kernels/user/user_family.h"
 
 extern "C" attune::Backend* attune_make_cuda_backend(std::string* error) {
   try {
     attune::cuda::FamilyList families;
     families.push_back(attune::kernels::make_gemm_family());
     families.push_back(attune::kernels::make_rmsnorm_family());
+    families.push_back(attune::kernels::make_user_family());
     return new attune::cuda::CudaBackend(std::move(families));
   } catch (const std::exception& e) {
     *error = e.what();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -27,10 +28,21 @@ void poison(std::span<float> out) {
 }
 
 Comparison compare(std::span<const float> out, std::span<const double> ref, const Tolerance& tol) {
+  std::vector<double> wide(out.size());
+  std::vector<std::uint8_t> unwritten(out.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    wide[i] = out[i];
+    unwritten[i] = std::bit_cast<std::uint32_t>(out[i]) == kPoisonBits;
+  }
+  return compare_widened(wide, unwritten, ref, tol);
+}
+
+Comparison compare_widened(std::span<const double> out, std::span<const std::uint8_t> unwritten,
+                           std::span<const double> ref, const Tolerance& tol) {
   Comparison c;
   c.check.metric = "max_rel_err";
   c.check.tolerance = tol.rtol;
-  if (out.size() != ref.size()) {
+  if (out.size() != ref.size() || unwritten.size() != out.size()) {
     c.verdict = Verdict::kWrongOutput;
     c.check.value = INFINITY;
     c.message = fmt::format("output has {} elements, reference {}", out.size(), ref.size());
@@ -41,16 +53,16 @@ Comparison compare(std::span<const float> out, std::span<const double> ref, cons
   const double floor = std::max(tol.floor, ref.empty() ? 0.0 : std::sqrt(sum_sq / static_cast<double>(ref.size())));
   double worst = 0;
   for (std::size_t i = 0; i < out.size(); ++i) {
-    const float o = out[i];
-    if (std::bit_cast<std::uint32_t>(o) == kPoisonBits) {
+    if (unwritten[i]) {
       ++c.unwritten;
       continue;
     }
+    const double o = out[i];
     if (!std::isfinite(o)) {
       ++c.non_finite;
       continue;
     }
-    double err = std::fabs(static_cast<double>(o) - ref[i]) / std::max(std::fabs(ref[i]), floor);
+    double err = std::fabs(o - ref[i]) / std::max(std::fabs(ref[i]), floor);
     if (err > tol.rtol) ++c.mismatched;
     if (err > worst) {
       worst = err;
@@ -68,8 +80,8 @@ Comparison compare(std::span<const float> out, std::span<const double> ref, cons
   } else if (c.mismatched) {
     c.verdict = Verdict::kWrongOutput;
     c.message = fmt::format("{} of {} outputs off; worst at [{}]: {} vs reference {} (rel err {:.3g} > {:.3g})",
-                            c.mismatched, out.size(), c.worst_index, out[c.worst_index],
-                            ref[c.worst_index], worst, tol.rtol);
+                            c.mismatched, out.size(), c.worst_index, out[c.worst_index], ref[c.worst_index], worst,
+                            tol.rtol);
   }
   return c;
 }

@@ -41,5 +41,9 @@ struct Comparison {
 };
 
 Comparison compare(std::span<const float> out, std::span<const double> ref, const Tolerance& tol);
+// The same for outputs of any element type, widened to double by the caller, with unwritten[i]
+// set where the raw output still held that type's poison pattern.
+Comparison compare_widened(std::span<const double> out, std::span<const std::uint8_t> unwritten,
+                           std::span<const double> ref, const Tolerance& tol);
 
 }  // namespace attune

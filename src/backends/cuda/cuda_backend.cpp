@@ -52,6 +52,15 @@ std::uint64_t CudaEnv::fresh_seed() {
 CudaBackend::CudaBackend(FamilyList families) : families_(std::move(families)) {}
 CudaBackend::~CudaBackend() = default;
 
+Status CudaBackend::configure(const std::string& key, const std::string& value) {
+  for (const auto& f : families_) {
+    Status s = f->configure(key, value);
+    if (s.ok()) return s;
+    if (s.error().message() != "unknown option " + key) return s;
+  }
+  return Error::invalid_argument("the cuda backend takes no option '" + key + "'");
+}
+
 Result<DeviceFingerprint> CudaBackend::fingerprint() {
   if (!fingerprint_) {
     ATTUNE_ASSIGN(DeviceFingerprint d, cuda::fingerprint(device_ordinal()));

@@ -16,6 +16,7 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override;
 
   std::string name() const override { return "cuda"; }
+  Status configure(const std::string& key, const std::string& value) override;
   Result<DeviceFingerprint> fingerprint() override;
   std::vector<ProblemInfo> problems() const override;
   Result<Problem> resolve(const std::string& spec) const override;

@@ -55,6 +55,11 @@ class CudaFamily {
  public:
   virtual ~CudaFamily() = default;
   virtual std::string op() const = 0;
+  // A backend option addressed to this family (e.g. user_spec=PATH); invalid_argument when the
+  // key is not this family's.
+  virtual Status configure(const std::string& key, const std::string&) {
+    return Error::invalid_argument("unknown option " + key);
+  }
   virtual std::vector<ProblemInfo> examples() const = 0;
   // Validates and completes a problem spec of this op (defaults, types, positive sizes).
   virtual Result<Problem> resolve(const Problem& spec) const = 0;
