@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -34,6 +35,8 @@ struct TuneFlags {
   double timeout_s = 0;
   std::vector<std::string> pins;
   double deploy_band = 0.15;
+  std::string kernel_file;  // --kernel: the user's .cu
+  std::string spec_file;    // --spec: its YAML spec
 };
 
 // "MxNxK" for gemm, "ROWSxHIDDEN" for rmsnorm, as the problem's attributes.
@@ -140,9 +143,30 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   }
 
   // A recorded space is served from the database it was imported into (cli/replay.h).
+  // A user kernel: the spec is checked here (one line on stderr when it is wrong) and handed
+  // to the backend and its workers as options.
+  std::vector<std::pair<std::string, std::string>> options;
+  std::vector<std::string> user_sizes;
+  const bool user_kernel = !f.spec_file.empty() || !f.kernel_file.empty();
+  if (user_kernel) {
+    if (f.spec_file.empty()) return bad_input("--kernel needs --spec FILE.yaml describing its knobs, launch and arguments");
+    if (!f.backend.empty() && f.backend != "cuda") return bad_input("user kernels run on --backend cuda");
+    std::error_code ec;
+    options.emplace_back("user_spec", std::filesystem::absolute(f.spec_file, ec).string());
+    if (!f.kernel_file.empty()) options.emplace_back("user_kernel", std::filesystem::absolute(f.kernel_file, ec).string());
+    // --problem n=123 sets the spec's sizes.
+    for (const auto& p : f.problems) user_sizes.push_back(p);
+    if (!user_sizes.empty()) {
+      std::string all;
+      for (const auto& p : user_sizes) all += (all.empty() ? "" : ",") + p;
+      options.emplace_back("user_problem", all);
+    }
+  }
   auto backend = f.backend == "replay" ? open_replay_backend_or_report(g, f.problems)
-                                       : open_backend_or_report(f.backend);
+                                       : open_backend_or_report(user_kernel ? "cuda" : f.backend);
   if (!backend) return kExitBadInput;
+  for (const auto& [key, value] : options)
+    if (auto st = backend->configure(key, value); !st.ok()) return bad_input(st.error().message());
 
   // Everything the user asked for is checked before the database is opened or created.
   std::vector<std::string> specs = f.problems;
@@ -159,6 +183,11 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
     auto r = backend->resolve(p->text());
     if (!r) return bad_input(r.error().message());
     problems.push_back(*r);
+  }
+  if (user_kernel) {
+    specs.clear();
+    for (const auto& info : backend->problems())
+      if (info.problem.op() == "user") problems.push_back(info.problem);
   }
   for (const auto& s : specs) {
     auto r = backend->resolve(s);
@@ -180,11 +209,16 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
 
   std::unique_ptr<CandidateRunner> runner;
   const double timeout = f.timeout_s > 0 ? f.timeout_s : backend->default_timeout_s();
-  if (backend->isolated())
-    runner = std::make_unique<WorkerRunner>(
-        std::vector<std::string>{self_executable(), "worker", "--backend", backend->name()}, timeout);
-  else
+  if (backend->isolated()) {
+    std::vector<std::string> argv{self_executable(), "worker", "--backend", backend->name()};
+    for (const auto& [key, value] : options) {
+      argv.push_back("--option");
+      argv.push_back(key + "=" + value);
+    }
+    runner = std::make_unique<WorkerRunner>(argv, timeout);
+  } else {
     runner = std::make_unique<InProcessRunner>(*backend);
+  }
 
   const bool bar = !g.verbose && ::isatty(STDERR_FILENO);
   ProgressBar progress;
@@ -241,6 +275,8 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--patience", f->patience, "stop after this many passing candidates without a new best; 0: never")->capture_default_str();
   sub->add_option("--max-candidates", f->max_candidates, "cap on candidates evaluated per problem (default: none)");
   sub->add_option("--shard", f->shard, "i/n: this process takes shard i of n of the grid (--strategy grid)");
+  sub->add_option("--kernel", f->kernel_file, "your CUDA kernel's .cu file (with --spec; see examples/user-kernel)");
+  sub->add_option("--spec", f->spec_file, "the YAML spec of your kernel: knobs, launch, arguments, reference");
   sub->add_option("--pin", f->pins, "knob=value every searched config must have (repeatable); the baseline is still measured");
   sub->add_option("--deploy-band", f->deploy_band, "re-measure in the deploy regime candidates within this fraction of the best")
       ->capture_default_str();

@@ -11,9 +11,16 @@ Command add_worker_command(CLI::App& app, GlobalOptions&) {
   auto* sub = app.add_subcommand("worker", "run candidates for a tuner over stdin/stdout (started by attune tune)");
   auto backend = std::make_shared<std::string>();
   sub->add_option("--backend", *backend, "backend whose candidates this worker runs")->required();
-  return {sub, [backend] {
+  auto options = std::make_shared<std::vector<std::string>>();
+  sub->add_option("--option", *options, "key=value handed to the backend (what attune tune was given)");
+  return {sub, [backend, options] {
             auto b = open_backend_or_report(*backend);
             if (!b) return kExitBadInput;
+            for (const auto& kv : *options) {
+              auto eq = kv.find('=');
+              if (eq == std::string::npos) return bad_input("--option '" + kv + "' must be key=value");
+              if (auto st = b->configure(kv.substr(0, eq), kv.substr(eq + 1)); !st.ok()) return bad_input(st.error().message());
+            }
             return serve_worker(*b, STDIN_FILENO, STDOUT_FILENO);
           }};
 }

@@ -2,6 +2,13 @@
 // odd shapes against the float64 reference, with poisoned outputs and guard elements.
 #include <set>
 
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
 #include "gpu/gpu_support.h"
 
 namespace attune {
@@ -83,6 +90,51 @@ TEST(CudaGpu, DeployRegimeIsColdAndMeasured) {
   std::cout << "rmsnorm 8192x4096 baseline deploy: " << o.measurement->median_us << " us, noise "
             << o.measurement->noise << ", SM clock " << o.measurement->sm_clock_mhz << " MHz, throttle '"
             << o.measurement->throttle << "'\n";
+}
+
+}  // namespace
+}  // namespace attune
+
+namespace attune {
+namespace {
+
+// Faults on a real GPU through the CLI, as a user meets them: an out-of-bounds write is crashed
+// and the run goes on in a fresh worker; a kernel that never ends is killed as timeout; too much
+// shared memory is a launch verdict decided before launch. The other configs pass.
+TEST(CudaGpu, UserKernelFaultsAreVerdictsAndTheRunCompletes) {
+  ATTUNE_REQUIRE_GPU(cuda);
+  const char* bin = std::getenv("ATTUNE_BIN");
+  const char* src = std::getenv("ATTUNE_SOURCE_ROOT");
+  const std::string attune = bin ? bin : ATTUNE_BINARY;
+  const std::string root = src ? src : ATTUNE_SOURCE_DIR;
+  const std::string db = ::testing::TempDir() + "/faults.db";
+  std::remove(db.c_str());
+  const std::string cmd = "'" + attune + "' tune --spec '" + root + "/tests/gpu/faults/faults.yaml' --strategy grid "
+                          "--patience 0 --timeout 10 --json --db '" + db + "' 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  ASSERT_EQ(WEXITSTATUS(status), 0) << out;
+  auto j = nlohmann::json::parse(out);
+  const auto& v = j["problems"][0]["verdicts"];
+  std::cout << "verdicts: " << v.dump() << "\n";
+  EXPECT_EQ(v["ok"], 2);             // mode 0 at both block sizes
+  EXPECT_EQ(v["crashed"], 2);        // mode 1
+  EXPECT_EQ(v["timeout"], 2);        // mode 2
+  EXPECT_EQ(v["launch_failed"], 2);  // mode 3
+  for (const auto& r : j["problems"][0]["rejected"]) {
+    std::cout << "  " << r["config"].get<std::string>() << ": " << r["verdict"].get<std::string>() << ": "
+              << r["message"].get<std::string>() << "\n";
+    if (r["verdict"] == "crashed") {
+      EXPECT_NE(r["message"].get<std::string>().find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos);
+    }
+    if (r["verdict"] == "launch_failed") {
+      EXPECT_NE(r["message"].get<std::string>().find("shared memory"), std::string::npos);
+    }
+  }
 }
 
 }  // namespace

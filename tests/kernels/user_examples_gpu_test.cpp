@@ -177,7 +177,8 @@ void run(const cuda::Compiler& compiler, const std::string& source, const Instan
 
 std::filesystem::path examples_dir() {
   if (const char* e = std::getenv("ATTUNE_EXAMPLES_DIR")) return e;
-  return std::filesystem::path(ATTUNE_SOURCE_DIR) / "examples" / "user-kernel";
+  const char* root = std::getenv("ATTUNE_SOURCE_ROOT");  // set by tools/gpu-check on the GPU machine
+  return std::filesystem::path(root ? root : ATTUNE_SOURCE_DIR) / "examples" / "user-kernel";
 }
 
 class UserExampleGpu : public ::testing::TestWithParam<std::string> {};
