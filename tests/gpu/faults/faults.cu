@@ -5,8 +5,10 @@ extern "C" __global__ void scale(float* __restrict__ y, const float* __restrict_
   extern __shared__ float scratch[];
   const int i = blockIdx.x * BLOCK_SIZE + threadIdx.x;
   if (MODE == 2) {
-    volatile int spin = 1;
-    while (spin) {
+    // Waits for a value nobody writes: y holds the gate's NaN poison. A loop on a local flag is
+    // not enough (the compiler removed one: seen on the H200, the kernel finished).
+    volatile float* flag = y;
+    while (flag[0] != 12345.f) {
     }
   }
   if (MODE == 3 && threadIdx.x == 0) scratch[0] = 1.f;
