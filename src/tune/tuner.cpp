@@ -4,6 +4,10 @@
 #include <deque>
 #include <set>
 
+#include <spdlog/spdlog.h>
+
+#include "prior/prior.h"
+#include "search/mcts.h"
 #include "search/strategy.h"
 
 namespace attune {
@@ -101,7 +105,44 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
   so.seed = options.seed;
   so.shard_index = options.shard_index;
   so.shard_count = options.shard_count;
-  ATTUNE_ASSIGN(auto strategy, make_strategy(options.strategy, space, so));
+  // mcts is steered by the newest usable prior in the store (refit between runs with `attune
+  // prior fit`: refitting inside one problem's search did not pay on the recorded spaces, see
+  // bench/results/search_replay-*.md) and continues the search tree this device left for this
+  // problem.
+  std::unique_ptr<Strategy> strategy;
+  search::Mcts* mcts = nullptr;
+  std::optional<prior::Prior> prior;
+  bool tree_imported = false;
+  if (options.strategy == "mcts") {
+    ATTUNE_ASSIGN(auto record, store_.latest_prior("default"));
+    if (record) {
+      prior::PriorOptions po;
+      po.first_refit = 0;
+      auto loaded = prior::Prior::load({record->model, record->reservoir, record->rows, record->calibration,
+                                        record->quarantined}, po);
+      if (loaded) prior.emplace(std::move(*loaded));
+      else spdlog::warn("ignoring the stored prior: {}", loaded.error().message());
+    }
+    search::MctsOptions mo;
+    const prior::Context context = prior::make_context(problem, device_);
+    if (prior && prior->usable()) {
+      mo.prior = prior->scorer(space, context);
+      mo.prior_generation = [&prior] { return prior->generation(); };
+    }
+    auto m = std::make_unique<search::Mcts>(space, so, mo);
+    mcts = m.get();
+    ATTUNE_ASSIGN(auto nodes, store_.search_nodes(device_.key(), problem.structural_key(), "mcts"));
+    if (!nodes.empty()) {
+      std::vector<search::TreeNode> tree;
+      for (const auto& n : nodes) tree.push_back({n.path, n.visits, n.best_us, n.payload});
+      Status st = m->import_nodes(tree);
+      if (st.ok()) tree_imported = true;
+      else spdlog::warn("starting a fresh search tree: {}", st.error().message());
+    }
+    strategy = std::move(m);
+  } else {
+    ATTUNE_ASSIGN(strategy, make_strategy(options.strategy, space, so));
+  }
 
   ProblemReport rep;
   rep.problem = problem;
@@ -114,7 +155,7 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
   int since_best = 0;
 
   // Evaluates one point: rank regime, then deploy when it is within the band of the best.
-  auto visit = [&](const Point& point, bool is_baseline) -> Result<CandidateResult> {
+  auto visit = [&](const Point& point, bool is_baseline, bool known = false) -> Result<CandidateResult> {
     const Config config = space.config(point);
     CandidateResult c;
     c.config = config.text();
@@ -156,7 +197,7 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
       }
       if (c.deploy_us && (!rep.best || *c.deploy_us < *rep.best->deploy_us)) rep.best = c;
     }
-    strategy->observe(point, c.verdict, c.rank_us);
+    if (!(known && tree_imported)) strategy->observe(point, c.verdict, c.rank_us);
     done.insert(point);
     if (observer) observer(TuneEvent{problem, rep.evaluated, rep.space_size, c, new_best});
     return c;
@@ -165,6 +206,24 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
   // The baseline is measured first whatever the strategy or shard: the speedup is against it.
   ATTUNE_ASSIGN(CandidateResult base, visit(space.baseline(), true));
   rep.baseline = base;
+  // What this device already measured for this problem comes first, answered from the store:
+  // a run continues from what is known, and an identical rerun measures nothing.
+  {
+    MeasurementQuery q;
+    q.problem = problem.structural_key();
+    q.device_key = device_.key();
+    q.backend = backend_.name();
+    q.regime = Regime::kRank;
+    ATTUNE_ASSIGN(auto rows, store_.measurements(q));
+    for (const auto& row : rows) {
+      auto cfg = space.parse(row.config);
+      if (!cfg) continue;  // the space changed since: not a candidate any more
+      ATTUNE_ASSIGN(Point p, space.point(*cfg));
+      if (done.count(p) || !pinned(p)) continue;
+      if (options.max_candidates && rep.evaluated >= *options.max_candidates) break;
+      ATTUNE_TRY(visit(p, false, true));
+    }
+  }
   rep.stopped_by = "exhausted";
   std::deque<Point> ahead;
   while (true) {
@@ -190,6 +249,11 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
     ahead.pop_front();
     if (done.count(point)) continue;
     ATTUNE_TRY(visit(point, false));
+  }
+  if (mcts) {
+    std::vector<SearchNode> nodes;
+    for (auto& n : mcts->export_nodes()) nodes.push_back({std::move(n.path), n.visits, n.best_us, std::move(n.payload)});
+    ATTUNE_TRY(store_.put_search_nodes(device_.key(), problem.structural_key(), "mcts", nodes));
   }
   if (rep.best && rep.baseline && rep.baseline->deploy_us && *rep.best->deploy_us > 0)
     rep.speedup = *rep.baseline->deploy_us / *rep.best->deploy_us;

@@ -18,7 +18,7 @@
 namespace attune {
 
 struct TuneOptions {
-  std::string strategy = "random";
+  std::string strategy = "mcts";
   std::uint64_t seed = 0;
   int patience = 50;                     // stop after this many ok candidates without a new best; 0: never
   std::optional<std::int64_t> max_candidates;  // cap on candidates evaluated per problem

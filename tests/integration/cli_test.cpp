@@ -24,7 +24,7 @@ TEST(Cli, FaultsRunCompletesWithEveryFailureClassCountedThenReplaysWithNothingMe
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["device"]["backend"], "sim");
-  EXPECT_EQ(j["run"]["strategy"], "random");
+  EXPECT_EQ(j["run"]["strategy"], "mcts");  // the default
   const auto& p = j["problems"][0];
   for (const char* v : {"ok", "unsupported", "build_failed", "launch_failed", "crashed", "timeout", "oom",
                         "wrong_output", "non_finite"})

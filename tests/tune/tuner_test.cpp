@@ -1,5 +1,7 @@
 #include "tune/tuner.h"
 
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "backends/sim/sim_backend.h"
@@ -83,6 +85,39 @@ TEST_F(TunerTest, IdenticalProblemsAreTunedOnce) {
   auto r = t.run({a, b}, o);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->problems.size(), 1u);
+}
+
+}  // namespace
+}  // namespace attune
+
+namespace attune {
+namespace {
+
+TEST_F(TunerTest, MctsIsTheDefaultPersistsItsTreeAndALaterRunContinues) {
+  TuneOptions o;
+  EXPECT_EQ(o.strategy, "mcts");
+  o.patience = 0;
+  o.max_candidates = 20;
+  ProblemReport first = tune("gemm", o);
+  EXPECT_EQ(first.evaluated, 20);
+  EXPECT_EQ(first.measured, 20);
+  Problem p = *sim.resolve("gemm");
+  auto nodes = store->search_nodes(sim.fingerprint()->key(), p.structural_key(), "mcts");
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_FALSE(nodes->empty());
+  // A later run with a larger budget answers the first 20 from the store and measures only new
+  // configs: nothing is measured twice.
+  o.max_candidates = 35;
+  ProblemReport second = tune("gemm", o);
+  EXPECT_EQ(second.evaluated, 35);
+  EXPECT_EQ(second.replayed, 20);
+  EXPECT_EQ(second.measured, 15);
+  MeasurementQuery q;
+  q.regime = Regime::kRank;
+  std::set<std::string> configs;
+  auto rows = store->measurements(q);
+  ASSERT_TRUE(rows.ok());
+  for (const auto& r : rows.value()) EXPECT_TRUE(configs.insert(r.config).second) << r.config << " measured twice";
 }
 
 }  // namespace
