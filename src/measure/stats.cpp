@@ -35,6 +35,18 @@ SampleStats summarize(std::vector<double> samples) {
   return s;
 }
 
+Measurement measurement_of(const SampleStats& s, Regime regime) {
+  Measurement m;
+  m.regime = regime;
+  m.cache = regime == Regime::kDeploy ? CacheState::kCold : CacheState::kWarm;
+  m.samples = s.n;
+  m.median_us = s.median;
+  m.min_us = s.min;
+  m.max_us = s.max;
+  m.noise = s.noise;
+  return m;
+}
+
 SampleStats sample_until_stable(const std::function<double()>& one_sample,
                                 const SamplingPolicy& policy) {
   using clock = std::chrono::steady_clock;

@@ -4,6 +4,8 @@
 #include <functional>
 #include <vector>
 
+#include "core/measurement.h"
+
 namespace attune {
 
 struct SampleStats {
@@ -26,6 +28,9 @@ struct SamplingPolicy {
   double noise_bound = 0.005;  // stop once the median's relative noise is under 0.5%
   double time_cap_s = 2.0;     // or once this much wall time went into sampling
 };
+
+// A Measurement of these samples in the regime (clocks left unknown for the caller to fill).
+Measurement measurement_of(const SampleStats& s, Regime regime);
 
 // Calls one_sample() (returns one timed sample) until the policy says stop.
 SampleStats sample_until_stable(const std::function<double()>& one_sample,

@@ -49,6 +49,31 @@ std::uint64_t CudaEnv::fresh_seed() {
   return std::random_device{}() ^ (++checks_ * 0x9e3779b97f4a7c15ULL);
 }
 
+Outcome CudaFamily::execute(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) {
+  auto r = run(env, problem, config, regime);
+  if (r) return *r;
+  Outcome o;
+  o.verdict = r.error().kind() == Error::Kind::kUnsupported ? Verdict::kOom : Verdict::kLaunchFailed;
+  o.message = r.error().message();
+  return o;
+}
+
+Result<std::optional<Outcome>> launch_and_wait(CudaEnv& env, const std::function<CUresult(CUstream)>& launch,
+                                               const char* what) {
+  CUresult rc = launch(env.stream());
+  if (rc != CUDA_SUCCESS) {
+    exit_if_sticky(rc, what);
+    Outcome o;
+    o.verdict = Verdict::kLaunchFailed;
+    o.message = driver_error(rc, what, __FILE__, __LINE__).message();
+    return std::optional<Outcome>(o);
+  }
+  rc = cuStreamSynchronize(env.stream());
+  exit_if_sticky(rc, what);  // an illegal address ends this worker: the candidate is crashed
+  ATTUNE_CU(rc);
+  return std::optional<Outcome>();
+}
+
 CudaBackend::CudaBackend(FamilyList families) : families_(std::move(families)) {}
 CudaBackend::~CudaBackend() = default;
 

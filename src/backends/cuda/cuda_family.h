@@ -68,9 +68,19 @@ class CudaFamily {
   // What to compile for a config, so it can be built ahead of the GPU; nullopt when the config
   // compiles nothing (a library call).
   virtual std::optional<BuildRequest> build_request(const Problem& problem, const Config& config) const = 0;
-  // In the worker: build, run on fresh random inputs, check against the reference, time.
-  virtual Outcome execute(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) = 0;
+  // In the worker: build, run on fresh random inputs, check against the reference, time. An
+  // error from run() becomes the candidate's verdict: oom when the device ran out of memory,
+  // launch_failed otherwise.
+  Outcome execute(CudaEnv& env, const Problem& problem, const Config& config, Regime regime);
+
+ protected:
+  virtual Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) = 0;
 };
+
+// Enqueues one run of a candidate and waits for it. A launch the driver refuses is a
+// launch_failed outcome; an error that poisons the context ends the worker (crashed).
+Result<std::optional<Outcome>> launch_and_wait(CudaEnv& env, const std::function<CUresult(CUstream)>& launch,
+                                               const char* what);
 
 using FamilyList = std::vector<std::unique_ptr<CudaFamily>>;
 

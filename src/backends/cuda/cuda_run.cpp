@@ -174,14 +174,7 @@ Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch,
   SampleStats s = sample_until_stable(sample, options.policy);
   if (failed) return failure;
   ClockReading clocks = read_clocks(pci_bus_id);  // read right after the samples, clocks still up
-  Measurement m;
-  m.regime = regime;
-  m.cache = regime == Regime::kDeploy ? CacheState::kCold : CacheState::kWarm;
-  m.samples = s.n;
-  m.median_us = s.median;
-  m.min_us = s.min;
-  m.max_us = s.max;
-  m.noise = s.noise;
+  Measurement m = measurement_of(s, regime);
   m.sm_clock_mhz = clocks.sm_clock_mhz;
   m.throttle = clocks.throttle;
   return m;

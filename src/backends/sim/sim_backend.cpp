@@ -368,14 +368,7 @@ Outcome SimBackend::execute(const Problem& problem, const Config& config, Regime
   if (regime == Regime::kRank) policy.noise_bound = 0.01;
   SampleStats s = sample_until_stable(
       [&] { return t * std::exp(n(g)) * (u(g) < 0.02 ? 1.3 : 1.0); }, policy);
-  Measurement m;
-  m.regime = regime;
-  m.cache = regime == Regime::kDeploy ? CacheState::kCold : CacheState::kWarm;
-  m.samples = s.n;
-  m.median_us = s.median;
-  m.min_us = s.min;
-  m.max_us = s.max;
-  m.noise = s.noise;
+  Measurement m = measurement_of(s, regime);
   m.sm_clock_mhz = 1980;
   m.throttle = "none";
   o.measurement = m;

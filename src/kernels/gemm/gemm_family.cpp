@@ -193,15 +193,6 @@ class GemmFamily final : public CudaFamily {
     return r;
   }
 
-  Outcome execute(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) override {
-    auto r = run(env, problem, config, regime);
-    if (r) return *r;
-    Outcome o;
-    o.verdict = r.error().kind() == Error::Kind::kUnsupported ? Verdict::kOom : Verdict::kLaunchFailed;
-    o.message = r.error().message();
-    return o;
-  }
-
  private:
   Status prepare_data(CudaEnv& env, const Problem& problem, const Shape& s) {
     if (data_.key == problem.structural_key()) return Status::success();
@@ -305,7 +296,7 @@ class GemmFamily final : public CudaFamily {
     return R{algo, ""};
   }
 
-  Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) {
+  Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) override {
     ATTUNE_ASSIGN(Shape s, shape_of(problem));
     ATTUNE_TRY(prepare_data(env, problem, s));
     Outcome o;
@@ -361,16 +352,8 @@ class GemmFamily final : public CudaFamily {
     ATTUNE_TRY(gate_.fill_random(env, bias, static_cast<size_t>(s.n), s.fmt));
     ATTUNE_TRY(data_.c.fill16(kPoison16, env.stream()));
     ATTUNE_TRY(reference(env, s));
-    CUresult rc = launch(env.stream());
-    if (rc != CUDA_SUCCESS) {
-      exit_if_sticky(rc, "gemm launch");
-      o.verdict = Verdict::kLaunchFailed;
-      o.message = driver_error(rc, skinny ? "cuLaunchKernel" : "cublasLtMatmul", __FILE__, __LINE__).message();
-      return o;
-    }
-    rc = cuStreamSynchronize(env.stream());
-    exit_if_sticky(rc, "gemm run");
-    ATTUNE_CU(rc);
+    ATTUNE_ASSIGN(auto refused, launch_and_wait(env, launch, skinny ? "gemm kernel" : "cublasLtMatmul"));
+    if (refused) return *refused;
     ATTUNE_ASSIGN(Comparison cmp, gate_.compare(env, c, data_.ref.ptr(), mn, s.fmt,
                                                 tolerance_for(s.fmt == Half::kBf16 ? "bf16" : "fp16", s.k)));
     o.verdict = cmp.verdict;

@@ -109,15 +109,6 @@ class RmsnormFamily final : public CudaFamily {
     return r;
   }
 
-  Outcome execute(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) override {
-    auto r = run(env, problem, config, regime);
-    if (r) return *r;
-    Outcome o;
-    o.verdict = r.error().kind() == Error::Kind::kUnsupported ? Verdict::kOom : Verdict::kLaunchFailed;
-    o.message = r.error().message();
-    return o;
-  }
-
  private:
   Status prepare_data(const Problem& problem, const Shape& s) {
     if (data_.key == problem.structural_key()) return Status::success();
@@ -134,7 +125,7 @@ class RmsnormFamily final : public CudaFamily {
     return Status::success();
   }
 
-  Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) {
+  Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) override {
     ATTUNE_ASSIGN(Shape s, shape_of(problem));
     auto req = build_request(problem, config);
     ATTUNE_ASSIGN(Built b, env.function(*req, "rmsnorm"));
@@ -169,16 +160,8 @@ class RmsnormFamily final : public CudaFamily {
     void* args[] = {&y, &h, &x, &rr, &w, &rows, &eps};
     const unsigned grid = static_cast<unsigned>((s.rows + rpb - 1) / rpb);
     auto launch = [&](CUstream st) { return cuLaunchKernel(b.fn, grid, 1, 1, threads, rpb, 1, 0, st, args, nullptr); };
-    CUresult rc = launch(env.stream());
-    if (rc != CUDA_SUCCESS) {
-      exit_if_sticky(rc, "rmsnorm launch");
-      o.verdict = Verdict::kLaunchFailed;
-      o.message = driver_error(rc, "cuLaunchKernel", __FILE__, __LINE__).message();
-      return o;
-    }
-    rc = cuStreamSynchronize(env.stream());
-    exit_if_sticky(rc, "rmsnorm run");
-    ATTUNE_CU(rc);
+    ATTUNE_ASSIGN(auto refused, launch_and_wait(env, launch, "rmsnorm"));
+    if (refused) return *refused;
 
     Tolerance tol = tolerance_for(s.fmt == Half::kBf16 ? "bf16" : "fp16");
     ATTUNE_ASSIGN(Comparison cy, gate_.compare(env, y, data_.ref_y.ptr(), n, s.fmt, tol));

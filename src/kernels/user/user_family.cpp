@@ -151,15 +151,6 @@ class UserFamily final : public CudaFamily {
     return BuildRequest{s->source, s->source_path.filename().string(), inst->compile_options, {inst->name_expression}};
   }
 
-  Outcome execute(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) override {
-    auto r = run(env, problem, config, regime);
-    if (r) return *r;
-    Outcome o;
-    o.verdict = r.error().kind() == Error::Kind::kUnsupported ? Verdict::kOom : Verdict::kLaunchFailed;
-    o.message = r.error().message();
-    return o;
-  }
-
  private:
   Result<user::UserKernelSpec> spec_for(const Problem& problem) const {
     if (!spec_) return Error::invalid_argument("user kernels need --spec FILE (and --kernel FILE.cu)");
@@ -199,7 +190,7 @@ class UserFamily final : public CudaFamily {
     return b;
   }
 
-  Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) {
+  Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) override {
     ATTUNE_ASSIGN(user::UserKernelSpec s, spec_for(problem));
     Outcome o;
     auto inst = user::instantiate(s, config, limits(env));
@@ -236,16 +227,8 @@ class UserFamily final : public CudaFamily {
                             static_cast<unsigned>(L.block[1]), static_cast<unsigned>(L.block[2]),
                             static_cast<unsigned>(L.shared_memory_bytes), st, b.params.data(), nullptr);
     };
-    CUresult rc = launch(env.stream());
-    if (rc != CUDA_SUCCESS) {
-      exit_if_sticky(rc, "user kernel launch");
-      o.verdict = Verdict::kLaunchFailed;
-      o.message = driver_error(rc, "cuLaunchKernel", __FILE__, __LINE__).message();
-      return o;
-    }
-    rc = cuStreamSynchronize(env.stream());
-    exit_if_sticky(rc, "user kernel run");  // an out-of-bounds write ends this worker: crashed
-    ATTUNE_CU(rc);
+    ATTUNE_ASSIGN(auto refused, launch_and_wait(env, launch, "user kernel run"));
+    if (refused) return *refused;
 
     o.verdict = Verdict::kOk;
     for (std::size_t i = 0; i < inst->args.size() && o.verdict == Verdict::kOk; ++i) {
