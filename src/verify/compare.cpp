@@ -12,12 +12,15 @@ namespace attune {
 Tolerance tolerance_for(std::string_view dtype, std::int64_t reduction_length) {
   // 16-bit outputs of fp32-accumulated work are judged by their own rounding (bf16 keeps 8
   // significant bits, fp16 11) plus the fp32 accumulation, whose rounding error grows like
-  // sqrt(k) ulps over a length-k reduction of random inputs.
+  // sqrt(k) ulps over a length-k reduction of random inputs. The allowance is about 5 ulps of
+  // the output format, element-wise: on the H200 cuBLASLt's own algorithms with a bias epilogue
+  // (rounding twice) reached 0.0103 relative error in bf16 and split-K variants 0.0136, fp16
+  // variants 0.0032; a broken variant was off by 0.3.
   const double growth = std::sqrt(static_cast<double>(std::max<std::int64_t>(1, reduction_length)));
   const double fp32_acc = 1e-6 * growth;
   if (dtype == "fp64") return {1e-12 * growth, 1e-12};
-  if (dtype == "bf16") return {1e-2 + fp32_acc, 1e-6};
-  if (dtype == "fp16") return {2e-3 + fp32_acc, 1e-6};
+  if (dtype == "bf16") return {2e-2 + fp32_acc, 1e-6};
+  if (dtype == "fp16") return {4e-3 + fp32_acc, 1e-6};
   if (dtype == "fp8") return {1.25e-1, 1e-6};
   if (dtype == "tf32") return {2e-3 * growth, 1e-6};
   return {1e-5 * growth, 1e-6};
