@@ -204,7 +204,8 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
   };
 
   // The baseline is measured first whatever the strategy or shard: the speedup is against it.
-  ATTUNE_ASSIGN(CandidateResult base, visit(space.baseline(), true));
+  // A search tree imported from an earlier run has already seen the baseline.
+  ATTUNE_ASSIGN(CandidateResult base, visit(space.baseline(), true, tree_imported));
   rep.baseline = base;
   // What this device already measured for this problem comes first, answered from the store:
   // a run continues from what is known, and an identical rerun measures nothing.
