@@ -35,6 +35,7 @@ struct TuneFlags {
   double timeout_s = 0;
   std::vector<std::string> pins;
   double deploy_band = 0.15;
+  int anchor_every = 8;
   std::string kernel_file;  // --kernel: the user's .cu
   std::string spec_file;    // --spec: its YAML spec
 };
@@ -135,6 +136,8 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   o.arguments = nlohmann::json(g.argv).dump();
   if (f.deploy_band < 0) return bad_input("--deploy-band must be >= 0 (a fraction: 0.15 is 15%)");
   o.deploy_band = f.deploy_band;
+  if (f.anchor_every < 0) return bad_input("--anchor-every must be >= 0 (0 turns the drift check off)");
+  o.anchor_every = f.anchor_every;
   for (const auto& pin : f.pins) {
     auto eq = pin.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == pin.size())
@@ -279,6 +282,9 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--spec", f->spec_file, "the YAML spec of your kernel: knobs, launch, arguments, reference");
   sub->add_option("--pin", f->pins, "knob=value every searched config must have (repeatable); the baseline is still measured");
   sub->add_option("--deploy-band", f->deploy_band, "re-measure in the deploy regime candidates within this fraction of the best")
+      ->capture_default_str();
+  sub->add_option("--anchor-every", f->anchor_every,
+                  "re-measure the baseline after this many new candidates to catch drift; 0: never")
       ->capture_default_str();
   sub->add_option("--timeout", f->timeout_s, "seconds before a candidate's worker is killed (default: the backend's)");
   return {sub, [&g, f] { return run_tune(g, *f); }};

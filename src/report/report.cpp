@@ -37,6 +37,8 @@ nlohmann::json report_json(const TuneReport& r) {
     pj["replayed"] = p.replayed;
     pj["space_size"] = p.space_size;
     pj["stopped_by"] = p.stopped_by;
+    pj["drift_events"] = p.drift_events;
+    pj["discarded"] = p.discarded;
     nlohmann::json v = nlohmann::json::object();
     for (const auto& [verdict, n] : p.verdicts) v[std::string(to_string(verdict))] = n;
     pj["verdicts"] = v;
@@ -72,6 +74,9 @@ std::string report_text(const TuneReport& r) {
     for (const auto& [v, n] : p.verdicts)
       if (v != Verdict::kOk && n > 0) rejected += fmt::format("{}{} {}", rejected.empty() ? "" : ", ", n, to_string(v));
     out += fmt::format("  rejected: {}\n", rejected.empty() ? "none" : rejected);
+    if (p.drift_events)
+      out += fmt::format("  drift: the anchor moved {} time(s); {} measurements discarded and taken again\n",
+                         p.drift_events, p.discarded);
   }
   return out;
 }

@@ -101,6 +101,9 @@ class Store {
                                                      const std::string& backend, Regime regime,
                                                      const std::string& config_hash) = 0;
   virtual Result<std::vector<MeasurementRow>> measurements(const MeasurementQuery& query) = 0;
+  // Marks rows as discarded with the reason (e.g. the anchor drifted while they were measured):
+  // they stay in the database but find() and measurements() no longer return them.
+  virtual Status discard(const std::vector<std::int64_t>& ids, const std::string& reason) = 0;
 
   virtual Status put_search_nodes(const std::string& device_key, const std::string& problem_key,
                                   const std::string& strategy,

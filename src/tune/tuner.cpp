@@ -1,6 +1,12 @@
 #include "tune/tuner.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
 #include <deque>
 #include <set>
 
@@ -63,7 +69,8 @@ Status Tuner::check_pins(const Space& space, const std::map<std::string, std::st
 }
 
 Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Regime regime,
-                                bool* replayed) {
+                                bool* replayed, std::int64_t* row_id) {
+  *row_id = 0;
   const std::string hash = config.hash_hex();
   ATTUNE_ASSIGN(auto stored, store_.find(device_.key(), problem.structural_key(), backend_.name(), regime, hash));
   if (stored) {
@@ -87,7 +94,7 @@ Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Re
   row.config_hash = hash;
   row.regime = regime;
   row.outcome = o;
-  ATTUNE_TRY(store_.record(row));
+  ATTUNE_ASSIGN(*row_id, store_.record(row));
   return o;
 }
 
@@ -153,14 +160,21 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
   std::optional<double> best_rank;
   std::set<Point> done;
   int since_best = 0;
+  // Every candidate of this run in visit order; a candidate measured again after drift replaces
+  // its entry. The report's counts are taken from here at the end.
+  std::vector<CandidateResult> results;
+  std::map<Point, std::size_t> result_of;
 
-  // Evaluates one point: rank regime, then deploy when it is within the band of the best.
-  auto visit = [&](const Point& point, bool is_baseline, bool known = false) -> Result<CandidateResult> {
+  // Measures (or replays) one point: rank regime, then deploy when it is within the band of the
+  // best so far. ids receives the rows written now.
+  auto measure = [&](const Point& point, bool is_baseline, std::vector<std::int64_t>* ids) -> Result<CandidateResult> {
     const Config config = space.config(point);
     CandidateResult c;
     c.config = config.text();
     bool rank_replayed = false;
-    ATTUNE_ASSIGN(Outcome rank, evaluate(problem, config, Regime::kRank, &rank_replayed));
+    std::int64_t id = 0;
+    ATTUNE_ASSIGN(Outcome rank, evaluate(problem, config, Regime::kRank, &rank_replayed, &id));
+    if (id) ids->push_back(id);
     c.verdict = rank.verdict;
     c.message = rank.message;
     bool all_replayed = rank_replayed;
@@ -169,7 +183,8 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
       const bool in_band = !best_rank || *c.rank_us <= *best_rank * (1 + options.deploy_band);
       if (is_baseline || in_band) {
         bool dep_replayed = false;
-        ATTUNE_ASSIGN(Outcome dep, evaluate(problem, config, Regime::kDeploy, &dep_replayed));
+        ATTUNE_ASSIGN(Outcome dep, evaluate(problem, config, Regime::kDeploy, &dep_replayed, &id));
+        if (id) ids->push_back(id);
         all_replayed = all_replayed && dep_replayed;
         if (dep.verdict == Verdict::kOk && dep.measurement) {
           c.deploy_us = dep.measurement->median_us;
@@ -182,31 +197,99 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
       }
     }
     c.replayed = all_replayed;
-    ++rep.evaluated;
-    ++(all_replayed ? rep.replayed : rep.measured);
-    ++rep.verdicts[c.verdict];
-    if (c.verdict != Verdict::kOk) rep.rejected.push_back(c);
+    return c;
+  };
+
+  // Takes a result into the run: the strategy learns it, patience counts it.
+  auto account = [&](const Point& point, const CandidateResult& c, bool known) {
+    auto [it, fresh] = result_of.emplace(point, results.size());
+    if (fresh) results.push_back(c);
+    else results[it->second] = c;
     bool new_best = false;
     if (c.verdict == Verdict::kOk && c.rank_us) {
       if (!best_rank || *c.rank_us < *best_rank) {
         best_rank = c.rank_us;
         since_best = 0;
         new_best = true;
-      } else {
+      } else if (fresh) {
         ++since_best;
       }
-      if (c.deploy_us && (!rep.best || *c.deploy_us < *rep.best->deploy_us)) rep.best = c;
     }
     if (!(known && tree_imported)) strategy->observe(point, c.verdict, c.rank_us);
     done.insert(point);
-    if (observer) observer(TuneEvent{problem, rep.evaluated, rep.space_size, c, new_best});
+    if (observer) observer(TuneEvent{problem, static_cast<std::int64_t>(results.size()), rep.space_size, c, new_best});
+  };
+
+  // The anchor: the baseline config, re-measured fresh in the rank regime.
+  const Config anchor = space.config(space.baseline());
+  std::optional<double> anchor_ref;
+  std::vector<std::pair<Point, std::vector<std::int64_t>>> since_anchor;
+  auto anchor_time = [&]() -> std::optional<double> {
+    Outcome o = runner_.run(problem, anchor, Regime::kRank);
+    if (o.verdict != Verdict::kOk || !o.measurement) return std::nullopt;
+    return o.measurement->median_us;
+  };
+  auto check_anchor = [&]() -> Status {
+    auto t = anchor_time();
+    if (!t) {
+      spdlog::warn("the anchor config failed to run; drift is not checked for these candidates");
+      since_anchor.clear();
+      return Status::success();
+    }
+    const double drift = *t / *anchor_ref - 1;
+    if (std::fabs(drift) <= options.drift_bound) {
+      since_anchor.clear();
+      return Status::success();
+    }
+    ++rep.drift_events;
+    const std::string why = fmt::format("the anchor {} moved {:+.1f}% ({:.2f} -> {:.2f} us) while this was measured",
+                                        anchor.text(), 100 * drift, *anchor_ref, *t);
+    spdlog::warn("{}; discarding {} candidates and backing off", why, since_anchor.size());
+    std::vector<std::int64_t> ids;
+    for (const auto& [p, row_ids] : since_anchor) ids.insert(ids.end(), row_ids.begin(), row_ids.end());
+    ATTUNE_TRY(store_.discard(ids, why));
+    rep.discarded += static_cast<std::int64_t>(ids.size());
+    double wait = options.backoff_s;
+    bool recovered = false;
+    for (int i = 0; i < options.max_backoffs && !recovered; ++i) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+      wait *= 2;
+      t = anchor_time();
+      recovered = t && std::fabs(*t / *anchor_ref - 1) <= options.recover_bound;
+    }
+    if (!recovered && t) {
+      spdlog::warn("the anchor did not come back within {:.0f}%; measuring against its new level {:.2f} us",
+                   100 * options.recover_bound, *t);
+      anchor_ref = t;
+    }
+    auto redo = std::move(since_anchor);
+    since_anchor.clear();
+    for (const auto& [p, row_ids] : redo) {
+      std::vector<std::int64_t> fresh_ids;
+      ATTUNE_ASSIGN(CandidateResult c, measure(p, p == space.baseline(), &fresh_ids));
+      account(p, c, false);
+      since_anchor.emplace_back(p, std::move(fresh_ids));
+    }
+    return Status::success();
+  };
+
+  auto visit = [&](const Point& point, bool is_baseline, bool known = false) -> Result<CandidateResult> {
+    std::vector<std::int64_t> ids;
+    ATTUNE_ASSIGN(CandidateResult c, measure(point, is_baseline, &ids));
+    account(point, c, known);
+    if (options.anchor_every > 0 && !ids.empty()) {
+      if (!anchor_ref) anchor_ref = anchor_time();
+      if (anchor_ref) {
+        since_anchor.emplace_back(point, std::move(ids));
+        if (static_cast<int>(since_anchor.size()) >= options.anchor_every) ATTUNE_TRY(check_anchor());
+      }
+    }
     return c;
   };
 
   // The baseline is measured first whatever the strategy or shard: the speedup is against it.
   // A search tree imported from an earlier run has already seen the baseline.
-  ATTUNE_ASSIGN(CandidateResult base, visit(space.baseline(), true, tree_imported));
-  rep.baseline = base;
+  ATTUNE_TRY(visit(space.baseline(), true, tree_imported));
   // What this device already measured for this problem comes first, answered from the store:
   // a run continues from what is known, and an identical rerun measures nothing.
   {
@@ -221,14 +304,14 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
       if (!cfg) continue;  // the space changed since: not a candidate any more
       ATTUNE_ASSIGN(Point p, space.point(*cfg));
       if (done.count(p) || !pinned(p)) continue;
-      if (options.max_candidates && rep.evaluated >= *options.max_candidates) break;
+      if (options.max_candidates && static_cast<std::int64_t>(results.size()) >= *options.max_candidates) break;
       ATTUNE_TRY(visit(p, false, true));
     }
   }
   rep.stopped_by = "exhausted";
   std::deque<Point> ahead;
   while (true) {
-    if (options.max_candidates && rep.evaluated >= *options.max_candidates) {
+    if (options.max_candidates && static_cast<std::int64_t>(results.size()) >= *options.max_candidates) {
       rep.stopped_by = "max_candidates";
       break;
     }
@@ -250,6 +333,17 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
     ahead.pop_front();
     if (done.count(point)) continue;
     ATTUNE_TRY(visit(point, false));
+  }
+  // Candidates measured since the last clean anchor are checked before the run ends.
+  if (!since_anchor.empty() && anchor_ref) ATTUNE_TRY(check_anchor());
+
+  rep.baseline = results.front();
+  for (const CandidateResult& c : results) {
+    ++rep.evaluated;
+    ++(c.replayed ? rep.replayed : rep.measured);
+    ++rep.verdicts[c.verdict];
+    if (c.verdict != Verdict::kOk) rep.rejected.push_back(c);
+    if (c.verdict == Verdict::kOk && c.deploy_us && (!rep.best || *c.deploy_us < *rep.best->deploy_us)) rep.best = c;
   }
   if (mcts) {
     std::vector<SearchNode> nodes;

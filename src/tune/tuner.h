@@ -29,6 +29,16 @@ struct TuneOptions {
   // a search to part of the space, e.g. kernel=cublaslt.
   std::map<std::string, std::string> pins;
   std::string arguments = "[]";          // the command line, recorded with the run
+  // Drift: the baseline config is re-measured (rank regime, never from the store) after every
+  // anchor_every newly measured candidates (0: never). When it moved by more than drift_bound
+  // from its reference, the candidates measured since the last clean anchor are discarded in
+  // the store, the tuner backs off (backoff_s, doubling, at most max_backoffs times) until the
+  // anchor is back within recover_bound, and measures them again.
+  int anchor_every = 8;
+  double drift_bound = 0.10;
+  double recover_bound = 0.03;
+  double backoff_s = 1.0;
+  int max_backoffs = 6;
 };
 
 // One evaluated candidate as the report shows it.
@@ -53,6 +63,8 @@ struct ProblemReport {
   std::map<Verdict, std::int64_t> verdicts;
   std::vector<CandidateResult> rejected;  // every candidate that did not pass, with its reason
   std::string stopped_by;                 // exhausted, patience, max_candidates
+  int drift_events = 0;                   // anchor checks that found the device drifted
+  std::int64_t discarded = 0;             // measurements discarded because of drift
   std::uint64_t space_size = 0;
 };
 
@@ -91,7 +103,9 @@ class Tuner {
   Result<ProblemReport> tune_one(const Problem& problem, const TuneOptions& options,
                                  const TuneObserver& observer);
   // The outcome of config in regime: from the store when known, else run and stored.
-  Result<Outcome> evaluate(const Problem& problem, const Config& config, Regime regime, bool* replayed);
+  // row_id: the stored row when it was measured now, else 0.
+  Result<Outcome> evaluate(const Problem& problem, const Config& config, Regime regime, bool* replayed,
+                           std::int64_t* row_id);
 
   Store& store_;
   Backend& backend_;

@@ -88,6 +88,7 @@ class MemoryStore : public Store {
     return std::optional<MeasurementRow>();
   }
   Result<std::vector<MeasurementRow>> measurements(const MeasurementQuery&) override { return rows; }
+  Status discard(const std::vector<std::int64_t>&, const std::string&) override { return Status::success(); }
   Status put_search_nodes(const std::string&, const std::string&, const std::string&,
                           const std::vector<SearchNode>&) override {
     return Status::success();

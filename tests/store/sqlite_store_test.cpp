@@ -216,3 +216,25 @@ TEST(SqliteStore, PriorsKeepBinaryCheckpoints) {
 
 }  // namespace
 }  // namespace attune
+
+namespace attune {
+namespace {
+
+TEST(SqliteStore, DiscardedRowsAreKeptButNeverAnsweredAgain) {
+  testing::TempDir dir;
+  auto s = SqliteStore::open(dir.file("a.db"));
+  ASSERT_TRUE(s.ok());
+  Problem p = *Problem::parse("rmsnorm:rows=8,hidden=64");
+  ASSERT_TRUE((*s)->put_device(sim_device()).ok());
+  ASSERT_TRUE((*s)->put_problem(p).ok());
+  auto id = (*s)->record(ok_row(p.structural_key(), "t=1", 3.0));
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE((*s)->discard({*id}, "the anchor moved +40%").ok());
+  EXPECT_FALSE((*s)->find(sim_device().key(), p.structural_key(), "sim", Regime::kRank,
+                          Config::parse("t=1")->hash_hex())->has_value());
+  EXPECT_TRUE((*s)->measurements({})->empty());
+  EXPECT_EQ(*(*s)->db().scalar("SELECT count(*) FROM measurements WHERE discarded LIKE 'the anchor%'"), 1);
+}
+
+}  // namespace
+}  // namespace attune

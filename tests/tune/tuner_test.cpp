@@ -122,3 +122,52 @@ TEST_F(TunerTest, MctsIsTheDefaultPersistsItsTreeAndALaterRunContinues) {
 
 }  // namespace
 }  // namespace attune
+
+namespace attune {
+namespace {
+
+// The device slows down by 40% for a while (ATTUNE_SIM_DRIFT in the worker-less sim): the anchor
+// catches it, what was measured meanwhile is discarded and measured again, and the result is the
+// one a quiet device gives.
+TEST_F(TunerTest, AnchorDriftDiscardsAndRemeasures) {
+  TuneOptions o;
+  o.strategy = "grid";
+  o.patience = 0;
+  o.max_candidates = 40;
+  o.anchor_every = 5;
+  o.backoff_s = 0.01;
+  ProblemReport quiet = tune("rmsnorm", o);
+  EXPECT_EQ(quiet.drift_events, 0);
+  EXPECT_EQ(quiet.discarded, 0);
+
+  testing::TempDir other;
+  auto drifting_store = std::move(*SqliteStore::open(other.file("d.db")));
+  SimBackend drifting;
+  InProcessRunner drifting_runner{drifting};
+  ::setenv("ATTUNE_SIM_DRIFT", "12:30:1.4", 1);
+  Tuner t(*drifting_store, drifting, drifting_runner);
+  auto r = t.run({*drifting.resolve("rmsnorm")}, o);
+  ::unsetenv("ATTUNE_SIM_DRIFT");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const ProblemReport& d = r->problems.at(0);
+  EXPECT_GE(d.drift_events, 1);
+  EXPECT_GT(d.discarded, 0);
+  EXPECT_EQ(d.evaluated, quiet.evaluated);
+  ASSERT_TRUE(d.best && quiet.best);
+  EXPECT_EQ(d.best->config, quiet.best->config);
+  EXPECT_NEAR(*d.best->deploy_us, *quiet.best->deploy_us, 1e-9);
+  // Discarded rows stay in the database but are never answered from it again.
+  MeasurementQuery q;
+  q.regime = Regime::kRank;
+  auto rows = drifting_store->measurements(q);
+  ASSERT_TRUE(rows.ok());
+  for (const auto& row : rows.value()) {
+    ASSERT_TRUE(row.outcome.measurement);
+    auto same = store->find(sim.fingerprint()->key(), row.problem_key, "sim", Regime::kRank, row.config_hash);
+    ASSERT_TRUE(same.ok() && same->has_value()) << row.config;
+    EXPECT_NEAR(row.outcome.measurement->median_us, (**same).outcome.measurement->median_us, 1e-9) << row.config;
+  }
+}
+
+}  // namespace
+}  // namespace attune

@@ -2,6 +2,7 @@
 
 #include <csignal>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <random>
@@ -360,7 +361,13 @@ Outcome SimBackend::execute(const Problem& problem, const Config& config, Regime
 
   // Timing: samples around the landscape's time with deterministic noise and rare outliers
   // (a preempted sample), until the median's noise is under the bound.
-  const double t = p.time_us(problem, config) * (regime == Regime::kDeploy ? p.cold(config) : 1.0);
+  double t = p.time_us(problem, config) * (regime == Regime::kDeploy ? p.cold(config) : 1.0);
+  const std::int64_t execution = executions_++;
+  if (const char* drift = std::getenv("ATTUNE_SIM_DRIFT")) {
+    long long from = 0, to = 0;
+    double factor = 1;
+    if (std::sscanf(drift, "%lld:%lld:%lf", &from, &to, &factor) == 3 && execution >= from && execution < to) t *= factor;
+  }
   std::mt19937_64 g(mix64(fnv1a64(problem.text() + "|" + config.text() + "|" + std::string(to_string(regime)))));
   std::normal_distribution<double> n(0.0, 0.01);
   std::uniform_real_distribution<double> u(0.0, 1.0);

@@ -39,6 +39,9 @@ class SimBackend final : public Backend {
  private:
   Result<const SimProblem*> find(const Problem& problem) const;
   std::map<std::string, std::unique_ptr<SimProblem>> problems_;  // by op
+  // Drift for testing the anchor protocol: ATTUNE_SIM_DRIFT="FROM:TO:FACTOR" makes this process's
+  // timed executions number FROM..TO-1 (counting from 0) FACTOR times slower, as a clock drop would.
+  std::int64_t executions_ = 0;
 };
 
 }  // namespace attune

@@ -99,6 +99,11 @@ CREATE TABLE priors (
   reservoir BLOB NOT NULL
 );
 )sql",
+      // 3: measurements taken while the device drifted (the anchor moved) are kept but discarded:
+      // never answered from the store again, never in tables or the prior.
+      R"sql(
+ALTER TABLE measurements ADD COLUMN discarded TEXT;
+)sql",
   };
   return m;
 }

@@ -280,7 +280,7 @@ Result<std::optional<MeasurementRow>> SqliteStore::find(const std::string& devic
                                                          const std::string& config_hash) {
   ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
       "SELECT {} FROM measurements WHERE device_key = ? AND problem_key = ? AND backend = ? "
-      "AND regime = ? AND config_hash = ? ORDER BY id DESC LIMIT 1",
+      "AND regime = ? AND config_hash = ? AND discarded IS NULL ORDER BY id DESC LIMIT 1",
       kMeasurementColumns)));
   s.bind(1, device_key).bind(2, problem_key).bind(3, backend).bind(4, to_string(regime))
       .bind(5, config_hash);
@@ -295,7 +295,7 @@ Result<std::vector<MeasurementRow>> SqliteStore::measurements(const MeasurementQ
       "(?1 = '' OR m.problem_key = ?1 OR m.problem_key IN "
       "   (SELECT key FROM problems WHERE name = ?1 OR op = ?1)) "
       "AND (?2 = '' OR m.device_key = ?2) AND (?3 = '' OR m.backend = ?3) "
-      "AND (?4 = '' OR m.regime = ?4) AND (?5 = 0 OR m.verdict != 'ok') ORDER BY m.id",
+      "AND (?4 = '' OR m.regime = ?4) AND (?5 = 0 OR m.verdict != 'ok') AND m.discarded IS NULL ORDER BY m.id",
       kMeasurementColumns);
   ATTUNE_ASSIGN(Stmt s, db_.prepare(sql));
   s.bind(1, q.problem).bind(2, q.device_key).bind(3, q.backend)
@@ -308,6 +308,19 @@ Result<std::vector<MeasurementRow>> SqliteStore::measurements(const MeasurementQ
     out.push_back(read_measurement(s));
   }
   return out;
+}
+
+Status SqliteStore::discard(const std::vector<std::int64_t>& ids, const std::string& reason) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare("UPDATE measurements SET discarded = ? WHERE id = ?"));
+  ATTUNE_TRY(db_.exec("BEGIN IMMEDIATE"));
+  for (std::int64_t id : ids) {
+    Status st = s.reset().bind(1, reason).bind(2, id).run();
+    if (!st.ok()) {
+      (void)db_.exec("ROLLBACK");
+      return st;
+    }
+  }
+  return db_.exec("COMMIT");
 }
 
 Status SqliteStore::put_search_nodes(const std::string& device_key, const std::string& problem_key,

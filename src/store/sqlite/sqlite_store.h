@@ -31,6 +31,7 @@ class SqliteStore final : public Store {
                                              const std::string& backend, Regime regime,
                                              const std::string& config_hash) override;
   Result<std::vector<MeasurementRow>> measurements(const MeasurementQuery& query) override;
+  Status discard(const std::vector<std::int64_t>& ids, const std::string& reason) override;
 
   Status put_search_nodes(const std::string& device_key, const std::string& problem_key,
                           const std::string& strategy,
