@@ -36,6 +36,7 @@ struct TuneFlags {
   std::vector<std::string> pins;
   double deploy_band = 0.15;
   int anchor_every = 8;
+  double backoff_s = 1.0;
   std::string kernel_file;  // --kernel: the user's .cu
   std::string spec_file;    // --spec: its YAML spec
 };
@@ -138,6 +139,8 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   o.deploy_band = f.deploy_band;
   if (f.anchor_every < 0) return bad_input("--anchor-every must be >= 0 (0 turns the drift check off)");
   o.anchor_every = f.anchor_every;
+  if (f.backoff_s < 0) return bad_input("--backoff must be >= 0 seconds");
+  o.backoff_s = f.backoff_s;
   for (const auto& pin : f.pins) {
     auto eq = pin.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == pin.size())
@@ -285,6 +288,8 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
       ->capture_default_str();
   sub->add_option("--anchor-every", f->anchor_every,
                   "re-measure the baseline after this many new candidates to catch drift; 0: never")
+      ->capture_default_str();
+  sub->add_option("--backoff", f->backoff_s, "first wait (seconds, doubling) for a drifted device to settle")
       ->capture_default_str();
   sub->add_option("--timeout", f->timeout_s, "seconds before a candidate's worker is killed (default: the backend's)");
   return {sub, [&g, f] { return run_tune(g, *f); }};

@@ -188,3 +188,22 @@ TEST(Cli, AnOlderDatabaseIsMigratedAndKeepsItsRows) {
 
 }  // namespace
 }  // namespace attune
+
+namespace attune {
+namespace {
+
+// Logs stay on stderr: a drifting device's warnings must not break --json on stdout.
+TEST(Cli, DriftWarningsGoToStderrAndTheJsonStaysClean) {
+  TempDir dir;
+  auto r = run_attune("tune --backend sim --problem rmsnorm --strategy grid --patience 0 --max-candidates 12 "
+                      "--anchor-every 2 --backoff 0.001 --json",
+                      dir.path(), "ATTUNE_SIM_DRIFT=5:14:1.5");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);  // throws (fails the test) if anything else is on stdout
+  EXPECT_GE(j["problems"][0]["drift_events"].get<int>(), 1);
+  EXPECT_GT(j["problems"][0]["discarded"].get<int>(), 0);
+  EXPECT_NE(r.err.find("moved +50.0%"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace attune

@@ -16,10 +16,11 @@ struct RunResult {
   std::string err;
 };
 
-// args is appended to the binary's path as shell words; cwd is the directory to run in.
-inline RunResult run_attune(const std::string& args, const std::string& cwd) {
+// args is appended to the binary's path as shell words; cwd is the directory to run in; env is
+// prepended as shell assignments ("NAME=value ...").
+inline RunResult run_attune(const std::string& args, const std::string& cwd, const std::string& env = "") {
   std::string out_file = cwd + "/.stdout", err_file = cwd + "/.stderr";
-  std::string cmd = "cd '" + cwd + "' && '" + std::string(ATTUNE_BINARY) + "' " + args + " >'" + out_file +
+  std::string cmd = "cd '" + cwd + "' && " + env + " '" + std::string(ATTUNE_BINARY) + "' " + args + " >'" + out_file +
                     "' 2>'" + err_file + "' </dev/null";
   int status = std::system(cmd.c_str());
   RunResult r;
