@@ -110,7 +110,7 @@ TEST(CudaGpu, UserKernelFaultsAreVerdictsAndTheRunCompletes) {
   const std::string db = ::testing::TempDir() + "/faults.db";
   std::remove(db.c_str());
   const std::string cmd = "'" + attune + "' tune --spec '" + root + "/tests/gpu/faults/faults.yaml' --strategy grid "
-                          "--patience 0 --timeout 10 --json --db '" + db + "' 2>/dev/null";
+                          "--patience 0 --timeout 10 --backoff 0.2 --json --db '" + db + "' 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;
