@@ -31,9 +31,7 @@ class Annealing final : public Strategy {
 
   void observe(const Point& point, Verdict verdict, std::optional<double> time_us) override {
     visited_.insert(point);
-    double cost = verdict == Verdict::kOk && time_us && *time_us > 0
-                      ? std::log(*time_us)
-                      : std::numeric_limits<double>::infinity();
+    const double cost = log_cost(verdict, time_us);
     if (cost < best_cost_) {
       best_cost_ = cost;
       best_ = point;

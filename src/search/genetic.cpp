@@ -37,9 +37,7 @@ class Genetic final : public Strategy {
 
   void observe(const Point& point, Verdict verdict, std::optional<double> time_us) override {
     visited_.insert(point);
-    double cost = verdict == Verdict::kOk && time_us && *time_us > 0
-                      ? std::log(*time_us)
-                      : std::numeric_limits<double>::infinity();
+    const double cost = log_cost(verdict, time_us);
     children_.push_back({point, cost});
   }
 

@@ -1,6 +1,8 @@
 #include "search/walk.h"
 
+#include <cmath>
 #include <functional>
+#include <limits>
 
 #include "core/hash.h"
 
@@ -42,6 +44,11 @@ std::size_t PointHasher::operator()(const Point& p) const {
   std::uint64_t h = 0x9e3779b97f4a7c15ULL;
   for (std::uint32_t v : p) h = mix64(h ^ v);
   return static_cast<std::size_t>(h);
+}
+
+double log_cost(Verdict verdict, std::optional<double> time_us) {
+  return verdict == Verdict::kOk && time_us && *time_us > 0 ? std::log(*time_us)
+                                                            : std::numeric_limits<double>::infinity();
 }
 
 bool legal(const Space& space, const Point& point) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/space.h"
+#include "core/verdict.h"
 
 namespace attune::search {
 
@@ -36,6 +37,10 @@ struct PointHasher {
   std::size_t operator()(const Point& p) const;
 };
 using PointSet = std::unordered_set<Point, PointHasher>;
+
+// What annealing and genetic minimise: log of the time for a passing candidate, +infinity for
+// any failure (so a failed config is never preferred, whatever its verdict).
+double log_cost(Verdict verdict, std::optional<double> time_us);
 
 // A full point that satisfies every constraint.
 bool legal(const Space& space, const Point& point);

@@ -120,22 +120,7 @@ class GemmFamily final : public CudaFamily {
   }
 
   Result<Problem> resolve(const Problem& spec) const override {
-    std::map<std::string, std::string> a = {{"dtype", "bf16"}, {"bias", "0"}};
-    for (const auto& [k, v] : spec.attrs()) {
-      if (k != "m" && k != "n" && k != "k" && k != "dtype" && k != "bias")
-        return Error::invalid_argument("gemm has no attribute '" + k + "' (it has m, n, k, dtype, bias)");
-      a[k] = v;
-    }
-    Problem p("gemm", a, spec.name() == spec.text() ? "" : spec.name());
-    for (const char* k : {"m", "n", "k"}) {
-      auto v = p.int_attr(k);
-      if (!v) return Error::invalid_argument(std::string("gemm needs ") + k + "=N (a positive integer)");
-      if (*v <= 0 || *v > (1 << 20)) return Error::invalid_argument(fmt::format("gemm {}={} is out of range", k, *v));
-    }
-    if (a["dtype"] != "bf16" && a["dtype"] != "fp16")
-      return Error::invalid_argument("gemm dtype '" + a["dtype"] + "' is not supported (bf16, fp16)");
-    if (a["bias"] != "0" && a["bias"] != "1") return Error::invalid_argument("gemm bias must be 0 or 1");
-    return p;
+    return resolve_half_problem(spec, "gemm", {"m", "n", "k"}, 1 << 20, {"bias"});
   }
 
   Result<Space> space(const Problem& problem) const override {

@@ -54,22 +54,7 @@ class RmsnormFamily final : public CudaFamily {
   }
 
   Result<Problem> resolve(const Problem& spec) const override {
-    std::map<std::string, std::string> a = {{"dtype", "bf16"}, {"residual", "0"}};
-    for (const auto& [k, v] : spec.attrs()) {
-      if (k != "rows" && k != "hidden" && k != "dtype" && k != "residual")
-        return Error::invalid_argument("rmsnorm has no attribute '" + k + "' (it has rows, hidden, dtype, residual)");
-      a[k] = v;
-    }
-    Problem p("rmsnorm", a, spec.name() == spec.text() ? "" : spec.name());
-    for (const char* k : {"rows", "hidden"}) {
-      auto v = p.int_attr(k);
-      if (!v) return Error::invalid_argument("rmsnorm needs " + std::string(k) + "=N (a positive integer)");
-      if (*v <= 0 || *v > (1 << 24)) return Error::invalid_argument(fmt::format("rmsnorm {}={} is out of range", k, *v));
-    }
-    if (a["dtype"] != "bf16" && a["dtype"] != "fp16")
-      return Error::invalid_argument("rmsnorm dtype '" + a["dtype"] + "' is not supported (bf16, fp16)");
-    if (a["residual"] != "0" && a["residual"] != "1") return Error::invalid_argument("rmsnorm residual must be 0 or 1");
-    return p;
+    return resolve_half_problem(spec, "rmsnorm", {"rows", "hidden"}, 1 << 24, {"residual"});
   }
 
   Result<Space> space(const Problem& problem) const override {
