@@ -88,6 +88,18 @@ Result<Comparison> DeviceGate::compare(CudaEnv& env, CUdeviceptr out, CUdevicept
   return c;
 }
 
+Result<Comparison> DeviceGate::check_output(CudaEnv& env, CUdeviceptr out, CUdeviceptr ref, std::size_t n, Half fmt,
+                                            const Tolerance& tol) {
+  ATTUNE_ASSIGN(Comparison c, compare(env, out, ref, n, fmt, tol));
+  if (c.verdict != Verdict::kOk) return c;
+  ATTUNE_ASSIGN(std::uint64_t damaged, guard_damage(env, out + n * 2, kGuardElements));
+  if (damaged) {
+    c.verdict = Verdict::kWrongOutput;
+    c.message = fmt::format("wrote {} elements past the end of the output", damaged);
+  }
+  return c;
+}
+
 Result<std::uint64_t> DeviceGate::guard_damage(CudaEnv& env, CUdeviceptr guard, std::size_t n) {
   ATTUNE_TRY(load(env));
   ATTUNE_CU(cuMemsetD8Async(scratch_.ptr() + 56, 0, 8, env.stream()));

@@ -13,6 +13,9 @@ namespace attune::kernels {
 // The gate kernels' source (gate.cu), embedded at build time.
 extern const char* const kGateSource;
 
+// Guard elements allocated past the end of each 16-bit output.
+inline constexpr std::size_t kGuardElements = 1024;
+
 class DeviceGate {
  public:
   // Fills n 16-bit values with uniform [lo, hi) drawn from a fresh seed.
@@ -20,6 +23,10 @@ class DeviceGate {
   // Compares n 16-bit outputs with a float64 reference under tol.
   Result<Comparison> compare(cuda::CudaEnv& env, CUdeviceptr out, CUdeviceptr ref, std::size_t n, cuda::Half fmt,
                              const Tolerance& tol);
+  // compare(), then the kGuardElements past the output's end (allocated by the caller) must still
+  // hold the poison; a write past the end is wrong_output.
+  Result<Comparison> check_output(cuda::CudaEnv& env, CUdeviceptr out, CUdeviceptr ref, std::size_t n,
+                                  cuda::Half fmt, const Tolerance& tol);
   // How many of the n 16-bit guard elements at `guard` no longer hold the poison (a write past
   // the end of an output).
   Result<std::uint64_t> guard_damage(cuda::CudaEnv& env, CUdeviceptr guard, std::size_t n);
@@ -29,9 +36,6 @@ class DeviceGate {
   CUfunction fill_ = nullptr, sum_sq_ = nullptr, check_ = nullptr, guard_ = nullptr;
   cuda::DeviceBuffer scratch_;
 };
-
-// Guard elements allocated past the end of each 16-bit output.
-inline constexpr std::size_t kGuardElements = 1024;
 
 // Launch geometry for a grid-stride kernel over n elements.
 unsigned grid_for(std::size_t n, unsigned threads = 256);
