@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "backends/cuda/nvrtc_build.h"
+#include "core/config.h"
+#include "core/problem.h"
+#include "kernels/plan.h"
 #include "support/temp_dir.h"
 
 namespace attune::kernels {
@@ -43,6 +46,35 @@ TEST(KernelSources, CompileForHopper) {
     expect_builds(c, kernels::kGemmSkinnyTcSource,
                   {"-DT=__nv_bfloat16", "-DTNAME=\"bf16\"", m, "-DN=1001", "-DK=1000", "-DWARPS=4", "-DNT=2", "-DUNROLL=2", "-DBIAS=1"},
                   "gemm_skinny_tc");
+}
+
+// The tiled tensor-core GEMM through the same plan the tuner and the runtime launch: every
+// pipeline depth, warp layout and split on odd shapes compiles, and split-K adds its reduction.
+TEST(KernelSources, TiledGemmPlansCompile) {
+  cuda::Compiler c("sm_90a", "");
+  struct Case {
+    const char* problem;
+    const char* config;
+    std::size_t steps;
+  };
+  const Case cases[] = {
+      {"gemm:bias=1,dtype=bf16,k=1000,m=77,n=517",
+       "kernel=tiled,tl_bm=64,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_split=1,tl_group=8", 1},
+      {"gemm:bias=0,dtype=fp16,k=1032,m=300,n=1001",
+       "kernel=tiled,tl_bm=128,tl_bn=64,tl_bk=64,tl_wm=4,tl_wn=1,tl_stages=4,tl_split=4,tl_group=1", 2},
+      {"gemm:bias=1,dtype=fp16,k=4096,m=5,n=333",
+       "kernel=tiled,tl_bm=16,tl_bn=256,tl_bk=64,tl_wm=1,tl_wn=4,tl_stages=2,tl_split=8,tl_group=4", 2},
+      {"gemm:bias=0,dtype=bf16,k=64,m=2049,n=4097",
+       "kernel=tiled,tl_bm=256,tl_bn=128,tl_bk=32,tl_wm=4,tl_wn=2,tl_stages=5,tl_split=1,tl_group=16", 1},
+  };
+  for (const Case& k : cases) {
+    auto plan = kernels::plan_gemm(*Problem::parse(k.problem), *Config::parse(k.config));
+    ASSERT_TRUE(plan.ok()) << plan.error().message();
+    const auto& kp = std::get<kernels::KernelPlan>(*plan);
+    EXPECT_EQ(kp.steps.size(), k.steps) << k.config;
+    EXPECT_EQ(kp.workspace_bytes > 0, k.steps == 2) << k.config;
+    for (const auto& step : kp.steps) expect_builds(c, kp.build.source.c_str(), kp.build.options, step.kernel);
+  }
 }
 
 TEST(KernelSources, CompileErrorsComeBackWithTheLogAndAreCached) {

@@ -4,94 +4,27 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "kernels/common/gate.h"
+#include "kernels/gemm/gemm_lt.h"
+#include "kernels/plan_launch.h"
 
 namespace attune::kernels {
 
-extern const char* const kGemmSkinnySource;
-extern const char* const kGemmSkinnyTcSource;
 extern const char* const kGemmRefSource;
 
 namespace {
 
 using namespace attune::cuda;
 
-constexpr int kHeuristicAlgos = 8;
-constexpr size_t kWorkspaceBytes = 64ull << 20;
 // Above this many multiply-adds the float64 reference kernel is too slow to run per check; the
 // reference is then cuBLASLt with float32 output (a trusted library path in higher precision).
 constexpr double kNaiveRefMacs = 1.2e9;
 constexpr int kSkinnyMaxM = 16;
 
-struct Shape {
-  std::int64_t m = 0, n = 0, k = 0;
-  Half fmt = Half::kBf16;
-  bool bias = false;
-};
-
-Result<Shape> shape_of(const Problem& p) {
-  Shape s;
-  ATTUNE_ASSIGN(s.m, p.int_attr("m"));
-  ATTUNE_ASSIGN(s.n, p.int_attr("n"));
-  ATTUNE_ASSIGN(s.k, p.int_attr("k"));
-  s.fmt = *p.attr("dtype") == "fp16" ? Half::kFp16 : Half::kBf16;
-  s.bias = *p.attr("bias") == "1";
-  return s;
-}
-
-cudaDataType_t lt_type(Half f) { return f == Half::kBf16 ? CUDA_R_16BF : CUDA_R_16F; }
-
-struct LtDestroy {
-  void operator()(cublasLtMatmulDescOpaque_t* d) const { cublasLtMatmulDescDestroy(d); }
-  void operator()(cublasLtMatrixLayoutOpaque_t* l) const { cublasLtMatrixLayoutDestroy(l); }
-  void operator()(cublasLtMatmulPreferenceOpaque_t* p) const { cublasLtMatmulPreferenceDestroy(p); }
-};
-
-// One cuBLASLt problem: row-major C = A . B^T is column-major C^T = B . A^T, so cuBLASLt's
-// "A" is our B (transposed), its "B" our A, m = N, n = M.
-struct LtProblem {
-  std::unique_ptr<cublasLtMatmulDescOpaque_t, LtDestroy> desc;
-  std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LtDestroy> a, b, c;
-  std::vector<cublasLtMatmulHeuristicResult_t> heuristics;
-};
-
-Result<LtProblem> make_lt(cublasLtHandle_t h, const Shape& s, cudaDataType_t out_type, bool bias, CUdeviceptr bias_ptr) {
-  LtProblem p;
-  cublasLtMatmulDesc_t d = nullptr;
-  ATTUNE_CUBLASLT(cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  p.desc.reset(d);
-  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  ATTUNE_CUBLASLT(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-  ATTUNE_CUBLASLT(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  if (bias) {
-    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-    cudaDataType_t bt = lt_type(s.fmt);
-    void* bp = reinterpret_cast<void*>(bias_ptr);
-    ATTUNE_CUBLASLT(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-    ATTUNE_CUBLASLT(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp));
-    ATTUNE_CUBLASLT(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
-  }
-  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
-  ATTUNE_CUBLASLT(cublasLtMatrixLayoutCreate(&la, lt_type(s.fmt), s.k, s.n, s.k));
-  p.a.reset(la);
-  ATTUNE_CUBLASLT(cublasLtMatrixLayoutCreate(&lb, lt_type(s.fmt), s.k, s.m, s.k));
-  p.b.reset(lb);
-  ATTUNE_CUBLASLT(cublasLtMatrixLayoutCreate(&lc, out_type, s.n, s.m, s.n));
-  p.c.reset(lc);
-  cublasLtMatmulPreference_t pref = nullptr;
-  ATTUNE_CUBLASLT(cublasLtMatmulPreferenceCreate(&pref));
-  std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, LtDestroy> pref_owner(pref);
-  size_t ws = kWorkspaceBytes;
-  ATTUNE_CUBLASLT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-  p.heuristics.resize(kHeuristicAlgos);
-  int found = 0;
-  ATTUNE_CUBLASLT(cublasLtMatmulAlgoGetHeuristic(h, d, la, lb, lc, lc, pref, kHeuristicAlgos, p.heuristics.data(), &found));
-  p.heuristics.resize(static_cast<size_t>(found));
-  return p;
-}
+Half half_of(const GemmShape& s) { return s.bf16 ? Half::kBf16 : Half::kFp16; }
 
 struct Data {
   std::string key;
-  DeviceBuffer a, b, bias, c, ref, ref32, workspace;
+  DeviceBuffer a, b, bias, c, ref, ref32, workspace, lt_workspace;
   std::optional<LtProblem> lt, lt_ref;
 };
 
@@ -124,7 +57,7 @@ class GemmFamily final : public CudaFamily {
   }
 
   Result<Space> space(const Problem& problem) const override {
-    ATTUNE_ASSIGN(Shape s, shape_of(problem));
+    ATTUNE_ASSIGN(GemmShape s, gemm_shape(problem));
     const std::int64_t m = s.m, k = s.k;
     // The kernel fork first: each kernel's knobs are free only under it, fixed elsewhere.
     auto only = [](const char* kernel_value, const char* name, std::int64_t fixed) {
@@ -134,10 +67,13 @@ class GemmFamily final : public CudaFamily {
                         }};
     };
     return Space::make(
-        {knob("kernel", {"cublaslt", "skinny", "skinny_tc"}, 0, KnobKind::kStructural),
+        {knob("kernel", {"cublaslt", "skinny", "skinny_tc", "tiled"}, 0, KnobKind::kStructural),
          knob("lt_algo", {0, 1, 2, 3, 4, 5, 6, 7}), knob("lt_split", {0, 2, 4, 8, 16}), knob("lt_tile", {0, 1, 2, 3, 4}),
          knob("sk_warps", {4, 1, 2, 8}), knob("sk_nb", {2, 1, 4, 8}), knob("sk_vec", {8, 4, 2, 1}), knob("sk_unroll", {1, 2, 4}),
-         knob("tc_warps", {4, 1, 2, 8}), knob("tc_nt", {1, 2, 4}), knob("tc_unroll", {1, 2, 4})},
+         knob("tc_warps", {4, 1, 2, 8}), knob("tc_nt", {1, 2, 4}), knob("tc_unroll", {1, 2, 4}),
+         knob("tl_bm", {128, 64, 32, 16, 256}), knob("tl_bn", {128, 64, 256, 32}), knob("tl_bk", {32, 64}),
+         knob("tl_wm", {2, 1, 4}), knob("tl_wn", {2, 1, 4}), knob("tl_stages", {3, 2, 4, 5}),
+         knob("tl_split", {1, 2, 4, 8}), knob("tl_group", {8, 1, 4, 16})},
         {only("cublaslt", "lt_algo", 0), only("cublaslt", "lt_split", 0), only("cublaslt", "lt_tile", 0),
          {fmt::format("the skinny kernel is for M <= {}", kSkinnyMaxM), {"kernel"},
           [m](const Assignment& a) { return a["kernel"].as_word() != "skinny" || m <= kSkinnyMaxM; }},
@@ -148,38 +84,36 @@ class GemmFamily final : public CudaFamily {
           [k](const Assignment& a) { return a["kernel"].as_word() != "skinny" || k % a.i("sk_vec") == 0; }},
          {fmt::format("the tensor-core skinny kernel is for M <= {} and K % 8 == 0", kSkinnyMaxM), {"kernel"},
           [m, k](const Assignment& a) { return a["kernel"].as_word() != "skinny_tc" || (m <= kSkinnyMaxM && k % 8 == 0); }},
-         only("skinny_tc", "tc_warps", 4), only("skinny_tc", "tc_nt", 1), only("skinny_tc", "tc_unroll", 1)});
+         only("skinny_tc", "tc_warps", 4), only("skinny_tc", "tc_nt", 1), only("skinny_tc", "tc_unroll", 1),
+         {"the tiled kernel needs K % 8 == 0 (16-byte loads)", {"kernel"},
+          [k](const Assignment& a) { return a["kernel"].as_word() != "tiled" || k % 8 == 0; }},
+         only("tiled", "tl_bm", 128), only("tiled", "tl_bn", 128), only("tiled", "tl_bk", 32), only("tiled", "tl_wm", 2),
+         only("tiled", "tl_wn", 2), only("tiled", "tl_stages", 3), only("tiled", "tl_split", 1), only("tiled", "tl_group", 8),
+         {"a block tile under twice M (taller only multiplies zero rows)", {"kernel", "tl_bm"},
+          [m](const Assignment& a) { return a["kernel"].as_word() != "tiled" || a.i("tl_bm") < 2 * std::max<std::int64_t>(m, 16); }},
+         {"warp tiles are multiples of 16 x 16", {"kernel", "tl_bm", "tl_bn", "tl_wm", "tl_wn"},
+          [](const Assignment& a) {
+            return a["kernel"].as_word() != "tiled" || ((a.i("tl_bm") / a.i("tl_wm")) % 16 == 0 && a.i("tl_bm") >= 16 * a.i("tl_wm") &&
+                                                        (a.i("tl_bn") / a.i("tl_wn")) % 16 == 0 && a.i("tl_bn") >= 16 * a.i("tl_wn"));
+          }},
+         {"a warp's accumulators fit in registers: warp tile <= 64 x 64", {"kernel", "tl_bm", "tl_bn", "tl_wm", "tl_wn"},
+          [](const Assignment& a) {
+            return a["kernel"].as_word() != "tiled" || (a.i("tl_bm") / a.i("tl_wm")) * (a.i("tl_bn") / a.i("tl_wn")) <= 64 * 64;
+          }},
+         {"split-K leaves every split at least two K tiles", {"kernel", "tl_bk", "tl_split"},
+          [k](const Assignment& a) {
+            return a["kernel"].as_word() != "tiled" || a.i("tl_split") == 1 || (k + a.i("tl_bk") - 1) / a.i("tl_bk") >= 2 * a.i("tl_split");
+          }}});
   }
 
   std::optional<BuildRequest> build_request(const Problem& problem, const Config& c) const override {
-    const std::string kernel = c.get("kernel")->as_word();
-    auto s = shape_of(problem);
-    if (kernel == "cublaslt" || !s) return std::nullopt;
-    BuildRequest r;
-    if (kernel == "skinny_tc") {
-      const bool bf16 = s->fmt == Half::kBf16;
-      r.source = kGemmSkinnyTcSource;
-      r.source_name = "gemm_skinny_tc.cu";
-      r.options = {fmt::format("-DT={}", bf16 ? "__nv_bfloat16" : "__half"), fmt::format("-DTNAME=\"{}\"", bf16 ? "bf16" : "f16"),
-                   fmt::format("-DM={}", s->m), fmt::format("-DN={}", s->n), fmt::format("-DK={}", s->k),
-                   fmt::format("-DWARPS={}", c.get("tc_warps")->as_int()), fmt::format("-DNT={}", c.get("tc_nt")->as_int()),
-                   fmt::format("-DUNROLL={}", c.get("tc_unroll")->as_int()), fmt::format("-DBIAS={}", s->bias ? 1 : 0)};
-      r.name_expressions = {"gemm_skinny_tc"};
-      return r;
-    }
-    r.source = kGemmSkinnySource;
-    r.source_name = "gemm_skinny.cu";
-    r.options = {fmt::format("-DT={}", s->fmt == Half::kBf16 ? "__nv_bfloat16" : "__half"),
-                 fmt::format("-DM={}", s->m), fmt::format("-DN={}", s->n), fmt::format("-DK={}", s->k),
-                 fmt::format("-DWARPS={}", c.get("sk_warps")->as_int()), fmt::format("-DNB={}", c.get("sk_nb")->as_int()),
-                 fmt::format("-DVEC={}", c.get("sk_vec")->as_int()), fmt::format("-DUNROLL={}", c.get("sk_unroll")->as_int()),
-                 fmt::format("-DBIAS={}", s->bias ? 1 : 0)};
-    r.name_expressions = {"gemm_skinny"};
-    return r;
+    auto plan = plan_gemm(problem, c);
+    if (!plan || !std::holds_alternative<KernelPlan>(*plan)) return std::nullopt;
+    return std::get<KernelPlan>(*plan).build;
   }
 
  private:
-  Status prepare_data(CudaEnv& env, const Problem& problem, const Shape& s) {
+  Status prepare_data(const Problem& problem, const GemmShape& s) {
     if (data_.key == problem.structural_key()) return Status::success();
     data_ = Data{};
     if (!lt_) ATTUNE_CUBLASLT(cublasLtCreate(&lt_));
@@ -189,25 +123,32 @@ class GemmFamily final : public CudaFamily {
     ATTUNE_ASSIGN(data_.bias, DeviceBuffer::alloc(static_cast<size_t>(s.n) * 2));
     ATTUNE_ASSIGN(data_.c, DeviceBuffer::alloc((mn + kGuardElements) * 2));
     ATTUNE_ASSIGN(data_.ref, DeviceBuffer::alloc(mn * 8));
-    ATTUNE_ASSIGN(data_.workspace, DeviceBuffer::alloc(kWorkspaceBytes));
-    ATTUNE_ASSIGN(LtProblem lt, make_lt(lt_, s, lt_type(s.fmt), s.bias, data_.bias.ptr()));
+    ATTUNE_ASSIGN(data_.lt_workspace, DeviceBuffer::alloc(kLtWorkspaceBytes));
+    ATTUNE_ASSIGN(LtProblem lt, make_lt(lt_, s, lt_type(s.bf16), s.bias, reinterpret_cast<void*>(data_.bias.ptr())));
     data_.lt = std::move(lt);
     if (static_cast<double>(s.m) * s.n * s.k > kNaiveRefMacs) {
       ATTUNE_ASSIGN(data_.ref32, DeviceBuffer::alloc(mn * 4));
-      ATTUNE_ASSIGN(LtProblem ref, make_lt(lt_, s, CUDA_R_32F, false, 0));
+      ATTUNE_ASSIGN(LtProblem ref, make_lt(lt_, s, CUDA_R_32F, false, nullptr));
       if (ref.heuristics.empty()) return Error::internal("cuBLASLt offers no fp32-output algorithm for the reference");
       data_.lt_ref = std::move(ref);
     }
-    (void)env;
     data_.key = problem.structural_key();
     return Status::success();
   }
 
-  Status reference(CudaEnv& env, const Shape& s) {
+  // A plan's workspace (split-K partials), grown as candidates need it.
+  Status ensure_workspace(std::size_t bytes) {
+    if (data_.workspace.bytes() >= bytes) return Status::success();
+    data_.workspace = DeviceBuffer{};
+    ATTUNE_ASSIGN(data_.workspace, DeviceBuffer::alloc(bytes));
+    return Status::success();
+  }
+
+  Status reference(CudaEnv& env, const GemmShape& s) {
     BuildRequest req;
     req.source = kGemmRefSource;
     req.source_name = "gemm_ref.cu";
-    int fmt_id = s.fmt == Half::kBf16 ? 0 : 1, has_bias = s.bias ? 1 : 0;
+    int fmt_id = s.bf16 ? 0 : 1, has_bias = s.bias ? 1 : 0;
     CUdeviceptr ref = data_.ref.ptr(), a = data_.a.ptr(), b = data_.b.ptr(), bias = data_.bias.ptr();
     if (!data_.lt_ref) {
       ATTUNE_ASSIGN(Built k, env.function(req, "gemm_ref"));
@@ -218,12 +159,10 @@ class GemmFamily final : public CudaFamily {
       ATTUNE_CU(cuLaunchKernel(k.fn, grid, 1, 1, 256, 1, 1, 0, env.stream(), args, nullptr));
       return Status::success();
     }
-    const float one = 1.f, zero = 0.f;
     const auto& lt = *data_.lt_ref;
-    ATTUNE_CUBLASLT(cublasLtMatmul(lt_, lt.desc.get(), &one, reinterpret_cast<void*>(b), lt.a.get(),
-                                   reinterpret_cast<void*>(a), lt.b.get(), &zero, reinterpret_cast<void*>(data_.ref32.ptr()),
-                                   lt.c.get(), reinterpret_cast<void*>(data_.ref32.ptr()), lt.c.get(), &lt.heuristics[0].algo,
-                                   reinterpret_cast<void*>(data_.workspace.ptr()), kWorkspaceBytes, env.stream()));
+    ATTUNE_CUBLASLT(lt_matmul(lt_, lt, lt.heuristics[0].algo, reinterpret_cast<void*>(a), reinterpret_cast<void*>(b),
+                              reinterpret_cast<void*>(data_.ref32.ptr()), reinterpret_cast<void*>(data_.lt_workspace.ptr()),
+                              env.stream()));
     ATTUNE_ASSIGN(Built w, env.function(req, "widen_add_bias"));
     CUdeviceptr in = data_.ref32.ptr();
     int n = static_cast<int>(s.n);
@@ -233,114 +172,66 @@ class GemmFamily final : public CudaFamily {
     return Status::success();
   }
 
-  // The cuBLASLt algorithm for a config, or why there is none.
-  Result<std::pair<std::optional<cublasLtMatmulAlgo_t>, std::string>> lt_algo(const Config& c) {
-    using R = std::pair<std::optional<cublasLtMatmulAlgo_t>, std::string>;
-    const auto& lt = *data_.lt;
-    const auto rank = static_cast<size_t>(c.get("lt_algo")->as_int());
-    if (rank >= lt.heuristics.size())
-      return R{std::nullopt, fmt::format("cuBLASLt's heuristic returned {} algorithms, not {}", lt.heuristics.size(), rank + 1)};
-    cublasLtMatmulAlgo_t algo = lt.heuristics[rank].algo;
-    if (auto split = static_cast<std::uint32_t>(c.get("lt_split")->as_int())) {
-      if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof split) != CUBLAS_STATUS_SUCCESS)
-        return R{std::nullopt, "this algorithm takes no split-K setting"};
-    }
-    if (auto tile = c.get("lt_tile")->as_int()) {
-      size_t bytes = 0;
-      cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_TILE_IDS, nullptr, 0, &bytes);
-      std::vector<std::uint32_t> tiles(bytes / sizeof(std::uint32_t));
-      if (!tiles.empty())
-        cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_TILE_IDS, tiles.data(), bytes, &bytes);
-      if (static_cast<size_t>(tile) > tiles.size())
-        return R{std::nullopt, fmt::format("this algorithm offers {} tile shapes, not {}", tiles.size(), tile)};
-      std::uint32_t id = tiles[static_cast<size_t>(tile) - 1];
-      cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &id, sizeof id);
-      // A tile is valid only with a pipeline depth it supports: the heuristic's stages rarely
-      // fit another tile (every tile override was refused on the H200 with them), so take the
-      // first stages setting the algorithm lists that cuBLASLt accepts with this tile.
-      size_t sbytes = 0;
-      cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_STAGES_IDS, nullptr, 0, &sbytes);
-      std::vector<std::uint32_t> stages(sbytes / sizeof(std::uint32_t));
-      if (!stages.empty())
-        cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_STAGES_IDS, stages.data(), sbytes, &sbytes);
-      for (std::uint32_t st : stages) {
-        cublasLtMatmulAlgo_t trial = algo;
-        cublasLtMatmulAlgoConfigSetAttribute(&trial, CUBLASLT_ALGO_CONFIG_STAGES_ID, &st, sizeof st);
-        cublasLtMatmulHeuristicResult_t probe{};
-        if (cublasLtMatmulAlgoCheck(lt_, lt.desc.get(), lt.a.get(), lt.b.get(), lt.c.get(), lt.c.get(), &trial, &probe) ==
-            CUBLAS_STATUS_SUCCESS) {
-          algo = trial;
-          break;
-        }
-      }
-    }
-    cublasLtMatmulHeuristicResult_t check{};
-    cublasStatus_t st = cublasLtMatmulAlgoCheck(lt_, lt.desc.get(), lt.a.get(), lt.b.get(), lt.c.get(), lt.c.get(), &algo, &check);
-    if (st != CUBLAS_STATUS_SUCCESS) return R{std::nullopt, fmt::format("cuBLASLt refuses this variant (status {})", static_cast<int>(st))};
-    if (check.workspaceSize > kWorkspaceBytes) return R{std::nullopt, "needs more workspace than attune gives cuBLASLt"};
-    return R{algo, ""};
+  static Outcome refusal(Verdict v, std::string why) {
+    Outcome o;
+    o.verdict = v;
+    o.message = std::move(why);
+    return o;
   }
 
   Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) override {
-    ATTUNE_ASSIGN(Shape s, shape_of(problem));
-    ATTUNE_TRY(prepare_data(env, problem, s));
-    Outcome o;
-    const std::string kernel = config.get("kernel")->as_word();
-    const bool skinny = kernel != "cublaslt";
+    ATTUNE_ASSIGN(GemmShape s, gemm_shape(problem));
+    ATTUNE_ASSIGN(GemmPlan plan, plan_gemm(problem, config));
+    ATTUNE_TRY(prepare_data(problem, s));
     std::function<CUresult(CUstream)> launch;
-    CUdeviceptr a = data_.a.ptr(), b = data_.b.ptr(), c = data_.c.ptr(), bias = data_.bias.ptr();
-    void* args[] = {&c, &a, &b, &bias};
+    PlanArgs args;
+    args.a = data_.a.ptr();
+    args.b = data_.b.ptr();
+    args.c = data_.c.ptr();
+    args.bias = data_.bias.ptr();
     cublasLtMatmulAlgo_t algo{};
-    if (skinny) {
-      const bool tc = kernel == "skinny_tc";
-      ATTUNE_ASSIGN(Built k, env.function(*build_request(problem, config), tc ? "gemm_skinny_tc" : "gemm_skinny"));
-      if (k.verdict != Verdict::kOk) {
-        o.verdict = k.verdict;
-        o.message = k.log;
-        return o;
+    const bool native = std::holds_alternative<KernelPlan>(plan);
+    if (native) {
+      const KernelPlan& kp = std::get<KernelPlan>(plan);
+      ATTUNE_TRY(check_args(kp));
+      std::vector<CUfunction> fns;
+      for (const LaunchStep& step : kp.steps) {
+        ATTUNE_ASSIGN(Built k, env.function(kp.build, step.kernel));
+        if (k.verdict != Verdict::kOk) return refusal(k.verdict, k.log);
+        const unsigned threads = step.block.x * step.block.y * step.block.z;
+        ATTUNE_ASSIGN(std::string why, check_launch(k.fn, threads, step.shared_bytes, env.limits().max_shared_per_block_optin));
+        if (!why.empty()) return refusal(Verdict::kLaunchFailed, step.kernel + ": " + why);
+        fns.push_back(k.fn);
       }
-      const unsigned threads = static_cast<unsigned>(config.get(tc ? "tc_warps" : "sk_warps")->as_int() * 32);
-      ATTUNE_ASSIGN(std::string why, check_launch(k.fn, threads, 0, env.limits().max_shared_per_block_optin));
-      if (!why.empty()) {
-        o.verdict = Verdict::kLaunchFailed;
-        o.message = why;
-        return o;
-      }
-      const auto nb = tc ? 16 * config.get("tc_nt")->as_int() : config.get("sk_nb")->as_int();
-      const unsigned grid = static_cast<unsigned>((s.n + nb - 1) / nb);
-      CUfunction fn = k.fn;
-      launch = [fn, grid, threads, &args](CUstream st) { return cuLaunchKernel(fn, grid, 1, 1, threads, 1, 1, 0, st, args, nullptr); };
+      ATTUNE_TRY(ensure_workspace(kp.workspace_bytes));
+      args.workspace = data_.workspace.ptr();
+      launch = [&kp, fns, &args](CUstream st) { return enqueue(kp, fns, args, st); };
     } else {
-      ATTUNE_ASSIGN(auto found, lt_algo(config));
-      if (!found.first) {
-        o.verdict = Verdict::kUnsupported;
-        o.message = found.second;
-        return o;
-      }
-      algo = *found.first;
-      const auto& lt = *data_.lt;
-      void* ws = reinterpret_cast<void*>(data_.workspace.ptr());
+      LtChoice found = choose_lt_algo(lt_, *data_.lt, std::get<LtPlan>(plan));
+      if (!found.algo) return refusal(Verdict::kUnsupported, found.refusal);
+      algo = *found.algo;
+      const LtProblem& lt = *data_.lt;
+      void* ws = reinterpret_cast<void*>(data_.lt_workspace.ptr());
       cublasLtHandle_t h = lt_;
-      launch = [&lt, h, a, b, c, ws, &algo](CUstream st) -> CUresult {
-        static const float one = 1.f, zero = 0.f;
-        cublasStatus_t rc = cublasLtMatmul(h, lt.desc.get(), &one, reinterpret_cast<void*>(b), lt.a.get(), reinterpret_cast<void*>(a),
-                                           lt.b.get(), &zero, reinterpret_cast<void*>(c), lt.c.get(), reinterpret_cast<void*>(c),
-                                           lt.c.get(), &algo, ws, kWorkspaceBytes, st);
+      launch = [&lt, h, &args, ws, &algo](CUstream st) -> CUresult {
+        cublasStatus_t rc = lt_matmul(h, lt, algo, reinterpret_cast<void*>(args.a), reinterpret_cast<void*>(args.b),
+                                      reinterpret_cast<void*>(args.c), ws, st);
         return rc == CUBLAS_STATUS_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
       };
     }
 
     // Fresh random inputs, poisoned output and guard, the reference on the same inputs.
     const size_t mn = static_cast<size_t>(s.m * s.n);
-    ATTUNE_TRY(gate_.fill_random(env, a, static_cast<size_t>(s.m * s.k), s.fmt));
-    ATTUNE_TRY(gate_.fill_random(env, b, static_cast<size_t>(s.n * s.k), s.fmt));
-    ATTUNE_TRY(gate_.fill_random(env, bias, static_cast<size_t>(s.n), s.fmt));
+    ATTUNE_TRY(gate_.fill_random(env, args.a, static_cast<size_t>(s.m * s.k), half_of(s)));
+    ATTUNE_TRY(gate_.fill_random(env, args.b, static_cast<size_t>(s.n * s.k), half_of(s)));
+    ATTUNE_TRY(gate_.fill_random(env, args.bias, static_cast<size_t>(s.n), half_of(s)));
     ATTUNE_TRY(data_.c.fill16(kPoison16, env.stream()));
     ATTUNE_TRY(reference(env, s));
-    ATTUNE_ASSIGN(auto refused, launch_and_wait(env, launch, skinny ? "gemm kernel" : "cublasLtMatmul"));
+    ATTUNE_ASSIGN(auto refused, launch_and_wait(env, launch, native ? "gemm kernel" : "cublasLtMatmul"));
     if (refused) return *refused;
-    ATTUNE_ASSIGN(Comparison cmp, gate_.check_output(env, c, data_.ref.ptr(), mn, s.fmt,
-                                                     tolerance_for(s.fmt == Half::kBf16 ? "bf16" : "fp16", s.k)));
+    ATTUNE_ASSIGN(Comparison cmp, gate_.check_output(env, args.c, data_.ref.ptr(), mn, half_of(s),
+                                                     tolerance_for(s.bf16 ? "bf16" : "fp16", s.k)));
+    Outcome o;
     o.verdict = cmp.verdict;
     o.check = cmp.check;
     o.message = cmp.message;

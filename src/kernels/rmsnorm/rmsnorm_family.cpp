@@ -4,17 +4,16 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "kernels/common/gate.h"
+#include "kernels/plan_launch.h"
 
 namespace attune::kernels {
 
-extern const char* const kRmsnormSource;
 extern const char* const kRmsnormRefSource;
 
 namespace {
 
 using namespace attune::cuda;
 
-constexpr double kEps = 1e-6;
 
 struct Shape {
   std::int64_t rows = 0, hidden = 0;
@@ -78,20 +77,9 @@ class RmsnormFamily final : public CudaFamily {
   }
 
   std::optional<BuildRequest> build_request(const Problem& problem, const Config& c) const override {
-    auto s = shape_of(problem);
-    if (!s) return std::nullopt;
-    BuildRequest r;
-    r.source = kRmsnormSource;
-    r.source_name = "rmsnorm.cu";
-    r.options = {fmt::format("-DT={}", s->fmt == Half::kBf16 ? "__nv_bfloat16" : "__half"),
-                 fmt::format("-DHIDDEN={}", s->hidden),
-                 fmt::format("-DTHREADS={}", c.get("threads")->as_int()),
-                 fmt::format("-DROWS_PER_BLOCK={}", c.get("rows_per_block")->as_int()),
-                 fmt::format("-DVEC={}", c.get("vec")->as_int()),
-                 fmt::format("-DUNROLL={}", c.get("unroll")->as_int()),
-                 fmt::format("-DRESIDUAL={}", s->residual ? 1 : 0)};
-    r.name_expressions = {"rmsnorm"};
-    return r;
+    auto plan = plan_rmsnorm(problem, c);
+    if (!plan) return std::nullopt;
+    return plan->build;
   }
 
  private:
@@ -112,17 +100,18 @@ class RmsnormFamily final : public CudaFamily {
 
   Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) override {
     ATTUNE_ASSIGN(Shape s, shape_of(problem));
-    auto req = build_request(problem, config);
-    ATTUNE_ASSIGN(Built b, env.function(*req, "rmsnorm"));
+    ATTUNE_ASSIGN(KernelPlan plan, plan_rmsnorm(problem, config));
+    ATTUNE_TRY(check_args(plan));
+    const LaunchStep& step = plan.steps.at(0);
+    ATTUNE_ASSIGN(Built b, env.function(plan.build, step.kernel));
     Outcome o;
     if (b.verdict != Verdict::kOk) {
       o.verdict = b.verdict;
       o.message = b.log;
       return o;
     }
-    const unsigned threads = static_cast<unsigned>(config.get("threads")->as_int());
-    const unsigned rpb = static_cast<unsigned>(config.get("rows_per_block")->as_int());
-    ATTUNE_ASSIGN(std::string why, check_launch(b.fn, threads * rpb, 0, env.limits().max_shared_per_block_optin));
+    ATTUNE_ASSIGN(std::string why, check_launch(b.fn, step.block.x * step.block.y, step.shared_bytes,
+                                                env.limits().max_shared_per_block_optin));
     if (!why.empty()) {
       o.verdict = Verdict::kLaunchFailed;
       o.message = why;
@@ -139,20 +128,24 @@ class RmsnormFamily final : public CudaFamily {
     if (s.residual) ATTUNE_TRY(data_.h.fill16(kPoison16, env.stream()));
     ATTUNE_TRY(reference(env, s));
 
-    CUdeviceptr y = data_.y.ptr(), h = data_.h.ptr(), x = data_.x.ptr(), rr = data_.r.ptr(), w = data_.w.ptr();
-    int rows = static_cast<int>(s.rows);
-    float eps = static_cast<float>(kEps);
-    void* args[] = {&y, &h, &x, &rr, &w, &rows, &eps};
-    const unsigned grid = static_cast<unsigned>((s.rows + rpb - 1) / rpb);
-    auto launch = [&](CUstream st) { return cuLaunchKernel(b.fn, grid, 1, 1, threads, rpb, 1, 0, st, args, nullptr); };
+    PlanArgs args;
+    args.y = data_.y.ptr();
+    args.h = data_.h.ptr();
+    args.x = data_.x.ptr();
+    args.r = data_.r.ptr();
+    args.w = data_.w.ptr();
+    args.rows = static_cast<int>(s.rows);
+    args.eps = static_cast<float>(kRmsnormEps);
+    const std::vector<CUfunction> fns = {b.fn};
+    auto launch = [&](CUstream st) { return enqueue(plan, fns, args, st); };
     ATTUNE_ASSIGN(auto refused, launch_and_wait(env, launch, "rmsnorm"));
     if (refused) return *refused;
 
     Tolerance tol = tolerance_for(s.fmt == Half::kBf16 ? "bf16" : "fp16");
-    ATTUNE_ASSIGN(Comparison cy, gate_.check_output(env, y, data_.ref_y.ptr(), n, s.fmt, tol));
+    ATTUNE_ASSIGN(Comparison cy, gate_.check_output(env, args.y, data_.ref_y.ptr(), n, s.fmt, tol));
     Comparison worst = cy;
     if (s.residual && cy.verdict == Verdict::kOk) {
-      ATTUNE_ASSIGN(Comparison ch, gate_.check_output(env, h, data_.ref_h.ptr(), n, s.fmt, tol));
+      ATTUNE_ASSIGN(Comparison ch, gate_.check_output(env, args.h, data_.ref_h.ptr(), n, s.fmt, tol));
       if (ch.verdict != Verdict::kOk) ch.message = "residual output: " + ch.message;
       worst = ch.verdict != Verdict::kOk || ch.check.value > cy.check.value ? ch : cy;
     }
@@ -173,7 +166,7 @@ class RmsnormFamily final : public CudaFamily {
     if (ref.verdict != Verdict::kOk) return Error::internal("the rmsnorm reference does not compile: " + ref.log);
     CUdeviceptr y = data_.ref_y.ptr(), h = data_.ref_h.ptr(), x = data_.x.ptr(), r = data_.r.ptr(), w = data_.w.ptr();
     int hidden = static_cast<int>(s.hidden), f = s.fmt == Half::kBf16 ? 0 : 1, residual = s.residual ? 1 : 0;
-    double eps = kEps;
+    double eps = kRmsnormEps;
     void* args[] = {&y, &h, &x, &r, &w, &hidden, &f, &residual, &eps};
     ATTUNE_CU(cuLaunchKernel(ref.fn, static_cast<unsigned>(s.rows), 1, 1, 256, 1, 1, 0, env.stream(), args, nullptr));
     return Status::success();

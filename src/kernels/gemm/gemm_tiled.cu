@@ -1,0 +1,204 @@
+// Tensor-core tiled GEMM: C[M,N] = A[M,K] . B[N,K]^T (+ bias[N]), 16-bit inputs and output, fp32
+// accumulation with mma.sync.m16n8k16. Both operands are K-contiguous, which is what the mma's
+// row.col form wants, so fragments come straight from shared memory through ldmatrix (no
+// transposes). A block computes a BM x BN tile of C from a STAGES-deep cp.async pipeline of
+// BM x BK and BN x BK tiles; its WM x WN warps each own a (BM/WM) x (BN/WN) sub-tile. Shared
+// memory rows are XOR-swizzled in 16-byte chunks so ldmatrix reads hit 32 distinct banks. Tails
+// (M, N, K not multiples of the tile) are zero-filled by cp.async's source size. Defines:
+//   T, TNAME        __nv_bfloat16 / bf16 or __half / f16
+//   M, N, K         the shape (K % 8 == 0: 16-byte loads never straddle the end of a row)
+//   BM, BN, BK      block tile (BK 32 or 64)
+//   WM, WN          warps along M and N
+//   STAGES          pipeline depth (>= 2)
+//   SPLIT           K split across blockIdx.z; > 1: fp32 partials in the workspace, summed by
+//                   gemm_tiled_reduce
+//   GROUP           rasterization: GROUP consecutive block rows walk N together, so the B tiles
+//                   they share stay in L2 (1: plain row-major order)
+//   BIAS            1: add bias[n]
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#ifndef BIAS
+#define BIAS 0
+#endif
+
+namespace {
+
+constexpr int kThreads = WM * WN * 32;
+constexpr int kWarpM = BM / WM, kWarpN = BN / WN;
+constexpr int kMi = kWarpM / 16, kNi = kWarpN / 8;  // mma tiles per warp
+constexpr int kChunksPerRow = BK / 8;                 // 16-byte chunks in a tile row
+constexpr int kRowsPerLine = 64 / BK;                 // tile rows per 128-byte bank line
+constexpr int kKTiles = (K + BK - 1) / BK;
+constexpr int kKTilesPerSplit = (kKTiles + SPLIT - 1) / SPLIT;
+constexpr int kTilesM = (M + BM - 1) / BM, kTilesN = (N + BN - 1) / BN;
+constexpr int kStageElems = (BM + BN) * BK;
+static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0, "warp tile must be a multiple of 16 x 16");
+static_assert(BK == 32 || BK == 64, "BK is 32 or 64");
+static_assert(K % 8 == 0, "K must be a multiple of 8");
+
+// Element offset of (row, chunk) in a swizzled tile: the chunk index is XORed with the row's
+// position in its group of bank lines, so the 8 rows one ldmatrix reads fall in distinct banks.
+__device__ __forceinline__ int swizzle(int row, int chunk) {
+  return row * BK + ((chunk ^ ((row / kRowsPerLine) % kChunksPerRow)) * 8);
+}
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool ok) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int bytes = ok ? 16 : 0;  // 0: the 16 bytes are zero-filled and nothing is read
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int Pending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const T* p) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+
+__device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TNAME "." TNAME ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Copies rows [r0, r0 + ROWS) x [k0, k0 + BK) of a K-contiguous matrix with `limit` rows into a
+// swizzled tile.
+template <int ROWS>
+__device__ __forceinline__ void load_tile(T* tile, const T* g, int r0, int limit, int k0, int tid) {
+#pragma unroll
+  for (int i = tid; i < ROWS * kChunksPerRow; i += kThreads) {
+    const int r = i / kChunksPerRow, c = i % kChunksPerRow;
+    const int gr = r0 + r, gk = k0 + c * 8;
+    const bool ok = gr < limit && gk < K;
+    cp_async16(tile + swizzle(r, c), ok ? g + static_cast<size_t>(gr) * K + gk : g, ok);
+  }
+}
+
+__device__ __forceinline__ void store_pair(T* c, int row, int col, float v0, float v1, const T* bias) {
+  if (row >= M || col >= N) return;
+#if BIAS
+  v0 += static_cast<float>(bias[col]);
+  if (col + 1 < N) v1 += static_cast<float>(bias[col + 1]);
+#endif
+  T* p = c + static_cast<size_t>(row) * N + col;
+  if constexpr (N % 2 == 0) {
+    if constexpr (sizeof(T) == 2) {
+      // col is even and N is even: the pair is 4-byte aligned.
+      T pair[2] = {static_cast<T>(v0), static_cast<T>(v1)};
+      *reinterpret_cast<unsigned*>(p) = *reinterpret_cast<const unsigned*>(pair);
+      return;
+    }
+  }
+  p[0] = static_cast<T>(v0);
+  if (col + 1 < N) p[1] = static_cast<T>(v1);
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(kThreads)
+gemm_tiled(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ bias,
+           float* __restrict__ workspace) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* smem = reinterpret_cast<T*>(smem_raw);
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int wm = warp / WN, wn = warp % WN;
+
+  // Grouped rasterization of the 1-D grid over (tile row, tile column).
+  constexpr int kInGroup = GROUP * kTilesN;
+  const int pid = blockIdx.x;
+  const int first_m = (pid / kInGroup) * GROUP;
+  const int group_rows = min(kTilesM - first_m, GROUP);
+  const int tile_m = first_m + (pid % kInGroup) % group_rows;
+  const int tile_n = (pid % kInGroup) / group_rows;
+  const int m0 = tile_m * BM, n0 = tile_n * BN;
+  const int kt0 = blockIdx.z * kKTilesPerSplit;
+  const int nk = max(min(kKTiles, kt0 + kKTilesPerSplit) - kt0, 0);
+
+  float acc[kMi][kNi][4] = {};
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < nk) {
+      load_tile<BM>(smem + s * kStageElems, a, m0, M, (kt0 + s) * BK, tid);
+      load_tile<BN>(smem + s * kStageElems + BM * BK, b, n0, N, (kt0 + s) * BK, tid);
+    }
+    cp_async_commit();
+  }
+  for (int kt = 0; kt < nk; ++kt) {
+    cp_async_wait<STAGES - 2>();
+    // Every warp is done with the slot the next load overwrites (it was read in iteration kt - 1).
+    __syncthreads();
+    const int next = kt + STAGES - 1;
+    if (next < nk) {
+      T* slot = smem + (next % STAGES) * kStageElems;
+      load_tile<BM>(slot, a, m0, M, (kt0 + next) * BK, tid);
+      load_tile<BN>(slot + BM * BK, b, n0, N, (kt0 + next) * BK, tid);
+    }
+    cp_async_commit();
+    const T* ta = smem + (kt % STAGES) * kStageElems;
+    const T* tb = ta + BM * BK;
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk) {
+      unsigned af[kMi][4], bf[kNi / 2][4];
+#pragma unroll
+      for (int mi = 0; mi < kMi; ++mi)
+        ldmatrix_x4(af[mi], ta + swizzle(wm * kWarpM + mi * 16 + lane % 16, kk * 2 + lane / 16));
+#pragma unroll
+      for (int nj = 0; nj < kNi / 2; ++nj) {
+        const int q = lane / 8;  // matrices: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15)
+        ldmatrix_x4(bf[nj], tb + swizzle(wn * kWarpN + nj * 16 + (q / 2) * 8 + lane % 8, kk * 2 + q % 2));
+      }
+#pragma unroll
+      for (int mi = 0; mi < kMi; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < kNi; ++ni) mma(acc[mi][ni], af[mi], bf[ni / 2][(ni % 2) * 2], bf[ni / 2][(ni % 2) * 2 + 1]);
+    }
+  }
+  cp_async_wait<0>();
+
+  // Accumulator fragment: d0, d1 at (row lane/4, columns 2 (lane % 4) + 0, 1); d2, d3 eight rows down.
+#pragma unroll
+  for (int mi = 0; mi < kMi; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < kNi; ++ni)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = m0 + wm * kWarpM + mi * 16 + lane / 4 + h * 8;
+        const int col = n0 + wn * kWarpN + ni * 8 + (lane % 4) * 2;
+        const float v0 = acc[mi][ni][h * 2], v1 = acc[mi][ni][h * 2 + 1];
+        if constexpr (SPLIT == 1) {
+          store_pair(c, row, col, v0, v1, bias);
+        } else if (row < M && col < N) {
+          float* w = workspace + (static_cast<size_t>(blockIdx.z) * M + row) * N + col;
+          w[0] = v0;
+          if (col + 1 < N) w[1] = v1;
+        }
+      }
+}
+
+// Split-K: sums the SPLIT partial tiles (every split writes its whole tile, zeros included).
+extern "C" __global__ void gemm_tiled_reduce(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b,
+                                             const T* __restrict__ bias, const float* __restrict__ workspace) {
+  (void)a;
+  (void)b;
+  constexpr size_t kCount = static_cast<size_t>(M) * N;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < kCount;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    float s = 0.f;
+#pragma unroll
+    for (int z = 0; z < SPLIT; ++z) s += workspace[z * kCount + i];
+#if BIAS
+    s += static_cast<float>(bias[i % N]);
+#endif
+    c[i] = static_cast<T>(s);
+  }
+}

@@ -1,0 +1,167 @@
+#include "kernels/plan.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace attune::kernels {
+
+extern const char* const kGemmSkinnySource;
+extern const char* const kGemmSkinnyTcSource;
+extern const char* const kGemmTiledSource;
+extern const char* const kRmsnormSource;
+
+namespace {
+
+const std::vector<std::string> kGemmArgs = {"c", "a", "b", "bias"};
+
+Result<std::int64_t> knob(const Config& c, const char* name) {
+  const Value* v = c.get(name);
+  if (!v) return Error::invalid_argument(fmt::format("config '{}' has no knob '{}'", c.text(), name));
+  return v->as_int();
+}
+
+const char* type_of(bool bf16) { return bf16 ? "__nv_bfloat16" : "__half"; }
+
+unsigned ceil_div(std::int64_t a, std::int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
+
+Result<KernelPlan> plan_skinny(const GemmShape& s, const Config& c) {
+  ATTUNE_ASSIGN(std::int64_t warps, knob(c, "sk_warps"));
+  ATTUNE_ASSIGN(std::int64_t nb, knob(c, "sk_nb"));
+  ATTUNE_ASSIGN(std::int64_t vec, knob(c, "sk_vec"));
+  ATTUNE_ASSIGN(std::int64_t unroll, knob(c, "sk_unroll"));
+  KernelPlan p;
+  p.build.source = kGemmSkinnySource;
+  p.build.source_name = "gemm_skinny.cu";
+  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DM={}", s.m), fmt::format("-DN={}", s.n),
+                     fmt::format("-DK={}", s.k), fmt::format("-DWARPS={}", warps), fmt::format("-DNB={}", nb),
+                     fmt::format("-DVEC={}", vec), fmt::format("-DUNROLL={}", unroll),
+                     fmt::format("-DBIAS={}", s.bias ? 1 : 0)};
+  p.build.name_expressions = {"gemm_skinny"};
+  p.steps.push_back({"gemm_skinny", {ceil_div(s.n, nb)}, {static_cast<unsigned>(warps * 32)}, 0, kGemmArgs});
+  return p;
+}
+
+Result<KernelPlan> plan_skinny_tc(const GemmShape& s, const Config& c) {
+  ATTUNE_ASSIGN(std::int64_t warps, knob(c, "tc_warps"));
+  ATTUNE_ASSIGN(std::int64_t nt, knob(c, "tc_nt"));
+  ATTUNE_ASSIGN(std::int64_t unroll, knob(c, "tc_unroll"));
+  KernelPlan p;
+  p.build.source = kGemmSkinnyTcSource;
+  p.build.source_name = "gemm_skinny_tc.cu";
+  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DTNAME=\"{}\"", s.bf16 ? "bf16" : "f16"),
+                     fmt::format("-DM={}", s.m), fmt::format("-DN={}", s.n), fmt::format("-DK={}", s.k),
+                     fmt::format("-DWARPS={}", warps), fmt::format("-DNT={}", nt), fmt::format("-DUNROLL={}", unroll),
+                     fmt::format("-DBIAS={}", s.bias ? 1 : 0)};
+  p.build.name_expressions = {"gemm_skinny_tc"};
+  p.steps.push_back({"gemm_skinny_tc", {ceil_div(s.n, 16 * nt)}, {static_cast<unsigned>(warps * 32)}, 0, kGemmArgs});
+  return p;
+}
+
+Result<KernelPlan> plan_tiled(const GemmShape& s, const Config& c) {
+  ATTUNE_ASSIGN(std::int64_t bm, knob(c, "tl_bm"));
+  ATTUNE_ASSIGN(std::int64_t bn, knob(c, "tl_bn"));
+  ATTUNE_ASSIGN(std::int64_t bk, knob(c, "tl_bk"));
+  ATTUNE_ASSIGN(std::int64_t wm, knob(c, "tl_wm"));
+  ATTUNE_ASSIGN(std::int64_t wn, knob(c, "tl_wn"));
+  ATTUNE_ASSIGN(std::int64_t stages, knob(c, "tl_stages"));
+  ATTUNE_ASSIGN(std::int64_t split, knob(c, "tl_split"));
+  ATTUNE_ASSIGN(std::int64_t group, knob(c, "tl_group"));
+  KernelPlan p;
+  p.build.source = kGemmTiledSource;
+  p.build.source_name = "gemm_tiled.cu";
+  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DTNAME=\"{}\"", s.bf16 ? "bf16" : "f16"),
+                     fmt::format("-DM={}", s.m), fmt::format("-DN={}", s.n), fmt::format("-DK={}", s.k),
+                     fmt::format("-DBM={}", bm), fmt::format("-DBN={}", bn), fmt::format("-DBK={}", bk),
+                     fmt::format("-DWM={}", wm), fmt::format("-DWN={}", wn), fmt::format("-DSTAGES={}", stages),
+                     fmt::format("-DSPLIT={}", split), fmt::format("-DGROUP={}", group),
+                     fmt::format("-DBIAS={}", s.bias ? 1 : 0)};
+  p.build.name_expressions = {"gemm_tiled"};
+  const std::vector<std::string> args = {"c", "a", "b", "bias", "workspace"};
+  const unsigned tiles = ceil_div(s.m, bm) * ceil_div(s.n, bn);
+  const unsigned smem = static_cast<unsigned>(stages * (bm + bn) * bk * 2);
+  p.steps.push_back({"gemm_tiled", {tiles, 1, static_cast<unsigned>(split)}, {static_cast<unsigned>(wm * wn * 32)}, smem, args});
+  if (split > 1) {
+    p.build.name_expressions.push_back("gemm_tiled_reduce");
+    p.workspace_bytes = static_cast<std::size_t>(split * s.m * s.n) * sizeof(float);
+    // The reduction is grid-stride: enough blocks to fill any current GPU, no more.
+    constexpr unsigned kReduceMaxBlocks = 4096;
+    const unsigned grid = std::min<unsigned>(ceil_div(s.m * s.n, 256), kReduceMaxBlocks);
+    p.steps.push_back({"gemm_tiled_reduce", {grid}, {256}, 0, args});
+  }
+  return p;
+}
+
+}  // namespace
+
+Result<GemmShape> gemm_shape(const Problem& p) {
+  GemmShape s;
+  ATTUNE_ASSIGN(s.m, p.int_attr("m"));
+  ATTUNE_ASSIGN(s.n, p.int_attr("n"));
+  ATTUNE_ASSIGN(s.k, p.int_attr("k"));
+  const std::string* dtype = p.attr("dtype");
+  if (!dtype || (*dtype != "bf16" && *dtype != "fp16"))
+    return Error::invalid_argument("gemm problem " + p.text() + ": dtype must be bf16 or fp16");
+  s.bf16 = *dtype == "bf16";
+  const std::string* bias = p.attr("bias");
+  s.bias = bias && *bias == "1";
+  return s;
+}
+
+Result<RmsnormShape> rmsnorm_shape(const Problem& p) {
+  RmsnormShape s;
+  ATTUNE_ASSIGN(s.rows, p.int_attr("rows"));
+  ATTUNE_ASSIGN(s.hidden, p.int_attr("hidden"));
+  const std::string* dtype = p.attr("dtype");
+  if (!dtype || (*dtype != "bf16" && *dtype != "fp16"))
+    return Error::invalid_argument("rmsnorm problem " + p.text() + ": dtype must be bf16 or fp16");
+  s.bf16 = *dtype == "bf16";
+  const std::string* residual = p.attr("residual");
+  s.residual = residual && *residual == "1";
+  return s;
+}
+
+Result<GemmPlan> plan_gemm(const Problem& problem, const Config& config) {
+  ATTUNE_ASSIGN(GemmShape s, gemm_shape(problem));
+  const Value* kernel = config.get("kernel");
+  if (!kernel) return Error::invalid_argument(fmt::format("gemm config '{}' has no knob 'kernel'", config.text()));
+  const std::string k = kernel->as_word();
+  if (k == "cublaslt") {
+    LtPlan lt;
+    ATTUNE_ASSIGN(std::int64_t rank, knob(config, "lt_algo"));
+    ATTUNE_ASSIGN(std::int64_t split, knob(config, "lt_split"));
+    ATTUNE_ASSIGN(std::int64_t tile, knob(config, "lt_tile"));
+    lt.algo_rank = static_cast<int>(rank);
+    lt.split_k = static_cast<int>(split);
+    lt.tile = static_cast<int>(tile);
+    return GemmPlan{lt};
+  }
+  Result<KernelPlan> plan = Error::invalid_argument("");
+  if (k == "skinny") plan = plan_skinny(s, config);
+  else if (k == "skinny_tc") plan = plan_skinny_tc(s, config);
+  else if (k == "tiled") plan = plan_tiled(s, config);
+  else return Error::invalid_argument(fmt::format("gemm config '{}': unknown kernel '{}'", config.text(), k));
+  if (!plan) return plan.error();
+  return GemmPlan{std::move(*plan)};
+}
+
+Result<KernelPlan> plan_rmsnorm(const Problem& problem, const Config& c) {
+  ATTUNE_ASSIGN(RmsnormShape s, rmsnorm_shape(problem));
+  ATTUNE_ASSIGN(std::int64_t threads, knob(c, "threads"));
+  ATTUNE_ASSIGN(std::int64_t rpb, knob(c, "rows_per_block"));
+  ATTUNE_ASSIGN(std::int64_t vec, knob(c, "vec"));
+  ATTUNE_ASSIGN(std::int64_t unroll, knob(c, "unroll"));
+  KernelPlan p;
+  p.build.source = kRmsnormSource;
+  p.build.source_name = "rmsnorm.cu";
+  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DHIDDEN={}", s.hidden),
+                     fmt::format("-DTHREADS={}", threads), fmt::format("-DROWS_PER_BLOCK={}", rpb),
+                     fmt::format("-DVEC={}", vec), fmt::format("-DUNROLL={}", unroll),
+                     fmt::format("-DRESIDUAL={}", s.residual ? 1 : 0)};
+  p.build.name_expressions = {"rmsnorm"};
+  p.steps.push_back({"rmsnorm", {ceil_div(s.rows, rpb)}, {static_cast<unsigned>(threads), static_cast<unsigned>(rpb)}, 0,
+                     {"y", "h", "x", "r", "w", "rows", "eps"}});
+  return p;
+}
+
+}  // namespace attune::kernels

@@ -1,0 +1,50 @@
+#include "kernels/plan_launch.h"
+
+namespace attune::kernels {
+
+namespace {
+
+constexpr std::size_t kMaxArgs = 16;
+
+void* bind(const std::string& name, PlanArgs& a) {
+  if (name == "c") return &a.c;
+  if (name == "a") return &a.a;
+  if (name == "b") return &a.b;
+  if (name == "bias") return &a.bias;
+  if (name == "workspace") return &a.workspace;
+  if (name == "y") return &a.y;
+  if (name == "h") return &a.h;
+  if (name == "x") return &a.x;
+  if (name == "r") return &a.r;
+  if (name == "w") return &a.w;
+  if (name == "rows") return &a.rows;
+  if (name == "eps") return &a.eps;
+  return nullptr;
+}
+
+}  // namespace
+
+Status check_args(const KernelPlan& plan) {
+  PlanArgs probe;
+  for (const auto& step : plan.steps) {
+    if (step.args.size() > kMaxArgs) return Error::internal("plan step " + step.kernel + " has too many arguments");
+    for (const auto& name : step.args)
+      if (!bind(name, probe)) return Error::internal("plan step " + step.kernel + " names an unknown argument '" + name + "'");
+  }
+  return Status::success();
+}
+
+CUresult enqueue(const KernelPlan& plan, const std::vector<CUfunction>& fns, PlanArgs& args, CUstream stream) {
+  for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+    const LaunchStep& s = plan.steps[i];
+    void* params[kMaxArgs];
+    std::size_t n = 0;
+    for (const auto& name : s.args) params[n++] = bind(name, args);
+    CUresult rc = cuLaunchKernel(fns[i], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z, s.shared_bytes,
+                                 stream, params, nullptr);
+    if (rc != CUDA_SUCCESS) return rc;
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace attune::kernels

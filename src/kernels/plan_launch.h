@@ -1,0 +1,30 @@
+// Enqueueing a KernelPlan: binds each step's named arguments and launches the steps in order on
+// one stream. The tuner's families and libattune-rt call this one function, so a plan is launched
+// the same way in both. Thread-safe (no state).
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/plan.h"
+
+namespace attune::kernels {
+
+// The values a plan's argument names bind to.
+struct PlanArgs {
+  CUdeviceptr c = 0, a = 0, b = 0, bias = 0, workspace = 0;  // gemm
+  CUdeviceptr y = 0, h = 0, x = 0, r = 0, w = 0;             // rmsnorm
+  int rows = 0;
+  float eps = 0;
+};
+
+// Checks that every step's argument names are known (an unknown name is a bug in the plan).
+Status check_args(const KernelPlan& plan);
+
+// fns[i] is the loaded function of plan.steps[i].
+CUresult enqueue(const KernelPlan& plan, const std::vector<CUfunction>& fns, PlanArgs& args, CUstream stream);
+
+}  // namespace attune::kernels
