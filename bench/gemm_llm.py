@@ -19,6 +19,7 @@ ap.add_argument("--models", default="0.6b,8b")
 ap.add_argument("--m", default="1,2,4,8,16,32,64,128,256,512,2048,8192")
 ap.add_argument("--max-candidates", type=int, default=60)
 ap.add_argument("--patience", type=int, default=20)
+ap.add_argument("--strategy", default="mcts")
 args = ap.parse_args()
 
 # (N, K) of each projection; k and v share a shape, as do gate and up, and q and o in the 8B.
@@ -44,7 +45,7 @@ for model in args.models.split(","):
             try:
                 p1, w1 = tune(spec, ["--strategy", "grid", "--patience", "0", "--pin", "kernel=cublaslt",
                                      "--pin", "lt_split=0", "--pin", "lt_tile=0", "--deploy-band", "1000"])
-                p2, w2 = tune(spec, ["--strategy", "random", "--seed", "0", "--patience", str(args.patience),
+                p2, w2 = tune(spec, ["--strategy", args.strategy, "--seed", "0", "--patience", str(args.patience),
                                      "--max-candidates", str(args.max_candidates)])
             except RuntimeError as e:
                 print(e); continue

@@ -1,5 +1,7 @@
 // The CUDA backend on a real GPU: fingerprint, and every config of the rmsnorm family's space on
 // odd shapes against the float64 reference, with poisoned outputs and guard elements.
+#include <algorithm>
+#include <random>
 #include <set>
 
 #include <sys/wait.h>
@@ -37,14 +39,27 @@ bool must_pass(const Config& c) {
          (c.get("lt_split")->as_int() == 0 && c.get("lt_tile")->as_int() == 0);
 }
 
-void every_config_passes(Backend& cuda, const std::string& spec, std::size_t expect_min) {
+// Every config of the space, except the tiled GEMM's thousands: a seeded sample of `tiled` of
+// them, compiled ahead on the backend's compile threads.
+void every_config_passes(Backend& cuda, const std::string& spec, std::size_t expect_min, std::size_t tiled = 24) {
   auto p = cuda.resolve(spec);
   ASSERT_TRUE(p.ok()) << p.error().message();
   auto space = cuda.space(*p);
   ASSERT_TRUE(space.ok()) << space.error().message();
-  std::size_t n = 0;
+  std::vector<Config> configs, tiled_configs;
   for (auto e = space->enumerate(); auto pt = e.next();) {
     Config c = space->config(*pt);
+    const Value* kernel = c.get("kernel");
+    (kernel && kernel->as_word() == "tiled" ? tiled_configs : configs).push_back(std::move(c));
+  }
+  std::mt19937_64 rng(20261129);
+  std::shuffle(tiled_configs.begin(), tiled_configs.end(), rng);
+  if (tiled_configs.size() > tiled) tiled_configs.resize(tiled);
+  std::cout << spec << ": " << configs.size() << " configs + " << tiled_configs.size() << " sampled tiled configs\n";
+  configs.insert(configs.end(), tiled_configs.begin(), tiled_configs.end());
+  for (const Config& c : configs) cuda.prepare(*p, c);
+  std::size_t n = 0;
+  for (const Config& c : configs) {
     if (cuda.can_implement(*p, c)) continue;
     Outcome o = cuda.execute(*p, c, Regime::kRank);
     if (o.verdict == Verdict::kUnsupported) continue;
@@ -74,8 +89,9 @@ TEST(CudaGpu, GemmEveryConfigOnOddShapes) {
   ATTUNE_REQUIRE_GPU(cuda);
   every_config_passes(*cuda, "gemm:m=3,n=1001,k=1000,bias=1", 100);      // skinny and cuBLASLt
   every_config_passes(*cuda, "gemm:m=7,n=517,k=999,dtype=fp16", 20);     // odd K: scalar loads only
-  every_config_passes(*cuda, "gemm:m=77,n=129,k=1000", 5);               // cuBLASLt only
+  every_config_passes(*cuda, "gemm:m=77,n=129,k=1000", 5);               // cuBLASLt and tiled
   every_config_passes(*cuda, "gemm:m=1000,n=1000,k=2056,bias=1", 5);     // fp32-output reference path
+  every_config_passes(*cuda, "gemm:m=333,n=1031,k=4104,dtype=fp16", 5, 32);  // tiled tails on every side
 }
 
 TEST(CudaGpu, DeployRegimeIsColdAndMeasured) {

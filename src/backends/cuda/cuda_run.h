@@ -1,6 +1,7 @@
 // Running candidates on the device: RAII device buffers and modules, resource checks decided
-// before launch, and timing with CUDA events (back-to-back launches in the rank regime; an L2
-// flush before each timed launch in the deploy regime). One thread at a time.
+// before launch, and timing with CUDA events (back-to-back launches in the rank regime; in the
+// deploy regime an L2 flush, then one replay of the launch captured as a CUDA graph, per sample).
+// One thread at a time.
 #pragma once
 
 #include <cuda.h>
@@ -77,7 +78,8 @@ struct TimingOptions {
 };
 
 // Times launch() (which enqueues one run on the stream) in the given regime. flush is a buffer
-// at least twice the L2 size, memset before each deploy-regime sample.
+// at least twice the L2 size, memset before each deploy-regime sample. Deploy samples replay
+// launch() captured as a CUDA graph (a direct launch when it cannot be captured).
 Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch, CUstream stream,
                                 Regime regime, DeviceBuffer& flush, const TimingOptions& options,
                                 const std::string& pci_bus_id);

@@ -100,6 +100,10 @@ class GemmFamily final : public CudaFamily {
           [](const Assignment& a) {
             return a["kernel"].as_word() != "tiled" || (a.i("tl_bm") / a.i("tl_wm")) * (a.i("tl_bn") / a.i("tl_wn")) <= 64 * 64;
           }},
+         {"the pipeline fits the most shared memory any current GPU gives a block (227 KiB)", {"kernel", "tl_bm", "tl_bn", "tl_bk", "tl_stages"},
+          [](const Assignment& a) {
+            return a["kernel"].as_word() != "tiled" || a.i("tl_stages") * (a.i("tl_bm") + a.i("tl_bn")) * a.i("tl_bk") * 2 <= 232448;
+          }},
          {"split-K leaves every split at least two K tiles", {"kernel", "tl_bk", "tl_split"},
           [k](const Assignment& a) {
             return a["kernel"].as_word() != "tiled" || a.i("tl_split") == 1 || (k + a.i("tl_bk") - 1) / a.i("tl_bk") >= 2 * a.i("tl_split");
