@@ -1,5 +1,6 @@
 #include "cli/common.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <climits>
@@ -7,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backends/registry.h"
+#include "stack/process.h"
 
 namespace attune::cli {
 
@@ -39,6 +41,28 @@ std::string self_executable() {
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n <= 0) return "attune";
   return std::string(buf, static_cast<std::size_t>(n));
+}
+
+std::atomic<bool> g_interrupted{false};
+
+namespace {
+
+extern "C" void on_interrupt(int sig) {
+  if (g_interrupted.exchange(true)) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+    return;
+  }
+  stack::kill_running_programs();
+}
+
+}  // namespace
+
+void install_interrupt_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
 }
 
 }  // namespace attune::cli

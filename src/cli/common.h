@@ -1,7 +1,9 @@
 // Pieces several commands share: opening the store and the backend with one clear line on
-// failure, and the worker command line for isolated candidates.
+// failure, the worker command line for isolated candidates, and Ctrl-C for commands that run
+// programs.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -17,5 +19,12 @@ std::unique_ptr<Store> open_store_or_report(const GlobalOptions& g, bool create_
 std::unique_ptr<Backend> open_backend_or_report(const std::string& name);
 // This executable's path, for starting workers.
 std::string self_executable();
+
+// Set by the first SIGINT/SIGTERM/SIGHUP once install_interrupt_handlers() ran.
+extern std::atomic<bool> g_interrupted;
+// The first SIGINT/SIGTERM/SIGHUP kills the programs stack::run_process is running (they run in
+// their own process group, so the terminal's SIGINT does not reach them and they would outlive
+// attune) and sets g_interrupted so the command can stop cleanly; a second one ends attune at once.
+void install_interrupt_handlers();
 
 }  // namespace attune::cli

@@ -1,10 +1,8 @@
 // attune stack: tune a whole program's knobs per device (`stack tune`) and run it with the tuned
 // knobs where the machine matches (`stack run`). Thin: the work is in src/stack/.
 #include <fmt/format.h>
-#include <signal.h>
 #include <spdlog/spdlog.h>
 
-#include <atomic>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -31,27 +29,6 @@ struct StackFlags {
   std::string tuned;    // stack run: the tuned file; "" runs the defaults
   std::string workdir;  // stack run: where work directories are kept
 };
-
-// The first SIGINT/SIGTERM/SIGHUP kills the program being measured (it runs in its own process
-// group, so the terminal's SIGINT does not reach it) and lets the command stop cleanly; a second
-// one ends attune at once.
-std::atomic<bool> g_interrupted{false};
-
-extern "C" void on_interrupt(int sig) {
-  if (g_interrupted.exchange(true)) {
-    ::signal(sig, SIG_DFL);
-    ::raise(sig);
-    return;
-  }
-  stack::kill_running_programs();
-}
-
-void install_interrupt_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_interrupt;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
-}
 
 int exit_for(const Error& e) {
   return e.kind() == Error::Kind::kInvalidArgument ? bad_input(e.message()) : failed(e.message());
