@@ -67,6 +67,17 @@ struct SearchNode {
   std::string payload;      // strategy-specific JSON
 };
 
+// The config a backend's space names as the baseline of a problem: what runs where no tuned row
+// applies, and what every tuned row must beat. One per (device, problem, backend).
+struct BaselineRecord {
+  std::string device_key;
+  std::string problem_key;  // structural key
+  std::string backend;
+  std::string config;       // canonical text
+  std::string config_hash;
+  std::string recorded_at;  // filled by the store
+};
+
 struct PriorRecord {
   std::int64_t id = 0;
   std::string name;
@@ -111,6 +122,13 @@ class Store {
   virtual Result<std::vector<SearchNode>> search_nodes(const std::string& device_key,
                                                        const std::string& problem_key,
                                                        const std::string& strategy) = 0;
+
+  // Insert or replace by (device, problem, backend): the newest tuning run's baseline wins.
+  virtual Status put_baseline(const BaselineRecord& baseline) = 0;
+  // nullopt when no run recorded one (e.g. rows measured before schema v4).
+  virtual Result<std::optional<BaselineRecord>> find_baseline(const std::string& device_key,
+                                                              const std::string& problem_key,
+                                                              const std::string& backend) = 0;
 
   virtual Result<std::int64_t> put_prior(PriorRecord prior) = 0;
   virtual Result<std::optional<PriorRecord>> latest_prior(const std::string& name) = 0;

@@ -38,8 +38,7 @@ Status validate_row(const OpTable& t, std::size_t i) {
   const Row& r = t.rows[i];
   auto bad = [&](const std::string& why) { return Error::invalid_argument(row_name(t, i) + ": " + why); };
   if (r.problem.op() != t.op) return bad(fmt::format("its problem's op is '{}', not '{}'", r.problem.op(), t.op));
-  const std::string* dtype = r.problem.attr("dtype");
-  if (!dtype || *dtype != t.dtype) return bad(fmt::format("its problem's dtype is not '{}'", t.dtype));
+  if (dtype_of(r.problem) != t.dtype) return bad(fmt::format("its problem's dtype is not '{}'", t.dtype));
   if (!known_backend(r.backend)) return bad(fmt::format("unknown backend '{}'", r.backend));
   if (r.config.empty()) return bad("no config");
   if (auto c = Config::parse(r.config); !c) return bad("config: " + c.error().message());
@@ -130,6 +129,11 @@ const OpTable* Table::find(std::string_view op, std::string_view dtype) const {
   for (const auto& t : ops)
     if (t.op == op && t.dtype == dtype) return &t;
   return nullptr;
+}
+
+std::string dtype_of(const Problem& problem) {
+  const std::string* dtype = problem.attr("dtype");
+  return dtype ? *dtype : std::string(kNoDtype);
 }
 
 bool known_backend(std::string_view backend) { return backend == "cuda" || backend == "sim"; }

@@ -22,6 +22,12 @@ namespace attune::table {
 inline constexpr std::string_view kFormat = "attune.table";
 inline constexpr int kVersion = 1;
 
+// The dtype of the op table that holds problems with no `dtype` attribute (the sim backend's,
+// user kernels'): such a row matches no query that names a dtype.
+inline constexpr std::string_view kNoDtype = "none";
+// A problem's op table dtype: its `dtype` attribute, or kNoDtype.
+std::string dtype_of(const Problem& problem);
+
 // A range of one integer attribute (the token count M of an LLM GEMM, the rows of an RMSNorm)
 // that one row covers, and the points of that range that were measured.
 struct Bucket {

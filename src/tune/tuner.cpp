@@ -288,7 +288,10 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
   };
 
   // The baseline is measured first whatever the strategy or shard: the speedup is against it.
-  // A search tree imported from an earlier run has already seen the baseline.
+  // A search tree imported from an earlier run has already seen the baseline. The store learns
+  // which config it is: a tuned table's rows must beat it (src/table/export.h).
+  ATTUNE_TRY(store_.put_baseline({device_.key(), problem.structural_key(), backend_.name(), anchor.text(),
+                                  anchor.hash_hex(), ""}));
   ATTUNE_TRY(visit(space.baseline(), true, tree_imported));
   // What this device already measured for this problem comes first, answered from the store:
   // a run continues from what is known, and an identical rerun measures nothing.

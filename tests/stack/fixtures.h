@@ -97,6 +97,11 @@ class MemoryStore : public Store {
                                                const std::string&) override {
     return std::vector<SearchNode>{};
   }
+  Status put_baseline(const BaselineRecord&) override { return Status::success(); }
+  Result<std::optional<BaselineRecord>> find_baseline(const std::string&, const std::string&,
+                                                      const std::string&) override {
+    return std::optional<BaselineRecord>();
+  }
   Result<std::int64_t> put_prior(PriorRecord) override { return std::int64_t{1}; }
   Result<std::optional<PriorRecord>> latest_prior(const std::string&) override {
     return std::optional<PriorRecord>();

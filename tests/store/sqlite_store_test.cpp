@@ -238,3 +238,71 @@ TEST(SqliteStore, DiscardedRowsAreKeptButNeverAnsweredAgain) {
 
 }  // namespace
 }  // namespace attune
+
+namespace attune {
+namespace {
+
+TEST(SqliteStore, BaselinesAreKeptPerDeviceProblemAndBackendAndTheNewestWins) {
+  testing::TempDir dir;
+  auto s = SqliteStore::open(dir.file("a.db"));
+  ASSERT_TRUE(s.ok());
+  Problem p = *Problem::parse("rmsnorm:rows=8,hidden=64");
+  ASSERT_TRUE((*s)->put_device(sim_device()).ok());
+  ASSERT_TRUE((*s)->put_problem(p).ok());
+  const std::string dev = sim_device().key(), key = p.structural_key();
+  EXPECT_FALSE((*s)->find_baseline(dev, key, "sim")->has_value());
+  ASSERT_TRUE((*s)->put_baseline({dev, key, "sim", "t=1", Config::parse("t=1")->hash_hex(), ""}).ok());
+  ASSERT_TRUE((*s)->put_baseline({dev, key, "sim", "t=2", Config::parse("t=2")->hash_hex(), ""}).ok());
+  auto b = (*s)->find_baseline(dev, key, "sim");
+  ASSERT_TRUE(b.ok() && b->has_value()) << (b.ok() ? "none" : b.error().message());
+  EXPECT_EQ((**b).config, "t=2");
+  EXPECT_EQ((**b).config_hash, Config::parse("t=2")->hash_hex());
+  EXPECT_FALSE((**b).recorded_at.empty());
+  EXPECT_FALSE((*s)->find_baseline(dev, key, "cuda")->has_value());
+  // A baseline names a problem the store knows (foreign key), so export can always resolve it.
+  EXPECT_FALSE((*s)->put_baseline({dev, "0000000000000000", "sim", "t=1", "h", ""}).ok());
+}
+
+TEST(SqliteStore, AV3DatabaseMigratesToV4KeepingEveryRow) {
+  testing::TempDir dir;
+  std::string path = dir.file("v3.db");
+  Problem p = *Problem::parse("gemm:m=8,n=8,k=8");
+  const std::string dev = sim_device().key(), key = p.structural_key();
+  {
+    // A database as schema v3 left it: no baselines table.
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    sqlite::Db db{sqlite::DbHandle(raw)};
+    ASSERT_TRUE(db.exec("PRAGMA application_id = " + std::to_string(sqlite::kApplicationId)).ok());
+    ASSERT_TRUE(sqlite::migrate(db, 0, 3).ok());
+    ASSERT_TRUE(db.exec("INSERT INTO runs (command, arguments, started_at, status) VALUES ('tune', '[]', 't', 'done');"
+                        "INSERT INTO devices VALUES ('" + dev + "', 'sim', 'x', 'sim_1', 64, 1, '{}', 't', 't');"
+                        "INSERT INTO problems VALUES ('" + key + "', 'gemm', '" + p.text() + "', 'old', '', 't');"
+                        "INSERT INTO measurements (run_id, device_key, problem_key, backend, config, "
+                        "config_hash, verdict, regime, samples, median_us, min_us, max_us, noise, "
+                        "created_at, sm_clock_mhz, discarded) VALUES "
+                        "(1, '" + dev + "', '" + key + "', 'sim', 'a=1', 'h1', 'ok', 'deploy', 3, 4.5, 4.4, 4.6, 0.01, 't', 1980, NULL),"
+                        "(1, '" + dev + "', '" + key + "', 'sim', 'a=2', 'h2', 'ok', 'rank', 3, 9.5, 9.4, 9.6, 0.01, 't', 1980, 'drift');"
+                        "INSERT INTO search_nodes VALUES ('" + dev + "', '" + key + "', 'mcts', 'a=1', 3, 4.5, '{}', 't')").ok());
+    EXPECT_FALSE(db.exec("SELECT * FROM baselines").ok());
+  }
+  auto store = SqliteStore::open(path);
+  ASSERT_TRUE(store.ok()) << store.error().message();
+  EXPECT_EQ(*sqlite::schema_version((*store)->db()), 4);
+  EXPECT_EQ(sqlite::current_schema_version(), 4);
+  EXPECT_EQ((*store)->runs()->size(), 1u);
+  auto rows = (*store)->measurements({});
+  ASSERT_TRUE(rows.ok()) << rows.error().message();
+  ASSERT_EQ(rows->size(), 1u);  // the discarded row is still discarded
+  EXPECT_DOUBLE_EQ((*rows)[0].outcome.measurement->median_us, 4.5);
+  EXPECT_EQ((*rows)[0].regime, Regime::kDeploy);
+  EXPECT_EQ(*(*store)->db().scalar("SELECT count(*) FROM measurements"), 2);
+  EXPECT_EQ((*store)->search_nodes(dev, key, "mcts")->size(), 1u);
+  // Rows measured before v4 have no recorded baseline; the table is there for the next run.
+  EXPECT_FALSE((*store)->find_baseline(dev, key, "sim")->has_value());
+  ASSERT_TRUE((*store)->put_baseline({dev, key, "sim", "a=1", "h1", ""}).ok());
+  EXPECT_TRUE((*store)->find_baseline(dev, key, "sim")->has_value());
+}
+
+}  // namespace
+}  // namespace attune

@@ -97,5 +97,20 @@ TEST(Table, RefusesMalformedTables) {
   EXPECT_NE(refusal(R"({"format": "something else"})").find("not an attune table"), std::string::npos);
 }
 
+TEST(Table, ProblemsWithoutADtypeBelongToTheNoneOpTable) {
+  Table t = sample();
+  Row r = t.ops[0].rows[0];
+  r.problem = *Problem::parse("rmsnorm:hidden=4096,rows=8");  // the sim's problems carry no dtype
+  EXPECT_EQ(dtype_of(r.problem), kNoDtype);
+  t.ops.push_back(OpTable{"rmsnorm", std::string(kNoDtype), {}, {r}});
+  EXPECT_TRUE(validate(t).ok()) << validate(t).error().message();
+  auto back = parse_table(to_json_text(t));
+  ASSERT_TRUE(back) << back.error().message();
+  // A query that names a dtype never lands in it.
+  EXPECT_EQ(back->find("rmsnorm", "bf16"), nullptr);
+  t.ops.back().dtype = "bf16";
+  EXPECT_NE(validate(t).error().message().find("dtype is not 'bf16'"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace attune::table

@@ -61,6 +61,20 @@ TEST_F(TunerTest, BaselineFirstAndBestIsTheFastestDeployTime) {
   EXPECT_GE(rows->size(), r.space_size);
 }
 
+TEST_F(TunerTest, RecordsEachProblemsBaselineConfigInTheStore) {
+  TuneOptions o;
+  o.max_candidates = 4;
+  Problem p = *sim.resolve("rmsnorm");
+  ProblemReport r = tune("rmsnorm", o);
+  ASSERT_TRUE(r.baseline);
+  auto b = store->find_baseline(sim.fingerprint()->key(), p.structural_key(), "sim");
+  ASSERT_TRUE(b.ok() && b->has_value());
+  EXPECT_EQ((**b).config, r.baseline->config);
+  EXPECT_EQ((**b).config, "threads=256,rows_per_block=1,vec=1,unroll=1");
+  // The baseline got a deploy-regime measurement: what an exported row is compared with.
+  EXPECT_TRUE(r.baseline->deploy_us);
+}
+
 TEST_F(TunerTest, PatienceAndMaxCandidatesStopTheSearch) {
   TuneOptions o;
   o.patience = 5;

@@ -104,6 +104,20 @@ CREATE TABLE priors (
       R"sql(
 ALTER TABLE measurements ADD COLUMN discarded TEXT;
 )sql",
+      // 4: each problem's baseline config per device and backend, as the tuner measured it: a
+      // tuned table's row must beat the baseline's deploy time, and the baseline is only known
+      // by which config the backend's space named first when the problem was tuned.
+      R"sql(
+CREATE TABLE baselines (
+  device_key TEXT NOT NULL REFERENCES devices (key),
+  problem_key TEXT NOT NULL REFERENCES problems (key),
+  backend TEXT NOT NULL,
+  config TEXT NOT NULL,
+  config_hash TEXT NOT NULL,
+  recorded_at TEXT NOT NULL,
+  PRIMARY KEY (device_key, problem_key, backend)
+);
+)sql",
   };
   return m;
 }

@@ -362,6 +362,30 @@ Result<std::vector<SearchNode>> SqliteStore::search_nodes(const std::string& dev
   return out;
 }
 
+Status SqliteStore::put_baseline(const BaselineRecord& b) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
+      "INSERT INTO baselines (device_key, problem_key, backend, config, config_hash, recorded_at) "
+      "VALUES (?, ?, ?, ?, ?, {}) ON CONFLICT (device_key, problem_key, backend) DO UPDATE SET "
+      "config = excluded.config, config_hash = excluded.config_hash, "
+      "recorded_at = excluded.recorded_at",
+      kNow)));
+  s.bind(1, b.device_key).bind(2, b.problem_key).bind(3, b.backend).bind(4, b.config)
+      .bind(5, b.config_hash);
+  return s.run();
+}
+
+Result<std::optional<BaselineRecord>> SqliteStore::find_baseline(const std::string& device_key,
+                                                                 const std::string& problem_key,
+                                                                 const std::string& backend) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT config, config_hash, recorded_at FROM baselines "
+                                    "WHERE device_key = ? AND problem_key = ? AND backend = ?"));
+  s.bind(1, device_key).bind(2, problem_key).bind(3, backend);
+  ATTUNE_ASSIGN(bool row, s.step());
+  if (!row) return std::optional<BaselineRecord>{};
+  return std::optional<BaselineRecord>(
+      BaselineRecord{device_key, problem_key, backend, s.text(0), s.text(1), s.text(2)});
+}
+
 Result<std::int64_t> SqliteStore::put_prior(PriorRecord p) {
   ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
       "INSERT INTO priors (name, created_at, rows, calibration, quarantined, model, reservoir) "

@@ -40,6 +40,11 @@ class SqliteStore final : public Store {
                                                const std::string& problem_key,
                                                const std::string& strategy) override;
 
+  Status put_baseline(const BaselineRecord& baseline) override;
+  Result<std::optional<BaselineRecord>> find_baseline(const std::string& device_key,
+                                                      const std::string& problem_key,
+                                                      const std::string& backend) override;
+
   Result<std::int64_t> put_prior(PriorRecord prior) override;
   Result<std::optional<PriorRecord>> latest_prior(const std::string& name) override;
 
