@@ -131,9 +131,12 @@ ATTUNE_RT_API int attune_rt_row_get(const attune_rt* rt, int row, attune_rt_row*
 
 /* The timing hook of attune verify: allocates random inputs for `problem` (canonical text as in
  * the table, e.g. "gemm:bias=0,dtype=bf16,k=4096,m=8,n=4096"), calls the public entry point
- * (attune_rt_gemm / attune_rt_rmsnorm, the production path) on a stream of its own, and times
- * each call with CUDA events after an L2 flush (the tuner's deploy regime: at least 10 samples,
- * until the median's noise is under 0.5% or 1 s). The calls count as hits or misses like any. */
+ * (attune_rt_gemm / attune_rt_rmsnorm, the production path) on a stream of its own, and times it
+ * with the tuner's own deploy-regime timing (cuda::time_kernel, the function the recorded times
+ * came from): warm-up calls (first-use compile and workspace outside the samples), then per sample
+ * an L2 flush and CUDA events around one replay of the entry point's call captured as a CUDA graph
+ * (a direct call when it cannot be captured); at least 10 samples, until the median's noise is
+ * under 0.5% or 1 s. The calls count as hits or misses like any. */
 ATTUNE_RT_API int attune_rt_time_problem(attune_rt* rt, const char* problem, attune_rt_timing* out);
 /* The same for a row (1-based): an exact row at its own shape; a bucket row at axis value
  * `axis_value` (0: the bucket's first measured point), which must lie in [lo, hi]. */

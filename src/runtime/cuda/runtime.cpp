@@ -272,7 +272,9 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
   };
   if (attune::Status st = setup(); !st) return to_status(st.error(), Code::kCuda);
 
-  // The tuner's deploy regime (CudaEnv::time): L2 flushed before each sample, noise-based stop.
+  // The tuner's deploy regime, by the tuner's own function and policy (CudaEnv::time): warm-up
+  // calls, then per sample an L2 flush and one replay of the call captured as a CUDA graph.
+  // Capturing the call is safe once warm: a prepared launch allocates and compiles nothing.
   auto flush = cuda::DeviceBuffer::alloc(std::max<std::size_t>(2 * static_cast<std::size_t>(executor->limits().l2_bytes), 64 << 20));
   if (!flush) return fail(flush.error());
   Status call_failure;
