@@ -12,6 +12,7 @@
 #include "backends/worker/worker.h"
 #include "cli/common.h"
 #include "cli/replay.h"
+#include "core/shapes_file.h"
 #include "report/report.h"
 #include "search/strategy.h"
 #include "tune/tuner.h"
@@ -64,25 +65,6 @@ Result<Problem> problem_from_shape(const std::string& op, const std::string& sha
   }
   if (!dtype.empty()) spec += ",dtype=" + dtype;
   return Problem::parse(spec);
-}
-
-Result<std::vector<std::string>> read_shapes_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Error::invalid_argument("cannot read shapes file " + path);
-  std::vector<std::string> out;
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') continue;
-    auto last = line.find_last_not_of(" \t\r");
-    out.push_back(line.substr(first, last - first + 1));
-    if (out.back().find(' ') != std::string::npos)
-      return Error::invalid_argument(fmt::format("{}:{}: '{}' is not a problem spec (op:key=value,...)", path, n, out.back()));
-  }
-  if (out.empty()) return Error::invalid_argument("shapes file " + path + " lists no problems");
-  return out;
 }
 
 Result<std::pair<std::uint32_t, std::uint32_t>> parse_shard(const std::string& s) {

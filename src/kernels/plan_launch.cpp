@@ -47,4 +47,32 @@ CUresult enqueue(const KernelPlan& plan, const std::vector<CUfunction>& fns, Pla
   return CUDA_SUCCESS;
 }
 
+Result<PlanBinding> bind_args(const KernelPlan& plan) {
+  ATTUNE_TRY(check_args(plan));
+  PlanArgs probe;
+  const char* base = reinterpret_cast<const char*>(&probe);
+  PlanBinding b;
+  for (const auto& step : plan.steps) {
+    auto& offs = b.offsets.emplace_back();
+    for (const auto& name : step.args)
+      offs.push_back(static_cast<std::size_t>(static_cast<const char*>(bind(name, probe)) - base));
+  }
+  return b;
+}
+
+CUresult enqueue(const KernelPlan& plan, const PlanBinding& binding, const std::vector<CUfunction>& fns,
+                 PlanArgs& args, CUstream stream) {
+  char* base = reinterpret_cast<char*>(&args);
+  for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+    const LaunchStep& s = plan.steps[i];
+    void* params[kMaxArgs];
+    std::size_t n = 0;
+    for (std::size_t off : binding.offsets[i]) params[n++] = base + off;
+    CUresult rc = cuLaunchKernel(fns[i], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z, s.shared_bytes,
+                                 stream, params, nullptr);
+    if (rc != CUDA_SUCCESS) return rc;
+  }
+  return CUDA_SUCCESS;
+}
+
 }  // namespace attune::kernels

@@ -1,0 +1,105 @@
+// libattune-rt's C++ API: open a tuned table (attune export), then call gemm and rmsnorm through
+// it; a shape with a table row runs the row's kernel, any other shape the tuner's baseline, and
+// every call can say what it ran. The same library as the C API (attune/runtime_c.h), which
+// documents the environment variables, the cubin cache and the timing hook in full.
+//
+// Thread-safety: one Runtime may be used from any number of threads at once. The first call of a
+// shape decides, compiles and loads under a lock; later calls of it take no lock. Destroying a
+// Runtime while other threads still call it is the caller's bug.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attune/runtime_c.h"
+
+namespace attune::rt {
+
+enum class DType { kBf16 = ATTUNE_RT_BF16, kFp16 = ATTUNE_RT_FP16 };
+
+enum class Code {
+  kOk = ATTUNE_RT_OK,
+  kInvalidArgument = ATTUNE_RT_INVALID_ARGUMENT,
+  kBadTable = ATTUNE_RT_BAD_TABLE,
+  kUnsupported = ATTUNE_RT_UNSUPPORTED,
+  kCuda = ATTUNE_RT_CUDA,
+  kInternal = ATTUNE_RT_INTERNAL,
+};
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+  bool ok() const { return code_ == Code::kOk; }
+  explicit operator bool() const { return ok(); }
+  Code code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  Code code_ = Code::kOk;
+  std::string message_;
+};
+
+// What one call ran (see attune_rt_dispatch for the fields' meaning).
+struct Dispatch {
+  bool tuned = false;
+  int row = 0;
+  std::string why;
+  std::string problem;
+  std::string backend;
+  std::string config;
+  std::vector<std::string> kernels;
+  std::string cache_key;
+};
+
+struct Counters {
+  std::uint64_t hits = 0, misses = 0, shapes = 0;
+  bool device_mismatch = false;
+};
+
+struct Timing {
+  double median_us = 0, min_us = 0, max_us = 0, noise = 0;
+  int samples = 0;
+  Dispatch dispatch;
+};
+
+struct Options {
+  int device = -1;        // CUDA ordinal; -1: $ATTUNE_DEVICE, else 0
+  std::string cubin_dir;  // "": "<table>.cubin/" when it exists, else the user cache (attune_rt_open)
+};
+
+class ATTUNE_RT_API Runtime {
+ public:
+  // table_path "": no table (every call runs the baseline; useful with ATTUNE_HARVEST).
+  static Status open(const std::string& table_path, std::unique_ptr<Runtime>* out, const Options& options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Row-major C[M,N] = A[M,K] . B[N,K]^T (+ bias[N]); bias may be null. Enqueued on `stream`
+  // (cudaStream_t / CUstream; null: the legacy default stream). *dispatched, when given, points to
+  // what ran; it lives as long as the Runtime.
+  Status gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a, const void* b, void* c,
+              const void* bias, void* stream, const Dispatch** dispatched = nullptr);
+  // y = norm(h) * w with h = x, or h = x + r written to h_out when r is given.
+  Status rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y, void* h_out, const void* x,
+                 const void* r, const void* w, void* stream, const Dispatch** dispatched = nullptr);
+
+  // What this thread's last successful call on this Runtime ran, or null.
+  const Dispatch* last_dispatch() const;
+  Counters counters() const;
+
+  // attune verify's timing hook (attune_rt_time_problem): the public entry point, deploy regime.
+  Status time_problem(const std::string& problem, Timing* out);
+
+  struct Impl;
+  Impl& impl() { return *impl_; }  // for libattune-rt's own C API
+
+ private:
+  explicit Runtime(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace attune::rt

@@ -1,0 +1,149 @@
+/* libattune-rt's C API: open a tuned table (attune export), then call gemm and rmsnorm through it;
+ * a shape with a table row runs the row's kernel, any other shape the tuner's baseline. For C
+ * callers and for dlopen (attune verify loads libattune-rt.so and calls attune_rt_time_problem):
+ * plain C types only, every function returns an attune_rt_status, and attune_rt_last_error()
+ * says why the calling thread's last call failed.
+ *
+ * Thread-safety: one attune_rt may be used from any number of threads at once. The first call of
+ * a shape decides, compiles (NVRTC, cubins cached on disk) and loads under a lock; later calls of
+ * it take no lock (a cuBLASLt row with a bias takes a short per-shape lock to set the bias
+ * pointer). Closing while other threads still call is the caller's bug. Calls run in the device's
+ * primary context (the one the CUDA runtime uses): it is made current on a calling thread that has
+ * no context, and a thread with another context current gets ATTUNE_RT_UNSUPPORTED.
+ *
+ * Environment (read at open): ATTUNE_LOG_TUNED=1 logs one stderr line per distinct shape (hit or
+ * miss, the matched row, the bucket applied) and a summary at close; ATTUNE_HARVEST=FILE appends
+ * every missed shape once, one problem spec per line, as `attune tune --shapes FILE` reads it;
+ * ATTUNE_DEVICE (default 0) is the device when attune_rt_open's device is -1; ATTUNE_CACHE_DIR
+ * overrides the cubin cache (see attune_rt_open). */
+#ifndef ATTUNE_RUNTIME_C_H_
+#define ATTUNE_RUNTIME_C_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define ATTUNE_RT_API __attribute__((visibility("default")))
+#else
+#define ATTUNE_RT_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped when a signature or struct below changes; a dlopen caller checks attune_rt_abi_version(). */
+#define ATTUNE_RT_ABI_VERSION 1
+
+typedef enum attune_rt_status {
+  ATTUNE_RT_OK = 0,
+  ATTUNE_RT_INVALID_ARGUMENT = 1, /* a bad shape, dtype, pointer, problem text or row number */
+  ATTUNE_RT_BAD_TABLE = 2,        /* the table is unreadable, malformed or not runnable: refused whole */
+  ATTUNE_RT_UNSUPPORTED = 3,      /* well formed, but not here (no such device, out of memory) */
+  ATTUNE_RT_CUDA = 4,             /* a CUDA driver, NVRTC or cuBLASLt call failed */
+  ATTUNE_RT_INTERNAL = 5
+} attune_rt_status;
+
+typedef enum attune_rt_dtype { ATTUNE_RT_BF16 = 0, ATTUNE_RT_FP16 = 1 } attune_rt_dtype;
+
+typedef struct attune_rt attune_rt; /* an open table and its dispatch state */
+
+/* What one call ran. The strings belong to the attune_rt and live until attune_rt_close. */
+typedef struct attune_rt_dispatch {
+  int tuned;             /* 1: a table row ran; 0: the baseline */
+  int row;               /* that row's number (1-based, as attune_rt_row counts); 0: the baseline */
+  const char* why;       /* "hit", "hit: m=3 in bucket [1, 16]", "miss: no row for this shape",
+                            "miss: the table was tuned for another device", "row refused at first use: ..." */
+  const char* problem;   /* the call's problem, canonical text ("gemm:bias=0,dtype=bf16,k=4096,m=1,n=4096") */
+  const char* backend;   /* "cuda" */
+  const char* config;    /* the config that ran, canonical text (the row's config on a hit) */
+  const char* kernels;   /* the kernels launched, ';'-separated; cuBLASLt: "cublasLtMatmul algo=.. tile=.." */
+  const char* cache_key; /* the compile cache key of the cubin that ran; "" for cuBLASLt */
+} attune_rt_dispatch;
+
+typedef struct attune_rt_counters {
+  uint64_t hits;       /* calls that ran a table row */
+  uint64_t misses;     /* calls that ran the baseline */
+  uint64_t shapes;     /* distinct shapes called */
+  int device_mismatch; /* 1: the table's device key is not this device's; every call runs the baseline */
+} attune_rt_counters;
+
+/* One row of the open table, for attune verify. Strings live until attune_rt_close. */
+typedef struct attune_rt_row {
+  const char* op;      /* "gemm", "rmsnorm" */
+  const char* dtype;   /* "bf16", "fp16" */
+  const char* problem; /* the row's problem; a bucket row's has no axis attribute */
+  const char* backend;
+  const char* config;
+  double median_us;    /* recorded deploy-regime time (a bucket: at its worst-regret point) */
+  double baseline_us;
+  int bucketed;        /* 1: the row answers axis values lo..hi */
+  const char* axis;    /* "m", "rows"; "" when exact */
+  int64_t lo, hi;      /* exact: both the row's axis value */
+  const int64_t* points; /* bucket: the measured axis values, ascending */
+  size_t point_count;
+} attune_rt_row;
+
+/* Timing of the runtime's own entry point in the deploy regime. */
+typedef struct attune_rt_timing {
+  double median_us, min_us, max_us;
+  double noise; /* relative standard error of the median */
+  int samples;
+  attune_rt_dispatch dispatch; /* what the timed calls ran */
+} attune_rt_timing;
+
+ATTUNE_RT_API int attune_rt_abi_version(void);
+
+/* Opens table_path (NULL or "": no table, every call runs the baseline) for CUDA device `device`
+ * (-1: $ATTUNE_DEVICE, else 0). The table is validated whole (format, version, every row, every
+ * row's config planned); any violation refuses it with ATTUNE_RT_BAD_TABLE and nothing is kept.
+ * A table tuned for a device whose fingerprint key differs is accepted with one stderr warning,
+ * and every call then runs the baseline. Cubins: the directory "<table_path>.cubin/" when it
+ * exists (attune export may ship one; compiled kernels are added to it when it is writable), else
+ * the user cache ($ATTUNE_CACHE_DIR, else $XDG_CACHE_HOME/attune/cubin, else ~/.cache/attune/cubin). */
+ATTUNE_RT_API int attune_rt_open(const char* table_path, int device, attune_rt** out);
+ATTUNE_RT_API void attune_rt_close(attune_rt* rt);
+
+/* Why the calling thread's last failing call failed ("" when none). Valid until its next call. */
+ATTUNE_RT_API const char* attune_rt_last_error(void);
+
+/* Row-major C[M,N] = A[M,K] . B[N,K]^T (+ bias[N] when bias is not NULL), fp32 accumulation, on
+ * `stream` (a cudaStream_t / CUstream; NULL: the legacy default stream). Enqueues and returns;
+ * nothing is synchronized. Pointers: device memory, 16-byte aligned (cuBLASLt's heuristic
+ * assumes cudaMalloc's 256-byte alignment). `dispatched` (may be NULL) receives what ran. */
+ATTUNE_RT_API int attune_rt_gemm(attune_rt* rt, int64_t m, int64_t n, int64_t k, int dtype, const void* a,
+                                 const void* b, void* c, const void* bias, void* stream,
+                                 const attune_rt_dispatch** dispatched);
+
+/* RMSNorm over `rows` rows of `hidden`: y = h * rsqrt(mean(h^2) + 1e-6) * w, where h = x, or with
+ * a residual (r not NULL) h = x + r, which is also written to h_out (required then). */
+ATTUNE_RT_API int attune_rt_rmsnorm(attune_rt* rt, int64_t rows, int64_t hidden, int dtype, void* y, void* h_out,
+                                    const void* x, const void* r, const void* w, void* stream,
+                                    const attune_rt_dispatch** dispatched);
+
+/* What the calling thread's last successful gemm/rmsnorm call on rt ran, or NULL. */
+ATTUNE_RT_API const attune_rt_dispatch* attune_rt_last_dispatch(const attune_rt* rt);
+ATTUNE_RT_API int attune_rt_counters_get(const attune_rt* rt, attune_rt_counters* out);
+
+/* The open table's rows that the runtime dispatches, numbered 1..count in table order. */
+ATTUNE_RT_API int attune_rt_row_count(const attune_rt* rt);
+ATTUNE_RT_API int attune_rt_row_get(const attune_rt* rt, int row, attune_rt_row* out);
+
+/* The timing hook of attune verify: allocates random inputs for `problem` (canonical text as in
+ * the table, e.g. "gemm:bias=0,dtype=bf16,k=4096,m=8,n=4096"), calls the public entry point
+ * (attune_rt_gemm / attune_rt_rmsnorm, the production path) on a stream of its own, and times it
+ * with the tuner's own deploy-regime timing (cuda::time_kernel, the function the recorded times
+ * came from): warm-up calls (first-use compile and workspace outside the samples), then per sample
+ * an L2 flush and CUDA events around one replay of the entry point's call captured as a CUDA graph
+ * (a direct call when it cannot be captured); at least 10 samples, until the median's noise is
+ * under 0.5% or 1 s. The calls count as hits or misses like any. */
+ATTUNE_RT_API int attune_rt_time_problem(attune_rt* rt, const char* problem, attune_rt_timing* out);
+/* The same for a row (1-based): an exact row at its own shape; a bucket row at axis value
+ * `axis_value` (0: the bucket's first measured point), which must lie in [lo, hi]. */
+ATTUNE_RT_API int attune_rt_time_row(attune_rt* rt, int row, int64_t axis_value, attune_rt_timing* out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTUNE_RUNTIME_C_H_ */

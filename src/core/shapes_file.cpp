@@ -1,0 +1,36 @@
+#include "core/shapes_file.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace attune {
+
+Result<std::vector<std::string>> parse_shapes(std::string_view text, const std::string& source) {
+  std::vector<std::string> out;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    auto last = line.find_last_not_of(" \t\r");
+    out.push_back(line.substr(first, last - first + 1));
+    if (out.back().find(' ') != std::string::npos)
+      return Error::invalid_argument(fmt::format("{}:{}: '{}' is not a problem spec (op:key=value,...)", source, n, out.back()));
+  }
+  if (out.empty()) return Error::invalid_argument("shapes file " + source + " lists no problems");
+  return out;
+}
+
+Result<std::vector<std::string>> read_shapes_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Error::invalid_argument("cannot read shapes file " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return parse_shapes(s.str(), path);
+}
+
+}  // namespace attune

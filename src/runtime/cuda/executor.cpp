@@ -1,0 +1,256 @@
+#include "runtime/cuda/executor.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include <fmt/format.h>
+
+#include "backends/cuda/cuda_check.h"
+
+namespace attune::runtime {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::atomic<std::uint64_t> g_generation{0};
+
+// cuBLASLt's own names for the variant that runs: what a dispatch report can show of a library call.
+std::string lt_description(const cublasLtMatmulAlgo_t& algo) {
+  std::int32_t id = 0, split = 0;
+  std::uint32_t tile = 0, stages = 0;
+  size_t written = 0;
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &written);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof split, &written);
+  return fmt::format("cublasLtMatmul algo={} tile={} stages={} split_k={}", id, tile, stages, split);
+}
+
+// The first lines of a compiler log, enough to say why.
+std::string head(const std::string& log, std::size_t lines = 3) {
+  std::size_t pos = 0;
+  for (std::size_t i = 0; i < lines && pos != std::string::npos; ++i) {
+    pos = log.find('\n', pos);
+    if (pos != std::string::npos) ++pos;
+  }
+  return pos == std::string::npos ? log : log.substr(0, pos - 1);
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Executor>> Executor::open(int ordinal, const fs::path& cubin_dir) {
+  std::unique_ptr<Executor> e(new Executor());
+  ATTUNE_ASSIGN(e->fingerprint_, cuda::fingerprint(ordinal));
+  ATTUNE_CU(cuDeviceGet(&e->dev_, ordinal));
+  ATTUNE_ASSIGN(e->limits_, cuda::read_limits(e->dev_));
+  CUcontext ctx = nullptr;
+  ATTUNE_CU(cuDevicePrimaryCtxRetain(&ctx, e->dev_));
+  e->ctx_ = ctx;
+  ATTUNE_TRY(e->enter());
+  ATTUNE_CUBLASLT(cublasLtCreate(&e->lt_));
+  e->cubin_dir_ = cubin_dir;
+  e->compiler_ = std::make_unique<cuda::Compiler>(e->fingerprint_.arch, cubin_dir);
+  e->generation_ = ++g_generation;
+  return e;
+}
+
+Executor::~Executor() {
+  if (!ctx_) return;
+  // Device memory and modules are released in the context they belong to.
+  cuCtxPushCurrent(ctx_);
+  launches_.clear();
+  modules_.clear();
+  workspaces_.clear();
+  retired_.clear();
+  if (lt_) cublasLtDestroy(lt_);
+  CUcontext popped = nullptr;
+  cuCtxPopCurrent(&popped);
+  cuDevicePrimaryCtxRelease(dev_);
+}
+
+Status Executor::enter_slow(CUcontext current) const {
+  if (current == nullptr) {
+    ATTUNE_CU(cuCtxSetCurrent(ctx_));
+    return Status::success();
+  }
+  return Error::unsupported(fmt::format(
+      "another CUDA context is current on this thread; libattune-rt runs in device {}'s primary context "
+      "(the one the CUDA runtime uses)", fingerprint_.name));
+}
+
+Result<std::unique_ptr<Launch>> Executor::build_launch(const ShapeKey& key, const Problem& problem,
+                                                       const std::string& config_text, const kernels::PlanArgs& args,
+                                                       DispatchRecord& rec, std::string* refusal) {
+  std::unique_ptr<Launch> none;
+  auto config = Config::parse(config_text);
+  if (!config) {
+    *refusal = config.error().message();
+    return none;
+  }
+  auto launch = std::make_unique<Launch>();
+  kernels::KernelPlan native;
+  if (key.op == OpKind::kGemm) {
+    auto plan = kernels::plan_gemm(problem, *config);
+    if (!plan) {
+      *refusal = plan.error().message();
+      return none;
+    }
+    if (const auto* lt = std::get_if<kernels::LtPlan>(&*plan)) {
+      ATTUNE_ASSIGN(kernels::GemmShape s, kernels::gemm_shape(problem));
+      void* bias = s.bias ? reinterpret_cast<void*>(args.bias) : nullptr;
+      ATTUNE_ASSIGN(kernels::LtProblem ltp, kernels::make_lt(lt_, s, kernels::lt_type(s.bf16), s.bias, bias));
+      kernels::LtChoice choice = kernels::choose_lt_algo(lt_, ltp, *lt);
+      if (!choice.algo) {
+        *refusal = choice.refusal;
+        return none;
+      }
+      launch->algo = *choice.algo;
+      launch->lt = std::move(ltp);
+      launch->lt_bias = s.bias;
+      launch->workspace_bytes = kernels::kLtWorkspaceBytes;
+      rec.cpp.kernels = {lt_description(launch->algo)};
+      return launch;
+    }
+    native = std::get<kernels::KernelPlan>(std::move(*plan));
+  } else {
+    auto plan = kernels::plan_rmsnorm(problem, *config);
+    if (!plan) {
+      *refusal = plan.error().message();
+      return none;
+    }
+    native = std::move(*plan);
+  }
+  ATTUNE_ASSIGN(launch->binding, kernels::bind_args(native));
+  const std::string cache_key = compiler_->cache_key(native.build);
+  auto it = modules_.find(cache_key);
+  if (it == modules_.end()) {
+    ATTUNE_ASSIGN(cuda::BuildResult built, compiler_->build(native.build));
+    if (!built.ok) {
+      *refusal = "it does not compile: " + head(built.log);
+      return none;
+    }
+    ATTUNE_ASSIGN(cuda::Module module, cuda::Module::load(built.cubin));
+    it = modules_.emplace(cache_key, LoadedModule{std::move(module), built.lowered_names}).first;
+  }
+  for (const kernels::LaunchStep& step : native.steps) {
+    auto lowered = it->second.lowered.find(step.kernel);
+    ATTUNE_ASSIGN(CUfunction fn, it->second.module.function(lowered == it->second.lowered.end() ? step.kernel : lowered->second));
+    const unsigned threads = step.block.x * step.block.y * step.block.z;
+    ATTUNE_ASSIGN(std::string why, cuda::check_launch(fn, threads, step.shared_bytes, limits_.max_shared_per_block_optin));
+    if (!why.empty()) {
+      *refusal = step.kernel + ": " + why;
+      return none;
+    }
+    launch->fns.push_back(fn);
+    rec.cpp.kernels.push_back(step.kernel);
+  }
+  launch->workspace_bytes = native.workspace_bytes;
+  launch->plan = std::move(native);
+  rec.cpp.cache_key = cache_key;
+  return launch;
+}
+
+Result<Launch*> Executor::prepare(Selector& selector, Slot& slot, const kernels::PlanArgs& args) {
+  std::lock_guard lock(mu_);
+  if (void* l = slot.exec.load(std::memory_order_acquire)) return static_cast<Launch*>(l);
+  ATTUNE_TRY(enter());
+  const Problem problem = problem_of(slot.key);
+  auto rec = std::make_unique<DispatchRecord>();
+  std::string why = slot.why;
+  std::unique_ptr<Launch> launch;
+  const IndexedRow* row = slot.row.load(std::memory_order_acquire);
+  if (row) {
+    std::string refusal;
+    ATTUNE_ASSIGN(launch, build_launch(slot.key, problem, row->row->config, args, *rec, &refusal));
+    if (!launch) {
+      selector.demote(slot, refusal);
+      why = "row refused at first use: " + refusal;
+      row = nullptr;
+      *rec = DispatchRecord{};
+    }
+  }
+  if (!row) {
+    std::string refusal;
+    ATTUNE_ASSIGN(launch, build_launch(slot.key, problem, std::string(baseline_config(slot.key.op)), args, *rec, &refusal));
+    if (!launch) return Error::unsupported(fmt::format("the baseline cannot run {}: {}", slot.problem, refusal));
+  }
+  rt::Dispatch& d = rec->cpp;
+  d.tuned = row != nullptr;
+  d.row = row ? row->number : 0;
+  d.why = why;
+  d.problem = slot.problem;
+  d.backend = row ? row->row->backend : "cuda";
+  d.config = row ? row->row->config : std::string(baseline_config(slot.key.op));
+  rec->kernels_joined = join(d.kernels, ";");
+  rec->c = attune_rt_dispatch{d.tuned ? 1 : 0,     d.row,           d.why.c_str(),
+                              d.problem.c_str(),   d.backend.c_str(), d.config.c_str(),
+                              rec->kernels_joined.c_str(), d.cache_key.c_str()};
+  launch->record = rec.get();
+  records_.push_back(std::move(rec));
+  Launch* out = launch.get();
+  launches_.push_back(std::move(launch));
+  slot.exec.store(out, std::memory_order_release);
+  return out;
+}
+
+Result<CUdeviceptr> Executor::workspace(CUstream stream, std::size_t bytes) {
+  // A few (executor, stream) -> buffer answers per thread, so a call takes no lock once its
+  // stream's workspace is big enough.
+  struct Cached {
+    std::uint64_t generation = 0;
+    CUstream stream = nullptr;
+    CUdeviceptr ptr = 0;
+    std::size_t bytes = 0;
+  };
+  constexpr int kCached = 4;
+  thread_local Cached cached[kCached];
+  thread_local int next = 0;
+  for (const Cached& c : cached)
+    if (c.generation == generation_ && c.stream == stream && c.bytes >= bytes) return c.ptr;
+  std::lock_guard lock(mu_);
+  // The per-thread default stream is one handle for many streams: a workspace per thread.
+  const auto key = std::make_pair(stream, stream == CU_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id());
+  cuda::DeviceBuffer& buf = workspaces_[key];
+  if (buf.bytes() < bytes) {
+    ATTUNE_ASSIGN(cuda::DeviceBuffer bigger, cuda::DeviceBuffer::alloc(std::max(bytes, 2 * buf.bytes())));
+    if (buf.ptr()) retired_.push_back(std::move(buf));
+    buf = std::move(bigger);
+  }
+  for (Cached& c : cached)
+    if (c.generation == generation_ && c.stream == stream) c.generation = 0;  // outgrown
+  cached[next] = Cached{generation_, stream, buf.ptr(), buf.bytes()};
+  next = (next + 1) % kCached;
+  return buf.ptr();
+}
+
+Status Executor::run(Launch& launch, kernels::PlanArgs& args, CUstream stream) {
+  if (launch.workspace_bytes) {
+    ATTUNE_ASSIGN(args.workspace, workspace(stream, launch.workspace_bytes));
+  }
+  if (launch.plan) {
+    ATTUNE_CU(kernels::enqueue(*launch.plan, launch.binding, launch.fns, args, stream));
+    return Status::success();
+  }
+  void* a = reinterpret_cast<void*>(args.a);
+  void* b = reinterpret_cast<void*>(args.b);
+  void* c = reinterpret_cast<void*>(args.c);
+  void* ws = reinterpret_cast<void*>(args.workspace);
+  if (launch.lt_bias) {
+    std::lock_guard lock(launch.lt_mu);
+    void* bias = reinterpret_cast<void*>(args.bias);
+    ATTUNE_CUBLASLT(cublasLtMatmulDescSetAttribute(launch.lt->desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    ATTUNE_CUBLASLT(kernels::lt_matmul(lt_, *launch.lt, launch.algo, a, b, c, ws, stream));
+    return Status::success();
+  }
+  ATTUNE_CUBLASLT(kernels::lt_matmul(lt_, *launch.lt, launch.algo, a, b, c, ws, stream));
+  return Status::success();
+}
+
+}  // namespace attune::runtime

@@ -1,0 +1,305 @@
+// attune::rt::Runtime: the public entry points over the Selector (which row, or the baseline) and
+// the Executor (the launch on the device), and attune verify's timing hook.
+#include <climits>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_device.h"
+#include "runtime/cuda/runtime_impl.h"
+#include "runtime/row_plan.h"
+
+namespace attune::rt {
+
+namespace fs = std::filesystem;
+using runtime::DispatchRecord;
+using runtime::ShapeKey;
+
+namespace {
+
+// The last dispatch of this thread: which runtime (by its executor's generation) and what ran.
+struct LastDispatch {
+  std::uint64_t generation = 0;  // never reused, unlike an address
+  const DispatchRecord* record = nullptr;
+};
+thread_local LastDispatch tls_last;
+
+Status invalid(std::string m) { return Status(Code::kInvalidArgument, std::move(m)); }
+
+bool size_ok(std::int64_t v) { return v >= 1 && v <= INT32_MAX; }
+
+bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+
+runtime::Dtype dtype_of(DType d) { return d == DType::kBf16 ? runtime::Dtype::kBf16 : runtime::Dtype::kFp16; }
+
+// The directory cubins are read from and written to: "<table>.cubin/" beside the table when it
+// exists (a table can ship its compiled kernels), else the user cache.
+fs::path cubin_dir_for(const std::string& table_path, const Options& options) {
+  if (!options.cubin_dir.empty()) return options.cubin_dir;
+  if (!table_path.empty()) {
+    std::error_code ec;
+    fs::path beside = table_path + ".cubin";
+    if (fs::is_directory(beside, ec)) return beside;
+  }
+  return cuda::default_cache_dir();
+}
+
+// Random 16-bit inputs in +-[2^-7, 1) (bf16) or +-[2^-5, 1) (fp16): finite, non-zero, varied.
+std::vector<std::uint16_t> random_half(std::size_t n, bool bf16, std::uint64_t seed) {
+  std::vector<std::uint16_t> v(n);
+  std::mt19937_64 rng(seed);
+  for (std::size_t i = 0; i < n; i += 4) {
+    std::uint64_t r = rng();
+    for (std::size_t j = i; j < std::min(n, i + 4); ++j, r >>= 16) {
+      const std::uint16_t bits = static_cast<std::uint16_t>(r);
+      const std::uint16_t sign = bits & 0x8000u;
+      if (bf16) v[j] = sign | static_cast<std::uint16_t>((120u + (bits >> 7) % 7u) << 7) | (bits & 0x7fu);
+      else v[j] = sign | static_cast<std::uint16_t>((10u + (bits >> 10) % 5u) << 10) | (bits & 0x3ffu);
+    }
+  }
+  return v;
+}
+
+Result<cuda::DeviceBuffer> random_buffer(std::size_t elements, bool bf16, std::uint64_t seed, CUstream stream) {
+  ATTUNE_ASSIGN(cuda::DeviceBuffer b, cuda::DeviceBuffer::alloc(elements * 2));
+  const auto host = random_half(elements, bf16, seed);
+  ATTUNE_TRY(b.upload(host.data(), elements * 2, stream));
+  return b;
+}
+
+struct StreamDestroy {
+  void operator()(CUstream s) const { cuStreamDestroy(s); }
+};
+
+}  // namespace
+
+Status to_status(const Error& e, Code internal_as) {
+  switch (e.kind()) {
+    case Error::Kind::kInvalidArgument:
+    case Error::Kind::kNotFound:
+      return Status(Code::kInvalidArgument, e.message());
+    case Error::Kind::kIo:
+    case Error::Kind::kCorrupt:
+      return Status(Code::kBadTable, e.message());
+    case Error::Kind::kUnsupported:
+      return Status(Code::kUnsupported, e.message());
+    case Error::Kind::kInternal:
+      break;
+  }
+  return Status(internal_as, e.message());
+}
+
+Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) { impl_->self = this; }
+Runtime::~Runtime() = default;
+
+Status Runtime::open(const std::string& table_path, std::unique_ptr<Runtime>* out, const Options& options) {
+  if (!out) return invalid("Runtime::open: out is null");
+  out->reset();
+  auto impl = std::make_unique<Impl>();
+  const int ordinal = options.device >= 0 ? options.device : cuda::device_ordinal();
+  auto executor = runtime::Executor::open(ordinal, cubin_dir_for(table_path, options));
+  if (!executor) return to_status(executor.error().with_context("libattune-rt cannot use CUDA device " + std::to_string(ordinal)), Code::kCuda);
+  impl->executor = std::move(*executor);
+  // Every row's config must plan for its problem: a table naming a kernel or knob this build
+  // does not have is refused at open, not at its first call.
+  auto selector = runtime::Selector::open(table_path, impl->executor->fingerprint(), runtime::SelectorOptions::from_env(),
+                                           runtime::check_row_plan);
+  if (!selector) {
+    Status s = to_status(selector.error(), Code::kBadTable);
+    return Status(s.code() == Code::kInvalidArgument ? Code::kBadTable : s.code(), s.message());
+  }
+  impl->selector = std::move(*selector);
+  out->reset(new Runtime(std::move(impl)));
+  return Status();
+}
+
+Status Runtime::Impl::gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a, const void* b,
+                           void* c, const void* bias, void* stream, const DispatchRecord** record) {
+  if (!size_ok(m) || !size_ok(n) || !size_ok(k))
+    return invalid(fmt::format("gemm: m={}, n={}, k={}: sizes must be 1..{}", m, n, k, INT32_MAX));
+  if (dtype != DType::kBf16 && dtype != DType::kFp16) return invalid("gemm: dtype must be bf16 or fp16");
+  if (!a || !b || !c) return invalid("gemm: a, b and c must be device pointers");
+  if (!aligned16(a) || !aligned16(b) || !aligned16(c) || !aligned16(bias))
+    return invalid("gemm: a, b, c and bias must be 16-byte aligned");
+  const ShapeKey key{runtime::OpKind::kGemm, dtype_of(dtype), bias != nullptr, m, n, k};
+  runtime::Slot& slot = selector->select(key);
+  kernels::PlanArgs args;
+  args.a = reinterpret_cast<CUdeviceptr>(a);
+  args.b = reinterpret_cast<CUdeviceptr>(b);
+  args.c = reinterpret_cast<CUdeviceptr>(c);
+  args.bias = reinterpret_cast<CUdeviceptr>(bias);
+  if (attune::Status st = executor->enter(); !st) return to_status(st.error(), Code::kCuda);
+  auto launch = executor->launch_for(*selector, slot, args);
+  if (!launch) return to_status(launch.error(), Code::kCuda);
+  if (attune::Status st = executor->run(**launch, args, static_cast<CUstream>(stream)); !st)
+    return to_status(st.error(), Code::kCuda);
+  tls_last = {executor->generation(), (*launch)->record};
+  if (record) *record = (*launch)->record;
+  return Status();
+}
+
+Status Runtime::Impl::rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y, void* h_out, const void* x,
+                              const void* r, const void* w, void* stream, const DispatchRecord** record) {
+  if (!size_ok(rows) || !size_ok(hidden))
+    return invalid(fmt::format("rmsnorm: rows={}, hidden={}: sizes must be 1..{}", rows, hidden, INT32_MAX));
+  if (dtype != DType::kBf16 && dtype != DType::kFp16) return invalid("rmsnorm: dtype must be bf16 or fp16");
+  if (!y || !x || !w) return invalid("rmsnorm: y, x and w must be device pointers");
+  if (r && !h_out) return invalid("rmsnorm: with a residual r, h_out (where x + r is written) is required");
+  if (!r && h_out) return invalid("rmsnorm: h_out is written only with a residual r; pass null for both or neither");
+  if (!aligned16(y) || !aligned16(h_out) || !aligned16(x) || !aligned16(r) || !aligned16(w))
+    return invalid("rmsnorm: y, h_out, x, r and w must be 16-byte aligned");
+  const ShapeKey key{runtime::OpKind::kRmsnorm, dtype_of(dtype), r != nullptr, rows, hidden, 0};
+  runtime::Slot& slot = selector->select(key);
+  kernels::PlanArgs args;
+  args.y = reinterpret_cast<CUdeviceptr>(y);
+  args.h = reinterpret_cast<CUdeviceptr>(h_out);
+  args.x = reinterpret_cast<CUdeviceptr>(x);
+  args.r = reinterpret_cast<CUdeviceptr>(r);
+  args.w = reinterpret_cast<CUdeviceptr>(w);
+  args.rows = static_cast<int>(rows);
+  args.eps = static_cast<float>(kernels::kRmsnormEps);
+  if (attune::Status st = executor->enter(); !st) return to_status(st.error(), Code::kCuda);
+  auto launch = executor->launch_for(*selector, slot, args);
+  if (!launch) return to_status(launch.error(), Code::kCuda);
+  if (attune::Status st = executor->run(**launch, args, static_cast<CUstream>(stream)); !st)
+    return to_status(st.error(), Code::kCuda);
+  tls_last = {executor->generation(), (*launch)->record};
+  if (record) *record = (*launch)->record;
+  return Status();
+}
+
+const DispatchRecord* Runtime::Impl::last() const { return tls_last.generation == executor->generation() ? tls_last.record : nullptr; }
+
+Status Runtime::gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a, const void* b, void* c,
+                     const void* bias, void* stream, const Dispatch** dispatched) {
+  const DispatchRecord* rec = nullptr;
+  Status s = impl_->gemm(m, n, k, dtype, a, b, c, bias, stream, dispatched ? &rec : nullptr);
+  if (dispatched) *dispatched = rec ? &rec->cpp : nullptr;
+  return s;
+}
+
+Status Runtime::rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y, void* h_out, const void* x,
+                        const void* r, const void* w, void* stream, const Dispatch** dispatched) {
+  const DispatchRecord* rec = nullptr;
+  Status s = impl_->rmsnorm(rows, hidden, dtype, y, h_out, x, r, w, stream, dispatched ? &rec : nullptr);
+  if (dispatched) *dispatched = rec ? &rec->cpp : nullptr;
+  return s;
+}
+
+const Dispatch* Runtime::last_dispatch() const {
+  const DispatchRecord* r = impl_->last();
+  return r ? &r->cpp : nullptr;
+}
+
+Counters Runtime::counters() const {
+  runtime::Counters c = impl_->selector->counters();
+  return Counters{c.hits, c.misses, c.shapes, impl_->selector->device_mismatch()};
+}
+
+Status Runtime::time_problem(const std::string& problem, Timing* out) {
+  if (!out) return invalid("time_problem: out is null");
+  auto p = Problem::parse(problem);
+  if (!p) return to_status(p.error(), Code::kInvalidArgument);
+  return impl_->time(*p, out, nullptr);
+}
+
+Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRecord** record) {
+  auto fail = [](const Error& e) { return to_status(e, Code::kCuda); };
+  if (attune::Status st = executor->enter(); !st) return fail(st.error());
+  const bool gemm_op = problem.op() == "gemm";
+  if (!gemm_op && problem.op() != "rmsnorm")
+    return invalid("time: '" + problem.text() + "' is not a gemm or rmsnorm problem");
+  CUstream raw = nullptr;
+  if (CUresult rc = cuStreamCreate(&raw, CU_STREAM_NON_BLOCKING); rc != CUDA_SUCCESS)
+    return fail(cuda::driver_error(rc, "cuStreamCreate", __FILE__, __LINE__));
+  std::unique_ptr<CUstream_st, StreamDestroy> stream(raw);
+  const std::uint64_t seed = std::random_device{}();
+
+  // The inputs of one call, and the call itself through the public entry point.
+  std::vector<cuda::DeviceBuffer> buffers;
+  std::function<Status(CUstream)> call;
+  auto add = [&](std::size_t elements, bool bf16, bool random) -> Result<CUdeviceptr> {
+    if (random) {
+      ATTUNE_ASSIGN(cuda::DeviceBuffer b, random_buffer(elements, bf16, seed + buffers.size(), stream.get()));
+      buffers.push_back(std::move(b));
+    } else {
+      ATTUNE_ASSIGN(cuda::DeviceBuffer b, cuda::DeviceBuffer::alloc(elements * 2));
+      buffers.push_back(std::move(b));
+    }
+    return buffers.back().ptr();
+  };
+  auto setup = [&]() -> attune::Status {
+    if (gemm_op) {
+      ATTUNE_ASSIGN(kernels::GemmShape s, kernels::gemm_shape(problem));
+      if (!size_ok(s.m) || !size_ok(s.n) || !size_ok(s.k)) return Error::invalid_argument("time: sizes out of range in " + problem.text());
+      const auto m = static_cast<std::size_t>(s.m), n = static_cast<std::size_t>(s.n), k = static_cast<std::size_t>(s.k);
+      ATTUNE_ASSIGN(CUdeviceptr a, add(m * k, s.bf16, true));
+      ATTUNE_ASSIGN(CUdeviceptr b, add(n * k, s.bf16, true));
+      ATTUNE_ASSIGN(CUdeviceptr c, add(m * n, s.bf16, false));
+      CUdeviceptr bias = 0;
+      if (s.bias) {
+        ATTUNE_ASSIGN(bias, add(n, s.bf16, true));
+      }
+      const DType dt = s.bf16 ? DType::kBf16 : DType::kFp16;
+      call = [=, this](CUstream st) {
+        return self->gemm(s.m, s.n, s.k, dt, reinterpret_cast<void*>(a), reinterpret_cast<void*>(b),
+                          reinterpret_cast<void*>(c), reinterpret_cast<void*>(bias), st);
+      };
+    } else {
+      ATTUNE_ASSIGN(kernels::RmsnormShape s, kernels::rmsnorm_shape(problem));
+      if (!size_ok(s.rows) || !size_ok(s.hidden)) return Error::invalid_argument("time: sizes out of range in " + problem.text());
+      const auto count = static_cast<std::size_t>(s.rows) * static_cast<std::size_t>(s.hidden);
+      ATTUNE_ASSIGN(CUdeviceptr x, add(count, s.bf16, true));
+      ATTUNE_ASSIGN(CUdeviceptr w, add(static_cast<std::size_t>(s.hidden), s.bf16, true));
+      ATTUNE_ASSIGN(CUdeviceptr y, add(count, s.bf16, false));
+      CUdeviceptr r = 0, h = 0;
+      if (s.residual) {
+        ATTUNE_ASSIGN(r, add(count, s.bf16, true));
+        ATTUNE_ASSIGN(h, add(count, s.bf16, false));
+      }
+      const DType dt = s.bf16 ? DType::kBf16 : DType::kFp16;
+      call = [=, this](CUstream st) {
+        return self->rmsnorm(s.rows, s.hidden, dt, reinterpret_cast<void*>(y), reinterpret_cast<void*>(h),
+                             reinterpret_cast<void*>(x), reinterpret_cast<void*>(r), reinterpret_cast<void*>(w), st);
+      };
+    }
+    return attune::Status::success();
+  };
+  if (attune::Status st = setup(); !st) return to_status(st.error(), Code::kCuda);
+
+  // The tuner's deploy regime, by the tuner's own function and policy (CudaEnv::time): warm-up
+  // calls, then per sample an L2 flush and one replay of the call captured as a CUDA graph.
+  // Capturing the call is safe once warm: a prepared launch allocates and compiles nothing.
+  auto flush = cuda::DeviceBuffer::alloc(std::max<std::size_t>(2 * static_cast<std::size_t>(executor->limits().l2_bytes), 64 << 20));
+  if (!flush) return fail(flush.error());
+  Status call_failure;
+  auto launch = [&](CUstream st) -> CUresult {
+    Status s = call(st);
+    if (s.ok()) return CUDA_SUCCESS;
+    call_failure = s;
+    return CUDA_ERROR_UNKNOWN;
+  };
+  cuda::TimingOptions options;
+  options.policy.min_samples = 10;
+  options.policy.noise_bound = 0.005;
+  options.policy.time_cap_s = 1.0;
+  auto m = cuda::time_kernel(launch, stream.get(), Regime::kDeploy, *flush, options, executor->limits().pci_bus_id);
+  if (!call_failure.ok()) return call_failure;
+  if (!m) return fail(m.error());
+  const DispatchRecord* rec = last();
+  out->median_us = m->median_us;
+  out->min_us = m->min_us;
+  out->max_us = m->max_us;
+  out->noise = m->noise;
+  out->samples = m->samples;
+  out->dispatch = rec ? rec->cpp : Dispatch{};
+  if (record) *record = rec;
+  return Status();
+}
+
+}  // namespace attune::rt

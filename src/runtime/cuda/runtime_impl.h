@@ -1,0 +1,35 @@
+// The state behind attune::rt::Runtime (and the C API's handle): the Selector's decision and the
+// Executor's launches. Shared by the C++ and C entry points, so both run the same code.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "attune/runtime.h"
+#include "runtime/cuda/executor.h"
+#include "runtime/selector.h"
+
+namespace attune::rt {
+
+struct Runtime::Impl {
+  Runtime* self = nullptr;
+  // Declared first, destroyed last: slots point into the executor's launches.
+  std::unique_ptr<runtime::Executor> executor;
+  std::unique_ptr<runtime::Selector> selector;
+
+  // The calls behind the public entry points; *record (when given) receives what ran.
+  Status gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a, const void* b, void* c,
+              const void* bias, void* stream, const runtime::DispatchRecord** record);
+  Status rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y, void* h_out, const void* x,
+                 const void* r, const void* w, void* stream, const runtime::DispatchRecord** record);
+  // This thread's last dispatch on this runtime, or null.
+  const runtime::DispatchRecord* last() const;
+  // The timing hook: `problem` through the public entry point, deploy regime.
+  Status time(const Problem& problem, Timing* out, const runtime::DispatchRecord** record);
+};
+
+// An attune::Error as a public Status; errors of kind internal are reported as `internal_as`
+// (CUDA calls report their failures as internal errors).
+Status to_status(const Error& e, Code internal_as);
+
+}  // namespace attune::rt

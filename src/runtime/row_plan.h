@@ -1,0 +1,15 @@
+// The check libattune-rt runs on every table row at open: the row's config plans for its problem
+// through the same kernel plans the tuner launches (plan_gemm, plan_rmsnorm), so a table naming a
+// kernel or knob this build lacks is refused at open rather than failing at its first call. Needs
+// no driver (NVRTC is not called). Pure function: thread-safe.
+#pragma once
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/problem.h"
+
+namespace attune::runtime {
+
+Status check_row_plan(const Problem& problem, const Config& config);
+
+}  // namespace attune::runtime

@@ -1,0 +1,126 @@
+#include "runtime/table_index.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace attune::runtime {
+
+namespace {
+
+struct OpShape {
+  OpKind op;
+  std::vector<std::string> sizes;  // the axis first
+  std::string flag;
+};
+
+const OpShape* op_shape(std::string_view op) {
+  static const OpShape gemm{OpKind::kGemm, {"m", "n", "k"}, "bias"};
+  static const OpShape rmsnorm{OpKind::kRmsnorm, {"rows", "hidden"}, "residual"};
+  if (op == "gemm") return &gemm;
+  if (op == "rmsnorm") return &rmsnorm;
+  return nullptr;
+}
+
+std::string label_of(const table::OpTable& t, std::size_t i) {
+  const table::Row& r = t.rows[i];
+  std::string where = r.problem.text();
+  if (r.bucket) where += fmt::format(" {}=[{}, {}]", r.bucket->axis, r.bucket->lo, r.bucket->hi);
+  return fmt::format("{} {} row {} ({})", t.op, t.dtype, i + 1, where);
+}
+
+// The row's key and axis range, or why libattune-rt cannot dispatch it.
+Status key_row(const table::OpTable& t, const OpShape& shape, std::size_t i, IndexedRow& out) {
+  const table::Row& r = t.rows[i];
+  auto bad = [&](const std::string& why) { return Error::invalid_argument(label_of(t, i) + ": " + why); };
+  if (r.backend != "cuda") return bad(fmt::format("backend '{}' is not one libattune-rt runs (cuda)", r.backend));
+  out.key.op = shape.op;
+  out.key.dtype = t.dtype == "bf16" ? Dtype::kBf16 : Dtype::kFp16;
+  for (const auto& [k, v] : r.problem.attrs()) {
+    const bool known = k == "dtype" || k == shape.flag || std::find(shape.sizes.begin(), shape.sizes.end(), k) != shape.sizes.end();
+    if (!known) return bad(fmt::format("attribute '{}' is not one libattune-rt dispatches {} on", k, t.op));
+  }
+  if (const std::string* f = r.problem.attr(shape.flag)) {
+    if (*f != "0" && *f != "1") return bad(fmt::format("{} must be 0 or 1", shape.flag));
+    out.key.flag = *f == "1";
+  }
+  std::int64_t sizes[3] = {0, 0, 0};
+  for (std::size_t s = 0; s < shape.sizes.size(); ++s) {
+    const std::string& name = shape.sizes[s];
+    if (s == 0 && r.bucket) {
+      if (r.bucket->axis != name)
+        return bad(fmt::format("a bucket over '{}': libattune-rt buckets {} over '{}' only", r.bucket->axis, t.op, name));
+      if (r.bucket->lo < 1) return bad("a bucket starting below 1");
+      continue;
+    }
+    auto v = r.problem.int_attr(name);
+    if (!v || *v < 1 || *v > INT32_MAX) return bad(fmt::format("'{}' must be a positive 32-bit integer", name));
+    sizes[s] = *v;
+  }
+  out.key.n = sizes[1];
+  out.key.k = sizes[2];
+  out.bucketed = r.bucket.has_value();
+  out.lo = r.bucket ? r.bucket->lo : sizes[0];
+  out.hi = r.bucket ? r.bucket->hi : sizes[0];
+  out.row = &r;
+  out.op = shape.op;
+  out.label = label_of(t, i);
+  return Status::success();
+}
+
+}  // namespace
+
+Result<TableIndex> TableIndex::build(const table::Table& table) {
+  TableIndex ix;
+  for (const table::OpTable& t : table.ops) {
+    const OpShape* shape = op_shape(t.op);
+    if (!shape) {
+      ix.unused_.push_back(t.op + " " + t.dtype);
+      continue;
+    }
+    if (t.dtype != "bf16" && t.dtype != "fp16")
+      return Error::invalid_argument(fmt::format("{} {}: libattune-rt runs bf16 and fp16 only", t.op, t.dtype));
+    for (std::size_t i = 0; i < t.rows.size(); ++i) {
+      IndexedRow r;
+      ATTUNE_TRY(key_row(t, *shape, i, r));
+      r.number = static_cast<int>(ix.rows_.size()) + 1;
+      ix.rows_.push_back(std::move(r));
+    }
+  }
+  // Group by everything but the axis; within a group, spans sorted by lo may not overlap.
+  using GroupKey = std::tuple<int, int, bool, std::int64_t, std::int64_t>;
+  std::map<GroupKey, std::vector<Span>> grouped;
+  for (std::size_t i = 0; i < ix.rows_.size(); ++i) {
+    const IndexedRow& r = ix.rows_[i];
+    grouped[{static_cast<int>(r.key.op), static_cast<int>(r.key.dtype), r.key.flag, r.key.n, r.key.k}].push_back(
+        {r.lo, r.hi, static_cast<std::int32_t>(i)});
+  }
+  for (auto& [key, spans] : grouped) {
+    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
+    for (std::size_t i = 1; i < spans.size(); ++i)
+      if (spans[i].lo <= spans[i - 1].hi)
+        return Error::invalid_argument(fmt::format("{} and {} answer the same shapes",
+                                                   ix.rows_[static_cast<std::size_t>(spans[i - 1].row)].label,
+                                                   ix.rows_[static_cast<std::size_t>(spans[i].row)].label));
+    Group g{static_cast<OpKind>(std::get<0>(key)), static_cast<Dtype>(std::get<1>(key)), std::get<2>(key),
+            std::get<3>(key), std::get<4>(key), ix.spans_.size(), ix.spans_.size() + spans.size()};
+    ix.spans_.insert(ix.spans_.end(), spans.begin(), spans.end());
+    ix.groups_.push_back(g);
+  }
+  std::size_t cap = 8;
+  while (cap < 2 * ix.groups_.size()) cap *= 2;
+  ix.cells_.assign(cap, -1);
+  ix.mask_ = cap - 1;
+  for (std::size_t g = 0; g < ix.groups_.size(); ++g) {
+    const Group& grp = ix.groups_[g];
+    ShapeKey k{grp.op, grp.dtype, grp.flag, 0, grp.n, grp.k};
+    std::size_t i = group_hash(k) & ix.mask_;
+    while (ix.cells_[i] >= 0) i = (i + 1) & ix.mask_;
+    ix.cells_[i] = static_cast<std::int32_t>(g);
+  }
+  return ix;
+}
+
+}  // namespace attune::runtime

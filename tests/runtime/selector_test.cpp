@@ -1,0 +1,368 @@
+// libattune-rt's dispatch decision on the CPU: tables refused at open, the fingerprint guard, the
+// index (exact rows and buckets), counters, the ATTUNE_LOG_TUNED log and the ATTUNE_HARVEST round
+// trip, and the slot map under concurrent first calls.
+#include "runtime/selector.h"
+
+#include <gtest/gtest.h>
+
+#include <stdlib.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/shapes_file.h"
+#include "runtime/fixtures.h"
+
+namespace attune::runtime {
+namespace {
+
+using namespace attune::runtime::testing;
+
+ShapeKey gemm(std::int64_t m, std::int64_t n = 4096, std::int64_t k = 4096, Dtype d = Dtype::kBf16, bool bias = false) {
+  return ShapeKey{OpKind::kGemm, d, bias, m, n, k};
+}
+ShapeKey rmsnorm(std::int64_t rows, std::int64_t hidden = 4096, bool residual = true) {
+  return ShapeKey{OpKind::kRmsnorm, Dtype::kBf16, residual, rows, hidden, 0};
+}
+
+std::unique_ptr<Selector> open_ok(const std::string& path, const DeviceFingerprint& here = h200(),
+                                  const SelectorOptions& o = {}) {
+  auto s = Selector::open(path, here, o);
+  EXPECT_TRUE(s.ok()) << s.error().message();
+  return s ? std::move(*s) : nullptr;
+}
+
+std::string refusal(const std::string& path, const RowCheck& check = {}) {
+  auto s = Selector::open(path, h200(), {}, check);
+  return s ? "" : s.error().message();
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(RuntimeOpen, RefusesMalformedTablesWhole) {
+  TempDir dir;
+  const std::string good = table::to_json_text(sample_table());
+  ASSERT_EQ(refusal(dir.write("good.json", good)), "");
+  auto j = nlohmann::json::parse(good);
+
+  const std::string truncated = dir.write("truncated.json", good.substr(0, good.size() / 2));
+  std::string why = refusal(truncated);
+  EXPECT_NE(why.find(truncated), std::string::npos) << why;  // the message names the file
+  EXPECT_NE(why.find("truncated"), std::string::npos) << why;
+
+  auto newer = j;
+  newer["version"] = table::kVersion + 1;
+  EXPECT_NE(refusal(dir.write("newer.json", newer.dump())).find("newer attune"), std::string::npos);
+  auto older = j;
+  older["version"] = 0;
+  EXPECT_NE(refusal(dir.write("older.json", older.dump())).find("table version 0"), std::string::npos);
+
+  auto dup = j;
+  dup["ops"][0]["rows"].push_back(dup["ops"][0]["rows"][0]);
+  EXPECT_NE(refusal(dir.write("dup.json", dup.dump())).find("duplicates"), std::string::npos);
+
+  auto backend = j;
+  backend["ops"][0]["rows"][0]["backend"] = "opencl";
+  EXPECT_NE(refusal(dir.write("backend.json", backend.dump())).find("unknown backend 'opencl'"), std::string::npos);
+
+  EXPECT_NE(refusal(dir.file("absent.json")).find("cannot read table"), std::string::npos);
+}
+
+TEST(RuntimeOpen, RefusesRowsItCannotDispatch) {
+  TempDir dir;
+  auto j = nlohmann::json::parse(table::to_json_text(sample_table()));
+
+  // A backend the table format knows (for tests) but the runtime cannot run.
+  auto sim = j;
+  sim["ops"][0]["rows"][1]["backend"] = "sim";
+  std::string why = refusal(dir.write("sim.json", sim.dump()));
+  EXPECT_NE(why.find("gemm bf16 row 2"), std::string::npos) << why;
+  EXPECT_NE(why.find("backend 'sim' is not one libattune-rt runs"), std::string::npos) << why;
+
+  // An attribute the entry points have no argument for.
+  table::Table t = sample_table();
+  t.ops[0].rows[0].problem = *Problem::parse("gemm:bias=0,dtype=bf16,k=4096,layout=tn,m=1,n=4096");
+  why = refusal(dir.write("attr.json", table::to_json_text(t)));
+  EXPECT_NE(why.find("attribute 'layout'"), std::string::npos) << why;
+
+  // Buckets over an axis the runtime does not bucket.
+  t = sample_table();
+  t.ops[1].rows.pop_back();  // n=1024 would overlap once n is the axis
+  t.ops[1].match.axis = "n";
+  for (auto& r : t.ops[1].rows) {
+    r.bucket->axis = "n";
+    auto attrs = r.problem.attrs();
+    attrs.erase("n");
+    attrs["m"] = "1";
+    r.problem = Problem("gemm", attrs);
+  }
+  why = refusal(dir.write("axis.json", table::to_json_text(t)));
+  EXPECT_NE(why.find("a bucket over 'n'"), std::string::npos) << why;
+
+  // Two rows the table tells apart by text that answer the same call (bias absent means 0).
+  t = sample_table();
+  t.ops[0].rows.push_back(row("gemm:dtype=bf16,k=4096,m=1,n=4096", kTiled));
+  why = refusal(dir.write("same.json", table::to_json_text(t)));
+  EXPECT_NE(why.find("answer the same shapes"), std::string::npos) << why;
+
+  // The execution layer's plan check refuses a config: the whole table is refused.
+  const std::string path = dir.write("plan.json", table::to_json_text(sample_table()));
+  why = refusal(path, [](const Problem& p, const Config& c) -> Status {
+    if (c.get("kernel") && c.get("kernel")->as_word() == "tiled") return Error::invalid_argument("no tiled kernel here");
+    EXPECT_TRUE(p.attr("m") || p.attr("rows"));  // bucket rows are checked at a point of their bucket
+    return Status::success();
+  });
+  EXPECT_NE(why.find("cannot run: no tiled kernel here"), std::string::npos) << why;
+  EXPECT_NE(why.find("gemm bf16 row 3"), std::string::npos) << why;
+}
+
+TEST(RuntimeOpen, UnknownOpTablesAreNotUsedAndSaySo) {
+  TempDir dir;
+  table::Table t = sample_table();
+  table::OpTable user{"softmax", "bf16", {}, {}};
+  user.rows.push_back(row("softmax:dtype=bf16,n=4096", "block=128"));
+  t.ops.push_back(user);
+  ::testing::internal::CaptureStderr();
+  auto s = open_ok(dir.write("t.json", table::to_json_text(t)));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("no entry point for 'softmax bf16'"), std::string::npos) << err;
+  EXPECT_EQ(s->index().rows().size(), 9u);
+}
+
+TEST(RuntimeGuard, AnotherDevicesTableRunsTheBaselineForEveryCallWarnedOnce) {
+  TempDir dir;
+  const std::string path = dir.write("t.json", table::to_json_text(sample_table(a100())));
+  ::testing::internal::CaptureStderr();
+  auto s = open_ok(path, h200());
+  for (int i = 0; i < 3; ++i) {
+    for (const ShapeKey& k : {gemm(1), gemm(16), gemm(8, 4096, 4096, Dtype::kFp16), rmsnorm(16)}) {
+      Slot& slot = s->select(k);
+      EXPECT_EQ(slot.row.load(), nullptr) << slot.problem;
+      EXPECT_EQ(slot.matched, nullptr);
+      EXPECT_EQ(slot.why, "miss: the table was tuned for another device");
+    }
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count(err, "attune-rt:"), 1u) << err;
+  EXPECT_NE(err.find("was tuned for another device (NVIDIA A100-SXM4-80GB"), std::string::npos) << err;
+  EXPECT_NE(err.find("this is NVIDIA H200"), std::string::npos) << err;
+  EXPECT_TRUE(s->device_mismatch());
+  Counters c = s->counters();
+  EXPECT_EQ(c.hits, 0u);
+  EXPECT_EQ(c.misses, 12u);
+  EXPECT_EQ(c.shapes, 4u);
+
+  // The same table on its own device engages.
+  auto same = open_ok(path, a100());
+  EXPECT_FALSE(same->device_mismatch());
+  EXPECT_NE(same->select(gemm(1)).row.load(), nullptr);
+}
+
+TEST(RuntimeIndex, ExactRowsAndBuckets) {
+  TempDir dir;
+  auto s = open_ok(dir.write("t.json", table::to_json_text(sample_table())));
+  auto row_of = [&](const ShapeKey& k) -> int {
+    const IndexedRow* r = s->index().find(k);
+    return r ? r->number : 0;
+  };
+  // Exact rows: every attribute must match.
+  EXPECT_EQ(row_of(gemm(1)), 1);
+  EXPECT_EQ(row_of(gemm(16)), 2);
+  EXPECT_EQ(row_of(gemm(64)), 3);
+  EXPECT_EQ(row_of(gemm(1, 4096, 4096, Dtype::kBf16, true)), 4);
+  EXPECT_EQ(row_of(gemm(2)), 0);
+  EXPECT_EQ(row_of(gemm(65)), 0);
+  EXPECT_EQ(row_of(gemm(16, 4096, 4096, Dtype::kBf16, true)), 0);  // bias differs
+  EXPECT_EQ(row_of(gemm(1, 4096, 1024)), 0);                          // k differs
+  EXPECT_EQ(row_of(gemm(1, 1024, 4096)), 0);                          // n differs
+  // Buckets: lo and hi inclusive, gaps and other groups miss.
+  for (std::int64_t m : {1, 5, 16}) EXPECT_EQ(row_of(gemm(m, 4096, 4096, Dtype::kFp16)), 5) << m;
+  for (std::int64_t m : {17, 33, 64}) EXPECT_EQ(row_of(gemm(m, 4096, 4096, Dtype::kFp16)), 6) << m;
+  EXPECT_EQ(row_of(gemm(65, 4096, 4096, Dtype::kFp16)), 0);
+  EXPECT_EQ(row_of(gemm(8, 1024, 4096, Dtype::kFp16)), 7);
+  EXPECT_EQ(row_of(gemm(9, 1024, 4096, Dtype::kFp16)), 0);
+  EXPECT_EQ(row_of(gemm(1, 4096, 4096, Dtype::kFp16, true)), 0);
+  // rmsnorm: rows is the axis, hidden and residual the group.
+  EXPECT_EQ(row_of(rmsnorm(16)), 8);
+  EXPECT_EQ(row_of(rmsnorm(128)), 9);
+  EXPECT_EQ(row_of(rmsnorm(16, 4096, false)), 0);
+  EXPECT_EQ(row_of(rmsnorm(16, 2048)), 0);
+  EXPECT_EQ(row_of(rmsnorm(17)), 0);
+
+  Slot& b = s->select(gemm(5, 4096, 4096, Dtype::kFp16));
+  EXPECT_EQ(b.why, "hit: m=5 in bucket [1, 16]");
+  EXPECT_EQ(b.problem, "gemm:bias=0,dtype=fp16,k=4096,m=5,n=4096");
+  EXPECT_EQ(s->select(gemm(1)).why, "hit");
+  EXPECT_EQ(s->select(gemm(3)).why, "miss: no row for this shape");
+}
+
+TEST(RuntimeCounters, CountEveryCallByWhatRan) {
+  TempDir dir;
+  auto s = open_ok(dir.write("t.json", table::to_json_text(sample_table())));
+  for (int i = 0; i < 5; ++i) s->select(gemm(1));
+  for (int i = 0; i < 3; ++i) s->select(gemm(7, 4096, 4096, Dtype::kFp16));
+  for (int i = 0; i < 2; ++i) s->select(gemm(3));
+  s->select(rmsnorm(16, 4096, false));
+  Counters c = s->counters();
+  EXPECT_EQ(c.hits, 8u);
+  EXPECT_EQ(c.misses, 3u);
+  EXPECT_EQ(c.shapes, 4u);
+
+  // A row that cannot run here turns its shape's calls, past and future, into misses.
+  ::testing::internal::CaptureStderr();
+  Slot& slot = s->select(gemm(1));
+  s->demote(slot, "it does not compile");
+  s->demote(slot, "it does not compile");
+  s->select(gemm(1));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count(err, "cannot run"), 1u) << err;
+  EXPECT_NE(err.find("gemm bf16 row 1"), std::string::npos) << err;
+  c = s->counters();
+  EXPECT_EQ(c.hits, 3u);
+  EXPECT_EQ(c.misses, 10u);
+
+  // No table: everything is a miss.
+  auto none = open_ok("");
+  EXPECT_EQ(none->select(gemm(1)).why, "miss: no table");
+  EXPECT_EQ(none->counters().misses, 1u);
+}
+
+TEST(RuntimeLog, OneLinePerDistinctShapeWithRowAndBucket) {
+  TempDir dir;
+  const std::string path = dir.write("t.json", table::to_json_text(sample_table()));
+  ::setenv("ATTUNE_LOG_TUNED", "1", 1);
+  const SelectorOptions o = SelectorOptions::from_env();
+  ::unsetenv("ATTUNE_LOG_TUNED");
+  ASSERT_TRUE(o.log_tuned);
+  ::testing::internal::CaptureStderr();
+  {
+    auto s = open_ok(path, h200(), o);
+    for (int i = 0; i < 4; ++i) {
+      s->select(gemm(1));
+      s->select(gemm(9, 4096, 4096, Dtype::kFp16));
+      s->select(gemm(3));
+    }
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count(err, "\n"), 4u) << err;  // three shapes and the summary
+  EXPECT_EQ(count(err, "hit gemm:bias=0,dtype=bf16,k=4096,m=1,n=4096 -> gemm bf16 row 1"), 1u) << err;
+  EXPECT_EQ(count(err, "hit gemm:bias=0,dtype=fp16,k=4096,m=9,n=4096 -> gemm fp16 row 1"), 1u) << err;
+  EXPECT_EQ(count(err, "bucketed: m=9 in [1, 16]"), 1u) << err;
+  EXPECT_EQ(count(err, kSkinnyTc), 2u) << err;
+  EXPECT_EQ(count(err, "miss gemm:bias=0,dtype=bf16,k=4096,m=3,n=4096 (no row for this shape) -> baseline "
+                       "kernel=cublaslt,lt_algo=0,lt_split=0,lt_tile=0"), 1u) << err;
+  EXPECT_NE(err.find("8 hits, 4 misses over 3 distinct shapes"), std::string::npos) << err;
+
+  // Off by default: nothing but warnings.
+  ::testing::internal::CaptureStderr();
+  {
+    auto s = open_ok(path);
+    s->select(gemm(1));
+    s->select(gemm(3));
+  }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(RuntimeHarvest, MissedShapesAppendedOnceAndReadBackByTheTuner) {
+  TempDir dir;
+  const std::string table_path = dir.write("t.json", table::to_json_text(sample_table()));
+  const std::string harvest = dir.file("shapes.txt");
+  ::setenv("ATTUNE_HARVEST", harvest.c_str(), 1);
+  const SelectorOptions o = SelectorOptions::from_env();
+  ::unsetenv("ATTUNE_HARVEST");
+  ASSERT_EQ(o.harvest_path, harvest);
+  {
+    auto s = open_ok(table_path, h200(), o);
+    for (int i = 0; i < 3; ++i) {
+      s->select(gemm(3));                               // miss
+      s->select(gemm(1));                               // hit: not harvested
+      s->select(rmsnorm(7, 1000, false));               // miss
+      s->select(gemm(70, 4096, 4096, Dtype::kFp16));    // outside every bucket: miss
+    }
+  }
+  {
+    // A later process: shapes already in the file are not appended again.
+    auto s = open_ok(table_path, h200(), o);
+    s->select(gemm(3));
+    s->select(gemm(2, 4096, 1024, Dtype::kBf16, true));
+  }
+  auto specs = read_shapes_file(harvest);  // the reader attune tune --shapes uses
+  ASSERT_TRUE(specs.ok()) << specs.error().message();
+  const std::vector<std::string> want = {"gemm:bias=0,dtype=bf16,k=4096,m=3,n=4096",
+                                         "rmsnorm:dtype=bf16,hidden=1000,residual=0,rows=7",
+                                         "gemm:bias=0,dtype=fp16,k=4096,m=70,n=4096",
+                                         "gemm:bias=1,dtype=bf16,k=1024,m=2,n=4096"};
+  EXPECT_EQ(*specs, want) << slurp(harvest);
+  for (const auto& spec : *specs) {
+    auto p = Problem::parse(spec);
+    ASSERT_TRUE(p.ok()) << spec;
+    EXPECT_EQ(p->text(), spec);  // canonical: the tuner keys what it reads by this text
+  }
+
+  // A file someone edited without a final newline still gets whole lines.
+  std::ofstream(harvest, std::ios::binary | std::ios::trunc) << "# mine\ngemm:bias=0,dtype=bf16,k=4096,m=3,n=4096";
+  {
+    auto s = open_ok(table_path, h200(), o);
+    s->select(gemm(3));
+    s->select(gemm(5));
+  }
+  specs = read_shapes_file(harvest);
+  ASSERT_TRUE(specs.ok()) << specs.error().message();
+  EXPECT_EQ(*specs, (std::vector<std::string>{"gemm:bias=0,dtype=bf16,k=4096,m=3,n=4096",
+                                              "gemm:bias=0,dtype=bf16,k=4096,m=5,n=4096"}))
+      << slurp(harvest);
+
+  // Under the guard every call misses, so every shape is harvested for this device's tune.
+  const std::string other = dir.file("other.txt");
+  SelectorOptions g;
+  g.harvest_path = other;
+  {
+    auto s = open_ok(dir.write("a100.json", table::to_json_text(sample_table(a100()))), h200(), g);
+    s->select(gemm(1));
+  }
+  EXPECT_EQ(slurp(other).find("gemm:bias=0,dtype=bf16,k=4096,m=1,n=4096\n") != std::string::npos, true) << slurp(other);
+}
+
+TEST(RuntimeSlots, ConcurrentCallsMakeOneSlotPerShapeAndCountEveryCall) {
+  TempDir dir;
+  auto s = open_ok(dir.write("t.json", table::to_json_text(sample_table())));
+  constexpr int kThreads = 8, kShapes = 300, kRounds = 4;  // enough shapes to grow the slot map
+  std::vector<std::thread> threads;
+  std::vector<std::vector<const Slot*>> seen(kThreads);
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r)
+        for (int i = 0; i < kShapes; ++i) {
+          const int m = 1 + (i * 7 + t) % kShapes;
+          const Slot& slot = s->select(gemm(m));
+          if (slot.key.m != m) std::abort();
+          if (r == 0) seen[t].push_back(&slot);
+        }
+    });
+  for (auto& th : threads) th.join();
+  Counters c = s->counters();
+  EXPECT_EQ(c.shapes, static_cast<std::uint64_t>(kShapes));
+  EXPECT_EQ(c.hits + c.misses, static_cast<std::uint64_t>(kThreads * kShapes * kRounds));
+  EXPECT_EQ(c.hits, static_cast<std::uint64_t>(kThreads * kRounds * 3));  // m = 1, 16, 64
+  std::set<const Slot*> distinct;
+  for (const auto& v : seen) distinct.insert(v.begin(), v.end());
+  EXPECT_EQ(distinct.size(), static_cast<std::size_t>(kShapes));
+}
+
+}  // namespace
+}  // namespace attune::runtime
