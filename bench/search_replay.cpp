@@ -38,6 +38,7 @@ struct Args {
   int first_seed = 0;
   std::size_t budget = 1000;
   std::string out;
+  std::string traces;  // CSV of every evaluation of the main table's runs, for analysis
   std::string only;  // substring filter on file names
   bool transfer = true;
   bool verbose = false;
@@ -294,6 +295,7 @@ int main(int argc, char** argv) {
     else if (f == "--first-seed") a.first_seed = std::stoi(val());
     else if (f == "--budget") a.budget = std::stoul(val());
     else if (f == "--out") a.out = val();
+    else if (f == "--traces") a.traces = val();
     else if (f == "--only") a.only = val();
     else if (f == "--no-transfer") a.transfer = false;
     else if (f == "-v") a.verbose = true;
@@ -307,7 +309,7 @@ int main(int argc, char** argv) {
     else {
       std::cerr << "search_replay: unknown flag '" << f
                 << "' (flags: --datasets DIR --strategies a,b --seeds N --budget N --out FILE "
-                   "--only SUBSTR --no-transfer --with-kernel-tuner --kernel-tuner-csv FILE --mcts-exploration X "
+                   "--traces FILE --only SUBSTR --no-transfer --with-kernel-tuner --kernel-tuner-csv FILE --mcts-exploration X "
                    "--mcts-power X --mcts-incumbent X)\n";
       return 2;
     }
@@ -326,6 +328,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::sort(files.begin(), files.end());
+
+  std::ofstream traces;
+  if (!a.traces.empty()) {
+    traces.open(a.traces);
+    if (!traces) {
+      std::cerr << "search_replay: cannot write '" << a.traces << "'\n";
+      return 2;
+    }
+    traces << "space,strategy,seed,evaluation,config,verdict,time_us,best_us\n";
+  }
 
   auto t0 = std::chrono::steady_clock::now();
   std::vector<Row> rows;
@@ -349,6 +361,16 @@ int main(int argc, char** argv) {
           return 1;
         }
         add_trace(row, *t, optimum);
+        if (traces.is_open()) {
+          for (std::size_t i = 0; i < t->proposed.size(); ++i) {
+            const replay::RecordedResult* r = space.find(t->proposed[i]);
+            traces << name << "," << strategy << "," << seed << "," << i + 1 << ",\""
+                   << space.space.config(t->proposed[i]).text() << "\","
+                   << (r ? std::string(to_string(r->verdict)) : std::string("unsupported")) << ","
+                   << (r && r->verdict == Verdict::kOk ? r->time_us : 0.0) << ","
+                   << t->best_us[i] << "\n";
+          }
+        }
         if (a.verbose) {
           std::size_t b = 0;
           for (std::size_t i = 0; i < t->proposed.size(); ++i)
