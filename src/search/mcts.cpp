@@ -34,9 +34,10 @@ struct Mcts::State {
   PointSet proposed;
   double best_us = kInf;
   std::optional<Point> incumbent;
+  std::size_t initial_left;  // initial samples still to draw
 
   State(const Space& sp, std::uint64_t seed, MctsOptions opts)
-      : space(sp), rng(seed ^ 0x3c75ULL), o(std::move(opts)) {}
+      : space(sp), rng(seed ^ 0x3c75ULL), o(std::move(opts)), initial_left(o.initial_samples) {}
 
   Node& node(const Point& prefix) {
     Node& n = nodes[prefix];
@@ -68,8 +69,8 @@ struct Mcts::State {
     return n.prior;
   }
 
-  // Options in rollout order: the incumbent's first (sometimes), then drawn by prior weight.
-  void order(const Point& prefix, std::vector<std::uint32_t>& opts) {
+  // Options in an order drawn by prior weight (a uniform shuffle when cold).
+  void order_by_prior(const Point& prefix, std::vector<std::uint32_t>& opts) {
     Node& n = node(prefix);
     const auto& pr = prior(prefix, n);
     std::vector<std::pair<double, std::uint32_t>> keyed;
@@ -87,6 +88,11 @@ struct Mcts::State {
     });
     opts.clear();
     for (auto& k : keyed) opts.push_back(k.second);
+  }
+
+  // Options in rollout order: the incumbent's first (sometimes), then drawn by prior weight.
+  void order(const Point& prefix, std::vector<std::uint32_t>& opts) {
+    order_by_prior(prefix, opts);
     if (!incumbent) return;
     // Options are usually ordered numbers, and neighbouring values perform alike: keep the
     // incumbent's option, else try a neighbour of it, else the order drawn above.
@@ -118,6 +124,14 @@ struct Mcts::State {
   }
 
   void close(const Point& prefix) { node(prefix).closed = true; }
+
+  // A point drawn fork by fork from the root by prior weight, ignoring the incumbent.
+  std::optional<Point> initial_sample() {
+    OptionOrder ord = [this](const Point& p, std::vector<std::uint32_t>& opts) {
+      order_by_prior(p, opts);
+    };
+    return random_completion(space, {}, rng, proposed, ord);
+  }
 
   std::optional<Point> propose() {
     const std::size_t depth = space.depth();
@@ -236,6 +250,13 @@ std::optional<Point> Mcts::propose() {
       return base;
     }
   }
+  if (s_->initial_left > 0) {
+    --s_->initial_left;
+    if (auto p = s_->initial_sample()) {
+      s_->proposed.insert(*p);
+      return p;
+    }
+  }
   return s_->propose();
 }
 
@@ -313,6 +334,12 @@ Status Mcts::import_nodes(const std::vector<TreeNode>& rows) {
     parsed.emplace_back(std::move(p), std::move(n));
   }
   for (auto& [p, n] : parsed) {
+    // A tree continued from an earlier run already holds its initial samples (or as many
+    // results as it has: the root counts every evaluation below it, the baseline included).
+    if (p.empty()) {
+      auto drawn = static_cast<std::size_t>(std::max<std::int64_t>(0, n.visits - 1));
+      s_->initial_left -= std::min(s_->initial_left, drawn);
+    }
     Node& dst = s_->node(p);
     dst.visits = n.visits;
     dst.failures = n.failures;

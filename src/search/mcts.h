@@ -1,5 +1,6 @@
 // mcts: Monte Carlo tree search over a Space's forks (knob 0 at the root, one level per knob).
-// Descent picks the child maximising value + exploration bonus, where value is the best time
+// After the baseline, a few points drawn at random by the prior (uniform when cold) seed the
+// tree's statistics. Then descent picks the child maximising value + exploration bonus, where value is the best time
 // found below the child relative to the best found overall, and the bonus is weighted by the
 // prior's score for the child. An untried child is attractive by its prior alone (siblings are
 // not forced to be tried once). Below the chosen untried child, the config is completed by a
@@ -31,6 +32,13 @@ struct MctsOptions {
   double incumbent_bias = 0.7;    // rollout: chance to keep the incumbent's option at each fork
   double incumbent_tail = 0.5;    // rollout: chance to complete with the incumbent's options
   double neighbour_bias = 0.5;    // rollout, otherwise: chance to take an option next to it
+  // Points drawn after the baseline and before the first descent, each fork's option by the
+  // prior's weight (uniform when cold). Without them the descent stays in the baseline's
+  // subtree for its first ~15 evaluations and varies the deepest knobs first: on dedispersion
+  // (A4000) all of the first 17 kept the baseline's block_size_x, under which none of the 354
+  // configs within 2% of the optimum lie (bench/results/search_replay-2026-11-29b.md; 8 was
+  // chosen on seeds 100..119).
+  std::size_t initial_samples = 8;
   ChildScores prior;              // empty: a cold (uniform) prior
   // Changes whenever the prior's scores may have changed (a refit), dropping cached scores.
   std::function<std::uint64_t()> prior_generation;
