@@ -305,13 +305,14 @@ int main(int argc, char** argv) {
     else if (f == "--mcts-neighbour") a.mcts.neighbour_bias = std::stod(val());
     else if (f == "--mcts-tail") a.mcts.incumbent_tail = std::stod(val());
     else if (f == "--mcts-initial") a.mcts.initial_samples = std::stoul(val());
+    else if (f == "--mcts-first-play") a.mcts.first_play = std::stod(val());
     else if (f == "--kernel-tuner-csv") a.kernel_tuner_csv = val();
     else if (f == "--with-kernel-tuner") a.with_kernel_tuner = true;
     else {
       std::cerr << "search_replay: unknown flag '" << f
                 << "' (flags: --datasets DIR --strategies a,b --seeds N --budget N --out FILE "
                    "--traces FILE --only SUBSTR --no-transfer --with-kernel-tuner --kernel-tuner-csv FILE --mcts-exploration X "
-                   "--mcts-power X --mcts-incumbent X --mcts-neighbour X --mcts-tail X --mcts-initial N)\n";
+                   "--mcts-power X --mcts-incumbent X --mcts-neighbour X --mcts-tail X --mcts-initial N --mcts-first-play X)\n";
       return 2;
     }
   }
@@ -421,7 +422,8 @@ int main(int argc, char** argv) {
          << "- mcts options: exploration " << a.mcts.exploration << ", value power "
          << a.mcts.value_power << ", incumbent bias " << a.mcts.incumbent_bias
          << ", neighbour bias " << a.mcts.neighbour_bias << ", incumbent tail "
-         << a.mcts.incumbent_tail << ", initial samples " << a.mcts.initial_samples << "\n"
+         << a.mcts.incumbent_tail << ", initial samples " << a.mcts.initial_samples
+         << ", first play " << a.mcts.first_play << "\n"
          << "- wall time: " << static_cast<int>(secs) << " s\n\n"
          << "'optimum frac @N' is the mean over seeds of optimum time / best time found after N "
             "evaluations (1.000 = the optimum).\n\n"

@@ -212,6 +212,47 @@ TEST(Mcts, InitialSamplesAreDrawnByThePrior) {
   EXPECT_EQ(first_knobs(t->proposed, 1, 9), std::set<std::uint32_t>{5});
 }
 
+// Where every config is near the best (flat), an untried child inherits most of its parent's
+// value and the descent leaves the baseline's first option sooner than where configs are far
+// from the best (steep). Without first play both leave at the same evaluation.
+TEST(Mcts, FirstPlayTriesNewOptionsSoonerOnAFlatLandscape) {
+  Space s = cube();
+  auto flat = [](const Point& p) { return Evaluation{Verdict::kOk, 10.0 + 0.01 * (p[0] + p[1] + p[2])}; };
+  auto steep = [](const Point& p) { return Evaluation{Verdict::kOk, 10.0 * (1 + p[0] + p[1] + p[2])}; };
+  auto leaves_at = [&](const Evaluate& eval, double first_play) {
+    MctsOptions o;
+    o.initial_samples = 0;
+    o.first_play = first_play;
+    Mcts m(s, StrategyOptions{1}, o);
+    auto t = run_strategy(m, s, eval, 64).value();
+    for (std::size_t i = 0; i < t.proposed.size(); ++i)
+      if (t.proposed[i][0] != 0) return i;
+    return t.proposed.size();
+  };
+  EXPECT_LT(leaves_at(flat, 0.25), leaves_at(steep, 0.25));
+  EXPECT_EQ(leaves_at(flat, 0.0), leaves_at(steep, 0.0));
+}
+
+TEST(Mcts, ExportedNodesKeepTheirValueSums) {
+  Space s = cube();
+  Mcts first(s, StrategyOptions{4});
+  ASSERT_TRUE(run_strategy(first, s, slope, 20));
+  auto nodes = first.export_nodes();
+  ASSERT_NE(nodes.front().payload.find("value_sum"), std::string::npos);
+
+  Mcts same(s, StrategyOptions{4});
+  ASSERT_TRUE(same.import_nodes(nodes).ok());
+  EXPECT_EQ(same.export_nodes(), nodes);
+
+  // Sums taken under another value power mean something else: they are not read back.
+  MctsOptions other;
+  other.value_power = 2;
+  Mcts changed(s, StrategyOptions{4}, other);
+  ASSERT_TRUE(changed.import_nodes(nodes).ok());
+  for (const auto& n : changed.export_nodes())
+    EXPECT_NE(n.payload.find("\"value_sum\":0.0"), std::string::npos) << n.payload;
+}
+
 TEST(Harness, CatchesARepeatedProposal) {
   Space s = test_space();
   struct Repeater : Strategy {
