@@ -38,6 +38,7 @@ struct Args {
   int first_seed = 0;
   std::size_t budget = 1000;
   std::string out;
+  std::string traces;  // CSV of every evaluation of the main table's runs, for analysis
   std::string only;  // substring filter on file names
   bool transfer = true;
   bool verbose = false;
@@ -294,6 +295,7 @@ int main(int argc, char** argv) {
     else if (f == "--first-seed") a.first_seed = std::stoi(val());
     else if (f == "--budget") a.budget = std::stoul(val());
     else if (f == "--out") a.out = val();
+    else if (f == "--traces") a.traces = val();
     else if (f == "--only") a.only = val();
     else if (f == "--no-transfer") a.transfer = false;
     else if (f == "-v") a.verbose = true;
@@ -302,13 +304,15 @@ int main(int argc, char** argv) {
     else if (f == "--mcts-incumbent") a.mcts.incumbent_bias = std::stod(val());
     else if (f == "--mcts-neighbour") a.mcts.neighbour_bias = std::stod(val());
     else if (f == "--mcts-tail") a.mcts.incumbent_tail = std::stod(val());
+    else if (f == "--mcts-initial") a.mcts.initial_samples = std::stoul(val());
+    else if (f == "--mcts-first-play") a.mcts.first_play = std::stod(val());
     else if (f == "--kernel-tuner-csv") a.kernel_tuner_csv = val();
     else if (f == "--with-kernel-tuner") a.with_kernel_tuner = true;
     else {
       std::cerr << "search_replay: unknown flag '" << f
                 << "' (flags: --datasets DIR --strategies a,b --seeds N --budget N --out FILE "
-                   "--only SUBSTR --no-transfer --with-kernel-tuner --kernel-tuner-csv FILE --mcts-exploration X "
-                   "--mcts-power X --mcts-incumbent X)\n";
+                   "--traces FILE --only SUBSTR --no-transfer --with-kernel-tuner --kernel-tuner-csv FILE --mcts-exploration X "
+                   "--mcts-power X --mcts-incumbent X --mcts-neighbour X --mcts-tail X --mcts-initial N --mcts-first-play X)\n";
       return 2;
     }
   }
@@ -326,6 +330,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::sort(files.begin(), files.end());
+
+  std::ofstream traces;
+  if (!a.traces.empty()) {
+    traces.open(a.traces);
+    if (!traces) {
+      std::cerr << "search_replay: cannot write '" << a.traces << "'\n";
+      return 2;
+    }
+    traces << "space,strategy,seed,evaluation,config,verdict,time_us,best_us\n";
+  }
 
   auto t0 = std::chrono::steady_clock::now();
   std::vector<Row> rows;
@@ -349,6 +363,16 @@ int main(int argc, char** argv) {
           return 1;
         }
         add_trace(row, *t, optimum);
+        if (traces.is_open()) {
+          for (std::size_t i = 0; i < t->proposed.size(); ++i) {
+            const replay::RecordedResult* r = space.find(t->proposed[i]);
+            traces << name << "," << strategy << "," << seed << "," << i + 1 << ",\""
+                   << space.space.config(t->proposed[i]).text() << "\","
+                   << (r ? std::string(to_string(r->verdict)) : std::string("unsupported")) << ","
+                   << (r && r->verdict == Verdict::kOk ? r->time_us : 0.0) << ","
+                   << t->best_us[i] << "\n";
+          }
+        }
         if (a.verbose) {
           std::size_t b = 0;
           for (std::size_t i = 0; i < t->proposed.size(); ++i)
@@ -398,7 +422,8 @@ int main(int argc, char** argv) {
          << "- mcts options: exploration " << a.mcts.exploration << ", value power "
          << a.mcts.value_power << ", incumbent bias " << a.mcts.incumbent_bias
          << ", neighbour bias " << a.mcts.neighbour_bias << ", incumbent tail "
-         << a.mcts.incumbent_tail << "\n"
+         << a.mcts.incumbent_tail << ", initial samples " << a.mcts.initial_samples
+         << ", first play " << a.mcts.first_play << "\n"
          << "- wall time: " << static_cast<int>(secs) << " s\n\n"
          << "'optimum frac @N' is the mean over seeds of optimum time / best time found after N "
             "evaluations (1.000 = the optimum).\n\n"

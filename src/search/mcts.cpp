@@ -18,6 +18,9 @@ struct Node {
   std::int64_t visits = 0;
   std::int64_t failures = 0;
   double best_us = kInf;
+  // Sum over the ok results below of time^-value_power (a failure adds 0): the mean value below,
+  // relative to the best overall, is best_us^power * value_sum / visits.
+  double value_sum = 0;
   bool closed = false;  // no unproposed legal point below (explored, or a dead end)
   bool have_options = false;
   std::vector<std::uint32_t> options;  // legal options of the next knob
@@ -34,9 +37,10 @@ struct Mcts::State {
   PointSet proposed;
   double best_us = kInf;
   std::optional<Point> incumbent;
+  std::size_t initial_left;  // initial samples still to draw
 
   State(const Space& sp, std::uint64_t seed, MctsOptions opts)
-      : space(sp), rng(seed ^ 0x3c75ULL), o(std::move(opts)) {}
+      : space(sp), rng(seed ^ 0x3c75ULL), o(std::move(opts)), initial_left(o.initial_samples) {}
 
   Node& node(const Point& prefix) {
     Node& n = nodes[prefix];
@@ -68,8 +72,8 @@ struct Mcts::State {
     return n.prior;
   }
 
-  // Options in rollout order: the incumbent's first (sometimes), then drawn by prior weight.
-  void order(const Point& prefix, std::vector<std::uint32_t>& opts) {
+  // Options in an order drawn by prior weight (a uniform shuffle when cold).
+  void order_by_prior(const Point& prefix, std::vector<std::uint32_t>& opts) {
     Node& n = node(prefix);
     const auto& pr = prior(prefix, n);
     std::vector<std::pair<double, std::uint32_t>> keyed;
@@ -87,6 +91,11 @@ struct Mcts::State {
     });
     opts.clear();
     for (auto& k : keyed) opts.push_back(k.second);
+  }
+
+  // Options in rollout order: the incumbent's first (sometimes), then drawn by prior weight.
+  void order(const Point& prefix, std::vector<std::uint32_t>& opts) {
+    order_by_prior(prefix, opts);
     if (!incumbent) return;
     // Options are usually ordered numbers, and neighbouring values perform alike: keep the
     // incumbent's option, else try a neighbour of it, else the order drawn above.
@@ -119,6 +128,14 @@ struct Mcts::State {
 
   void close(const Point& prefix) { node(prefix).closed = true; }
 
+  // A point drawn fork by fork from the root by prior weight, ignoring the incumbent.
+  std::optional<Point> initial_sample() {
+    OptionOrder ord = [this](const Point& p, std::vector<std::uint32_t>& opts) {
+      order_by_prior(p, opts);
+    };
+    return random_completion(space, {}, rng, proposed, ord);
+  }
+
   std::optional<Point> propose() {
     const std::size_t depth = space.depth();
     // Each pass either returns a point or closes at least one node, so this ends.
@@ -144,6 +161,12 @@ struct Mcts::State {
         // sibling is scored like an untried one and the swap point is what gets proposed.
         const bool on_incumbent_path =
             incumbent && std::equal(prefix.begin(), prefix.end(), incumbent->begin());
+        // An untried child is worth, in expectation, what one result below its parent was.
+        const double first_play =
+            std::isfinite(best_us) && n->visits > 0
+                ? o.first_play * std::pow(best_us, o.value_power) * n->value_sum /
+                      static_cast<double>(n->visits)
+                : 0.0;
         double best_score = -kInf;
         std::size_t pick = n->options.size();
         bool pick_untried = false;
@@ -163,7 +186,7 @@ struct Mcts::State {
           }
           double score;
           if (!tried || swap) {
-            score = o.exploration * pr[i] * width * sqrt_n;
+            score = first_play + o.exploration * pr[i] * width * sqrt_n;
           } else {
             const Node& cn = it->second;
             double q = std::isfinite(cn.best_us) && std::isfinite(best_us)
@@ -211,8 +234,12 @@ struct Mcts::State {
     for (std::size_t d = 0; d <= point.size(); ++d) {
       Node& n = node(prefix);
       ++n.visits;
-      if (ok) n.best_us = std::min(n.best_us, *time_us);
-      else ++n.failures;
+      if (ok) {
+        n.best_us = std::min(n.best_us, *time_us);
+        n.value_sum += std::pow(*time_us, -o.value_power);
+      } else {
+        ++n.failures;
+      }
       if (d < point.size()) prefix.push_back(point[d]);
     }
     node(point).closed = true;
@@ -234,6 +261,13 @@ std::optional<Point> Mcts::propose() {
     if (!s_->proposed.count(base)) {
       s_->proposed.insert(base);
       return base;
+    }
+  }
+  if (s_->initial_left > 0) {
+    --s_->initial_left;
+    if (auto p = s_->initial_sample()) {
+      s_->proposed.insert(*p);
+      return p;
     }
   }
   return s_->propose();
@@ -270,7 +304,11 @@ std::vector<TreeNode> Mcts::export_nodes() const {
     t.path = prefix_text(s_->space, p);
     t.visits = n->visits;
     t.best_us = std::isfinite(n->best_us) ? n->best_us : 0.0;
-    t.payload = nlohmann::json{{"failures", n->failures}, {"closed", n->closed}}.dump();
+    t.payload = nlohmann::json{{"failures", n->failures},
+                               {"closed", n->closed},
+                               {"value_sum", n->value_sum},
+                               {"value_power", s_->o.value_power}}
+                    .dump();
     out.push_back(std::move(t));
   }
   return out;
@@ -310,14 +348,24 @@ Status Mcts::import_nodes(const std::vector<TreeNode>& rows) {
       return Error::invalid_argument("search node '" + t + "' has a payload that is not JSON");
     n.failures = j.value("failures", std::int64_t{0});
     n.closed = j.value("closed", false);
+    // Nodes from before value sums were kept, or from another value power, start at 0 (their
+    // untried children are then attractive by the bonus alone).
+    if (j.value("value_power", 0.0) == s_->o.value_power) n.value_sum = j.value("value_sum", 0.0);
     parsed.emplace_back(std::move(p), std::move(n));
   }
   for (auto& [p, n] : parsed) {
+    // A tree continued from an earlier run already holds its initial samples (or as many
+    // results as it has: the root counts every evaluation below it, the baseline included).
+    if (p.empty()) {
+      auto drawn = static_cast<std::size_t>(std::max<std::int64_t>(0, n.visits - 1));
+      s_->initial_left -= std::min(s_->initial_left, drawn);
+    }
     Node& dst = s_->node(p);
     dst.visits = n.visits;
     dst.failures = n.failures;
     dst.best_us = n.best_us;
     dst.closed = n.closed;
+    dst.value_sum = n.value_sum;
     if (p.size() == space.depth()) {
       s_->proposed.insert(p);
       dst.closed = true;

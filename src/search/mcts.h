@@ -1,10 +1,12 @@
 // mcts: Monte Carlo tree search over a Space's forks (knob 0 at the root, one level per knob).
-// Descent picks the child maximising value + exploration bonus, where value is the best time
+// After the baseline, a few points drawn at random by the prior (uniform when cold) seed the
+// tree's statistics. Then descent picks the child maximising value + exploration bonus, where value is the best time
 // found below the child relative to the best found overall, and the bonus is weighted by the
 // prior's score for the child. An untried child is attractive by its prior alone (siblings are
 // not forced to be tried once). Below the chosen untried child, the config is completed by a
 // rollout that prefers the incumbent's options and then the prior's. Results are backed up along
-// the path; fully explored subtrees and dead-end prefixes are closed, so no point is proposed
+// the path, with the mean value below each node, which an untried child inherits in part (first-
+// play urgency); fully explored subtrees and dead-end prefixes are closed, so no point is proposed
 // twice. The tree exports to and imports from SearchNode-like rows so a later run continues.
 // Deterministic for a seed. One thread at a time.
 #pragma once
@@ -31,6 +33,18 @@ struct MctsOptions {
   double incumbent_bias = 0.7;    // rollout: chance to keep the incumbent's option at each fork
   double incumbent_tail = 0.5;    // rollout: chance to complete with the incumbent's options
   double neighbour_bias = 0.5;    // rollout, otherwise: chance to take an option next to it
+  // Points drawn after the baseline and before the first descent, each fork's option by the
+  // prior's weight (uniform when cold). Without them the descent stays in the baseline's
+  // subtree for its first ~15 evaluations and varies the deepest knobs first: on dedispersion
+  // (A4000) all of the first 17 kept the baseline's block_size_x, under which none of the 354
+  // configs within 2% of the optimum lie (bench/results/search_replay-2026-11-29b.md; 8 was
+  // chosen on seeds 100..119).
+  std::size_t initial_samples = 8;
+  // An untried child's value (first-play urgency): this fraction of the mean value of the
+  // results below its parent, so that where most configs are near the best (a flat landscape)
+  // the descent tries new options sooner, and where they are far it keeps to the best child.
+  // 0: an untried child is attractive by the bonus alone. 0.25 was chosen on seeds 100..119.
+  double first_play = 0.25;
   ChildScores prior;              // empty: a cold (uniform) prior
   // Changes whenever the prior's scores may have changed (a refit), dropping cached scores.
   std::function<std::uint64_t()> prior_generation;
@@ -42,7 +56,10 @@ struct TreeNode {
   std::string path;
   std::int64_t visits = 0;
   double best_us = 0;
-  std::string payload;  // {"failures": n, "closed": bool}
+  // {"failures": n, "closed": bool, "value_sum": x, "value_power": p}: value_sum is the sum of
+  // time^-p over the ok results below (read back only under the same value power).
+  std::string payload;
+  bool operator==(const TreeNode&) const = default;
 };
 
 class Mcts final : public Strategy {

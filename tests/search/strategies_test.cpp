@@ -154,6 +154,105 @@ TEST(Mcts, AnInformedPriorSteersTheSearch) {
   EXPECT_LE(warm / 10, 5.0);
 }
 
+// 8 x 8 x 8, no constraints; the baseline (all first options) is the optimum, so the descent has
+// every reason to stay under it.
+Space cube() {
+  std::vector<Knob> knobs = {{"a", {0, 1, 2, 3, 4, 5, 6, 7}, 0},
+                             {"b", {0, 1, 2, 3, 4, 5, 6, 7}, 0},
+                             {"c", {0, 1, 2, 3, 4, 5, 6, 7}, 0}};
+  return Space::make(std::move(knobs)).value();
+}
+Evaluation slope(const Point& p) { return {Verdict::kOk, 10.0 + p[0] + p[1] + p[2]}; }
+
+std::set<std::uint32_t> first_knobs(const std::vector<Point>& points, std::size_t from,
+                                    std::size_t to) {
+  std::set<std::uint32_t> out;
+  for (std::size_t i = from; i < to; ++i) out.insert(points[i][0]);
+  return out;
+}
+
+// Without initial samples the descent's first evaluations all stay under the baseline's first
+// option (it varies the deepest knobs first); the initial samples reach across the root fork.
+TEST(Mcts, InitialSamplesReachAcrossTheFirstForkBeforeTheDescent) {
+  Space s = cube();
+  for (std::uint64_t seed = 0; seed < 5; ++seed) {
+    MctsOptions none;
+    none.initial_samples = 0;
+    Mcts plain(s, StrategyOptions{seed}, none);
+    auto tp = run_strategy(plain, s, slope, 9);
+    ASSERT_TRUE(tp);
+    EXPECT_EQ(first_knobs(tp->proposed, 0, 9), std::set<std::uint32_t>{0}) << "seed " << seed;
+
+    MctsOptions eight;
+    eight.initial_samples = 8;
+    auto sampled = [&](std::uint64_t sd) {
+      Mcts m(s, StrategyOptions{sd}, eight);
+      return run_strategy(m, s, slope, 9).value().proposed;
+    };
+    auto ts = sampled(seed);
+    EXPECT_EQ(ts.front(), s.baseline());
+    EXPECT_GE(first_knobs(ts, 1, 9).size(), 3u) << "seed " << seed;
+    EXPECT_EQ(ts, sampled(seed));       // drawn from the seed alone
+    EXPECT_NE(ts, sampled(seed + 100));
+  }
+}
+
+// The initial samples follow the prior: one that rules out every first option but 5 gets 5.
+TEST(Mcts, InitialSamplesAreDrawnByThePrior) {
+  Space s = cube();
+  MctsOptions o;
+  o.prior = [](const Point& prefix, const std::vector<std::uint32_t>& opts) {
+    std::vector<double> w;
+    for (auto x : opts) w.push_back(prefix.empty() ? (x == 5 ? 1.0 : 0.0) : 1.0);
+    return w;
+  };
+  Mcts m(s, StrategyOptions{2}, o);
+  auto t = run_strategy(m, s, slope, 9);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(first_knobs(t->proposed, 1, 9), std::set<std::uint32_t>{5});
+}
+
+// Where every config is near the best (flat), an untried child inherits most of its parent's
+// value and the descent leaves the baseline's first option sooner than where configs are far
+// from the best (steep). Without first play both leave at the same evaluation.
+TEST(Mcts, FirstPlayTriesNewOptionsSoonerOnAFlatLandscape) {
+  Space s = cube();
+  auto flat = [](const Point& p) { return Evaluation{Verdict::kOk, 10.0 + 0.01 * (p[0] + p[1] + p[2])}; };
+  auto steep = [](const Point& p) { return Evaluation{Verdict::kOk, 10.0 * (1 + p[0] + p[1] + p[2])}; };
+  auto leaves_at = [&](const Evaluate& eval, double first_play) {
+    MctsOptions o;
+    o.initial_samples = 0;
+    o.first_play = first_play;
+    Mcts m(s, StrategyOptions{1}, o);
+    auto t = run_strategy(m, s, eval, 64).value();
+    for (std::size_t i = 0; i < t.proposed.size(); ++i)
+      if (t.proposed[i][0] != 0) return i;
+    return t.proposed.size();
+  };
+  EXPECT_LT(leaves_at(flat, 0.25), leaves_at(steep, 0.25));
+  EXPECT_EQ(leaves_at(flat, 0.0), leaves_at(steep, 0.0));
+}
+
+TEST(Mcts, ExportedNodesKeepTheirValueSums) {
+  Space s = cube();
+  Mcts first(s, StrategyOptions{4});
+  ASSERT_TRUE(run_strategy(first, s, slope, 20));
+  auto nodes = first.export_nodes();
+  ASSERT_NE(nodes.front().payload.find("value_sum"), std::string::npos);
+
+  Mcts same(s, StrategyOptions{4});
+  ASSERT_TRUE(same.import_nodes(nodes).ok());
+  EXPECT_EQ(same.export_nodes(), nodes);
+
+  // Sums taken under another value power mean something else: they are not read back.
+  MctsOptions other;
+  other.value_power = 2;
+  Mcts changed(s, StrategyOptions{4}, other);
+  ASSERT_TRUE(changed.import_nodes(nodes).ok());
+  for (const auto& n : changed.export_nodes())
+    EXPECT_NE(n.payload.find("\"value_sum\":0.0"), std::string::npos) << n.payload;
+}
+
 TEST(Harness, CatchesARepeatedProposal) {
   Space s = test_space();
   struct Repeater : Strategy {
