@@ -11,12 +11,7 @@
 
 namespace attune {
 
-namespace {
-
-// The CUDA plugin sits beside the attune binary (or in $ATTUNE_PLUGIN_DIR). Loading it pulls in
-// the driver (libcuda.so.1), NVRTC and cuBLASLt; where any is missing the backend is unavailable
-// and dlerror says which.
-Result<std::unique_ptr<Backend>> load_cuda_plugin() {
+std::string plugin_path(const std::string& file) {
   std::filesystem::path dir;
   if (const char* d = std::getenv("ATTUNE_PLUGIN_DIR")) {
     dir = d;
@@ -25,7 +20,16 @@ Result<std::unique_ptr<Backend>> load_cuda_plugin() {
     ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
     if (n > 0) dir = std::filesystem::path(std::string(buf, static_cast<std::size_t>(n))).parent_path();
   }
-  const std::string path = (dir / "libattune_cuda.so").string();
+  return (dir / file).string();
+}
+
+namespace {
+
+// The CUDA plugin sits beside the attune binary (or in $ATTUNE_PLUGIN_DIR). Loading it pulls in
+// the driver (libcuda.so.1), NVRTC and cuBLASLt; where any is missing the backend is unavailable
+// and dlerror says which.
+Result<std::unique_ptr<Backend>> load_cuda_plugin() {
+  const std::string path = plugin_path("libattune_cuda.so");
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return Error::unsupported(std::string("the cuda backend is unavailable: ") + dlerror());
   using Make = Backend* (*)(std::string*);

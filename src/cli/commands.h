@@ -38,8 +38,10 @@ Command add_stack_command(CLI::App& app, GlobalOptions& g);
 Command add_import_command(CLI::App& app, GlobalOptions& g);
 Command add_export_command(CLI::App& app, GlobalOptions& g);
 Command add_prior_command(CLI::App& app, GlobalOptions& g);
-// Issue 5: `attune ab`, an A/B of two whole commands (src/cli/ab.cpp).
+// Issue 5: `attune ab`, an A/B of two whole commands (src/cli/ab.cpp), and the fidelity gate over
+// a tuned table (src/cli/verify.cpp).
 Command add_ab_command(CLI::App& app, GlobalOptions& g);
+Command add_verify_command(CLI::App& app, GlobalOptions& g);
 
 // "attune: error: <what>" on stderr, one line; returns kExitBadInput.
 int bad_input(const std::string& what);

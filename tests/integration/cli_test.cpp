@@ -139,7 +139,10 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"tune --backend sim --problem rmsnorm --strategy luck", "unknown strategy 'luck'"},
                       BadInput{"tune --backend sim --shapes missing.txt", "cannot read shapes file"},
                       BadInput{"eval variants --kernel conv", "no problem or op named 'conv'"},
-                      BadInput{"tune --backend sim", "nothing to tune"}),
+                      BadInput{"tune --backend sim", "nothing to tune"},
+                      BadInput{"verify missing.json", "cannot read table missing.json"},
+                      BadInput{"verify attune.db", "not a complete JSON document"},
+                      BadInput{"verify --band 0 attune.db", "--band must be a positive fraction"}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return "case" + std::to_string(info.index); });
 
 TEST(Cli, CorruptAndForeignDatabasesAreRefusedAndLeftAlone) {
