@@ -30,7 +30,8 @@ struct TuneOptions {
   std::map<std::string, std::string> pins;
   std::string arguments = "[]";          // the command line, recorded with the run
   // Drift: the baseline config is re-measured (rank regime, never from the store) after every
-  // anchor_every newly measured candidates (0: never). When it moved by more than drift_bound
+  // anchor_every newly measured candidates (0: never); a reading past the bound, the reference
+  // and recovery checks are each the median of three readings. When it moved by more than drift_bound
   // from its reference, the candidates measured since the last clean anchor are discarded in
   // the store, the tuner backs off (backoff_s, doubling, at most max_backoffs times) until the
   // anchor is back within recover_bound, and measures them again.

@@ -183,5 +183,30 @@ TEST_F(TunerTest, AnchorDriftDiscardsAndRemeasures) {
   }
 }
 
+// One slow reading is not drift: whichever execution reads 50% slow (an anchor reading
+// included), the two confirming readings overrule it and nothing is discarded.
+TEST_F(TunerTest, ASingleSlowAnchorReadingIsNotDrift) {
+  TuneOptions o;
+  o.strategy = "grid";
+  o.patience = 0;
+  o.max_candidates = 20;
+  o.anchor_every = 4;
+  o.backoff_s = 0.01;
+  for (int i = 0; i < 40; ++i) {
+    testing::TempDir dir;
+    auto s = std::move(*SqliteStore::open(dir.file("t.db")));
+    SimBackend backend;
+    InProcessRunner runner{backend};
+    const std::string drift = std::to_string(i) + ":" + std::to_string(i + 1) + ":1.5";
+    ::setenv("ATTUNE_SIM_DRIFT", drift.c_str(), 1);
+    Tuner t(*s, backend, runner);
+    auto r = t.run({*backend.resolve("rmsnorm")}, o);
+    ::unsetenv("ATTUNE_SIM_DRIFT");
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->problems.at(0).drift_events, 0) << "slow execution " << i;
+    EXPECT_EQ(r->problems.at(0).discarded, 0) << "slow execution " << i;
+  }
+}
+
 }  // namespace
 }  // namespace attune
