@@ -37,47 +37,57 @@ def tune(spec, extra):
         raise RuntimeError(f"{spec}: attune exited {p.returncode}: {p.stderr.strip()[-400:]}")
     return json.loads(p.stdout)["problems"][0], time.time() - t0
 
-rows, total_measured, total_wall = [], 0, 0.0
-for model in args.models.split(","):
-    for proj, (n, k) in MODELS[model].items():
-        for m in map(int, args.m.split(",")):
-            spec = f"gemm:m={m},n={n},k={k},dtype=bf16"
-            try:
-                p1, w1 = tune(spec, ["--strategy", "grid", "--patience", "0", "--pin", "kernel=cublaslt",
-                                     "--pin", "lt_split=0", "--pin", "lt_tile=0", "--deploy-band", "1000"])
-                p2, w2 = tune(spec, ["--strategy", args.strategy, "--seed", "0", "--patience", str(args.patience),
-                                     "--max-candidates", str(args.max_candidates)])
-            except RuntimeError as e:
-                print(e); continue
-            total_measured += p1["measured"] + p2["measured"]; total_wall += w1 + w2
-            key = p2["structural_key"]
-            con = sqlite3.connect(db)
-            heur = con.execute("SELECT min(median_us) FROM measurements WHERE problem_key=? AND regime='deploy' AND "
-                               "verdict='ok' AND config LIKE 'kernel=cublaslt,%lt_split=0,lt_tile=0,%'", (key,)).fetchone()[0]
-            best_all = con.execute("SELECT config, min(median_us) FROM measurements WHERE problem_key=? AND regime='deploy' "
-                                   "AND verdict='ok'", (key,)).fetchone()
-            con.close()
-            default = p2["baseline"]["median_us"]
-            tuned_cfg, tuned = best_all
-            flops, nbytes = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n)
-            rows.append(dict(model=model, proj=proj, m=m, n=n, k=k, default=default, heur=heur, tuned=tuned,
-                             kernel=tuned_cfg.split(",")[0].split("=")[1], config=tuned_cfg,
-                             tflops=flops / tuned / 1e6, gbps=nbytes / tuned / 1e3,
-                             r_default=default / tuned, r_heur=heur / tuned))
+def write_table(final=False):
+    hdr = ("| model | proj | M | N | K | cuBLASLt default us | best heuristic us | attune us | winner | TFLOP/s | GB/s | "
+           "default/attune | best-heur/attune |")
+    lines = [f"# bench/gemm_llm  {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC", "", hdr, "|" + "---|" * 13]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['proj']} | {r['m']} | {r['n']} | {r['k']} | {r['default']:.2f} | {r['heur']:.2f} | "
+                     f"{r['tuned']:.2f} | {r['kernel']} | {r['tflops']:.1f} | {r['gbps']:.0f} | {r['r_default']:.3f} | {r['r_heur']:.3f} |")
+    dec = [r["r_default"] for r in rows if r["m"] <= 16]
+    if dec:
+        lines.append(f"\ngeomean default/attune over decode shapes with M <= 16: {math.exp(sum(map(math.log, dec)) / len(dec)):.3f}x "
+                     f"({len(dec)} shapes)")
+    if rows:
+        lines.append(f"min default/attune over all shapes: {min(r['r_default'] for r in rows):.3f}")
+    lines.append(f"tuner throughput: {total_measured} new candidates in {total_wall:.0f} s = {total_measured / max(total_wall, 1e-9):.1f}/s")
+    text = "\n".join(lines)
+    if final:
+        print(text)
+    open(f"{args.out}/gemm_llm.md", "w").write(text + "\n")
 
-hdr = ("| model | proj | M | N | K | cuBLASLt default us | best heuristic us | attune us | winner | TFLOP/s | GB/s | "
-       "default/attune | best-heur/attune |")
-lines = [f"# bench/gemm_llm  {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC", "", hdr, "|" + "---|" * 13]
-for r in rows:
-    lines.append(f"| {r['model']} | {r['proj']} | {r['m']} | {r['n']} | {r['k']} | {r['default']:.2f} | {r['heur']:.2f} | "
-                 f"{r['tuned']:.2f} | {r['kernel']} | {r['tflops']:.1f} | {r['gbps']:.0f} | {r['r_default']:.3f} | {r['r_heur']:.3f} |")
-dec = [r["r_default"] for r in rows if r["m"] <= 16]
-if dec:
-    lines.append(f"\ngeomean default/attune over decode shapes with M <= 16: {math.exp(sum(map(math.log, dec)) / len(dec)):.3f}x "
-                 f"({len(dec)} shapes)")
-if rows:
-    lines.append(f"min default/attune over all shapes: {min(r['r_default'] for r in rows):.3f}")
-lines.append(f"tuner throughput: {total_measured} new candidates in {total_wall:.0f} s = {total_measured / max(total_wall, 1e-9):.1f}/s")
-text = "\n".join(lines)
-print(text)
-open(f"{args.out}/gemm_llm.md", "w").write(text + "\n")
+
+rows, total_measured, total_wall = [], 0, 0.0
+# Smallest M first: the decode shapes (the M <= 16 target) are done before the long prefill ones,
+# and the table is rewritten after every shape, so a run cut short still leaves what it measured.
+shapes = sorted(((m, model, proj, n, k) for model in args.models.split(",") for proj, (n, k) in MODELS[model].items()
+                 for m in map(int, args.m.split(","))), key=lambda s: (s[0], s[1], s[2]))
+for m, model, proj, n, k in shapes:
+    spec = f"gemm:m={m},n={n},k={k},dtype=bf16"
+    try:
+        p1, w1 = tune(spec, ["--strategy", "grid", "--patience", "0", "--pin", "kernel=cublaslt",
+                             "--pin", "lt_split=0", "--pin", "lt_tile=0", "--deploy-band", "1000"])
+        p2, w2 = tune(spec, ["--strategy", args.strategy, "--seed", "0", "--patience", str(args.patience),
+                             "--max-candidates", str(args.max_candidates)])
+    except RuntimeError as e:
+        print(e); continue
+    total_measured += p1["measured"] + p2["measured"]; total_wall += w1 + w2
+    key = p2["structural_key"]
+    con = sqlite3.connect(db)
+    heur = con.execute("SELECT min(median_us) FROM measurements WHERE problem_key=? AND regime='deploy' AND "
+                       "verdict='ok' AND discarded IS NULL AND config LIKE 'kernel=cublaslt,%lt_split=0,lt_tile=0,%'",
+                       (key,)).fetchone()[0]
+    best_all = con.execute("SELECT config, min(median_us) FROM measurements WHERE problem_key=? AND regime='deploy' "
+                           "AND verdict='ok' AND discarded IS NULL", (key,)).fetchone()
+    con.close()
+    default = p2["baseline"]["median_us"]
+    tuned_cfg, tuned = best_all
+    flops, nbytes = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n)
+    rows.append(dict(model=model, proj=proj, m=m, n=n, k=k, default=default, heur=heur, tuned=tuned,
+                     kernel=tuned_cfg.split(",")[0].split("=")[1], config=tuned_cfg,
+                     tflops=flops / tuned / 1e6, gbps=nbytes / tuned / 1e3,
+                     r_default=default / tuned, r_heur=heur / tuned))
+    write_table()
+
+
+write_table(final=True)
