@@ -1,5 +1,6 @@
 #include "backends/cuda/cuda_run.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -127,17 +128,22 @@ Result<Event> make_event() {
   return Event(e);
 }
 
+// Warm-up before sampling: at least this long, at most this many replays.
+constexpr int kWarmupMs = 20;
+constexpr int kMaxWarmups = 2000;
+
 struct GraphDestroy {
   void operator()(CUgraph g) const { cuGraphDestroy(g); }
   void operator()(CUgraphExec e) const { cuGraphExecDestroy(e); }
 };
 using GraphExec = std::unique_ptr<CUgraphExec_st, GraphDestroy>;
 
-// The launch captured as a CUDA graph (every kernel a plan or cuBLASLt enqueues), as a
-// production decode loop replays it; nullptr when something in it cannot be captured.
-GraphExec capture(const std::function<CUresult(CUstream)>& launch, CUstream stream) {
+// `count` launches captured as one CUDA graph (every kernel a plan or cuBLASLt enqueues), as a
+// production decode loop replays them; nullptr when something in it cannot be captured.
+GraphExec capture(const std::function<CUresult(CUstream)>& launch, CUstream stream, int count) {
   if (cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS) return nullptr;
-  const CUresult launched = launch(stream);
+  CUresult launched = CUDA_SUCCESS;
+  for (int i = 0; i < count && launched == CUDA_SUCCESS; ++i) launched = launch(stream);
   CUgraph graph = nullptr;
   const CUresult ended = cuStreamEndCapture(stream, &graph);
   std::unique_ptr<CUgraph_st, GraphDestroy> owner(graph);
@@ -170,10 +176,27 @@ Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch,
   int reps = 1;
   if (regime == Regime::kRank)
     reps = static_cast<int>(std::clamp(options.target_sample_us / std::max(one, 0.5), 1.0, 1000.0));
-  // Deploy: one graph replay per sample after the L2 flush; a launch that cannot be captured is
-  // timed as a direct launch.
-  GraphExec graph = regime == Regime::kDeploy ? capture(launch, stream) : nullptr;
-  if (graph) ATTUNE_CU(cuGraphLaunch(graph.get(), stream));  // the graph's first replay uploads it
+  // Each sample replays a graph: rank, `reps` back-to-back launches; deploy, one launch after the
+  // L2 flush. Without the graph, the host's enqueue cost (several us per cublasLtMatmul) is what a
+  // back-to-back loop of a ~8 us kernel measures, and it moved with the CPU load of the compile
+  // threads: the H200 gemm bench's anchor "drifted" by 10-30% on a quiet GPU. A launch that cannot
+  // be captured is timed directly.
+  GraphExec graph = capture(launch, stream, reps);
+  // Warm-up by time, not count: module load, first-launch costs and the clocks' ramp after idle
+  // periods (compiles, back-offs) stay out of the numbers.
+  {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kWarmupMs);
+    for (int i = 0; i < kMaxWarmups && std::chrono::steady_clock::now() < until; ++i) {
+      if (graph) {
+        ATTUNE_CU(cuGraphLaunch(graph.get(), stream));
+      } else {
+        ATTUNE_CU(launch(stream));
+      }
+      CUresult rc = cuStreamSynchronize(stream);
+      exit_if_sticky(rc, "warm-up");
+      ATTUNE_CU(rc);
+    }
+  }
 
   Error failure = Error::internal("");
   bool failed = false;

@@ -1,5 +1,5 @@
 // Running candidates on the device: RAII device buffers and modules, resource checks decided
-// before launch, and timing with CUDA events (back-to-back launches in the rank regime; in the
+// before launch, and timing with CUDA events around graph replays (back-to-back launches in the rank regime; in the
 // deploy regime an L2 flush, then one replay of the launch captured as a CUDA graph, per sample).
 // One thread at a time.
 #pragma once
