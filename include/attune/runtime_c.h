@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /* Bumped when a signature or struct below changes; a dlopen caller checks attune_rt_abi_version(). */
-#define ATTUNE_RT_ABI_VERSION 1
+#define ATTUNE_RT_ABI_VERSION 2
 
 typedef enum attune_rt_status {
   ATTUNE_RT_OK = 0,
@@ -82,6 +82,8 @@ typedef struct attune_rt_row {
   int64_t lo, hi;      /* exact: both the row's axis value */
   const int64_t* points; /* bucket: the measured axis values, ascending */
   size_t point_count;
+  const double* point_us;          /* bucket: the row's recorded time at each point; NULL: not recorded */
+  const double* baseline_point_us; /* bucket: the baseline's recorded time at each point; NULL: not recorded */
 } attune_rt_row;
 
 /* Timing of the runtime's own entry point in the deploy regime. */

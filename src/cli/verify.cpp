@@ -94,7 +94,8 @@ int run_verify(const GlobalOptions& g, const VerifyFlags& f) {
     attune_rt_row row{};
     if (api->row_get(rt, i, &row) != ATTUNE_RT_OK) return failed(api->last_error());
     // An exact row is timed at its shape; a bucket row at every measured point, its time checked
-    // at the point the table recorded (the first point when the table does not say).
+    // against the table's time at that point (at the first point only, against the row's time,
+    // when the table records no per-point times).
     std::vector<std::int64_t> points = {0};
     if (row.bucketed) points.assign(row.points, row.points + row.point_count);
     for (std::size_t p = 0; p < points.size(); ++p) {
@@ -108,11 +109,11 @@ int run_verify(const GlobalOptions& g, const VerifyFlags& f) {
       c.dispatched = t.dispatch.config;
       c.why = t.dispatch.why;
       c.at = points[p];
-      c.recorded_us = row.median_us;
+      c.recorded_us = row.bucketed && row.point_us ? row.point_us[p] : row.median_us;
       c.measured_us = t.median_us;
       c.noise = t.noise;
       c.dispatch_ok = t.dispatch.tuned == 1 && t.dispatch.row == i && c.dispatched == c.config;
-      c.timed = !row.bucketed || p == 0;
+      c.timed = !row.bucketed || row.point_us || p == 0;
       c.time_ok = !c.timed || c.measured_us <= c.recorded_us * (1 + f.band);
       checks.push_back(std::move(c));
     }

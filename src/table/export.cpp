@@ -272,8 +272,10 @@ void bucket_rows(const std::map<std::int64_t, const Evidence*>& points, const Pr
       r.bucket = Bucket{axis, range.first, range.second, pts};
       r.max_regret = chosen->max_regret;
       for (auto p : pts) {  // the worst error over the points: what the row can promise
-        const ErrorCheck& e = points.at(p)->passing.at(chosen->config).check;
-        if (e.value / e.tolerance > r.error.value / r.error.tolerance) r.error = e;
+        const Timing& t = points.at(p)->passing.at(chosen->config);
+        if (t.check.value / t.check.tolerance > r.error.value / r.error.tolerance) r.error = t.check;
+        r.bucket->point_us.push_back(t.median_us);
+        r.bucket->baseline_point_us.push_back(points.at(p)->baseline_us);
       }
       table->rows.push_back(std::move(r));
       continue;
@@ -290,7 +292,7 @@ void bucket_rows(const std::map<std::int64_t, const Evidence*>& points, const Pr
         continue;
       }
       r->problem = rest;
-      r->bucket = Bucket{axis, p, p, {p}};
+      r->bucket = Bucket{axis, p, p, {p}, {r->median_us}, {r->baseline_us}};
       table->rows.push_back(std::move(*r));
     }
   }

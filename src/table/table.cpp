@@ -57,6 +57,16 @@ Status validate_row(const OpTable& t, std::size_t i) {
     if (!std::is_sorted(b.points.begin(), b.points.end()) || b.points.front() < b.lo || b.points.back() > b.hi)
       return bad("bucket points must be ascending and inside [lo, hi]");
     if (!(r.max_regret >= 0)) return bad("negative regret");
+    if (!b.point_us.empty() || !b.baseline_point_us.empty()) {
+      if (b.point_us.size() != b.points.size() || b.baseline_point_us.size() != b.points.size())
+        return bad("bucket point times must give one time per point");
+      for (std::size_t i = 0; i < b.points.size(); ++i) {
+        if (!(b.point_us[i] > 0) || !(b.baseline_point_us[i] > 0)) return bad("bucket point times must be positive");
+        if (b.point_us[i] > b.baseline_point_us[i])
+          return bad(fmt::format("slower than its baseline at {}={} ({} us > {} us)", b.axis, b.points[i], b.point_us[i],
+                                 b.baseline_point_us[i]));
+      }
+    }
   }
   return Status::success();
 }
@@ -95,6 +105,10 @@ json row_json(const Row& r) {
          {"error", {{"metric", r.error.metric}, {"value", r.error.value}, {"tolerance", r.error.tolerance}}}};
   if (r.bucket) {
     j["bucket"] = {{"axis", r.bucket->axis}, {"lo", r.bucket->lo}, {"hi", r.bucket->hi}, {"points", r.bucket->points}};
+    if (!r.bucket->point_us.empty()) {
+      j["bucket"]["point_us"] = r.bucket->point_us;
+      j["bucket"]["baseline_point_us"] = r.bucket->baseline_point_us;
+    }
     j["max_regret"] = r.max_regret;
   }
   return j;
@@ -118,6 +132,8 @@ Result<Row> row_from_json(const json& j) {
     const json& b = j.at("bucket");
     r.bucket = Bucket{b.at("axis").get<std::string>(), b.at("lo").get<std::int64_t>(), b.at("hi").get<std::int64_t>(),
                       b.at("points").get<std::vector<std::int64_t>>()};
+    if (b.contains("point_us")) r.bucket->point_us = b.at("point_us").get<std::vector<double>>();
+    if (b.contains("baseline_point_us")) r.bucket->baseline_point_us = b.at("baseline_point_us").get<std::vector<double>>();
     r.max_regret = j.value("max_regret", 0.0);
   }
   return r;

@@ -34,6 +34,10 @@ struct Bucket {
   std::string axis;                  // "m"
   std::int64_t lo = 0, hi = 0;       // inclusive
   std::vector<std::int64_t> points;  // measured values of axis in [lo, hi], ascending
+  // Deploy-regime times at each point of the row's config and of the baseline (empty: not
+  // recorded). When present, the row is no slower than the baseline at every point, and
+  // `attune verify` checks the runtime's time at each point against them.
+  std::vector<double> point_us, baseline_point_us;
 };
 
 struct Row {

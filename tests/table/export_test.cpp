@@ -212,6 +212,9 @@ TEST_F(BucketTest, AConfigThatWinsOnAverageButLosesAtOnePointIsRefused) {
   EXPECT_DOUBLE_EQ(row0.max_regret, 0.5);
   EXPECT_DOUBLE_EQ(row0.median_us, 6);  // at its worst-regret point, m=1
   EXPECT_DOUBLE_EQ(row0.baseline_us, 10);
+  // Each point's time is in the table, so verify can check the runtime at every point.
+  EXPECT_EQ(row0.bucket->point_us, (std::vector<double>{6, 6, 6, 9.9}));
+  EXPECT_EQ(row0.bucket->baseline_point_us, (std::vector<double>{10, 10, 10, 10}));
   EXPECT_EQ(match(t, *Problem::parse(at(3))), &row0);
   EXPECT_EQ(match(t, *Problem::parse(at(9))), nullptr);
 }

@@ -90,6 +90,17 @@ TEST(Table, RefusesMalformedTables) {
   key["device"]["sm_count"] = 114;
   EXPECT_NE(refusal(key.dump()).find("device_key"), std::string::npos);
 
+  auto timed = j;  // per-point times: one per point, and no point slower than its baseline
+  timed["ops"][1]["rows"][0]["bucket"]["point_us"] = {9.0, 11.0, 12.0};
+  timed["ops"][1]["rows"][0]["bucket"]["baseline_point_us"] = {10.0, 12.0, 12.5};
+  EXPECT_EQ(refusal(timed.dump()), "");
+  auto harm = timed;
+  harm["ops"][1]["rows"][0]["bucket"]["point_us"][1] = 12.5;
+  EXPECT_NE(refusal(harm.dump()).find("slower than its baseline at m=8"), std::string::npos);
+  auto short_times = timed;
+  short_times["ops"][1]["rows"][0]["bucket"]["point_us"].erase(2);
+  EXPECT_NE(refusal(short_times.dump()).find("one time per point"), std::string::npos);
+
   auto missing = j;
   missing["ops"][0]["rows"][0].erase("config");
   EXPECT_NE(refusal(missing.dump()).find("malformed table"), std::string::npos);

@@ -106,6 +106,9 @@ ATTUNE_RT_API int attune_rt_open(const char* table_path, int device, attune_rt**
       v.hi = r.hi;
       v.points = r.bucketed ? r.row->bucket->points.data() : nullptr;
       v.point_count = r.bucketed ? r.row->bucket->points.size() : 0;
+      const bool timed = r.bucketed && !r.row->bucket->point_us.empty();
+      v.point_us = timed ? r.row->bucket->point_us.data() : nullptr;
+      v.baseline_point_us = timed ? r.row->bucket->baseline_point_us.data() : nullptr;
       h->rows.push_back(v);
     }
     *out = h.release();
