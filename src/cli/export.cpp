@@ -10,6 +10,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "backends/replay/kernel_tuner_cache.h"
 #include "cli/common.h"
@@ -110,6 +111,8 @@ int run_table_export(const GlobalOptions& g, const ExportFlags& f, table::Format
                r.table.device.name, r.table.device.key(), r.problems, why);
   }
   if (tables.empty()) return failed("nothing to export (-v lists why each problem was left out)");
+  if (g.json && dest.kind == Destination::Kind::kStdout)
+    return bad_input("--json reports what was written: give -o DIR or -o FILE (without -o the table itself is stdout)");
   if (tables.size() > 1 && dest.kind != Destination::Kind::kDirectory)
     return bad_input(fmt::format("{} devices have tuned rows: give -o DIR (one file per device) or --device KEY",
                                  tables.size()));
@@ -122,6 +125,7 @@ int run_table_export(const GlobalOptions& g, const ExportFlags& f, table::Format
     if (!fs::is_directory(dest.path, ec) || ::access(dest.path.c_str(), W_OK) != 0)
       return bad_input("cannot write to directory '" + dest.path + "'");
   }
+  nlohmann::json report{{"written", nlohmann::json::array()}};
   for (const auto* t : tables) {
     auto text = table::render(t->table, format);
     if (!text) return failed(text.error().message());
@@ -141,7 +145,13 @@ int run_table_export(const GlobalOptions& g, const ExportFlags& f, table::Format
     }
     if (auto st = table::save_text(*text, path); !st.ok()) return bad_input(st.error().message());
     fmt::print(stderr, "wrote {}: {}\n", path, what);
+    nlohmann::json left = nlohmann::json::array();
+    for (const auto& n : t->notes) left.push_back({{"op", n.op}, {"dtype", n.dtype}, {"what", n.what}, {"why", n.why}});
+    report["written"].push_back({{"path", path}, {"format", table::extension(format)}, {"device", d.name},
+                                 {"device_key", d.key()}, {"rows", t->rows()}, {"op_tables", t->table.ops.size()},
+                                 {"left_to_baseline", left}});
   }
+  if (g.json) fmt::print("{}\n", report.dump(2));
   return kExitOk;
 }
 

@@ -65,6 +65,15 @@ TEST(ExportCli, ASimTuneExportsAValidTableInEveryFormat) {
   const std::string header = read_bytes(dir.file("tuned/" + t->device.slug() + ".h"));
   EXPECT_NE(header.find("kDeviceKey = \"" + t->device.key() + "\""), std::string::npos) << header;
 
+  // --json: what was written, as a report on stdout.
+  auto rep = run_attune("export --format json -o tuned/ --json", dir.path());
+  ASSERT_EQ(rep.code, 0) << rep.err;
+  auto written = nlohmann::json::parse(rep.out)["written"];
+  ASSERT_EQ(written.size(), 1u);
+  EXPECT_EQ(written[0]["path"], "tuned/" + t->device.slug() + ".json");
+  EXPECT_EQ(written[0]["device_key"], t->device.key());
+  EXPECT_EQ(written[0]["rows"], t->ops[0].rows.size());
+
   // No -o: the table on stdout, what was exported on stderr.
   auto out = run_attune("export --format json", dir.path());
   ASSERT_EQ(out.code, 0) << out.err;
@@ -180,6 +189,9 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"export --format json --min-improvement-pct 120 -o out/", "not a percentage"},
                       BadInput{"export --format json --problem x -o out/", "--problem is for --format kernel-tuner"},
                       BadInput{"export --format json -o out.json", "give -o DIR"},
+                      BadInput{"export --format json --json --device " +
+                                   DeviceFingerprint{"cuda", "NVIDIA H200", "sm_90", 132, 150ull << 30}.key(),
+                               "--json reports what was written"},
                       BadInput{"export --format json --device " + DeviceFingerprint{"cuda", "NVIDIA H200", "sm_90", 132, 150ull << 30}.key() +
                                    " -o no/such/dir/t.json",
                                "cannot write"},
