@@ -4,7 +4,10 @@
 // table; `attune ab` compares the two runs on the printed step_us (see README, "decode_loop").
 //
 //   decode_loop [--table tuned/DEVICE.json] [--model 0.6b|8b] [--tokens 1] [--layers N]
-//               [--steps 200] [--warmup 20] [--dtype bf16|fp16]
+//               [--steps 200] [--warmup 20] [--dtype bf16|fp16] [--graph]
+// --graph captures one step (after the warm-up has compiled and loaded every kernel) as a CUDA
+// graph and times its replays, as graph-captured serving loops run: the host's launch cost then
+// drops out of the step time, and what is left is the kernels'.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -63,6 +66,7 @@ struct Buffer {
 int main(int argc, char** argv) {
   std::string table, model_name = "0.6b", dtype_name = "bf16";
   int tokens = 1, layers = 0, steps = 200, warmup = 20;
+  bool graph = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -76,6 +80,7 @@ int main(int argc, char** argv) {
     else if (a == "--steps") steps = std::atoi(value().c_str());
     else if (a == "--warmup") warmup = std::atoi(value().c_str());
     else if (a == "--dtype") dtype_name = value();
+    else if (a == "--graph") graph = true;
     else die("unknown flag " + a + " (see the comment at the top of decode_loop.cpp)");
   }
   if (model_name != "0.6b" && model_name != "8b") die("--model is 0.6b or 8b, not " + model_name);
@@ -116,15 +121,30 @@ int main(int argc, char** argv) {
     check(rt->rmsnorm(tokens, m.hidden, dtype, normed.p, resid.p, x.p, resid.p, norm_w.p, stream), "final rmsnorm");
   };
 
-  for (int i = 0; i < warmup; ++i) step();
+  for (int i = 0; i < std::max(warmup, 1); ++i) step();
   check(cudaStreamSynchronize(stream), "warm-up");
+  cudaGraphExec_t exec = nullptr;
+  if (graph) {
+    cudaGraph_t g = nullptr;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    step();
+    check(cudaStreamEndCapture(stream, &g), "capturing a step");
+    check(cudaGraphInstantiate(&exec, g, 0), "cudaGraphInstantiate");
+    check(cudaGraphDestroy(g), "cudaGraphDestroy");
+    check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+    check(cudaStreamSynchronize(stream), "graph warm-up");
+  }
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "cudaEventCreate");
   check(cudaEventCreate(&stop), "cudaEventCreate");
   std::vector<float> ms(static_cast<std::size_t>(steps));
   for (int i = 0; i < steps; ++i) {
     check(cudaEventRecord(start, stream), "cudaEventRecord");
-    step();
+    if (exec) {
+      check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+    } else {
+      step();
+    }
     check(cudaEventRecord(stop, stream), "cudaEventRecord");
     check(cudaEventSynchronize(stop), "step");
     check(cudaEventElapsedTime(&ms[static_cast<std::size_t>(i)], start, stop), "cudaEventElapsedTime");
@@ -133,13 +153,14 @@ int main(int argc, char** argv) {
   std::sort(sorted.begin(), sorted.end());
   const double median_us = 1000.0 * sorted[sorted.size() / 2];
   const auto c = rt->counters();
-  std::printf("model qwen3-%s, %d tokens, %d layers, %s, table %s\n", model_name.c_str(), tokens, layers,
-              dtype_name.c_str(), table.empty() ? "(none)" : table.c_str());
+  std::printf("model qwen3-%s, %d tokens, %d layers, %s, %s, table %s\n", model_name.c_str(), tokens, layers,
+              dtype_name.c_str(), exec ? "graph replay" : "direct launches", table.empty() ? "(none)" : table.c_str());
   std::printf("runtime: %llu hits, %llu misses, %llu distinct shapes%s\n", static_cast<unsigned long long>(c.hits),
               static_cast<unsigned long long>(c.misses), static_cast<unsigned long long>(c.shapes),
               c.device_mismatch ? " (table tuned for another device: baseline everywhere)" : "");
   std::printf("step_us=%.2f (median of %d steps; min %.2f, max %.2f)\n", median_us, steps, 1000.0 * sorted.front(),
               1000.0 * sorted.back());
+  if (exec) cudaGraphExecDestroy(exec);
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   cudaStreamDestroy(stream);
