@@ -127,20 +127,12 @@ Status Runtime::Impl::gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType
   if (!aligned16(a) || !aligned16(b) || !aligned16(c) || !aligned16(bias))
     return invalid("gemm: a, b, c and bias must be 16-byte aligned");
   const ShapeKey key{runtime::OpKind::kGemm, dtype_of(dtype), bias != nullptr, m, n, k};
-  runtime::Slot& slot = selector->select(key);
   kernels::PlanArgs args;
   args.a = reinterpret_cast<CUdeviceptr>(a);
   args.b = reinterpret_cast<CUdeviceptr>(b);
   args.c = reinterpret_cast<CUdeviceptr>(c);
   args.bias = reinterpret_cast<CUdeviceptr>(bias);
-  if (attune::Status st = executor->enter(); !st) return to_status(st.error(), Code::kCuda);
-  auto launch = executor->launch_for(*selector, slot, args);
-  if (!launch) return to_status(launch.error(), Code::kCuda);
-  if (attune::Status st = executor->run(**launch, args, static_cast<CUstream>(stream)); !st)
-    return to_status(st.error(), Code::kCuda);
-  tls_last = {executor->generation(), (*launch)->record};
-  if (record) *record = (*launch)->record;
-  return Status();
+  return dispatch(key, args, stream, record);
 }
 
 Status Runtime::Impl::rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y, void* h_out, const void* x,
@@ -154,7 +146,6 @@ Status Runtime::Impl::rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtyp
   if (!aligned16(y) || !aligned16(h_out) || !aligned16(x) || !aligned16(r) || !aligned16(w))
     return invalid("rmsnorm: y, h_out, x, r and w must be 16-byte aligned");
   const ShapeKey key{runtime::OpKind::kRmsnorm, dtype_of(dtype), r != nullptr, rows, hidden, 0};
-  runtime::Slot& slot = selector->select(key);
   kernels::PlanArgs args;
   args.y = reinterpret_cast<CUdeviceptr>(y);
   args.h = reinterpret_cast<CUdeviceptr>(h_out);
@@ -163,6 +154,11 @@ Status Runtime::Impl::rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtyp
   args.w = reinterpret_cast<CUdeviceptr>(w);
   args.rows = static_cast<int>(rows);
   args.eps = static_cast<float>(kernels::kRmsnormEps);
+  return dispatch(key, args, stream, record);
+}
+
+Status Runtime::Impl::dispatch(const ShapeKey& key, kernels::PlanArgs& args, void* stream, const DispatchRecord** record) {
+  runtime::Slot& slot = selector->select(key);
   if (attune::Status st = executor->enter(); !st) return to_status(st.error(), Code::kCuda);
   auto launch = executor->launch_for(*selector, slot, args);
   if (!launch) return to_status(launch.error(), Code::kCuda);

@@ -22,6 +22,10 @@ struct Runtime::Impl {
               const void* bias, void* stream, const runtime::DispatchRecord** record);
   Status rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y, void* h_out, const void* x,
                  const void* r, const void* w, void* stream, const runtime::DispatchRecord** record);
+  // What gemm and rmsnorm share once their arguments are checked: the Selector's slot for `key`,
+  // its launch (built on the shape's first call), enqueued with `args`; records what ran.
+  Status dispatch(const runtime::ShapeKey& key, kernels::PlanArgs& args, void* stream,
+                  const runtime::DispatchRecord** record);
   // This thread's last dispatch on this runtime, or null.
   const runtime::DispatchRecord* last() const;
   // The timing hook: `problem` through the public entry point, deploy regime.
