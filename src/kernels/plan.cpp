@@ -23,6 +23,14 @@ Result<std::int64_t> knob(const Config& c, const char* name) {
 
 const char* type_of(bool bf16) { return bf16 ? "__nv_bfloat16" : "__half"; }
 
+// The defines every gemm source takes first: element type (and its mma name), then the shape.
+std::vector<std::string> shape_defines(const GemmShape& s, bool mma_name) {
+  std::vector<std::string> d = {fmt::format("-DT={}", type_of(s.bf16))};
+  if (mma_name) d.push_back(fmt::format("-DTNAME=\"{}\"", s.bf16 ? "bf16" : "f16"));
+  d.insert(d.end(), {fmt::format("-DM={}", s.m), fmt::format("-DN={}", s.n), fmt::format("-DK={}", s.k)});
+  return d;
+}
+
 unsigned ceil_div(std::int64_t a, std::int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
 
 Result<KernelPlan> plan_skinny(const GemmShape& s, const Config& c) {
@@ -33,10 +41,10 @@ Result<KernelPlan> plan_skinny(const GemmShape& s, const Config& c) {
   KernelPlan p;
   p.build.source = kGemmSkinnySource;
   p.build.source_name = "gemm_skinny.cu";
-  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DM={}", s.m), fmt::format("-DN={}", s.n),
-                     fmt::format("-DK={}", s.k), fmt::format("-DWARPS={}", warps), fmt::format("-DNB={}", nb),
-                     fmt::format("-DVEC={}", vec), fmt::format("-DUNROLL={}", unroll),
-                     fmt::format("-DBIAS={}", s.bias ? 1 : 0)};
+  p.build.options = shape_defines(s, false);
+  p.build.options.insert(p.build.options.end(),
+                         {fmt::format("-DWARPS={}", warps), fmt::format("-DNB={}", nb), fmt::format("-DVEC={}", vec),
+                          fmt::format("-DUNROLL={}", unroll), fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {"gemm_skinny"};
   p.steps.push_back({"gemm_skinny", {ceil_div(s.n, nb)}, {static_cast<unsigned>(warps * 32)}, 0, kGemmArgs});
   return p;
@@ -49,10 +57,10 @@ Result<KernelPlan> plan_skinny_tc(const GemmShape& s, const Config& c) {
   KernelPlan p;
   p.build.source = kGemmSkinnyTcSource;
   p.build.source_name = "gemm_skinny_tc.cu";
-  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DTNAME=\"{}\"", s.bf16 ? "bf16" : "f16"),
-                     fmt::format("-DM={}", s.m), fmt::format("-DN={}", s.n), fmt::format("-DK={}", s.k),
-                     fmt::format("-DWARPS={}", warps), fmt::format("-DNT={}", nt), fmt::format("-DUNROLL={}", unroll),
-                     fmt::format("-DBIAS={}", s.bias ? 1 : 0)};
+  p.build.options = shape_defines(s, true);
+  p.build.options.insert(p.build.options.end(),
+                         {fmt::format("-DWARPS={}", warps), fmt::format("-DNT={}", nt), fmt::format("-DUNROLL={}", unroll),
+                          fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {"gemm_skinny_tc"};
   p.steps.push_back({"gemm_skinny_tc", {ceil_div(s.n, 16 * nt)}, {static_cast<unsigned>(warps * 32)}, 0, kGemmArgs});
   return p;
@@ -70,12 +78,12 @@ Result<KernelPlan> plan_tiled(const GemmShape& s, const Config& c) {
   KernelPlan p;
   p.build.source = kGemmTiledSource;
   p.build.source_name = "gemm_tiled.cu";
-  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DTNAME=\"{}\"", s.bf16 ? "bf16" : "f16"),
-                     fmt::format("-DM={}", s.m), fmt::format("-DN={}", s.n), fmt::format("-DK={}", s.k),
-                     fmt::format("-DBM={}", bm), fmt::format("-DBN={}", bn), fmt::format("-DBK={}", bk),
-                     fmt::format("-DWM={}", wm), fmt::format("-DWN={}", wn), fmt::format("-DSTAGES={}", stages),
-                     fmt::format("-DSPLIT={}", split), fmt::format("-DGROUP={}", group),
-                     fmt::format("-DBIAS={}", s.bias ? 1 : 0)};
+  p.build.options = shape_defines(s, true);
+  p.build.options.insert(p.build.options.end(),
+                         {fmt::format("-DBM={}", bm), fmt::format("-DBN={}", bn), fmt::format("-DBK={}", bk),
+                          fmt::format("-DWM={}", wm), fmt::format("-DWN={}", wn), fmt::format("-DSTAGES={}", stages),
+                          fmt::format("-DSPLIT={}", split), fmt::format("-DGROUP={}", group),
+                          fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {"gemm_tiled"};
   const std::vector<std::string> args = {"c", "a", "b", "bias", "workspace"};
   const unsigned tiles = ceil_div(s.m, bm) * ceil_div(s.n, bn);
