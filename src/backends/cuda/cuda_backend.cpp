@@ -86,15 +86,28 @@ Result<Problem> resolve_half_problem(const Problem& spec, const std::string& op,
   return p;
 }
 
+Outcome refused(Verdict verdict, std::string why) {
+  Outcome o;
+  o.verdict = verdict;
+  o.message = std::move(why);
+  return o;
+}
+
+Result<Launchable> launchable(CudaEnv& env, const BuildRequest& request, const std::string& name, unsigned threads,
+                              unsigned dynamic_smem) {
+  ATTUNE_ASSIGN(Built b, env.function(request, name));
+  if (b.verdict != Verdict::kOk) return Launchable{nullptr, refused(b.verdict, b.log)};
+  ATTUNE_ASSIGN(std::string why, check_launch(b.fn, threads, dynamic_smem, env.limits().max_shared_per_block_optin));
+  if (!why.empty()) return Launchable{nullptr, refused(Verdict::kLaunchFailed, why)};
+  return Launchable{b.fn, std::nullopt};
+}
+
 Result<std::optional<Outcome>> launch_and_wait(CudaEnv& env, const std::function<CUresult(CUstream)>& launch,
                                                const char* what) {
   CUresult rc = launch(env.stream());
   if (rc != CUDA_SUCCESS) {
     exit_if_sticky(rc, what);
-    Outcome o;
-    o.verdict = Verdict::kLaunchFailed;
-    o.message = driver_error(rc, what, __FILE__, __LINE__).message();
-    return std::optional<Outcome>(o);
+    return std::optional<Outcome>(refused(Verdict::kLaunchFailed, driver_error(rc, what, __FILE__, __LINE__).message()));
   }
   rc = cuStreamSynchronize(env.stream());
   exit_if_sticky(rc, what);  // an illegal address ends this worker: the candidate is crashed

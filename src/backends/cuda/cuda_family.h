@@ -82,6 +82,19 @@ class CudaFamily {
 Result<Problem> resolve_half_problem(const Problem& spec, const std::string& op, const std::vector<std::string>& sizes,
                                      std::int64_t max_size, const std::vector<std::string>& flags);
 
+// An outcome that refuses a candidate before it runs (build_failed with the log, launch_failed,
+// unsupported), with why.
+Outcome refused(Verdict verdict, std::string why);
+
+// `name` of `request` compiled (or from the cache), loaded, and checked against a launch of
+// `threads` per block with `dynamic_smem` bytes: the function, or the refusing outcome.
+struct Launchable {
+  CUfunction fn = nullptr;
+  std::optional<Outcome> refused;
+};
+Result<Launchable> launchable(CudaEnv& env, const BuildRequest& request, const std::string& name, unsigned threads,
+                              unsigned dynamic_smem);
+
 // Enqueues one run of a candidate and waits for it. A launch the driver refuses is a
 // launch_failed outcome; an error that poisons the context ends the worker (crashed).
 Result<std::optional<Outcome>> launch_and_wait(CudaEnv& env, const std::function<CUresult(CUstream)>& launch,

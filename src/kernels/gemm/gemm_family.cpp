@@ -176,13 +176,6 @@ class GemmFamily final : public CudaFamily {
     return Status::success();
   }
 
-  static Outcome refusal(Verdict v, std::string why) {
-    Outcome o;
-    o.verdict = v;
-    o.message = std::move(why);
-    return o;
-  }
-
   Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) override {
     ATTUNE_ASSIGN(GemmShape s, gemm_shape(problem));
     ATTUNE_ASSIGN(GemmPlan plan, plan_gemm(problem, config));
@@ -200,11 +193,12 @@ class GemmFamily final : public CudaFamily {
       ATTUNE_TRY(check_args(kp));
       std::vector<CUfunction> fns;
       for (const LaunchStep& step : kp.steps) {
-        ATTUNE_ASSIGN(Built k, env.function(kp.build, step.kernel));
-        if (k.verdict != Verdict::kOk) return refusal(k.verdict, k.log);
-        const unsigned threads = step.block.x * step.block.y * step.block.z;
-        ATTUNE_ASSIGN(std::string why, check_launch(k.fn, threads, step.shared_bytes, env.limits().max_shared_per_block_optin));
-        if (!why.empty()) return refusal(Verdict::kLaunchFailed, step.kernel + ": " + why);
+        ATTUNE_ASSIGN(Launchable k, launchable(env, kp.build, step.kernel, step.block.x * step.block.y * step.block.z,
+                                               step.shared_bytes));
+        if (k.refused) {
+          if (k.refused->verdict == Verdict::kLaunchFailed) k.refused->message = step.kernel + ": " + k.refused->message;
+          return *k.refused;
+        }
         fns.push_back(k.fn);
       }
       ATTUNE_TRY(ensure_workspace(kp.workspace_bytes));
@@ -212,7 +206,7 @@ class GemmFamily final : public CudaFamily {
       launch = [&kp, fns, &args](CUstream st) { return enqueue(kp, fns, args, st); };
     } else {
       LtChoice found = choose_lt_algo(lt_, *data_.lt, std::get<LtPlan>(plan));
-      if (!found.algo) return refusal(Verdict::kUnsupported, found.refusal);
+      if (!found.algo) return refused(Verdict::kUnsupported, found.refusal);
       algo = *found.algo;
       const LtProblem& lt = *data_.lt;
       void* ws = reinterpret_cast<void*>(data_.lt_workspace.ptr());

@@ -103,20 +103,9 @@ class RmsnormFamily final : public CudaFamily {
     ATTUNE_ASSIGN(KernelPlan plan, plan_rmsnorm(problem, config));
     ATTUNE_TRY(check_args(plan));
     const LaunchStep& step = plan.steps.at(0);
-    ATTUNE_ASSIGN(Built b, env.function(plan.build, step.kernel));
+    ATTUNE_ASSIGN(Launchable b, launchable(env, plan.build, step.kernel, step.block.x * step.block.y, step.shared_bytes));
+    if (b.refused) return *b.refused;
     Outcome o;
-    if (b.verdict != Verdict::kOk) {
-      o.verdict = b.verdict;
-      o.message = b.log;
-      return o;
-    }
-    ATTUNE_ASSIGN(std::string why, check_launch(b.fn, step.block.x * step.block.y, step.shared_bytes,
-                                                env.limits().max_shared_per_block_optin));
-    if (!why.empty()) {
-      o.verdict = Verdict::kLaunchFailed;
-      o.message = why;
-      return o;
-    }
     ATTUNE_TRY(prepare_data(problem, s));
     const std::size_t n = static_cast<std::size_t>(s.rows * s.hidden);
 

@@ -199,21 +199,11 @@ class UserFamily final : public CudaFamily {
       o.message = inst.error().message();
       return o;
     }
-    ATTUNE_ASSIGN(Built k, env.function(*build_request(problem, config), inst->name_expression));
-    if (k.verdict != Verdict::kOk) {
-      o.verdict = k.verdict;
-      o.message = k.log;
-      return o;
-    }
     const auto& L = inst->launch;
-    ATTUNE_ASSIGN(std::string why, check_launch(k.fn, static_cast<unsigned>(L.threads_per_block()),
-                                                static_cast<unsigned>(L.shared_memory_bytes),
-                                                env.limits().max_shared_per_block_optin));
-    if (!why.empty()) {
-      o.verdict = Verdict::kLaunchFailed;
-      o.message = why;
-      return o;
-    }
+    ATTUNE_ASSIGN(Launchable k, launchable(env, *build_request(problem, config), inst->name_expression,
+                                           static_cast<unsigned>(L.threads_per_block()),
+                                           static_cast<unsigned>(L.shared_memory_bytes)));
+    if (k.refused) return *k.refused;
     // Fresh random inputs, shared by the candidate and the reference.
     std::vector<std::vector<unsigned char>> inputs(inst->args.size());
     for (std::size_t i = 0; i < inst->args.size(); ++i)
