@@ -261,7 +261,8 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--strategy", f->strategy, "search strategy: " + names)->capture_default_str();
   sub->add_option("--seed", f->seed, "seed of the strategy")->capture_default_str();
   sub->add_option("--patience", f->patience, "stop after this many passing candidates without a new best; 0: never")->capture_default_str();
-  sub->add_option("--max-candidates", f->max_candidates, "cap on candidates evaluated per problem (default: none)");
+  sub->add_option("--max-candidates", f->max_candidates,
+                  "cap on candidates evaluated per problem, not counting variants refused before any build (default: none)");
   sub->add_option("--shard", f->shard, "i/n: this process takes shard i of n of the grid (--strategy grid)");
   sub->add_option("--kernel", f->kernel_file, "your CUDA kernel's .cu file (with --spec; see examples/user-kernel)");
   sub->add_option("--spec", f->spec_file, "the YAML spec of your kernel: knobs, launch, arguments, reference");

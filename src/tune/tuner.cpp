@@ -164,6 +164,10 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
   // its entry. The report's counts are taken from here at the end.
   std::vector<CandidateResult> results;
   std::map<Point, std::size_t> result_of;
+  // What --max-candidates counts: a refusal before any build (a variant cuBLASLt does not
+  // support) costs no build and no GPU time, and on the H200 half of a gemm run's proposals were
+  // such refusals, leaving half the budget for candidates that could win.
+  std::int64_t counted = 0;
 
   // Measures (or replays) one point: rank regime, then deploy when it is within the band of the
   // best so far. ids receives the rows written now.
@@ -204,6 +208,7 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
   auto account = [&](const Point& point, const CandidateResult& c, bool known) {
     auto [it, fresh] = result_of.emplace(point, results.size());
     if (fresh) results.push_back(c);
+    if (fresh && c.verdict != Verdict::kUnsupported) ++counted;
     else results[it->second] = c;
     bool new_best = false;
     if (c.verdict == Verdict::kOk && c.rank_us) {
@@ -323,14 +328,14 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
       if (!cfg) continue;  // the space changed since: not a candidate any more
       ATTUNE_ASSIGN(Point p, space.point(*cfg));
       if (done.count(p) || !pinned(p)) continue;
-      if (options.max_candidates && static_cast<std::int64_t>(results.size()) >= *options.max_candidates) break;
+      if (options.max_candidates && counted >= *options.max_candidates) break;
       ATTUNE_TRY(visit(p, false, true));
     }
   }
   rep.stopped_by = "exhausted";
   std::deque<Point> ahead;
   while (true) {
-    if (options.max_candidates && static_cast<std::int64_t>(results.size()) >= *options.max_candidates) {
+    if (options.max_candidates && counted >= *options.max_candidates) {
       rep.stopped_by = "max_candidates";
       break;
     }

@@ -21,7 +21,9 @@ struct TuneOptions {
   std::string strategy = "mcts";
   std::uint64_t seed = 0;
   int patience = 50;                     // stop after this many ok candidates without a new best; 0: never
-  std::optional<std::int64_t> max_candidates;  // cap on candidates evaluated per problem
+  // Cap on candidates evaluated per problem; refusals before any build (verdict unsupported) are
+  // not counted, as they cost neither a build nor GPU time.
+  std::optional<std::int64_t> max_candidates;
   std::uint32_t shard_index = 0;
   std::uint32_t shard_count = 1;
   double deploy_band = 0.15;             // re-measure in the deploy regime within this of the best

@@ -70,6 +70,20 @@ TEST(Cli, FaultsRunCompletesWithEveryFailureClassCountedThenReplaysWithNothingMe
   EXPECT_EQ(lines(v.out), 5u);  // header, 3 rows, "... more"
 }
 
+TEST(Cli, MaxCandidatesDoesNotCountVariantsRefusedBeforeAnyBuild) {
+  TempDir dir;
+  // block=256 with vec=4 is refused before any build; the pins leave six such configs after the
+  // baseline, and a budget of two candidates still goes through all of them.
+  auto r = run_attune("tune --backend sim --problem faults --strategy grid --patience 0 --pin block=256 --pin vec=4 "
+                      "--max-candidates 2 --json",
+                      dir.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto p = nlohmann::json::parse(r.out)["problems"][0];
+  EXPECT_EQ(p["verdicts"]["unsupported"], 6) << p["verdicts"].dump();
+  EXPECT_EQ(p["evaluated"], 7);
+  EXPECT_EQ(p["stopped_by"], "exhausted");
+}
+
 TEST(Cli, GridShardsAreDisjointAndTheirUnionIsTheWholeSpace) {
   TempDir dir;
   std::multiset<std::string> configs;
