@@ -21,6 +21,13 @@ Result<std::int64_t> knob(const Config& c, const char* name) {
   return v->as_int();
 }
 
+// A knob added after tables were first written: a config from before it means `fallback`, what
+// the kernel did then.
+std::int64_t knob_or(const Config& c, const char* name, std::int64_t fallback) {
+  const Value* v = c.get(name);
+  return v ? v->as_int() : fallback;
+}
+
 const char* type_of(bool bf16) { return bf16 ? "__nv_bfloat16" : "__half"; }
 
 // The defines every gemm source takes first: element type (and its mma name), then the shape.
@@ -38,15 +45,19 @@ Result<KernelPlan> plan_skinny(const GemmShape& s, const Config& c) {
   ATTUNE_ASSIGN(std::int64_t nb, knob(c, "sk_nb"));
   ATTUNE_ASSIGN(std::int64_t vec, knob(c, "sk_vec"));
   ATTUNE_ASSIGN(std::int64_t unroll, knob(c, "sk_unroll"));
+  const std::int64_t split = knob_or(c, "sk_split", 1);
   KernelPlan p;
   p.build.source = kGemmSkinnySource;
   p.build.source_name = "gemm_skinny.cu";
   p.build.options = shape_defines(s, false);
   p.build.options.insert(p.build.options.end(),
                          {fmt::format("-DWARPS={}", warps), fmt::format("-DNB={}", nb), fmt::format("-DVEC={}", vec),
-                          fmt::format("-DUNROLL={}", unroll), fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
+                          fmt::format("-DUNROLL={}", unroll), fmt::format("-DKSPLIT={}", split),
+                          fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {"gemm_skinny"};
-  p.steps.push_back({"gemm_skinny", {ceil_div(s.n, nb)}, {static_cast<unsigned>(warps * 32)}, 0, kGemmArgs});
+  // A K split is a cluster of `split` consecutive blocks (the kernel's __cluster_dims__).
+  p.steps.push_back({"gemm_skinny", {static_cast<unsigned>(ceil_div(s.n, nb) * split)}, {static_cast<unsigned>(warps * 32)}, 0,
+                     kGemmArgs});
   return p;
 }
 
@@ -54,15 +65,17 @@ Result<KernelPlan> plan_skinny_tc(const GemmShape& s, const Config& c) {
   ATTUNE_ASSIGN(std::int64_t warps, knob(c, "tc_warps"));
   ATTUNE_ASSIGN(std::int64_t nt, knob(c, "tc_nt"));
   ATTUNE_ASSIGN(std::int64_t unroll, knob(c, "tc_unroll"));
+  const std::int64_t split = knob_or(c, "tc_split", 1);
   KernelPlan p;
   p.build.source = kGemmSkinnyTcSource;
   p.build.source_name = "gemm_skinny_tc.cu";
   p.build.options = shape_defines(s, true);
   p.build.options.insert(p.build.options.end(),
                          {fmt::format("-DWARPS={}", warps), fmt::format("-DNT={}", nt), fmt::format("-DUNROLL={}", unroll),
-                          fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
+                          fmt::format("-DKSPLIT={}", split), fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {"gemm_skinny_tc"};
-  p.steps.push_back({"gemm_skinny_tc", {ceil_div(s.n, 16 * nt)}, {static_cast<unsigned>(warps * 32)}, 0, kGemmArgs});
+  p.steps.push_back({"gemm_skinny_tc", {static_cast<unsigned>(ceil_div(s.n, 16 * nt) * split)}, {static_cast<unsigned>(warps * 32)},
+                     0, kGemmArgs});
   return p;
 }
 

@@ -70,7 +70,8 @@ class GemmFamily final : public CudaFamily {
         {knob("kernel", {"cublaslt", "skinny", "skinny_tc", "tiled"}, 0, KnobKind::kStructural),
          knob("lt_algo", {0, 1, 2, 3, 4, 5, 6, 7}), knob("lt_split", {0, 2, 4, 8, 16}), knob("lt_tile", {0, 1, 2, 3, 4}),
          knob("sk_warps", {4, 1, 2, 8}), knob("sk_nb", {2, 1, 4, 8}), knob("sk_vec", {8, 4, 2, 1}), knob("sk_unroll", {1, 2, 4}),
-         knob("tc_warps", {4, 1, 2, 8}), knob("tc_nt", {1, 2, 4}), knob("tc_unroll", {1, 2, 4}),
+         knob("sk_split", {1, 2, 4, 8}), knob("tc_warps", {4, 1, 2, 8}), knob("tc_nt", {1, 2, 4}), knob("tc_unroll", {1, 2, 4}),
+         knob("tc_split", {1, 2, 4, 8}),
          knob("tl_bm", {128, 64, 32, 16, 256}), knob("tl_bn", {128, 64, 256, 32}), knob("tl_bk", {32, 64}),
          knob("tl_wm", {2, 1, 4}), knob("tl_wn", {2, 1, 4}), knob("tl_stages", {3, 2, 4, 5}),
          knob("tl_split", {1, 2, 4, 8}), knob("tl_group", {8, 1, 4, 16})},
@@ -78,6 +79,7 @@ class GemmFamily final : public CudaFamily {
          {fmt::format("the skinny kernel is for M <= {}", kSkinnyMaxM), {"kernel"},
           [m](const Assignment& a) { return a["kernel"].as_word() != "skinny" || m <= kSkinnyMaxM; }},
          only("skinny", "sk_warps", 4), only("skinny", "sk_nb", 2), only("skinny", "sk_vec", 8), only("skinny", "sk_unroll", 1),
+         only("skinny", "sk_split", 1),
          {"skinny accumulators fit in registers: M * sk_nb <= 64", {"kernel", "sk_nb"},
           [m](const Assignment& a) { return a["kernel"].as_word() != "skinny" || m * a.i("sk_nb") <= 64; }},
          {"sk_vec divides K", {"kernel", "sk_vec"},
@@ -85,6 +87,17 @@ class GemmFamily final : public CudaFamily {
          {fmt::format("the tensor-core skinny kernel is for M <= {} and K % 8 == 0", kSkinnyMaxM), {"kernel"},
           [m, k](const Assignment& a) { return a["kernel"].as_word() != "skinny_tc" || (m <= kSkinnyMaxM && k % 8 == 0); }},
          only("skinny_tc", "tc_warps", 4), only("skinny_tc", "tc_nt", 1), only("skinny_tc", "tc_unroll", 1),
+         only("skinny_tc", "tc_split", 1),
+         // A K split spreads few rows over more SMs; past one load per thread it only adds idle blocks.
+         {"a skinny K split leaves every thread at least one load", {"kernel", "sk_warps", "sk_vec", "sk_split"},
+          [k](const Assignment& a) {
+            return a["kernel"].as_word() != "skinny" || a.i("sk_split") == 1 ||
+                   k / (a.i("sk_vec") * a.i("sk_split")) >= a.i("sk_warps") * 32;
+          }},
+         {"a skinny_tc K split leaves every warp at least one 32-wide chunk", {"kernel", "tc_warps", "tc_split"},
+          [k](const Assignment& a) {
+            return a["kernel"].as_word() != "skinny_tc" || a.i("tc_split") == 1 || (k + 31) / 32 / a.i("tc_split") >= a.i("tc_warps");
+          }},
          {"the tiled kernel needs K % 8 == 0 (16-byte loads)", {"kernel"},
           [k](const Assignment& a) { return a["kernel"].as_word() != "tiled" || k % 8 == 0; }},
          only("tiled", "tl_bm", 128), only("tiled", "tl_bn", 128), only("tiled", "tl_bk", 32), only("tiled", "tl_wm", 2),

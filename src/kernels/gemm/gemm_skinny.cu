@@ -7,12 +7,37 @@
 //   NB          output columns (rows of B) per block
 //   VEC         elements per load (8 = 16 bytes)
 //   UNROLL      K-loop unroll: independent loads in flight per thread
+//   KSPLIT      blocks splitting K (1 = none): a thread block cluster of KSPLIT blocks (sm_90+),
+//               the partial sums added through distributed shared memory in the same launch
 //   BIAS        1: add bias[n]
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #ifndef BIAS
 #define BIAS 0
+#endif
+#ifndef KSPLIT
+#define KSPLIT 1
+#endif
+#if KSPLIT > 1
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "KSPLIT > 1 reduces through a thread block cluster, which needs sm_90 or newer"
+#endif
+#define CLUSTER_DIMS __cluster_dims__(KSPLIT, 1, 1)
+// The cluster's barrier (every thread of every block arrives; release/acquire orders shared
+// memory) and a load from block `rank`'s shared memory at the address of `local` in this one.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ float cluster_load(const float* local, unsigned rank) {
+  unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local)), remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+}
+#else
+#define CLUSTER_DIMS
 #endif
 
 namespace {
@@ -24,13 +49,18 @@ struct alignas(2 * V) Vec {
 
 constexpr int kThreads = WARPS * 32;
 constexpr int kChunks = K / VEC;  // K % VEC == 0 (checked before build)
+constexpr int kSplitChunks = (kChunks + KSPLIT - 1) / KSPLIT;
 constexpr int kUnroll = UNROLL;  // #pragma unroll takes a constant expression, not a macro
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(WARPS * 32)
+extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
 gemm_skinny(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ bias) {
-  const int n0 = blockIdx.x * NB;
+  // Consecutive blocks split one group of rows' K: with a cluster of KSPLIT along x, a block's
+  // rank in its cluster is its split.
+  const int split = blockIdx.x % KSPLIT;
+  const int n0 = blockIdx.x / KSPLIT * NB;
+  const int chunk_end = min(kChunks, (split + 1) * kSplitChunks);
   const int tid = threadIdx.x;
   float acc[M][NB];
 #pragma unroll
@@ -39,7 +69,7 @@ gemm_skinny(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b,
     for (int j = 0; j < NB; ++j) acc[m][j] = 0.f;
 
 #pragma unroll kUnroll
-  for (int chunk = tid; chunk < kChunks; chunk += kThreads) {
+  for (int chunk = split * kSplitChunks + tid; chunk < chunk_end; chunk += kThreads) {
     const int k = chunk * VEC;
     Vec<VEC> bv[NB];
 #pragma unroll
@@ -73,15 +103,35 @@ gemm_skinny(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b,
       if (lane == 0) partial[warp][m * NB + j] = v;
     }
   __syncthreads();
+#if KSPLIT > 1
+  // The warps' sums go to partial[0]; then block r of the cluster adds the cluster's blocks'
+  // sums for every KSPLIT-th output, starting at r, through distributed shared memory. No thread
+  // leaves before the last cluster barrier, which keeps every block's shared memory readable.
   for (int i = tid; i < M * NB; i += kThreads) {
-    const int m = i / NB, j = i % NB, n = n0 + j;
-    if (n >= N) continue;
     float s = 0.f;
 #pragma unroll
     for (int w = 0; w < WARPS; ++w) s += partial[w][i];
+    partial[0][i] = s;
+  }
+  cluster_sync();
+#endif
+  for (int i = split + tid * KSPLIT; i < M * NB; i += kThreads * KSPLIT) {
+    float s = 0.f;
+#if KSPLIT == 1
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) s += partial[w][i];
+#else
+#pragma unroll
+    for (int r = 0; r < KSPLIT; ++r) s += cluster_load(&partial[0][i], r);
+#endif
+    const int m = i / NB, j = i % NB, n = n0 + j;
+    if (n >= N) continue;
 #if BIAS
     s += static_cast<float>(bias[n]);
 #endif
     c[static_cast<size_t>(m) * N + n] = static_cast<T>(s);
   }
+#if KSPLIT > 1
+  cluster_sync();
+#endif
 }

@@ -8,12 +8,38 @@
 //   WARPS       warps per block, splitting K; partial tiles reduced through shared memory
 //   NT          16-row weight tiles per warp (the tokens' fragments are reused across them)
 //   UNROLL      K-loop unroll: independent 16-byte loads in flight per thread
+//   KSPLIT      blocks splitting K (1 = none): a thread block cluster of KSPLIT blocks (sm_90+),
+//               the partial tiles summed through distributed shared memory in the same launch
 //   BIAS        1: add bias[n]
+// With few weight rows (N / 16 tiles under the SM count) a split puts every SM to work.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #ifndef BIAS
 #define BIAS 0
+#endif
+#ifndef KSPLIT
+#define KSPLIT 1
+#endif
+#if KSPLIT > 1
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "KSPLIT > 1 reduces through a thread block cluster, which needs sm_90 or newer"
+#endif
+#define CLUSTER_DIMS __cluster_dims__(KSPLIT, 1, 1)
+// The cluster's barrier (every thread of every block arrives; release/acquire orders shared
+// memory) and a load from block `rank`'s shared memory at the address of `local` in this one.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ float cluster_load(const float* local, unsigned rank) {
+  unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local)), remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+}
+#else
+#define CLUSTER_DIMS
 #endif
 
 namespace {
@@ -21,6 +47,8 @@ namespace {
 constexpr int kTokenTiles = (M + 7) / 8;  // n8 tiles of tokens: 1 or 2
 constexpr int kUnroll = UNROLL;
 constexpr int kChunks = (K + 31) / 32;    // 32 k per chunk per warp
+constexpr int kSplitChunks = (kChunks + KSPLIT - 1) / KSPLIT;
+constexpr int kValues = NT * kTokenTiles * 4;  // accumulators per thread
 
 __device__ __forceinline__ uint4 load16(const T* p, bool ok) {
   if (!ok) return make_uint4(0, 0, 0, 0);
@@ -37,15 +65,34 @@ __device__ __forceinline__ void mma(float (&d)[4], unsigned a0, unsigned a1, uns
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(WARPS * 32)
+// Writes accumulator `v` (index i of a thread's acc[NT][kTokenTiles][4], lane `lane`) to C.
+__device__ __forceinline__ void store_c(T* __restrict__ c, const T* __restrict__ bias, int n_base, int v, int lane, float x) {
+  const int g = lane / 4, q = lane % 4;
+  const int nt = v / (kTokenTiles * 4), t = v / 4 % kTokenTiles, i = v % 4;
+  // d0, d1: weight row g, tokens 2q, 2q+1; d2, d3: weight row g + 8.
+  const int n = n_base + nt * 16 + g + (i >= 2 ? 8 : 0);
+  const int m = t * 8 + 2 * q + (i & 1);
+  if (n < N && m < M) {
+#if BIAS
+    x += static_cast<float>(bias[n]);
+#endif
+    c[static_cast<size_t>(m) * N + n] = static_cast<T>(x);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
 gemm_skinny_tc(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ bias) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, q = lane % 4;
-  const int n_base = blockIdx.x * (16 * NT);
+  // Consecutive blocks split one tile's K: with a cluster of KSPLIT along x, a block's rank in
+  // its cluster is its split.
+  const int split = blockIdx.x % KSPLIT;
+  const int n_base = blockIdx.x / KSPLIT * (16 * NT);
+  const int chunk_end = min(kChunks, (split + 1) * kSplitChunks);
   float acc[NT][kTokenTiles][4] = {};
 
 #pragma unroll kUnroll
-  for (int chunk = warp; chunk < kChunks; chunk += WARPS) {
+  for (int chunk = split * kSplitChunks + warp; chunk < chunk_end; chunk += WARPS) {
     const int k = chunk * 32 + q * 8;
     const bool k_ok = k < K;
     uint4 tok[kTokenTiles];
@@ -67,6 +114,7 @@ gemm_skinny_tc(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__
     }
   }
 
+#if KSPLIT == 1
   // Reduce the warps' partial tiles, then write C (row-major, tokens x weights).
   __shared__ float partial[WARPS][NT][kTokenTiles][4][32];
   if (WARPS > 1) {
@@ -95,16 +143,34 @@ gemm_skinny_tc(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__
 #pragma unroll
     for (int t = 0; t < kTokenTiles; ++t)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        // d0, d1: weight row g, tokens 2q, 2q+1; d2, d3: weight row g + 8.
-        const int n = n_base + nt * 16 + g + (i >= 2 ? 8 : 0);
-        const int m = t * 8 + 2 * q + (i & 1);
-        if (n < N && m < M) {
-          float v = acc[nt][t][i];
-#if BIAS
-          v += static_cast<float>(bias[n]);
+      for (int i = 0; i < 4; ++i) store_c(c, bias, n_base, (nt * kTokenTiles + t) * 4 + i, lane, acc[nt][t][i]);
+#else
+  // Sum the warps into partial[0], then the cluster's blocks through distributed shared memory:
+  // block r of the cluster sums and writes every KSPLIT-th accumulator, starting at r. No thread
+  // leaves before the last cluster barrier, which keeps every block's shared memory readable.
+  __shared__ float partial[WARPS][kValues][32];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int t = 0; t < kTokenTiles; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) partial[warp][(nt * kTokenTiles + t) * 4 + i][lane] = acc[nt][t][i];
+  __syncthreads();
+  for (int e = threadIdx.x; e < kValues * 32; e += WARPS * 32) {
+    float s = 0.f;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) s += (&partial[w][0][0])[e];
+    (&partial[0][0][0])[e] = s;
+  }
+  cluster_sync();
+  for (int e = threadIdx.x; e < kValues * 32; e += WARPS * 32) {
+    const int v = e / 32;
+    if (v % KSPLIT != split) continue;
+    float s = 0.f;
+#pragma unroll
+    for (int r = 0; r < KSPLIT; ++r) s += cluster_load(&partial[0][0][0] + e, r);
+    store_c(c, bias, n_base, v, e % 32, s);
+  }
+  cluster_sync();
 #endif
-          c[static_cast<size_t>(m) * N + n] = static_cast<T>(v);
-        }
-      }
 }
