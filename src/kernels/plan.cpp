@@ -45,7 +45,7 @@ Result<KernelPlan> plan_skinny(const GemmShape& s, const Config& c) {
   ATTUNE_ASSIGN(std::int64_t nb, knob(c, "sk_nb"));
   ATTUNE_ASSIGN(std::int64_t vec, knob(c, "sk_vec"));
   ATTUNE_ASSIGN(std::int64_t unroll, knob(c, "sk_unroll"));
-  const std::int64_t split = knob_or(c, "sk_split", 1), prefetch = knob_or(c, "sk_prefetch", 0);
+  const std::int64_t split = knob_or(c, "sk_split", 1);
   KernelPlan p;
   p.build.source = kGemmSkinnySource;
   p.build.source_name = "gemm_skinny.cu";
@@ -53,7 +53,7 @@ Result<KernelPlan> plan_skinny(const GemmShape& s, const Config& c) {
   p.build.options.insert(p.build.options.end(),
                          {fmt::format("-DWARPS={}", warps), fmt::format("-DNB={}", nb), fmt::format("-DVEC={}", vec),
                           fmt::format("-DUNROLL={}", unroll), fmt::format("-DKSPLIT={}", split),
-                          fmt::format("-DPREFETCH={}", prefetch), fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
+                          fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {"gemm_skinny"};
   // A K split is a cluster of `split` consecutive blocks (the kernel's __cluster_dims__).
   p.steps.push_back({"gemm_skinny", {static_cast<unsigned>(ceil_div(s.n, nb) * split)}, {static_cast<unsigned>(warps * 32)}, 0,
@@ -65,15 +65,14 @@ Result<KernelPlan> plan_skinny_tc(const GemmShape& s, const Config& c) {
   ATTUNE_ASSIGN(std::int64_t warps, knob(c, "tc_warps"));
   ATTUNE_ASSIGN(std::int64_t nt, knob(c, "tc_nt"));
   ATTUNE_ASSIGN(std::int64_t unroll, knob(c, "tc_unroll"));
-  const std::int64_t split = knob_or(c, "tc_split", 1), prefetch = knob_or(c, "tc_prefetch", 0);
+  const std::int64_t split = knob_or(c, "tc_split", 1);
   KernelPlan p;
   p.build.source = kGemmSkinnyTcSource;
   p.build.source_name = "gemm_skinny_tc.cu";
   p.build.options = shape_defines(s, true);
   p.build.options.insert(p.build.options.end(),
                          {fmt::format("-DWARPS={}", warps), fmt::format("-DNT={}", nt), fmt::format("-DUNROLL={}", unroll),
-                          fmt::format("-DKSPLIT={}", split), fmt::format("-DPREFETCH={}", prefetch),
-                          fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
+                          fmt::format("-DKSPLIT={}", split), fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {"gemm_skinny_tc"};
   p.steps.push_back({"gemm_skinny_tc", {static_cast<unsigned>(ceil_div(s.n, 16 * nt) * split)}, {static_cast<unsigned>(warps * 32)},
                      0, kGemmArgs});

@@ -77,7 +77,7 @@ TEST(KernelSources, TiledGemmPlansCompile) {
   }
 }
 
-// The skinny kernels' K split and L2 prefetch through the plans: a cluster of `split` blocks per group of rows
+// The skinny kernels' K split through the plans: a cluster of `split` blocks per group of rows
 // (grid times split), compiled for Hopper; for an older GPU the build fails with the reason.
 TEST(KernelSources, SkinnySplitPlansCompileAsClusters) {
   cuda::Compiler hopper("sm_90a", ""), ampere("sm_80", "");
@@ -87,10 +87,9 @@ TEST(KernelSources, SkinnySplitPlansCompileAsClusters) {
     unsigned grid;
   };
   const Case cases[] = {
-      {"gemm:bias=1,dtype=bf16,k=1000,m=3,n=1001", "kernel=skinny,sk_warps=2,sk_nb=4,sk_vec=8,sk_unroll=2,sk_split=4,sk_prefetch=1", 251 * 4},
-      {"gemm:bias=0,dtype=fp16,k=3072,m=16,n=1024", "kernel=skinny_tc,tc_warps=4,tc_nt=2,tc_unroll=2,tc_split=8,tc_prefetch=1", 32 * 8},
+      {"gemm:bias=1,dtype=bf16,k=1000,m=3,n=1001", "kernel=skinny,sk_warps=2,sk_nb=4,sk_vec=8,sk_unroll=2,sk_split=4", 251 * 4},
+      {"gemm:bias=0,dtype=fp16,k=3072,m=16,n=1024", "kernel=skinny_tc,tc_warps=4,tc_nt=2,tc_unroll=2,tc_split=8", 32 * 8},
       {"gemm:bias=1,dtype=bf16,k=1000,m=9,n=1001", "kernel=skinny_tc,tc_warps=1,tc_nt=1,tc_unroll=1,tc_split=2", 63 * 2},
-      {"gemm:bias=0,dtype=fp16,k=999,m=7,n=517", "kernel=skinny,sk_warps=1,sk_nb=8,sk_vec=1,sk_unroll=4,sk_prefetch=1", 65},
       // A config from before the split knob existed means no split.
       {"gemm:bias=0,dtype=bf16,k=1024,m=1,n=512", "kernel=skinny_tc,tc_warps=4,tc_nt=1,tc_unroll=1", 32},
   };
@@ -103,7 +102,7 @@ TEST(KernelSources, SkinnySplitPlansCompileAsClusters) {
     expect_builds(hopper, kp.build.source.c_str(), kp.build.options, kp.steps[0].kernel);
     auto old = ampere.build(kp.build);
     ASSERT_TRUE(old.ok());
-    const bool split = std::string(k.config).find("split=") != std::string::npos;  // prefetch alone builds anywhere
+    const bool split = std::string(k.config).find("split=") != std::string::npos;
     EXPECT_EQ(old->ok, !split) << k.config;
     if (split) {
       EXPECT_NE(old->log.find("needs sm_90"), std::string::npos) << old->log;

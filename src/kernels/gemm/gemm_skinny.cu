@@ -9,7 +9,6 @@
 //   UNROLL      K-loop unroll: independent loads in flight per thread
 //   KSPLIT      blocks splitting K (1 = none): a thread block cluster of KSPLIT blocks (sm_90+),
 //               the partial sums added through distributed shared memory in the same launch
-//   PREFETCH    1: request the block's whole slice of B into L2 before the K loop
 //   BIAS        1: add bias[n]
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -40,24 +39,8 @@ __device__ __forceinline__ float cluster_load(const float* local, unsigned rank)
 #else
 #define CLUSTER_DIMS
 #endif
-#ifndef PREFETCH
-#define PREFETCH 0
-#endif
 
 namespace {
-
-// Asks L2 for rows [n0, n0 + rows) of B, columns [k0, k1), one 128-byte line per request, all up
-// front. With a cold L2 a small GEMM waits on DRAM latency, and the K loop's own loads keep only
-// a few lines per thread in flight; these requests put the whole slice in flight at once.
-__device__ __forceinline__ void prefetch_l2(const T* __restrict__ b, int n0, int rows, int k0, int k1) {
-  constexpr int kLine = 128 / sizeof(T);
-  const int lines = (k1 - k0 + kLine - 1) / kLine + 1;  // + 1: a row's slice need not start on a line
-  for (int i = threadIdx.x; i < rows * lines; i += blockDim.x) {
-    const int n = n0 + i / lines, k = min(k0 + i % lines * kLine, k1 - 1);
-    if (n < N && k >= k0) asm volatile("prefetch.global.L2 [%0];" ::"l"(b + static_cast<size_t>(n) * K + k));
-  }
-}
-
 
 template <int V>
 struct alignas(2 * V) Vec {
@@ -79,9 +62,6 @@ gemm_skinny(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b,
   const int n0 = blockIdx.x / KSPLIT * NB;
   const int chunk_end = min(kChunks, (split + 1) * kSplitChunks);
   const int tid = threadIdx.x;
-#if PREFETCH
-  prefetch_l2(b, n0, NB, split * kSplitChunks * VEC, chunk_end * VEC);
-#endif
   float acc[M][NB];
 #pragma unroll
   for (int m = 0; m < M; ++m)
