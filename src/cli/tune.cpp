@@ -35,7 +35,7 @@ struct TuneFlags {
   std::string shard;
   double timeout_s = 0;
   std::vector<std::string> pins;
-  double deploy_band = 0.15;
+  double deploy_band = 0.5;
   int anchor_every = 8;
   double backoff_s = 1.0;
   std::string kernel_file;  // --kernel: the user's .cu
@@ -117,7 +117,7 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
     o.shard_count = s->second;
   }
   o.arguments = nlohmann::json(g.argv).dump();
-  if (f.deploy_band < 0) return bad_input("--deploy-band must be >= 0 (a fraction: 0.15 is 15%)");
+  if (f.deploy_band < 0) return bad_input("--deploy-band must be >= 0 (a fraction: 0.5 is 50%)");
   o.deploy_band = f.deploy_band;
   if (f.anchor_every < 0) return bad_input("--anchor-every must be >= 0 (0 turns the drift check off)");
   o.anchor_every = f.anchor_every;
@@ -267,7 +267,8 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--kernel", f->kernel_file, "your CUDA kernel's .cu file (with --spec; see examples/user-kernel)");
   sub->add_option("--spec", f->spec_file, "the YAML spec of your kernel: knobs, launch, arguments, reference");
   sub->add_option("--pin", f->pins, "knob=value every searched config must have (repeatable); the baseline is still measured");
-  sub->add_option("--deploy-band", f->deploy_band, "re-measure in the deploy regime candidates within this fraction of the best")
+  sub->add_option("--deploy-band", f->deploy_band,
+                  "re-measure in the deploy regime candidates within this fraction of the best rank-regime time (default 0.5)")
       ->capture_default_str();
   sub->add_option("--anchor-every", f->anchor_every,
                   "re-measure the baseline after this many new candidates to catch drift; 0: never")
