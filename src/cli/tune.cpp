@@ -268,7 +268,7 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--spec", f->spec_file, "the YAML spec of your kernel: knobs, launch, arguments, reference");
   sub->add_option("--pin", f->pins, "knob=value every searched config must have (repeatable); the baseline is still measured");
   sub->add_option("--deploy-band", f->deploy_band,
-                  "re-measure in the deploy regime candidates within this fraction of the best rank-regime time (default 0.5)")
+                  "re-measure in the deploy regime candidates within this fraction of the best rank-regime time")
       ->capture_default_str();
   sub->add_option("--anchor-every", f->anchor_every,
                   "re-measure the baseline after this many new candidates to catch drift; 0: never")
