@@ -11,7 +11,7 @@ algorithm, attune's tuned time and winning kernel, TFLOP/s, GB/s and the ratios,
 throughput (new candidates measured per second).
 Usage: bench/gemm_llm.py ATTUNE_BINARY OUT_DIR [--models 8b,0.6b] [--m 1,2,...] [--max-candidates N]
 """
-import argparse, datetime, json, math, sqlite3, subprocess, time
+import argparse, csv, datetime, json, math, sqlite3, subprocess, time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("attune"); ap.add_argument("out")
@@ -40,7 +40,7 @@ def tune(spec, extra):
 def write_table(final=False):
     hdr = ("| model | proj | M | N | K | cuBLASLt default us | best heuristic us | attune us | winner | TFLOP/s | GB/s | "
            "default/attune | best-heur/attune |")
-    lines = [f"# bench/gemm_llm  {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC", "", hdr, "|" + "---|" * 13]
+    lines = [f"# bench/gemm_llm  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC", "", hdr, "|" + "---|" * 13]
     for r in rows:
         lines.append(f"| {r['model']} | {r['proj']} | {r['m']} | {r['n']} | {r['k']} | {r['default']:.2f} | {r['heur']:.2f} | "
                      f"{r['tuned']:.2f} | {r['kernel']} | {r['tflops']:.1f} | {r['gbps']:.0f} | {r['r_default']:.3f} | {r['r_heur']:.3f} |")
@@ -51,10 +51,29 @@ def write_table(final=False):
     if rows:
         lines.append(f"min default/attune over all shapes: {min(r['r_default'] for r in rows):.3f}")
     lines.append(f"tuner throughput: {total_measured} new candidates in {total_wall:.0f} s = {total_measured / max(total_wall, 1e-9):.1f}/s")
+    con = sqlite3.connect(db)
+    n_rows, discarded, lo, hi = con.execute(
+        "SELECT count(*), count(discarded), min(sm_clock_mhz), max(sm_clock_mhz) FROM measurements").fetchone()
+    # NVML's reasons that slow the clock (gpu_idle and applications_clocks do not).
+    slowing = {"sw_power_cap", "hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake"}
+    reasons = {}
+    for (t,) in con.execute("SELECT throttle FROM measurements WHERE throttle IS NOT NULL"):
+        for name in set(t.split(",")) & slowing:
+            reasons[name] = reasons.get(name, 0) + 1
+    con.close()
+    lines.append(f"measurements: {n_rows} rows, {discarded} discarded after anchor drift, SM clock {lo}-{hi} MHz, "
+                 f"clock-slowing reasons: {', '.join(f'{k} {v} rows' for k, v in sorted(reasons.items())) or 'none'}")
     text = "\n".join(lines)
     if final:
         print(text)
     open(f"{args.out}/gemm_llm.md", "w").write(text + "\n")
+    # Every shape's winning config in full, for a table or a later look.
+    with open(f"{args.out}/gemm_llm.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["model", "proj", "m", "n", "k", "default_us", "best_heuristic_us", "attune_us", "config"])
+        for r in rows:
+            w.writerow([r["model"], r["proj"], r["m"], r["n"], r["k"], f"{r['default']:.3f}", f"{r['heur']:.3f}",
+                        f"{r['tuned']:.3f}", r["config"]])
 
 
 rows, total_measured, total_wall = [], 0, 0.0
