@@ -60,21 +60,34 @@ LtChoice choose_lt_algo(cublasLtHandle_t h, const LtProblem& lt, const LtPlan& p
       return {std::nullopt, fmt::format("this algorithm offers {} tile shapes, not {}", tiles.size(), tile)};
     std::uint32_t id = tiles[static_cast<size_t>(tile) - 1];
     cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &id, sizeof id);
-    // A tile is valid only with a pipeline depth it supports: the heuristic's stages rarely fit
-    // another tile (every tile override was refused on the H200 with them), so take the first
-    // stages setting the algorithm lists that cuBLASLt accepts with this tile.
+    // A tile is valid only with a pipeline depth it supports, and on Hopper with a cluster shape
+    // that fits it: the heuristic's stages and cluster rarely fit another tile (every tile
+    // override was refused on the H200 with them). Take the first stages setting the algorithm
+    // lists that cuBLASLt accepts with this tile, with the algorithm's own cluster shape or else
+    // with cuBLASLt choosing one.
     size_t sbytes = 0;
     cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_STAGES_IDS, nullptr, 0, &sbytes);
     std::vector<std::uint32_t> stages(sbytes / sizeof(std::uint32_t));
     if (!stages.empty()) cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_STAGES_IDS, stages.data(), sbytes, &sbytes);
-    for (std::uint32_t st : stages) {
-      cublasLtMatmulAlgo_t trial = algo;
-      cublasLtMatmulAlgoConfigSetAttribute(&trial, CUBLASLT_ALGO_CONFIG_STAGES_ID, &st, sizeof st);
+    auto accepted = [&](cublasLtMatmulAlgo_t& trial) {
       cublasLtMatmulHeuristicResult_t probe{};
-      if (cublasLtMatmulAlgoCheck(h, lt.desc.get(), lt.a.get(), lt.b.get(), lt.c.get(), lt.c.get(), &trial, &probe) ==
-          CUBLAS_STATUS_SUCCESS) {
-        algo = trial;
-        break;
+      return cublasLtMatmulAlgoCheck(h, lt.desc.get(), lt.a.get(), lt.b.get(), lt.c.get(), lt.c.get(), &trial, &probe) ==
+             CUBLAS_STATUS_SUCCESS;
+    };
+    bool found = false;
+    for (std::uint32_t cluster_auto = 0; cluster_auto < 2 && !found; ++cluster_auto) {
+      for (std::uint32_t st : stages) {
+        cublasLtMatmulAlgo_t trial = algo;
+        cublasLtMatmulAlgoConfigSetAttribute(&trial, CUBLASLT_ALGO_CONFIG_STAGES_ID, &st, sizeof st);
+        if (cluster_auto) {
+          const std::uint32_t any = CUBLASLT_CLUSTER_SHAPE_AUTO;
+          cublasLtMatmulAlgoConfigSetAttribute(&trial, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &any, sizeof any);
+        }
+        if (accepted(trial)) {
+          algo = trial;
+          found = true;
+          break;
+        }
       }
     }
   }
