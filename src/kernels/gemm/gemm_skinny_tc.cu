@@ -65,7 +65,7 @@ __device__ __forceinline__ void mma(float (&d)[4], unsigned a0, unsigned a1, uns
 
 }  // namespace
 
-// Writes accumulator `v` (index i of a thread's acc[NT][kTokenTiles][4], lane `lane`) to C.
+// Writes accumulator `v` of lane `lane` (acc[NT][kTokenTiles][4] flattened) to C, adding the bias.
 __device__ __forceinline__ void store_c(T* __restrict__ c, const T* __restrict__ bias, int n_base, int v, int lane, float x) {
   const int g = lane / 4, q = lane % 4;
   const int nt = v / (kTokenTiles * 4), t = v / 4 % kTokenTiles, i = v % 4;
