@@ -9,6 +9,7 @@ namespace attune::kernels {
 extern const char* const kGemmSkinnySource;
 extern const char* const kGemmSkinnyTcSource;
 extern const char* const kGemmTiledSource;
+extern const char* const kClusterHeader;
 extern const char* const kRmsnormSource;
 
 namespace {
@@ -55,6 +56,7 @@ Result<KernelPlan> plan_skinny(const GemmShape& s, const Config& c) {
                           fmt::format("-DUNROLL={}", unroll), fmt::format("-DKSPLIT={}", split),
                           fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {"gemm_skinny"};
+  p.build.headers = {{"attune_cluster.cuh", kClusterHeader}};
   // A K split is a cluster of `split` consecutive blocks (the kernel's __cluster_dims__).
   p.steps.push_back({"gemm_skinny", {static_cast<unsigned>(ceil_div(s.n, nb) * split)}, {static_cast<unsigned>(warps * 32)}, 0,
                      kGemmArgs});
@@ -74,6 +76,7 @@ Result<KernelPlan> plan_skinny_tc(const GemmShape& s, const Config& c) {
                          {fmt::format("-DWARPS={}", warps), fmt::format("-DNT={}", nt), fmt::format("-DUNROLL={}", unroll),
                           fmt::format("-DKSPLIT={}", split), fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {"gemm_skinny_tc"};
+  p.build.headers = {{"attune_cluster.cuh", kClusterHeader}};
   p.steps.push_back({"gemm_skinny_tc", {static_cast<unsigned>(ceil_div(s.n, 16 * nt) * split)}, {static_cast<unsigned>(warps * 32)},
                      0, kGemmArgs});
   return p;

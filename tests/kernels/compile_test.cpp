@@ -22,13 +22,16 @@ namespace {
 
 using cuda::BuildRequest;
 
-void expect_builds(const cuda::Compiler& c, const char* source, std::vector<std::string> options, std::string name) {
-  BuildRequest r{source, name + ".cu", options, {name}};
+void expect_builds(const cuda::Compiler& c, const BuildRequest& r, const std::string& name) {
   auto b = c.build(r);
   ASSERT_TRUE(b.ok()) << b.error().message();
   EXPECT_TRUE(b->ok) << name << ": " << b->log;
   EXPECT_FALSE(b->cubin.empty());
   EXPECT_EQ(b->lowered_names.count(name), 1u);
+}
+
+void expect_builds(const cuda::Compiler& c, const char* source, std::vector<std::string> options, std::string name) {
+  expect_builds(c, BuildRequest{source, name + ".cu", options, {name}}, name);
 }
 
 TEST(KernelSources, CompileForHopper) {
@@ -99,7 +102,7 @@ TEST(KernelSources, SkinnySplitPlansCompileAsClusters) {
     const auto& kp = std::get<kernels::KernelPlan>(*plan);
     ASSERT_EQ(kp.steps.size(), 1u);
     EXPECT_EQ(kp.steps[0].grid.x, k.grid) << k.config;
-    expect_builds(hopper, kp.build.source.c_str(), kp.build.options, kp.steps[0].kernel);
+    expect_builds(hopper, kp.build, kp.steps[0].kernel);
     auto old = ampere.build(kp.build);
     ASSERT_TRUE(old.ok());
     const bool split = std::string(k.config).find("split=") != std::string::npos;
@@ -131,6 +134,15 @@ TEST(KernelSources, CompileErrorsComeBackWithTheLogAndAreCached) {
   // Another option is another build.
   good.options = {"-DUNUSED=1"};
   EXPECT_FALSE(c.build(good)->from_cache);
+  // So is another text of a header the source includes.
+  BuildRequest with_header{"#include \"h.cuh\"\nextern \"C\" __global__ void k(int* p) { *p = VALUE; }", "k.cu", {}, {"k"},
+                           {{"h.cuh", "#define VALUE 1\n"}}};
+  auto h1 = c.build(with_header);
+  ASSERT_TRUE(h1.ok());
+  EXPECT_TRUE(h1->ok) << h1->log;
+  EXPECT_TRUE(c.build(with_header)->from_cache);
+  with_header.headers[0].second = "#define VALUE 2\n";
+  EXPECT_FALSE(c.build(with_header)->from_cache);
 }
 
 }  // namespace

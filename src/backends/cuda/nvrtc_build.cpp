@@ -76,6 +76,7 @@ std::string Compiler::cache_key(const BuildRequest& r) const {
   for (const auto& o : r.options) k += "opt " + o + "\n";
   for (const auto& n : r.name_expressions) k += "name " + n + "\n";
   k += "source " + hex64(fnv1a64(r.source)) + "\n";
+  for (const auto& [name, text] : r.headers) k += "header " + name + " " + hex64(fnv1a64(text)) + "\n";
   return hex64(fnv1a64(k)) + hex64(fnv1a64(k, 0x9e3779b97f4a7c15ULL));
 }
 
@@ -97,7 +98,13 @@ Result<BuildResult> Compiler::build(const BuildRequest& r) const {
   }
 
   nvrtcProgram raw = nullptr;
-  ATTUNE_NVRTC(nvrtcCreateProgram(&raw, r.source.c_str(), r.source_name.c_str(), 0, nullptr, nullptr));
+  std::vector<const char*> header_texts, header_names;
+  for (const auto& [name, text] : r.headers) {
+    header_names.push_back(name.c_str());
+    header_texts.push_back(text.c_str());
+  }
+  ATTUNE_NVRTC(nvrtcCreateProgram(&raw, r.source.c_str(), r.source_name.c_str(), static_cast<int>(r.headers.size()),
+                                  header_texts.data(), header_names.data()));
   std::unique_ptr<_nvrtcProgram, ProgramDestroy> prog(raw);
   for (const auto& n : r.name_expressions) ATTUNE_NVRTC(nvrtcAddNameExpression(raw, n.c_str()));
   std::vector<std::string> opts = r.options;

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -25,6 +26,9 @@ struct BuildRequest {
   std::string source_name = "kernel.cu";
   std::vector<std::string> options;           // -D defines, -std=c++17, ...; the arch is added
   std::vector<std::string> name_expressions;  // kernels to look up (template-ids allowed)
+  // Headers the source includes by name ("attune_cluster.cuh"), given as text: part of the
+  // cache key, like the source.
+  std::vector<std::pair<std::string, std::string>> headers;  // name, text
 };
 
 struct BuildResult {

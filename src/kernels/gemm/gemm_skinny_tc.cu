@@ -22,22 +22,8 @@
 #define KSPLIT 1
 #endif
 #if KSPLIT > 1
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-#error "KSPLIT > 1 reduces through a thread block cluster, which needs sm_90 or newer"
-#endif
+#include "attune_cluster.cuh"
 #define CLUSTER_DIMS __cluster_dims__(KSPLIT, 1, 1)
-// The cluster's barrier (every thread of every block arrives; release/acquire orders shared
-// memory) and a load from block `rank`'s shared memory at the address of `local` in this one.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-__device__ __forceinline__ float cluster_load(const float* local, unsigned rank) {
-  unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local)), remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
-  float v;
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
-  return v;
-}
 #else
 #define CLUSTER_DIMS
 #endif
