@@ -9,7 +9,8 @@ in one run on one device:
 Prints cuBLASLt default (its first heuristic choice, the call most users make), the best heuristic
 algorithm, attune's tuned time and winning kernel, TFLOP/s, GB/s and the ratios, and the tuner's
 throughput (new candidates measured per second).
-Usage: bench/gemm_llm.py ATTUNE_BINARY OUT_DIR [--models 8b,0.6b] [--m 1,2,...] [--max-candidates N]
+Usage: bench/gemm_llm.py ATTUNE_BINARY OUT_DIR [--models 8b,0.6b] [--m 1,2,...] [--max-candidates N] [--patience N]
+                         [--decode-max-candidates N] [--decode-patience N] (the budget for M <= 16)
 """
 import argparse, csv, datetime, json, math, sqlite3, subprocess, time
 
@@ -20,6 +21,9 @@ ap.add_argument("--m", default="1,2,4,8,16,32,64,128,256,512,2048,8192")
 ap.add_argument("--max-candidates", type=int, default=60)
 ap.add_argument("--patience", type=int, default=20)
 ap.add_argument("--strategy", default="mcts")
+# The decode shapes (M <= 16, the geomean target) may get their own, larger budget.
+ap.add_argument("--decode-max-candidates", type=int)
+ap.add_argument("--decode-patience", type=int)
 args = ap.parse_args()
 
 # (N, K) of each projection; k and v share a shape, as do gate and up, and q and o in the 8B.
@@ -70,10 +74,10 @@ def write_table(final=False):
     # Every shape's winning config in full, for a table or a later look.
     with open(f"{args.out}/gemm_llm.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["model", "proj", "m", "n", "k", "default_us", "best_heuristic_us", "attune_us", "config"])
+        w.writerow(["model", "proj", "m", "n", "k", "default_us", "best_heuristic_us", "attune_us", "tuning_s", "config"])
         for r in rows:
             w.writerow([r["model"], r["proj"], r["m"], r["n"], r["k"], f"{r['default']:.3f}", f"{r['heur']:.3f}",
-                        f"{r['tuned']:.3f}", r["config"]])
+                        f"{r['tuned']:.3f}", f"{r['wall_s']:.1f}", r["config"]])
 
 
 rows, total_measured, total_wall = [], 0, 0.0
@@ -86,8 +90,11 @@ for m, model, proj, n, k in shapes:
     try:
         p1, w1 = tune(spec, ["--strategy", "grid", "--patience", "0", "--pin", "kernel=cublaslt",
                              "--pin", "lt_split=0", "--pin", "lt_tile=0", "--deploy-band", "1000"])
-        p2, w2 = tune(spec, ["--strategy", args.strategy, "--seed", "0", "--patience", str(args.patience),
-                             "--max-candidates", str(args.max_candidates)])
+        decode = m <= 16
+        budget = (args.decode_max_candidates if decode and args.decode_max_candidates else args.max_candidates,
+                  args.decode_patience if decode and args.decode_patience is not None else args.patience)
+        p2, w2 = tune(spec, ["--strategy", args.strategy, "--seed", "0", "--patience", str(budget[1]),
+                             "--max-candidates", str(budget[0])])
     except RuntimeError as e:
         print(e); continue
     total_measured += p1["measured"] + p2["measured"]; total_wall += w1 + w2
@@ -102,7 +109,7 @@ for m, model, proj, n, k in shapes:
     default = p2["baseline"]["median_us"]
     tuned_cfg, tuned = best_all
     flops, nbytes = 2.0 * m * n * k, 2.0 * (m * k + n * k + m * n)
-    rows.append(dict(model=model, proj=proj, m=m, n=n, k=k, default=default, heur=heur, tuned=tuned,
+    rows.append(dict(model=model, proj=proj, m=m, n=n, k=k, default=default, heur=heur, tuned=tuned, wall_s=w1 + w2,
                      kernel=tuned_cfg.split(",")[0].split("=")[1], config=tuned_cfg,
                      tflops=flops / tuned / 1e6, gbps=nbytes / tuned / 1e3,
                      r_default=default / tuned, r_heur=heur / tuned))
