@@ -46,6 +46,14 @@ struct Outcome {
   std::optional<Measurement> measurement;  // present when verdict is ok
   std::optional<ErrorCheck> check;         // present when the output was compared
   std::string message;                     // compiler log, crash reason, error summary
+
+  // An outcome without a measurement: a refusal or a failure, and why.
+  static Outcome failed(Verdict verdict, std::string message) {
+    Outcome o;
+    o.verdict = verdict;
+    o.message = std::move(message);
+    return o;
+  }
 };
 
 void to_json(nlohmann::json& j, const Measurement& m);

@@ -86,19 +86,12 @@ Result<Problem> resolve_half_problem(const Problem& spec, const std::string& op,
   return p;
 }
 
-Outcome refused(Verdict verdict, std::string why) {
-  Outcome o;
-  o.verdict = verdict;
-  o.message = std::move(why);
-  return o;
-}
-
 Result<Launchable> launchable(CudaEnv& env, const BuildRequest& request, const std::string& name, unsigned threads,
                               unsigned dynamic_smem) {
   ATTUNE_ASSIGN(Built b, env.function(request, name));
-  if (b.verdict != Verdict::kOk) return Launchable{nullptr, refused(b.verdict, b.log)};
+  if (b.verdict != Verdict::kOk) return Launchable{nullptr, Outcome::failed(b.verdict, b.log)};
   ATTUNE_ASSIGN(std::string why, check_launch(b.fn, threads, dynamic_smem, env.limits().max_shared_per_block_optin));
-  if (!why.empty()) return Launchable{nullptr, refused(Verdict::kLaunchFailed, why)};
+  if (!why.empty()) return Launchable{nullptr, Outcome::failed(Verdict::kLaunchFailed, why)};
   return Launchable{b.fn, std::nullopt};
 }
 
@@ -107,7 +100,8 @@ Result<std::optional<Outcome>> launch_and_wait(CudaEnv& env, const std::function
   CUresult rc = launch(env.stream());
   if (rc != CUDA_SUCCESS) {
     exit_if_sticky(rc, what);
-    return std::optional<Outcome>(refused(Verdict::kLaunchFailed, driver_error(rc, what, __FILE__, __LINE__).message()));
+    return std::optional<Outcome>(
+        Outcome::failed(Verdict::kLaunchFailed, driver_error(rc, what, __FILE__, __LINE__).message()));
   }
   rc = cuStreamSynchronize(env.stream());
   exit_if_sticky(rc, what);  // an illegal address ends this worker: the candidate is crashed
@@ -194,23 +188,17 @@ void CudaBackend::prepare(const Problem& problem, const Config& config) {
 }
 
 Outcome CudaBackend::execute(const Problem& problem, const Config& config, Regime regime) {
-  auto fail = [](Verdict v, std::string m) {
-    Outcome o;
-    o.verdict = v;
-    o.message = std::move(m);
-    return o;
-  };
   auto f = family(problem);
-  if (!f) return fail(Verdict::kLaunchFailed, f.error().message());
+  if (!f) return Outcome::failed(Verdict::kLaunchFailed, f.error().message());
   if (!env_) {
     auto c = compiler();
-    if (!c) return fail(Verdict::kLaunchFailed, c.error().message());
+    if (!c) return Outcome::failed(Verdict::kLaunchFailed, c.error().message());
     auto dev = CudaDevice::open(device_ordinal());
-    if (!dev) return fail(Verdict::kLaunchFailed, dev.error().message());
+    if (!dev) return Outcome::failed(Verdict::kLaunchFailed, dev.error().message());
     device_ = std::move(*dev);
     // Twice the L2, so a memset of it evicts whatever a candidate left there.
     auto flush = DeviceBuffer::alloc(std::max<size_t>(2 * static_cast<size_t>(device_->limits().l2_bytes), 64 << 20));
-    if (!flush) return fail(Verdict::kLaunchFailed, flush.error().message());
+    if (!flush) return Outcome::failed(Verdict::kLaunchFailed, flush.error().message());
     env_ = std::make_unique<CudaEnv>(*device_, **c, std::move(*flush));
   }
   return (*f)->execute(*env_, problem, config, regime);

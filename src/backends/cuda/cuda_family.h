@@ -82,10 +82,6 @@ class CudaFamily {
 Result<Problem> resolve_half_problem(const Problem& spec, const std::string& op, const std::vector<std::string>& sizes,
                                      std::int64_t max_size, const std::vector<std::string>& flags);
 
-// An outcome that refuses a candidate before it runs (build_failed with the log, launch_failed,
-// unsupported), with why.
-Outcome refused(Verdict verdict, std::string why);
-
 // `name` of `request` compiled (or from the cache), loaded, and checked against a launch of
 // `threads` per block with `dynamic_smem` bytes: the function, or the refusing outcome.
 struct Launchable {

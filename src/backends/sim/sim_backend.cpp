@@ -331,19 +331,18 @@ Result<std::pair<Config, double>> SimBackend::optimum(const Problem& problem) co
 
 Outcome SimBackend::execute(const Problem& problem, const Config& config, Regime regime) {
   auto found = find(problem);
-  if (!found) return Outcome{Verdict::kLaunchFailed, std::nullopt, std::nullopt, found.error().message()};
+  if (!found) return Outcome::failed(Verdict::kLaunchFailed, found.error().message());
   const SimProblem& p = **found;
-  if (auto why = p.refuse(config)) return Outcome{Verdict::kUnsupported, std::nullopt, std::nullopt, *why};
+  if (auto why = p.refuse(config)) return Outcome::failed(Verdict::kUnsupported, *why);
   const Planted planted = p.plant(config);
   switch (planted.fault) {
     case Fault::kBuild:
-      return Outcome{Verdict::kBuildFailed, std::nullopt, std::nullopt, planted.message};
+      return Outcome::failed(Verdict::kBuildFailed, planted.message);
     case Fault::kLaunch:
-      return Outcome{Verdict::kLaunchFailed, std::nullopt, std::nullopt, planted.message};
+      return Outcome::failed(Verdict::kLaunchFailed, planted.message);
     case Fault::kOom:
       if (!sim_allocate(96ull << 30))
-        return Outcome{Verdict::kOom, std::nullopt, std::nullopt,
-                       planted.message + ", the device has 80 GiB"};
+        return Outcome::failed(Verdict::kOom, planted.message + ", the device has 80 GiB");
       break;
     case Fault::kSegv:
       std::raise(SIGSEGV);  // what an illegal address does to a CUDA context's process

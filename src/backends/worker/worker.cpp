@@ -33,12 +33,6 @@ bool write_all(int fd, const std::string& s) {
   return true;
 }
 
-Outcome failure(Verdict v, std::string message) {
-  Outcome o;
-  o.verdict = v;
-  o.message = std::move(message);
-  return o;
-}
 
 }  // namespace
 
@@ -58,13 +52,13 @@ int serve_worker(Backend& backend, int in_fd, int out_fd) {
     Outcome o;
     auto req = nlohmann::json::parse(line, nullptr, false);
     if (req.is_discarded() || !req.contains("problem") || !req.contains("config") || !req.contains("regime")) {
-      o = failure(Verdict::kLaunchFailed, "worker: malformed request");
+      o = Outcome::failed(Verdict::kLaunchFailed, "worker: malformed request");
     } else {
       auto problem = backend.resolve(req["problem"].get<std::string>());
       auto config = Config::parse(req["config"].get<std::string>());
       auto regime = regime_from_string(req["regime"].get<std::string>());
       if (!problem || !config || !regime)
-        o = failure(Verdict::kLaunchFailed, "worker: request names an unknown problem, config or regime");
+        o = Outcome::failed(Verdict::kLaunchFailed, "worker: request names an unknown problem, config or regime");
       else
         o = backend.execute(*problem, *config, *regime);
     }
@@ -150,7 +144,7 @@ Outcome WorkerRunner::run(const Problem& problem, const Config& config, Regime r
   using clock = std::chrono::steady_clock;
   if (pid_ < 0) {
     std::string error;
-    if (!start(&error)) return failure(Verdict::kLaunchFailed, error);
+    if (!start(&error)) return Outcome::failed(Verdict::kLaunchFailed, error);
   }
   nlohmann::json req = {{"problem", problem.text()}, {"config", config.text()}, {"regime", to_string(regime)}};
   const auto deadline = clock::now() + std::chrono::duration<double>(timeout_s_);
@@ -160,7 +154,7 @@ Outcome WorkerRunner::run(const Problem& problem, const Config& config, Regime r
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
     if (left <= 0) {
       stop(true);
-      return failure(Verdict::kTimeout,
+      return Outcome::failed(Verdict::kTimeout,
                      fmt::format("killed after {:.3g} s without an answer (deadline)", timeout_s_));
     }
     pollfd fds[2] = {{from_child_, POLLIN, 0}, {err_child_, POLLIN, 0}};
@@ -187,7 +181,7 @@ Outcome WorkerRunner::run(const Problem& problem, const Config& config, Regime r
       auto o = j.is_discarded() ? Result<Outcome>(Error::corrupt("not JSON")) : outcome_from_json(j);
       if (!o) {
         stop(true);
-        return failure(Verdict::kCrashed, "worker answered garbage: " + o.error().message());
+        return Outcome::failed(Verdict::kCrashed, "worker answered garbage: " + o.error().message());
       }
       return *o;
     }
@@ -201,7 +195,7 @@ Outcome WorkerRunner::run(const Problem& problem, const Config& config, Regime r
   std::string tail = err_tail_;
   while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
   if (auto nl = tail.rfind('\n'); nl != std::string::npos) tail = tail.substr(nl + 1);
-  return failure(Verdict::kCrashed, tail.empty() ? why : why + ": " + tail);
+  return Outcome::failed(Verdict::kCrashed, tail.empty() ? why : why + ": " + tail);
 }
 
 }  // namespace attune

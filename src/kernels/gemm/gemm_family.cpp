@@ -219,7 +219,7 @@ class GemmFamily final : public CudaFamily {
       launch = [&kp, fns, &args](CUstream st) { return enqueue(kp, fns, args, st); };
     } else {
       LtChoice found = choose_lt_algo(lt_, *data_.lt, std::get<LtPlan>(plan));
-      if (!found.algo) return refused(Verdict::kUnsupported, found.refusal);
+      if (!found.algo) return Outcome::failed(Verdict::kUnsupported, found.refusal);
       algo = *found.algo;
       const LtProblem& lt = *data_.lt;
       void* ws = reinterpret_cast<void*>(data_.lt_workspace.ptr());
