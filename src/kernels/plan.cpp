@@ -41,45 +41,40 @@ std::vector<std::string> shape_defines(const GemmShape& s, bool mma_name) {
 
 unsigned ceil_div(std::int64_t a, std::int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
 
+// A skinny kernel's plan: one launch over `groups` groups of weight rows, each a cluster of `split`
+// consecutive blocks splitting K (the kernel's __cluster_dims__, from attune_cluster.cuh).
+KernelPlan skinny_plan(const char* source, const char* kernel, const GemmShape& s, std::vector<std::string> defines,
+                       unsigned groups, std::int64_t split, std::int64_t warps) {
+  KernelPlan p;
+  p.build.source = source;
+  p.build.source_name = std::string(kernel) + ".cu";
+  p.build.options = std::move(defines);
+  p.build.options.insert(p.build.options.end(), {fmt::format("-DKSPLIT={}", split), fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
+  p.build.name_expressions = {kernel};
+  p.build.headers = {{"attune_cluster.cuh", kClusterHeader}};
+  p.steps.push_back({kernel, {static_cast<unsigned>(groups * split)}, {static_cast<unsigned>(warps * 32)}, 0, kGemmArgs});
+  return p;
+}
+
 Result<KernelPlan> plan_skinny(const GemmShape& s, const Config& c) {
   ATTUNE_ASSIGN(std::int64_t warps, knob(c, "sk_warps"));
   ATTUNE_ASSIGN(std::int64_t nb, knob(c, "sk_nb"));
   ATTUNE_ASSIGN(std::int64_t vec, knob(c, "sk_vec"));
   ATTUNE_ASSIGN(std::int64_t unroll, knob(c, "sk_unroll"));
-  const std::int64_t split = knob_or(c, "sk_split", 1);
-  KernelPlan p;
-  p.build.source = kGemmSkinnySource;
-  p.build.source_name = "gemm_skinny.cu";
-  p.build.options = shape_defines(s, false);
-  p.build.options.insert(p.build.options.end(),
-                         {fmt::format("-DWARPS={}", warps), fmt::format("-DNB={}", nb), fmt::format("-DVEC={}", vec),
-                          fmt::format("-DUNROLL={}", unroll), fmt::format("-DKSPLIT={}", split),
-                          fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
-  p.build.name_expressions = {"gemm_skinny"};
-  p.build.headers = {{"attune_cluster.cuh", kClusterHeader}};
-  // A K split is a cluster of `split` consecutive blocks (the kernel's __cluster_dims__).
-  p.steps.push_back({"gemm_skinny", {static_cast<unsigned>(ceil_div(s.n, nb) * split)}, {static_cast<unsigned>(warps * 32)}, 0,
-                     kGemmArgs});
-  return p;
+  std::vector<std::string> d = shape_defines(s, false);
+  d.insert(d.end(), {fmt::format("-DWARPS={}", warps), fmt::format("-DNB={}", nb), fmt::format("-DVEC={}", vec),
+                     fmt::format("-DUNROLL={}", unroll)});
+  return skinny_plan(kGemmSkinnySource, "gemm_skinny", s, std::move(d), ceil_div(s.n, nb), knob_or(c, "sk_split", 1), warps);
 }
 
 Result<KernelPlan> plan_skinny_tc(const GemmShape& s, const Config& c) {
   ATTUNE_ASSIGN(std::int64_t warps, knob(c, "tc_warps"));
   ATTUNE_ASSIGN(std::int64_t nt, knob(c, "tc_nt"));
   ATTUNE_ASSIGN(std::int64_t unroll, knob(c, "tc_unroll"));
-  const std::int64_t split = knob_or(c, "tc_split", 1);
-  KernelPlan p;
-  p.build.source = kGemmSkinnyTcSource;
-  p.build.source_name = "gemm_skinny_tc.cu";
-  p.build.options = shape_defines(s, true);
-  p.build.options.insert(p.build.options.end(),
-                         {fmt::format("-DWARPS={}", warps), fmt::format("-DNT={}", nt), fmt::format("-DUNROLL={}", unroll),
-                          fmt::format("-DKSPLIT={}", split), fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
-  p.build.name_expressions = {"gemm_skinny_tc"};
-  p.build.headers = {{"attune_cluster.cuh", kClusterHeader}};
-  p.steps.push_back({"gemm_skinny_tc", {static_cast<unsigned>(ceil_div(s.n, 16 * nt) * split)}, {static_cast<unsigned>(warps * 32)},
-                     0, kGemmArgs});
-  return p;
+  std::vector<std::string> d = shape_defines(s, true);
+  d.insert(d.end(), {fmt::format("-DWARPS={}", warps), fmt::format("-DNT={}", nt), fmt::format("-DUNROLL={}", unroll)});
+  return skinny_plan(kGemmSkinnyTcSource, "gemm_skinny_tc", s, std::move(d), ceil_div(s.n, 16 * nt),
+                     knob_or(c, "tc_split", 1), warps);
 }
 
 Result<KernelPlan> plan_tiled(const GemmShape& s, const Config& c) {

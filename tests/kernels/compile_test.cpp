@@ -15,6 +15,7 @@ extern const char* const kRmsnormRefSource;
 extern const char* const kGemmSkinnySource;
 extern const char* const kGemmSkinnyTcSource;
 extern const char* const kGemmRefSource;
+extern const char* const kClusterHeader;
 }  // namespace attune::kernels
 
 namespace attune {
@@ -30,8 +31,10 @@ void expect_builds(const cuda::Compiler& c, const BuildRequest& r, const std::st
   EXPECT_EQ(b->lowered_names.count(name), 1u);
 }
 
+// A source with explicit options, given the header the skinny GEMMs include (as their plans give it).
 void expect_builds(const cuda::Compiler& c, const char* source, std::vector<std::string> options, std::string name) {
-  expect_builds(c, BuildRequest{source, name + ".cu", options, {name}}, name);
+  expect_builds(c, BuildRequest{source, name + ".cu", options, {name}, {{"attune_cluster.cuh", kernels::kClusterHeader}}},
+                name);
 }
 
 TEST(KernelSources, CompileForHopper) {

@@ -16,15 +16,7 @@
 #ifndef BIAS
 #define BIAS 0
 #endif
-#ifndef KSPLIT
-#define KSPLIT 1
-#endif
-#if KSPLIT > 1
-#include "attune_cluster.cuh"
-#define CLUSTER_DIMS __cluster_dims__(KSPLIT, 1, 1)
-#else
-#define CLUSTER_DIMS
-#endif
+#include "attune_cluster.cuh"  // KSPLIT, CLUSTER_DIMS, cluster_sync, cluster_load
 
 namespace {
 
