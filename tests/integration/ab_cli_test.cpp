@@ -13,7 +13,7 @@ namespace {
 using testing::run_attune;
 using testing::TempDir;
 
-std::size_t lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
+using testing::lines;
 
 TEST(AbCli, JsonReportsBothDistributionsTheRatioTheDriftAndTheVerdict) {
   TempDir dir;

@@ -16,7 +16,7 @@ using testing::run_attune;
 using testing::TempDir;
 using testing::write_bytes;
 
-std::size_t lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
+using testing::lines;
 
 TEST(Cli, FaultsRunCompletesWithEveryFailureClassCountedThenReplaysWithNothingMeasured) {
   TempDir dir;
@@ -122,22 +122,14 @@ TEST(Cli, DeviceAndProblems) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("attune.db")));  // listing creates no database
 }
 
-struct BadInput {
-  std::string args;
-  std::string says;
-};
+using testing::BadInput;
 
 class CliBadInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(CliBadInput, OneLineExitTwoAndTheDatabaseUntouched) {
   TempDir dir;
   ASSERT_EQ(run_attune("tune --backend sim --problem rmsnorm --max-candidates 3", dir.path()).code, 0);
-  const std::string before = read_bytes(dir.file("attune.db"));
-  auto r = run_attune(GetParam().args, dir.path());
-  EXPECT_EQ(r.code, 2) << r.out << r.err;
-  EXPECT_EQ(lines(r.err), 1u) << r.err;
-  EXPECT_NE(r.err.find(GetParam().says), std::string::npos) << r.err;
-  EXPECT_EQ(read_bytes(dir.file("attune.db")), before);
+  testing::expect_refused(GetParam(), dir, "attune.db");
 }
 
 INSTANTIATE_TEST_SUITE_P(
