@@ -11,11 +11,13 @@ algorithm, attune's tuned time and winning kernel, TFLOP/s, GB/s and the ratios,
 throughput (new candidates measured per second).
 Usage: bench/gemm_llm.py ATTUNE_BINARY OUT_DIR [--models 8b,0.6b] [--m 1,2,...] [--max-candidates N] [--patience N]
                          [--decode-max-candidates N] [--decode-patience N] (the budget for M <= 16)
+       bench/gemm_llm.py --list-specs [--models ...] [--m ...]   (the shapes' problem specs, one per line)
 """
 import argparse, csv, datetime, json, math, sqlite3, subprocess, time
 
 ap = argparse.ArgumentParser()
-ap.add_argument("attune"); ap.add_argument("out")
+ap.add_argument("attune", nargs="?"); ap.add_argument("out", nargs="?")
+ap.add_argument("--list-specs", action="store_true")
 ap.add_argument("--models", default="0.6b,8b")
 ap.add_argument("--m", default="1,2,4,8,16,32,64,128,256,512,2048,8192")
 ap.add_argument("--max-candidates", type=int, default=60)
@@ -25,6 +27,8 @@ ap.add_argument("--strategy", default="mcts")
 ap.add_argument("--decode-max-candidates", type=int)
 ap.add_argument("--decode-patience", type=int)
 args = ap.parse_args()
+if not args.list_specs and not args.out:
+    ap.error("ATTUNE_BINARY and OUT_DIR are required")
 
 # (N, K) of each projection; k and v share a shape, as do gate and up, and q and o in the 8B.
 MODELS = {
@@ -85,8 +89,12 @@ rows, total_measured, total_wall = [], 0, 0.0
 # and the table is rewritten after every shape, so a run cut short still leaves what it measured.
 shapes = sorted(((m, model, proj, n, k) for model in args.models.split(",") for proj, (n, k) in MODELS[model].items()
                  for m in map(int, args.m.split(","))), key=lambda s: (s[0], s[1], s[2]))
+spec_of = lambda m, n, k: f"gemm:m={m},n={n},k={k},dtype=bf16"
+if args.list_specs:
+    print("\n".join(spec_of(m, n, k) for m, _, _, n, k in shapes))
+    raise SystemExit(0)
 for m, model, proj, n, k in shapes:
-    spec = f"gemm:m={m},n={n},k={k},dtype=bf16"
+    spec = spec_of(m, n, k)
     try:
         p1, w1 = tune(spec, ["--strategy", "grid", "--patience", "0", "--pin", "kernel=cublaslt",
                              "--pin", "lt_split=0", "--pin", "lt_tile=0", "--deploy-band", "1000"])

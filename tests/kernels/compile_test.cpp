@@ -16,6 +16,7 @@ extern const char* const kGemmSkinnySource;
 extern const char* const kGemmSkinnyTcSource;
 extern const char* const kGemmRefSource;
 extern const char* const kClusterHeader;
+extern const char* const kL2FlushSource;
 }  // namespace attune::kernels
 
 namespace attune {
@@ -42,6 +43,7 @@ TEST(KernelSources, CompileForHopper) {
   expect_builds(c, kernels::kGateSource, {}, "check_half");
   expect_builds(c, kernels::kRmsnormRefSource, {}, "rmsnorm_ref");
   expect_builds(c, kernels::kGemmRefSource, {}, "gemm_ref");
+  expect_builds(c, BuildRequest{kernels::kL2FlushSource, "l2_flush.cu", {}, {"attune_l2_flush_read"}}, "attune_l2_flush_read");
   expect_builds(c, kernels::kRmsnormSource,
                 {"-DT=__nv_bfloat16", "-DHIDDEN=999", "-DTHREADS=32", "-DROWS_PER_BLOCK=2", "-DVEC=1", "-DUNROLL=4", "-DRESIDUAL=1"},
                 "rmsnorm");

@@ -288,8 +288,7 @@ TEST(SqliteStore, AV3DatabaseMigratesToV4KeepingEveryRow) {
   }
   auto store = SqliteStore::open(path);
   ASSERT_TRUE(store.ok()) << store.error().message();
-  EXPECT_EQ(*sqlite::schema_version((*store)->db()), 4);
-  EXPECT_EQ(sqlite::current_schema_version(), 4);
+  EXPECT_EQ(*sqlite::schema_version((*store)->db()), sqlite::current_schema_version());
   EXPECT_EQ((*store)->runs()->size(), 1u);
   auto rows = (*store)->measurements({});
   ASSERT_TRUE(rows.ok()) << rows.error().message();
@@ -302,6 +301,36 @@ TEST(SqliteStore, AV3DatabaseMigratesToV4KeepingEveryRow) {
   EXPECT_FALSE((*store)->find_baseline(dev, key, "sim")->has_value());
   ASSERT_TRUE((*store)->put_baseline({dev, key, "sim", "a=1", "h1", ""}).ok());
   EXPECT_TRUE((*store)->find_baseline(dev, key, "sim")->has_value());
+}
+
+TEST(SqliteStore, AV4DatabaseKeepsItsCudaDeployRowsButNoLongerAnswersWithThem) {
+  testing::TempDir dir;
+  std::string path = dir.file("v4.db");
+  Problem p = *Problem::parse("gemm:m=8,n=8,k=8");
+  const std::string dev = sim_device().key(), key = p.structural_key();
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    sqlite::Db db{sqlite::DbHandle(raw)};
+    ASSERT_TRUE(db.exec("PRAGMA application_id = " + std::to_string(sqlite::kApplicationId)).ok());
+    ASSERT_TRUE(sqlite::migrate(db, 0, 4).ok());
+    // cuda deploy (timed after a memset flush), cuda rank, sim deploy.
+    ASSERT_TRUE(db.exec("INSERT INTO devices VALUES ('" + dev + "', 'sim', 'x', 'sim_1', 64, 1, '{}', 't', 't');"
+                        "INSERT INTO problems VALUES ('" + key + "', 'gemm', '" + p.text() + "', 'old', '', 't');"
+                        "INSERT INTO measurements (device_key, problem_key, backend, config, config_hash, verdict, "
+                        "regime, samples, median_us, min_us, max_us, noise, created_at) VALUES "
+                        "('" + dev + "', '" + key + "', 'cuda', 'a=1', 'h1', 'ok', 'deploy', 3, 4.5, 4.4, 4.6, 0.01, 't'),"
+                        "('" + dev + "', '" + key + "', 'cuda', 'a=1', 'h1', 'ok', 'rank', 3, 3.5, 3.4, 3.6, 0.01, 't'),"
+                        "('" + dev + "', '" + key + "', 'sim', 'a=1', 'h1', 'ok', 'deploy', 3, 5.5, 5.4, 5.6, 0.01, 't')").ok());
+  }
+  auto store = SqliteStore::open(path);
+  ASSERT_TRUE(store.ok()) << store.error().message();
+  EXPECT_EQ(*sqlite::schema_version((*store)->db()), 5);
+  EXPECT_FALSE((*store)->find(dev, key, "cuda", Regime::kDeploy, "h1")->has_value());
+  EXPECT_TRUE((*store)->find(dev, key, "cuda", Regime::kRank, "h1")->has_value());
+  EXPECT_TRUE((*store)->find(dev, key, "sim", Regime::kDeploy, "h1")->has_value());
+  EXPECT_EQ(*(*store)->db().scalar("SELECT count(*) FROM measurements"), 3);
+  EXPECT_EQ(*(*store)->db().scalar("SELECT count(*) FROM measurements WHERE discarded LIKE '%memset L2 flush%'"), 1);
 }
 
 }  // namespace

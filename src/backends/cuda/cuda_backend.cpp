@@ -196,8 +196,7 @@ Outcome CudaBackend::execute(const Problem& problem, const Config& config, Regim
     auto dev = CudaDevice::open(device_ordinal());
     if (!dev) return Outcome::failed(Verdict::kLaunchFailed, dev.error().message());
     device_ = std::move(*dev);
-    // Twice the L2, so a memset of it evicts whatever a candidate left there.
-    auto flush = DeviceBuffer::alloc(std::max<size_t>(2 * static_cast<size_t>(device_->limits().l2_bytes), 64 << 20));
+    auto flush = L2Flush::create(**c, device_->limits().l2_bytes, device_->limits().sm_count);
     if (!flush) return Outcome::failed(Verdict::kLaunchFailed, flush.error().message());
     env_ = std::make_unique<CudaEnv>(*device_, **c, std::move(*flush));
   }

@@ -25,14 +25,13 @@ struct Built {
 
 class CudaEnv {
  public:
-  CudaEnv(CudaDevice& device, const Compiler& compiler, DeviceBuffer flush)
+  CudaEnv(CudaDevice& device, const Compiler& compiler, L2Flush flush)
       : device_(device), compiler_(compiler), flush_(std::move(flush)) {}
 
   CudaDevice& device() { return device_; }
   CUstream stream() const { return device_.stream(); }
   const DeviceLimits& limits() const { return device_.limits(); }
   const Compiler& compiler() const { return compiler_; }
-  DeviceBuffer& flush() { return flush_; }
 
   // Compiles (or takes from the disk cache), loads once per process, and finds `name`.
   Result<Built> function(const BuildRequest& request, const std::string& name);
@@ -45,7 +44,7 @@ class CudaEnv {
  private:
   CudaDevice& device_;
   const Compiler& compiler_;
-  DeviceBuffer flush_;
+  L2Flush flush_;
   std::map<std::string, Module> modules_;  // by build cache key
   std::map<std::string, std::map<std::string, std::string>> lowered_;
   std::uint64_t checks_ = 0;

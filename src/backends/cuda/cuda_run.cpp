@@ -10,6 +10,10 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/nvml.h"
 
+namespace attune::kernels {
+extern const char* const kL2FlushSource;
+}  // namespace attune::kernels
+
 namespace attune::cuda {
 
 Result<DeviceBuffer> DeviceBuffer::alloc(size_t bytes) {
@@ -53,6 +57,32 @@ Status DeviceBuffer::fill16(unsigned short bits, CUstream s) {
 
 Status DeviceBuffer::fill32(unsigned bits, CUstream s) {
   ATTUNE_CU(cuMemsetD32Async(ptr_, bits, bytes_ / 4, s));
+  return Status::success();
+}
+
+constexpr unsigned kFlushThreads = 512;  // per block of the read flush; 4 blocks per SM
+
+Result<L2Flush> L2Flush::create(const Compiler& compiler, std::int64_t l2_bytes, int sm_count, FlushKind kind) {
+  L2Flush f;
+  f.kind_ = kind;
+  // Twice the L2, so one pass evicts whatever a candidate left there.
+  ATTUNE_ASSIGN(f.buffer_, DeviceBuffer::alloc(std::max<size_t>(2 * static_cast<size_t>(l2_bytes), 64 << 20)));
+  ATTUNE_CU(cuMemsetD32(f.buffer_.ptr(), 0, f.buffer_.bytes() / 4));
+  ATTUNE_ASSIGN(f.sink_, DeviceBuffer::alloc(16));
+  ATTUNE_ASSIGN(BuildResult built, compiler.build(BuildRequest{kernels::kL2FlushSource, "l2_flush.cu"}));
+  if (!built.ok) return Error::internal("the L2 flush kernel did not build: " + built.log);
+  ATTUNE_ASSIGN(f.module_, Module::load(built.cubin));
+  ATTUNE_ASSIGN(f.read_, f.module_.function("attune_l2_flush_read"));
+  f.blocks_ = static_cast<unsigned>(std::max(sm_count, 1)) * 4;
+  return f;
+}
+
+Status L2Flush::run(CUstream s) {
+  if (kind_ == FlushKind::kWrite) return buffer_.fill32(0, s);
+  CUdeviceptr p = buffer_.ptr(), sink = sink_.ptr();
+  unsigned long long words = buffer_.bytes() / 16;
+  void* params[] = {&p, &words, &sink};
+  ATTUNE_CU(cuLaunchKernel(read_, blocks_, 1, 1, kFlushThreads, 1, 1, 0, s, params, nullptr));
   return Status::success();
 }
 
@@ -156,7 +186,7 @@ GraphExec capture(const std::function<CUresult(CUstream)>& launch, CUstream stre
 }  // namespace
 
 Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch, CUstream stream, Regime regime,
-                                DeviceBuffer& flush, const TimingOptions& options, const std::string& pci_bus_id) {
+                                L2Flush& flush, const TimingOptions& options, const std::string& pci_bus_id) {
   ATTUNE_ASSIGN(Event start, make_event());
   ATTUNE_ASSIGN(Event stop, make_event());
   auto elapsed_us = [&]() -> Result<double> {
@@ -203,7 +233,7 @@ Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch,
   auto sample = [&]() -> double {
     if (failed) return 0;
     auto run = [&]() -> Result<double> {
-      if (regime == Regime::kDeploy) ATTUNE_TRY(flush.fill32(0, stream));
+      if (regime == Regime::kDeploy) ATTUNE_TRY(flush.run(stream));
       ATTUNE_CU(cuEventRecord(start.get(), stream));
       if (graph) {
         ATTUNE_CU(cuGraphLaunch(graph.get(), stream));

@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 
+#include "backends/cuda/nvrtc_build.h"
 #include "core/error.h"
 #include "core/measurement.h"
 #include "measure/stats.h"
@@ -72,16 +73,41 @@ Result<std::string> check_launch(CUfunction f, unsigned threads_per_block, unsig
 // the candidate as crashed and continues in a fresh worker.
 void exit_if_sticky(CUresult rc, const char* what);
 
+// What leaves L2 cold before each deploy-regime sample: a buffer twice the L2 size streamed
+// through it. kRead, the deploy regime's, reads the buffer and leaves L2 full of clean lines, as a
+// decode loop's previous kernels leave their weights. kWrite memsets it (nvbench's and Triton's
+// flush) and leaves L2 full of dirty lines, whose write-back to DRAM then lands inside the timed
+// kernel: the more data a kernel reads, the more of L2's dirty lines it evicts and pays for.
+enum class FlushKind { kRead, kWrite };
+
+class L2Flush {
+ public:
+  // Builds the read kernel with `compiler` (cached on disk like any other build).
+  static Result<L2Flush> create(const Compiler& compiler, std::int64_t l2_bytes, int sm_count,
+                                FlushKind kind = FlushKind::kRead);
+  // Enqueues one flush on the stream.
+  Status run(CUstream s);
+  FlushKind kind() const { return kind_; }
+
+ private:
+  FlushKind kind_ = FlushKind::kRead;
+  DeviceBuffer buffer_;
+  DeviceBuffer sink_;  // written only if the reads' checksum hits a value zeros never give
+  Module module_;
+  CUfunction read_ = nullptr;
+  unsigned blocks_ = 0;
+};
+
 struct TimingOptions {
   SamplingPolicy policy;
   double target_sample_us = 200;  // rank: launches per sample chosen to fill this much time
 };
 
-// Times launch() (which enqueues one run on the stream) in the given regime. flush is a buffer
-// at least twice the L2 size, memset before each deploy-regime sample. Deploy samples replay
-// launch() captured as a CUDA graph (a direct launch when it cannot be captured).
+// Times launch() (which enqueues one run on the stream) in the given regime: deploy samples run
+// `flush` first and replay launch() captured as a CUDA graph (a direct launch when it cannot be
+// captured).
 Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch, CUstream stream,
-                                Regime regime, DeviceBuffer& flush, const TimingOptions& options,
+                                Regime regime, L2Flush& flush, const TimingOptions& options,
                                 const std::string& pci_bus_id);
 
 }  // namespace attune::cuda

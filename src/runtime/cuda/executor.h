@@ -67,6 +67,7 @@ class Executor {
   const DeviceFingerprint& fingerprint() const { return fingerprint_; }
   const cuda::DeviceLimits& limits() const { return limits_; }
   const std::filesystem::path& cubin_dir() const { return cubin_dir_; }
+  const cuda::Compiler& compiler() const { return *compiler_; }
   // Unique to this Executor in the process (addresses are reused, generations are not).
   std::uint64_t generation() const { return generation_; }
 

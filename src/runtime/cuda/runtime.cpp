@@ -271,7 +271,7 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
   // The tuner's deploy regime, by the tuner's own function and policy (CudaEnv::time): warm-up
   // calls, then per sample an L2 flush and one replay of the call captured as a CUDA graph.
   // Capturing the call is safe once warm: a prepared launch allocates and compiles nothing.
-  auto flush = cuda::DeviceBuffer::alloc(std::max<std::size_t>(2 * static_cast<std::size_t>(executor->limits().l2_bytes), 64 << 20));
+  auto flush = cuda::L2Flush::create(executor->compiler(), executor->limits().l2_bytes, executor->limits().sm_count);
   if (!flush) return fail(flush.error());
   Status call_failure;
   auto launch = [&](CUstream st) -> CUresult {
