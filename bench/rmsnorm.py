@@ -33,7 +33,7 @@ for r, h, res in SHAPES:
                      gbps=nbytes / (best * 1e-6) / 1e9, frac=nbytes / (best * 1e-6) / 1e9 / copy["median_gbps"],
                      speedup=base / best, measured=pr["measured"], cands_per_s=pr["measured"] / wall,
                      config=pr["best"]["config"]))
-lines = [f"# bench/rmsnorm  {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC",
+lines = [f"# bench/rmsnorm  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
          f"device copy bandwidth (cuMemcpyDtoD, 1 GiB, read+write): {copy['median_gbps']:.0f} GB/s median",
          "", "| shape | MiB moved | baseline us | tuned us | speedup | GB/s | of copy BW | new cands/s | tuned config |",
          "|---|---|---|---|---|---|---|---|---|"]
