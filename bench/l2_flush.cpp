@@ -147,17 +147,17 @@ int main(int argc, char** argv) {
       die("filling inputs");
     auto prob = must(kernels::make_lt(lt, s, kernels::lt_type(s.bf16), false, nullptr), "cuBLASLt problem");
 
-    std::vector<Times> algos;
-    for (const auto& h : prob.heuristics) {
-      const cublasLtMatmulAlgo_t algo = h.algo;
-      algos.push_back(time3([&, algo](CUstream st) {
+    auto lt_launch = [&](cublasLtMatmulAlgo_t algo) {
+      return [&, algo](CUstream st) {
         return kernels::lt_matmul(lt, prob, algo, reinterpret_cast<void*>(a.ptr()), reinterpret_cast<void*>(b.ptr()),
                                   reinterpret_cast<void*>(c.ptr()), reinterpret_cast<void*>(lt_ws.ptr()), st) ==
                        CUBLAS_STATUS_SUCCESS
                    ? CUDA_SUCCESS
                    : CUDA_ERROR_LAUNCH_FAILED;
-      }));
-    }
+      };
+    };
+    std::vector<Times> algos;
+    for (const auto& h : prob.heuristics) algos.push_back(time3(lt_launch(h.algo)));
     if (algos.empty()) die(spec + ": cuBLASLt returned no algorithm");
     auto best = [&](double Times::*f) {
       std::size_t i = 0;
@@ -201,14 +201,7 @@ int main(int argc, char** argv) {
       } else {
         kernels::LtChoice found = kernels::choose_lt_algo(lt, prob, std::get<kernels::LtPlan>(plan));
         if (!found.algo) die("winner refused by cuBLASLt: " + found.refusal);
-        const cublasLtMatmulAlgo_t algo = *found.algo;
-        t = time3([&, algo](CUstream st) {
-          return kernels::lt_matmul(lt, prob, algo, reinterpret_cast<void*>(a.ptr()), reinterpret_cast<void*>(b.ptr()),
-                                    reinterpret_cast<void*>(c.ptr()), reinterpret_cast<void*>(lt_ws.ptr()), st) ==
-                         CUBLAS_STATUS_SUCCESS
-                     ? CUDA_SUCCESS
-                     : CUDA_ERROR_LAUNCH_FAILED;
-        });
+        t = time3(lt_launch(*found.algo));
       }
       // attune's winner against the default, and against every heuristic algorithm's best.
       const double rw = d.write / std::min(t.write, algos[bwr].write), rr = d.read / std::min(t.read, algos[brd].read);

@@ -38,6 +38,20 @@ MeasurementRow ok_row(const std::string& problem_key, const std::string& config,
   return r;
 }
 
+// A database file as schema `version` left it, holding the sim device and problem `p`, still open
+// for the test to add the rows an older attune wrote.
+sqlite::Db database_at(const std::string& path, int version, const Problem& p) {
+  sqlite3* raw = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  sqlite::Db db{sqlite::DbHandle(raw)};
+  EXPECT_TRUE(db.exec("PRAGMA application_id = " + std::to_string(sqlite::kApplicationId)).ok());
+  EXPECT_TRUE(sqlite::migrate(db, 0, version).ok());
+  EXPECT_TRUE(db.exec("INSERT INTO devices VALUES ('" + sim_device().key() + "', 'sim', 'x', 'sim_1', 64, 1, '{}', 't', 't');"
+                      "INSERT INTO problems VALUES ('" + p.structural_key() + "', 'gemm', '" + p.text() + "', 'old', '', 't')")
+                  .ok());
+  return db;
+}
+
 TEST(SqliteStore, RecordsAndFindsMeasurements) {
   TempDir dir;
   auto store = SqliteStore::open(dir.file("a.db"));
@@ -173,16 +187,8 @@ TEST(SqliteStore, MigratesAnOlderSchemaKeepingItsRows) {
   Problem p = *Problem::parse("gemm:m=8,n=8,k=8");
   {
     // A database as schema v1 left it: no clocks column, no search_nodes or priors tables.
-    sqlite3* raw = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
-    sqlite::Db db{sqlite::DbHandle(raw)};
-    ASSERT_TRUE(db.exec("PRAGMA application_id = " + std::to_string(sqlite::kApplicationId)).ok());
-    ASSERT_TRUE(sqlite::migrate(db, 0, 1).ok());
-    ASSERT_TRUE(db.exec("INSERT INTO devices VALUES ('" + sim_device().key() +
-                        "', 'sim', 'x', 'sim_1', 64, 1, '{}', 't', 't');"
-                        "INSERT INTO problems VALUES ('" + p.structural_key() + "', 'gemm', '" +
-                        p.text() + "', 'old', '', 't');"
-                        "INSERT INTO measurements (device_key, problem_key, backend, config, "
+    sqlite::Db db = database_at(path, 1, p);
+    ASSERT_TRUE(db.exec("INSERT INTO measurements (device_key, problem_key, backend, config, "
                         "config_hash, verdict, regime, samples, median_us, min_us, max_us, noise, "
                         "created_at) VALUES ('" + sim_device().key() + "', '" + p.structural_key() +
                         "', 'sim', 'a=1', 'h', 'ok', 'rank', 3, 4.5, 4.4, 4.6, 0.01, 't')").ok());
@@ -270,14 +276,8 @@ TEST(SqliteStore, AV3DatabaseMigratesToV4KeepingEveryRow) {
   const std::string dev = sim_device().key(), key = p.structural_key();
   {
     // A database as schema v3 left it: no baselines table.
-    sqlite3* raw = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
-    sqlite::Db db{sqlite::DbHandle(raw)};
-    ASSERT_TRUE(db.exec("PRAGMA application_id = " + std::to_string(sqlite::kApplicationId)).ok());
-    ASSERT_TRUE(sqlite::migrate(db, 0, 3).ok());
+    sqlite::Db db = database_at(path, 3, p);
     ASSERT_TRUE(db.exec("INSERT INTO runs (command, arguments, started_at, status) VALUES ('tune', '[]', 't', 'done');"
-                        "INSERT INTO devices VALUES ('" + dev + "', 'sim', 'x', 'sim_1', 64, 1, '{}', 't', 't');"
-                        "INSERT INTO problems VALUES ('" + key + "', 'gemm', '" + p.text() + "', 'old', '', 't');"
                         "INSERT INTO measurements (run_id, device_key, problem_key, backend, config, "
                         "config_hash, verdict, regime, samples, median_us, min_us, max_us, noise, "
                         "created_at, sm_clock_mhz, discarded) VALUES "
@@ -309,15 +309,9 @@ TEST(SqliteStore, AV4DatabaseKeepsItsCudaDeployRowsButNoLongerAnswersWithThem) {
   Problem p = *Problem::parse("gemm:m=8,n=8,k=8");
   const std::string dev = sim_device().key(), key = p.structural_key();
   {
-    sqlite3* raw = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
-    sqlite::Db db{sqlite::DbHandle(raw)};
-    ASSERT_TRUE(db.exec("PRAGMA application_id = " + std::to_string(sqlite::kApplicationId)).ok());
-    ASSERT_TRUE(sqlite::migrate(db, 0, 4).ok());
     // cuda deploy (timed after a memset flush), cuda rank, sim deploy.
-    ASSERT_TRUE(db.exec("INSERT INTO devices VALUES ('" + dev + "', 'sim', 'x', 'sim_1', 64, 1, '{}', 't', 't');"
-                        "INSERT INTO problems VALUES ('" + key + "', 'gemm', '" + p.text() + "', 'old', '', 't');"
-                        "INSERT INTO measurements (device_key, problem_key, backend, config, config_hash, verdict, "
+    sqlite::Db db = database_at(path, 4, p);
+    ASSERT_TRUE(db.exec("INSERT INTO measurements (device_key, problem_key, backend, config, config_hash, verdict, "
                         "regime, samples, median_us, min_us, max_us, noise, created_at) VALUES "
                         "('" + dev + "', '" + key + "', 'cuda', 'a=1', 'h1', 'ok', 'deploy', 3, 4.5, 4.4, 4.6, 0.01, 't'),"
                         "('" + dev + "', '" + key + "', 'cuda', 'a=1', 'h1', 'ok', 'rank', 3, 3.5, 3.4, 3.6, 0.01, 't'),"
