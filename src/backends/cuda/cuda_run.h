@@ -87,7 +87,6 @@ class L2Flush {
                                 FlushKind kind = FlushKind::kRead);
   // Enqueues one flush on the stream.
   Status run(CUstream s);
-  FlushKind kind() const { return kind_; }
 
  private:
   FlushKind kind_ = FlushKind::kRead;
