@@ -116,13 +116,7 @@ int main(int argc, char** argv) {
   if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) die("cublasLtCreate failed");
   DeviceBuffer lt_ws = must(DeviceBuffer::alloc(kernels::kLtWorkspaceBytes), "workspace");
 
-  TimingOptions warm_opts, cold_opts;  // CudaEnv::time's policies
-  warm_opts.policy.min_samples = 5;
-  warm_opts.policy.noise_bound = 0.01;
-  warm_opts.policy.time_cap_s = 0.3;
-  cold_opts.policy.min_samples = 10;
-  cold_opts.policy.noise_bound = 0.005;
-  cold_opts.policy.time_cap_s = 1.0;
+  const TimingOptions warm_opts = timing_options(Regime::kRank), cold_opts = timing_options(Regime::kDeploy);
   auto time3 = [&](const std::function<CUresult(CUstream)>& launch) {
     Times t;
     t.warm = must(time_kernel(launch, stream, Regime::kRank, by_read, warm_opts, lim.pci_bus_id), "warm").median_us;

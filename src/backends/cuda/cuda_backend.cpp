@@ -32,18 +32,7 @@ Result<Built> CudaEnv::function(const BuildRequest& request, const std::string& 
 }
 
 Result<Measurement> CudaEnv::time(const std::function<CUresult(CUstream)>& launch, Regime regime) {
-  TimingOptions o;
-  if (regime == Regime::kRank) {
-    // Ranking needs order, not the last digit: few samples, a short cap.
-    o.policy.min_samples = 5;
-    o.policy.noise_bound = 0.01;
-    o.policy.time_cap_s = 0.3;
-  } else {
-    o.policy.min_samples = 10;
-    o.policy.noise_bound = 0.005;
-    o.policy.time_cap_s = 1.0;
-  }
-  return time_kernel(launch, stream(), regime, flush_, o, limits().pci_bus_id);
+  return time_kernel(launch, stream(), regime, flush_, timing_options(regime), limits().pci_bus_id);
 }
 
 std::uint64_t CudaEnv::fresh_seed() {

@@ -60,6 +60,20 @@ Status DeviceBuffer::fill32(unsigned bits, CUstream s) {
   return Status::success();
 }
 
+TimingOptions timing_options(Regime regime) {
+  TimingOptions o;
+  if (regime == Regime::kRank) {
+    o.policy.min_samples = 5;
+    o.policy.noise_bound = 0.01;
+    o.policy.time_cap_s = 0.3;
+  } else {
+    o.policy.min_samples = 10;
+    o.policy.noise_bound = 0.005;
+    o.policy.time_cap_s = 1.0;
+  }
+  return o;
+}
+
 constexpr unsigned kFlushThreads = 512;  // per block of the read flush; 4 blocks per SM
 
 Result<L2Flush> L2Flush::create(const Compiler& compiler, std::int64_t l2_bytes, int sm_count, FlushKind kind) {

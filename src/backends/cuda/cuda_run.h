@@ -102,6 +102,10 @@ struct TimingOptions {
   double target_sample_us = 200;  // rank: launches per sample chosen to fill this much time
 };
 
+// The regime's sampling policy, as the tuner times candidates and libattune-rt times its calls:
+// rank needs order, not the last digit (few samples, a short cap); deploy stops at 0.5% noise.
+TimingOptions timing_options(Regime regime);
+
 // Times launch() (which enqueues one run on the stream) in the given regime: deploy samples run
 // `flush` first and replay launch() captured as a CUDA graph (a direct launch when it cannot be
 // captured).

@@ -268,7 +268,7 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
   };
   if (attune::Status st = setup(); !st) return to_status(st.error(), Code::kCuda);
 
-  // The tuner's deploy regime, by the tuner's own function and policy (CudaEnv::time): warm-up
+  // The tuner's deploy regime, by the tuner's own function and policy (timing_options): warm-up
   // calls, then per sample an L2 flush and one replay of the call captured as a CUDA graph.
   // Capturing the call is safe once warm: a prepared launch allocates and compiles nothing.
   auto flush = cuda::L2Flush::create(executor->compiler(), executor->limits().l2_bytes, executor->limits().sm_count);
@@ -280,11 +280,8 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
     call_failure = s;
     return CUDA_ERROR_UNKNOWN;
   };
-  cuda::TimingOptions options;
-  options.policy.min_samples = 10;
-  options.policy.noise_bound = 0.005;
-  options.policy.time_cap_s = 1.0;
-  auto m = cuda::time_kernel(launch, stream.get(), Regime::kDeploy, *flush, options, executor->limits().pci_bus_id);
+  auto m = cuda::time_kernel(launch, stream.get(), Regime::kDeploy, *flush, cuda::timing_options(Regime::kDeploy),
+                             executor->limits().pci_bus_id);
   if (!call_failure.ok()) return call_failure;
   if (!m) return fail(m.error());
   const DispatchRecord* rec = last();
