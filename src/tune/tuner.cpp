@@ -207,9 +207,12 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
   // Takes a result into the run: the strategy learns it, patience counts it.
   auto account = [&](const Point& point, const CandidateResult& c, bool known) {
     auto [it, fresh] = result_of.emplace(point, results.size());
-    if (fresh) results.push_back(c);
-    if (fresh && c.verdict != Verdict::kUnsupported) ++counted;
-    else results[it->second] = c;
+    if (fresh) {
+      results.push_back(c);
+      if (c.verdict != Verdict::kUnsupported) ++counted;
+    } else {
+      results[it->second] = c;
+    }
     bool new_best = false;
     if (c.verdict == Verdict::kOk && c.rank_us) {
       if (!best_rank || *c.rank_us < *best_rank) {
