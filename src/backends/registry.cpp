@@ -12,14 +12,16 @@
 namespace attune {
 
 std::string plugin_path(const std::string& file) {
+  if (const char* d = std::getenv("ATTUNE_PLUGIN_DIR")) return (std::filesystem::path(d) / file).string();
   std::filesystem::path dir;
-  if (const char* d = std::getenv("ATTUNE_PLUGIN_DIR")) {
-    dir = d;
-  } else {
-    char buf[PATH_MAX];
-    ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n > 0) dir = std::filesystem::path(std::string(buf, static_cast<std::size_t>(n))).parent_path();
-  }
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n > 0) dir = std::filesystem::path(std::string(buf, static_cast<std::size_t>(n))).parent_path();
+  // A build tree has the plugin beside the binary; an installed tree under lib/attune/.
+  std::error_code ec;
+  if (std::filesystem::exists(dir / file, ec)) return (dir / file).string();
+  const std::filesystem::path installed = (dir / ATTUNE_PLUGIN_RELDIR / file).lexically_normal();
+  if (std::filesystem::exists(installed, ec)) return installed.string();
   return (dir / file).string();
 }
 
