@@ -297,7 +297,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"GridWithFourDimensions", with_line(7, "grid: [1, 1, 1, 1]"), 7,
                 {"1 to 3 dimensions"}},
         BadCase{"ScalarNotAnExpression", with_line(12, "  - {name: n, type: int32, scalar: 0.5}"), 12,
-                {"args[2] 'n'.scalar", "malformed number '0.5' (expressions are integer arithmetic)"}}),
+                {"args[2] 'n'.scalar", "'0.5' is a real; expressions in a spec are integer arithmetic"}}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
 
 TEST_F(SpecTest, MissingReferenceIsNamed) {

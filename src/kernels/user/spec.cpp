@@ -18,6 +18,8 @@
 
 namespace attune::user {
 
+using Vars = Expr::Vars;
+
 // ---- element types --------------------------------------------------------------------------
 
 namespace {
@@ -312,6 +314,13 @@ class Reader {
       return fail(n, what + ": unknown name '" + name + "' in '" + e.text() + "'" + hint +
                          "; known names: " + (known.empty() ? "(none)" : join(known)));
     }
+    // Every name is an integer now; what remains is a string or a real where C's integers
+    // belong ("n * 0.5"), which no value could fix.
+    auto type = e.type([](std::string_view) { return std::optional<Expr::Type>(Expr::Type::kInt); });
+    if (!type) return fail(n, what + ": " + type.error().message());
+    if (*type == Expr::Type::kReal || *type == Expr::Type::kString)
+      return fail(n, what + ": '" + e.text() + "' is a " + std::string(to_string(*type)) +
+                         "; expressions in a spec are integer arithmetic");
     return Status::success();
   }
 
@@ -758,8 +767,11 @@ class Reader {
           return fail(r->key, what + ".range only applies to input and inout buffers");
         ATTUNE_ASSIGN(std::string text, scalar(scal->value, what + ".scalar"));
         auto e = Expr::parse(text);
-        if (!e) {
-          auto real = parse_real(text);
+        // A float scalar may be a real number, such as 0.5 or -2.25.
+        std::optional<Value> real_constant = e ? e->constant() : std::nullopt;
+        if (real_constant && !real_constant->is_real()) real_constant.reset();
+        if (!e || (real_constant && is_floating(arg.type))) {
+          auto real = real_constant ? std::optional<double>(real_constant->as_real()) : parse_real(text);
           if (!real || !is_floating(arg.type))
             return fail(scal->value, what + ".scalar: " + e.error().message());
           arg.real_value = *real;
@@ -959,7 +971,7 @@ Result<Space> make_space(const UserKernelSpec& spec) {
   // Buffers the gate compares must exist for this problem, whatever the config.
   for (const auto& a : spec.args) {
     if (a.role == ArgRole::kScalar || a.role == ArgRole::kScratch) continue;
-    auto n = a.size.eval(*sizes);
+    auto n = a.size.eval_int(*sizes);
     if (!n)
       return Error::invalid_argument(where(spec, a.mark) + ": argument '" + a.name + "' size: " +
                                      n.error().message());
@@ -981,7 +993,7 @@ Result<Space> make_space(const UserKernelSpec& spec) {
     bool reads_knob = std::any_of(c.expr.names().begin(), c.expr.names().end(),
                                   [&](const std::string& n) { return !sizes->count(n); });
     if (!reads_knob) continue;
-    auto v = c.expr.eval(baseline);
+    auto v = c.expr.eval_int(baseline);
     if (!v || *v == 0)
       return Error::invalid_argument(
           where(spec, c.mark) + ": the defaults (" + baseline_text + ") violate constraint '" +
@@ -995,7 +1007,7 @@ Result<Space> make_space(const UserKernelSpec& spec) {
       if (!sizes->count(name)) reads.push_back(name);
     if (reads.empty()) {
       // A requirement on the problem, such as "n % 4 == 0".
-      auto v = c.expr.eval(*sizes);
+      auto v = c.expr.eval_int(*sizes);
       if (!v)
         return Error::invalid_argument(where(spec, c.mark) + ": constraint: " + v.error().message());
       if (*v == 0)
@@ -1004,18 +1016,11 @@ Result<Space> make_space(const UserKernelSpec& spec) {
                                        "; the kernel cannot run this problem");
       continue;
     }
-    Expr e = c.expr;
-    constraints.push_back(Constraint{
-        c.expr.text(), reads, [e, sizes](const Assignment& a) {
-          auto v = e.eval(Lookup([&](std::string_view name) -> std::optional<std::int64_t> {
-            auto it = sizes->find(name);
-            if (it != sizes->end()) return it->second;
-            if (a.decided(name)) return a.i(name);
-            return std::nullopt;
-          }));
-          // A constraint that cannot be evaluated for a config (division by zero) excludes it.
-          return v.ok() && *v != 0;
-        }});
+    auto constraint = make_constraint(c.expr, knobs, *sizes);
+    if (!constraint)
+      return Error::invalid_argument(where(spec, c.mark) + ": constraint: " +
+                                     constraint.error().message());
+    constraints.push_back(std::move(*constraint));
   }
   auto space = Space::make(std::move(knobs), std::move(constraints));
   if (!space) return space.error().with_context(spec.spec_path.string());
@@ -1195,7 +1200,7 @@ Result<std::vector<const Value*>> knob_values(const UserKernelSpec& spec, const 
 
 Result<std::int64_t> eval_for(const Expr& e, const Vars& vars, const std::string& what,
                               const std::string& config_text) {
-  auto v = e.eval(vars);
+  auto v = e.eval_int(vars);
   if (!v)
     return Error::unsupported(what + " '" + e.text() + "' cannot be evaluated for " +
                               config_text + ": " + v.error().message());
@@ -1370,7 +1375,7 @@ Result<GateTolerance> gate_tolerance(const UserKernelSpec& spec, std::size_t arg
   t.floor = spec.tolerance.floor;
   if (!t.rtol && !is_floating(a.type)) t.rtol = 0.0;
   if (spec.tolerance.reduction_length) {
-    auto r = spec.tolerance.reduction_length->eval(size_vars(spec));
+    auto r = spec.tolerance.reduction_length->eval_int(size_vars(spec));
     if (!r)
       return Error::invalid_argument(spec.spec_path.string() +
                                      ": tolerance.reduction_length: " + r.error().message());

@@ -18,10 +18,10 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/expr.h"
 #include "core/problem.h"
 #include "core/space.h"
 #include "core/value.h"
-#include "kernels/user/expr.h"
 
 namespace attune::user {
 
