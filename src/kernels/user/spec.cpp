@@ -225,7 +225,8 @@ Mark mark_of(const YAML::Node& n) {
   return {m.line + 1, m.column + 1};
 }
 
-enum class Scope { kKnobsAndSizes, kSizes };
+// What an expression may read: kConstraint also word knobs (compared as strings).
+enum class Scope { kConstraint, kKnobsAndSizes, kSizes };
 
 class Reader {
  public:
@@ -293,31 +294,42 @@ class Reader {
 
   Status check_names(const Expr& e, const YAML::Node& n, const std::string& what, Scope scope,
                      const std::string& why_sizes_only) const {
+    std::string word_knob;  // why a type error is likely, when a constraint reads a word knob
     for (const auto& name : e.names()) {
       if (is_size(name)) continue;
       if (const KnobSpec* k = knob(name)) {
         if (scope == Scope::kSizes)
           return fail(n, what + " reads knob '" + name + "' in '" + e.text() + "', but " +
                              why_sizes_only);
-        for (const auto& v : k->values)
-          if (!v.is_int())
-            return fail(n, what + " reads knob '" + name + "' in '" + e.text() +
-                               "', whose value '" + v.text() +
-                               "' is not an integer; only integer knobs can appear in expressions");
+        for (const auto& v : k->values) {
+          if (v.is_int()) continue;
+          const std::string why = " reads knob '" + name + "' in '" + e.text() +
+                                  "', whose value '" + v.text() + "' is not an integer";
+          // A constraint may compare a word knob as a string; a launch expression needs numbers.
+          if (scope != Scope::kConstraint)
+            return fail(n, what + why + "; only integer knobs can appear in expressions");
+          if (word_knob.empty()) word_knob = " (it" + why + ")";
+          break;
+        }
         continue;
       }
       std::vector<std::string> known;
-      if (scope == Scope::kKnobsAndSizes)
+      if (scope != Scope::kSizes)
         for (const auto& k : spec_.knobs) known.push_back(k.name);
       for (const auto& [s, v] : spec_.problem) known.push_back(s);
       std::string hint = suggestion(name, known);
       return fail(n, what + ": unknown name '" + name + "' in '" + e.text() + "'" + hint +
                          "; known names: " + (known.empty() ? "(none)" : join(known)));
     }
-    // Every name is an integer now; what remains is a string or a real where C's integers
-    // belong ("n * 0.5"), which no value could fix.
-    auto type = e.type([](std::string_view) { return std::optional<Expr::Type>(Expr::Type::kInt); });
-    if (!type) return fail(n, what + ": " + type.error().message());
+    // Every name is known now; what remains is a string or a real where C's integers belong
+    // ("n * 0.5"), which no value could fix.
+    auto type = e.type([&](std::string_view name) {
+      const KnobSpec* k = knob(name);
+      bool word = k && std::any_of(k->values.begin(), k->values.end(),
+                                   [](const Value& v) { return !v.is_int(); });
+      return std::optional<Expr::Type>(word ? Expr::Type::kString : Expr::Type::kInt);
+    });
+    if (!type) return fail(n, what + ": " + type.error().message() + word_knob);
     if (*type == Expr::Type::kReal || *type == Expr::Type::kString)
       return fail(n, what + ": '" + e.text() + "' is a " + std::string(to_string(*type)) +
                          "; expressions in a spec are integer arithmetic");
@@ -685,7 +697,7 @@ class Reader {
                             "[\"block_size * items_per_thread <= 4096\"]");
     for (std::size_t i = 0; i < c->value.size(); ++i) {
       ATTUNE_ASSIGN(Expr e, expr(c->value[i], "constraints[" + std::to_string(i) + "]",
-                                 Scope::kKnobsAndSizes));
+                                 Scope::kConstraint));
       spec_.constraints.push_back({std::move(e), mark_of(c->value[i])});
     }
     return Status::success();
@@ -986,7 +998,7 @@ Result<Space> make_space(const UserKernelSpec& spec) {
   std::string baseline_text;
   for (const auto& k : spec.knobs) {
     const Value& v = k.values[k.default_index];
-    if (v.is_int()) baseline[k.name] = v.as_int();
+    baseline[k.name] = v;
     baseline_text += (baseline_text.empty() ? "" : ",") + k.name + "=" + v.text();
   }
   for (const auto& c : spec.constraints) {
@@ -1172,7 +1184,7 @@ Status encode_scalar(ArgInstance& a) {
   return Status::success();
 }
 
-// The knob values of a config of this spec, checked; integer knobs also go into vars.
+// The knob values of a config of this spec, checked; they also go into vars.
 Result<std::vector<const Value*>> knob_values(const UserKernelSpec& spec, const Config& config,
                                               Vars& vars) {
   if (config.entries().size() != spec.knobs.size())
@@ -1192,7 +1204,7 @@ Result<std::vector<const Value*>> knob_values(const UserKernelSpec& spec, const 
     if (it == k.values.end())
       return Error::invalid_argument("config '" + config.text() + "': knob '" + k.name +
                                      "' has no value " + t);
-    if (it->is_int()) vars[k.name] = it->as_int();
+    vars[k.name] = *it;
     out.push_back(&*it);
   }
   return out;
