@@ -160,27 +160,20 @@ class Parser {
     return cond;
   }
 
-  Result<NodePtr> parse_or() {
-    ATTUNE_ASSIGN(NodePtr lhs, parse_and());
+  // A logical operator and its word form ("&&" and "and"), each parsing the next level down.
+  Result<NodePtr> parse_logic(std::string_view symbol, std::string_view word,
+                              Result<NodePtr> (Parser::*next)()) {
+    ATTUNE_ASSIGN(NodePtr lhs, (this->*next)());
     for (;;) {
       skip_space();
       std::size_t column = pos_ + 1;
-      if (!accept("||") && !accept_word("or")) return lhs;
-      ATTUNE_ASSIGN(NodePtr rhs, parse_and());
-      lhs = binary("||", column, std::move(lhs), std::move(rhs));
+      if (!accept(symbol) && !accept_word(word)) return lhs;
+      ATTUNE_ASSIGN(NodePtr rhs, (this->*next)());
+      lhs = binary(std::string(symbol), column, std::move(lhs), std::move(rhs));
     }
   }
-
-  Result<NodePtr> parse_and() {
-    ATTUNE_ASSIGN(NodePtr lhs, parse_not());
-    for (;;) {
-      skip_space();
-      std::size_t column = pos_ + 1;
-      if (!accept("&&") && !accept_word("and")) return lhs;
-      ATTUNE_ASSIGN(NodePtr rhs, parse_not());
-      lhs = binary("&&", column, std::move(lhs), std::move(rhs));
-    }
-  }
+  Result<NodePtr> parse_or() { return parse_logic("||", "or", &Parser::parse_and); }
+  Result<NodePtr> parse_and() { return parse_logic("&&", "and", &Parser::parse_not); }
 
   Result<NodePtr> parse_not() {
     skip_space();
@@ -418,6 +411,13 @@ class Parser {
 
 bool is_number(Type t) { return t != Type::kString; }
 bool is_number(const Value& v) { return !v.is_word(); }
+Type type_of(const Value& v) { return v.is_int() ? Type::kInt : v.is_real() ? Type::kReal : Type::kString; }
+// How an error names the operator of a node: '+', min(), '?'.
+std::string operator_name(const Node& n) {
+  if (n.kind == Node::Kind::kCall) return n.op + "()";
+  if (n.kind == Node::Kind::kTernary) return "'?'";
+  return "'" + n.op + "'";
+}
 
 // The static types of a tree: the operators' rules of Evaluator, applied to types.
 class TypeChecker {
@@ -427,7 +427,7 @@ class TypeChecker {
   Result<Type> type(const Node& n) const {
     switch (n.kind) {
       case Node::Kind::kLiteral:
-        return n.literal.is_int() ? Type::kInt : n.literal.is_real() ? Type::kReal : Type::kString;
+        return type_of(n.literal);
       case Node::Kind::kName: {
         auto t = type_of_(n.op);
         if (!t) return located(fmt::format("unknown name '{}'", n.op), n.column, text_);
@@ -484,9 +484,7 @@ class TypeChecker {
     return a == Type::kReal || b == Type::kReal ? Type::kReal : Type::kInt;
   }
   Error needs(const Node& n, std::string_view what) const {
-    std::string op = n.kind == Node::Kind::kCall ? n.op + "()" : "'" + n.op + "'";
-    if (n.kind == Node::Kind::kTernary) op = "'?'";
-    return located(fmt::format("{} needs {}", op, what), n.column, text_);
+    return located(fmt::format("{} needs {}", operator_name(n), what), n.column, text_);
   }
 };
 
@@ -550,9 +548,7 @@ class Evaluator {
   Error fail(const Node& n, std::string_view what) const { return located(what, n.column, text_); }
   Error overflow(const Node& n) const { return fail(n, fmt::format("integer overflow in '{}'", n.op)); }
   Error needs_number(const Node& n, const Value& got) const {
-    std::string op = n.kind == Node::Kind::kCall ? n.op + "()" : "'" + n.op + "'";
-    if (n.kind == Node::Kind::kTernary) op = "'?'";
-    return fail(n, fmt::format("{} needs numbers, not the string '{}'", op, got.text()));
+    return fail(n, fmt::format("{} needs numbers, not the string '{}'", operator_name(n), got.text()));
   }
 
   Result<Value> binary(const Node& n) const {
@@ -753,10 +749,7 @@ const Knob* find_knob(const std::vector<Knob>& knobs, std::string_view name) {
 
 Expr::TypeOf types_of(const std::vector<Knob>& knobs, const Expr::Vars& constants) {
   return [&](std::string_view name) -> std::optional<Expr::Type> {
-    if (auto it = constants.find(name); it != constants.end())
-      return it->second.is_int() ? Expr::Type::kInt
-             : it->second.is_real() ? Expr::Type::kReal
-                                    : Expr::Type::kString;
+    if (auto it = constants.find(name); it != constants.end()) return type_of(it->second);
     if (const Knob* k = find_knob(knobs, name)) return knob_type(*k);
     return std::nullopt;
   };
