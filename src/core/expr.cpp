@@ -772,11 +772,12 @@ Result<Constraint> make_constraint(const Expr& expr, const std::vector<Knob>& kn
   if (reads.empty()) return Error::invalid_argument("reads no knob");
   ATTUNE_TRY(expr.type(types_of(knobs, constants)));
   auto fixed = std::make_shared<const Expr::Vars>(constants);
-  return Constraint{expr.text(), std::move(reads), [expr, fixed, as_text](const Assignment& a) {
+  std::shared_ptr<const std::set<std::string, std::less<>>> text_knobs = std::move(as_text);
+  return Constraint{expr.text(), std::move(reads), [expr, fixed, text_knobs](const Assignment& a) {
                       auto ok = expr.holds([&](std::string_view name) -> std::optional<Value> {
                         if (auto it = fixed->find(name); it != fixed->end()) return it->second;
                         if (!a.decided(name)) return std::nullopt;
-                        if (as_text->count(name)) return Value(a[name].text());
+                        if (text_knobs->count(name)) return Value(a[name].text());
                         return a[name];
                       });
                       // A constraint that cannot be evaluated for a config excludes it.
