@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-#include "stack/constraint.h"
+#include "core/expr.h"
 #include "stack/process.h"
 
 namespace attune::stack {

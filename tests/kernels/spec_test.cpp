@@ -297,7 +297,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"GridWithFourDimensions", with_line(7, "grid: [1, 1, 1, 1]"), 7,
                 {"1 to 3 dimensions"}},
         BadCase{"ScalarNotAnExpression", with_line(12, "  - {name: n, type: int32, scalar: 0.5}"), 12,
-                {"args[2] 'n'.scalar", "malformed number '0.5' (expressions are integer arithmetic)"}}),
+                {"args[2] 'n'.scalar", "'0.5' is a real; expressions in a spec are integer arithmetic"}}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
 
 TEST_F(SpecTest, MissingReferenceIsNamed) {
@@ -455,6 +455,47 @@ TEST_F(SpecTest, IllegalDefaultsAreNamedAtTheConstraintsLine) {
   EXPECT_EQ(space.error().message(),
             spec_path().string() + ":6:29: the defaults (block_size=128,items=1) violate "
             "constraint 'block_size * items <= 64' for problem n=1000; change a knob's default");
+}
+
+TEST_F(SpecTest, AConstraintComparesAWordKnobAsAString) {
+  auto lines = base_lines();
+  lines[4] = "  vec: {values: [float, float4], default: float}";
+  lines[5] = "constraints: [\"vec == 'float' or block_size in [128, 256]\"]";
+  lines[6] = "grid: [\"ceil_div(n, block_size)\"]";
+  auto s = load_ok(join_lines(lines));
+  auto space = make_space(s);
+  ASSERT_TRUE(space.ok()) << space.error().message();
+  EXPECT_EQ(space->count(), 3u + 2u);  // float4 only with 128 or 256
+  EXPECT_TRUE(instantiate(s, space->parse("block_size=128,vec=float4").value()).ok());
+  auto r = instantiate(s, Config({{"block_size", Value(64)}, {"vec", Value("float4")}}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("violates constraint"), std::string::npos) << r.error().message();
+
+  // Only as a string: ordering it, or reading it in a launch expression, is refused at load.
+  lines[5] = "constraints: [\"vec < 2\"]";
+  auto order = load(join_lines(lines));
+  ASSERT_FALSE(order.ok());
+  EXPECT_NE(order.error().message().find("'<' needs numbers on both sides"), std::string::npos)
+      << order.error().message();
+  lines[5] = "constraints: []";
+  lines[7] = "block: [vec]";
+  auto launch = load(join_lines(lines));
+  ASSERT_FALSE(launch.ok());
+  EXPECT_NE(launch.error().message().find("only integer knobs can appear in expressions"),
+            std::string::npos) << launch.error().message();
+}
+
+TEST_F(SpecTest, ExpressionsAreIntegerArithmetic) {
+  auto real = load(with_line(7, "grid: [\"n * 0.5\"]"));
+  ASSERT_FALSE(real.ok());
+  EXPECT_NE(real.error().message().find("grid.x: 'n * 0.5' is a real; expressions in a spec are integer"),
+            std::string::npos) << real.error().message();
+  auto word = load(with_line(8, "block: [\"'x'\"]"));
+  ASSERT_FALSE(word.ok());
+  EXPECT_NE(word.error().message().find("is a string"), std::string::npos) << word.error().message();
+  // The merged language's word forms and 'in' work in every expression.
+  auto s = load_ok(with_line(6, "constraints: [\"not block_size == 64 and items in [1, 2]\"]"));
+  EXPECT_EQ(make_space(s)->count(), 4u);
 }
 
 TEST_F(SpecTest, AConstraintThatCannotBeEvaluatedExcludesTheConfig) {

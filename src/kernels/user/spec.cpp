@@ -18,6 +18,8 @@
 
 namespace attune::user {
 
+using Vars = Expr::Vars;
+
 // ---- element types --------------------------------------------------------------------------
 
 namespace {
@@ -223,7 +225,8 @@ Mark mark_of(const YAML::Node& n) {
   return {m.line + 1, m.column + 1};
 }
 
-enum class Scope { kKnobsAndSizes, kSizes };
+// What an expression may read: kConstraint also word knobs (compared as strings).
+enum class Scope { kConstraint, kKnobsAndSizes, kSizes };
 
 class Reader {
  public:
@@ -291,27 +294,45 @@ class Reader {
 
   Status check_names(const Expr& e, const YAML::Node& n, const std::string& what, Scope scope,
                      const std::string& why_sizes_only) const {
+    std::string word_knob;  // why a type error is likely, when a constraint reads a word knob
     for (const auto& name : e.names()) {
       if (is_size(name)) continue;
       if (const KnobSpec* k = knob(name)) {
         if (scope == Scope::kSizes)
           return fail(n, what + " reads knob '" + name + "' in '" + e.text() + "', but " +
                              why_sizes_only);
-        for (const auto& v : k->values)
-          if (!v.is_int())
-            return fail(n, what + " reads knob '" + name + "' in '" + e.text() +
-                               "', whose value '" + v.text() +
-                               "' is not an integer; only integer knobs can appear in expressions");
+        for (const auto& v : k->values) {
+          if (v.is_int()) continue;
+          const std::string why = " reads knob '" + name + "' in '" + e.text() +
+                                  "', whose value '" + v.text() + "' is not an integer";
+          // A constraint may compare a word knob as a string; a launch expression needs numbers.
+          if (scope != Scope::kConstraint)
+            return fail(n, what + why + "; only integer knobs can appear in expressions");
+          if (word_knob.empty()) word_knob = " (it" + why + ")";
+          break;
+        }
         continue;
       }
       std::vector<std::string> known;
-      if (scope == Scope::kKnobsAndSizes)
+      if (scope != Scope::kSizes)
         for (const auto& k : spec_.knobs) known.push_back(k.name);
       for (const auto& [s, v] : spec_.problem) known.push_back(s);
       std::string hint = suggestion(name, known);
       return fail(n, what + ": unknown name '" + name + "' in '" + e.text() + "'" + hint +
                          "; known names: " + (known.empty() ? "(none)" : join(known)));
     }
+    // Every name is known now; what remains is a string or a real where C's integers belong
+    // ("n * 0.5"), which no value could fix.
+    auto type = e.type([&](std::string_view name) {
+      const KnobSpec* k = knob(name);
+      bool word = k && std::any_of(k->values.begin(), k->values.end(),
+                                   [](const Value& v) { return !v.is_int(); });
+      return std::optional<Expr::Type>(word ? Expr::Type::kString : Expr::Type::kInt);
+    });
+    if (!type) return fail(n, what + ": " + type.error().message() + word_knob);
+    if (*type == Expr::Type::kReal || *type == Expr::Type::kString)
+      return fail(n, what + ": '" + e.text() + "' is a " + std::string(to_string(*type)) +
+                         "; expressions in a spec are integer arithmetic");
     return Status::success();
   }
 
@@ -676,7 +697,7 @@ class Reader {
                             "[\"block_size * items_per_thread <= 4096\"]");
     for (std::size_t i = 0; i < c->value.size(); ++i) {
       ATTUNE_ASSIGN(Expr e, expr(c->value[i], "constraints[" + std::to_string(i) + "]",
-                                 Scope::kKnobsAndSizes));
+                                 Scope::kConstraint));
       spec_.constraints.push_back({std::move(e), mark_of(c->value[i])});
     }
     return Status::success();
@@ -758,8 +779,11 @@ class Reader {
           return fail(r->key, what + ".range only applies to input and inout buffers");
         ATTUNE_ASSIGN(std::string text, scalar(scal->value, what + ".scalar"));
         auto e = Expr::parse(text);
-        if (!e) {
-          auto real = parse_real(text);
+        // A float scalar may be a real number, such as 0.5 or -2.25.
+        std::optional<Value> real_constant = e ? e->constant() : std::nullopt;
+        if (real_constant && !real_constant->is_real()) real_constant.reset();
+        if (!e || (real_constant && is_floating(arg.type))) {
+          auto real = real_constant ? std::optional<double>(real_constant->as_real()) : parse_real(text);
           if (!real || !is_floating(arg.type))
             return fail(scal->value, what + ".scalar: " + e.error().message());
           arg.real_value = *real;
@@ -959,7 +983,7 @@ Result<Space> make_space(const UserKernelSpec& spec) {
   // Buffers the gate compares must exist for this problem, whatever the config.
   for (const auto& a : spec.args) {
     if (a.role == ArgRole::kScalar || a.role == ArgRole::kScratch) continue;
-    auto n = a.size.eval(*sizes);
+    auto n = a.size.eval_int(*sizes);
     if (!n)
       return Error::invalid_argument(where(spec, a.mark) + ": argument '" + a.name + "' size: " +
                                      n.error().message());
@@ -974,14 +998,14 @@ Result<Space> make_space(const UserKernelSpec& spec) {
   std::string baseline_text;
   for (const auto& k : spec.knobs) {
     const Value& v = k.values[k.default_index];
-    if (v.is_int()) baseline[k.name] = v.as_int();
+    baseline[k.name] = v;
     baseline_text += (baseline_text.empty() ? "" : ",") + k.name + "=" + v.text();
   }
   for (const auto& c : spec.constraints) {
     bool reads_knob = std::any_of(c.expr.names().begin(), c.expr.names().end(),
                                   [&](const std::string& n) { return !sizes->count(n); });
     if (!reads_knob) continue;
-    auto v = c.expr.eval(baseline);
+    auto v = c.expr.eval_int(baseline);
     if (!v || *v == 0)
       return Error::invalid_argument(
           where(spec, c.mark) + ": the defaults (" + baseline_text + ") violate constraint '" +
@@ -995,7 +1019,7 @@ Result<Space> make_space(const UserKernelSpec& spec) {
       if (!sizes->count(name)) reads.push_back(name);
     if (reads.empty()) {
       // A requirement on the problem, such as "n % 4 == 0".
-      auto v = c.expr.eval(*sizes);
+      auto v = c.expr.eval_int(*sizes);
       if (!v)
         return Error::invalid_argument(where(spec, c.mark) + ": constraint: " + v.error().message());
       if (*v == 0)
@@ -1004,18 +1028,11 @@ Result<Space> make_space(const UserKernelSpec& spec) {
                                        "; the kernel cannot run this problem");
       continue;
     }
-    Expr e = c.expr;
-    constraints.push_back(Constraint{
-        c.expr.text(), reads, [e, sizes](const Assignment& a) {
-          auto v = e.eval(Lookup([&](std::string_view name) -> std::optional<std::int64_t> {
-            auto it = sizes->find(name);
-            if (it != sizes->end()) return it->second;
-            if (a.decided(name)) return a.i(name);
-            return std::nullopt;
-          }));
-          // A constraint that cannot be evaluated for a config (division by zero) excludes it.
-          return v.ok() && *v != 0;
-        }});
+    auto constraint = make_constraint(c.expr, knobs, *sizes);
+    if (!constraint)
+      return Error::invalid_argument(where(spec, c.mark) + ": constraint: " +
+                                     constraint.error().message());
+    constraints.push_back(std::move(*constraint));
   }
   auto space = Space::make(std::move(knobs), std::move(constraints));
   if (!space) return space.error().with_context(spec.spec_path.string());
@@ -1167,7 +1184,7 @@ Status encode_scalar(ArgInstance& a) {
   return Status::success();
 }
 
-// The knob values of a config of this spec, checked; integer knobs also go into vars.
+// The knob values of a config of this spec, checked; they also go into vars.
 Result<std::vector<const Value*>> knob_values(const UserKernelSpec& spec, const Config& config,
                                               Vars& vars) {
   if (config.entries().size() != spec.knobs.size())
@@ -1187,7 +1204,7 @@ Result<std::vector<const Value*>> knob_values(const UserKernelSpec& spec, const 
     if (it == k.values.end())
       return Error::invalid_argument("config '" + config.text() + "': knob '" + k.name +
                                      "' has no value " + t);
-    if (it->is_int()) vars[k.name] = it->as_int();
+    vars[k.name] = *it;
     out.push_back(&*it);
   }
   return out;
@@ -1195,7 +1212,7 @@ Result<std::vector<const Value*>> knob_values(const UserKernelSpec& spec, const 
 
 Result<std::int64_t> eval_for(const Expr& e, const Vars& vars, const std::string& what,
                               const std::string& config_text) {
-  auto v = e.eval(vars);
+  auto v = e.eval_int(vars);
   if (!v)
     return Error::unsupported(what + " '" + e.text() + "' cannot be evaluated for " +
                               config_text + ": " + v.error().message());
@@ -1370,7 +1387,7 @@ Result<GateTolerance> gate_tolerance(const UserKernelSpec& spec, std::size_t arg
   t.floor = spec.tolerance.floor;
   if (!t.rtol && !is_floating(a.type)) t.rtol = 0.0;
   if (spec.tolerance.reduction_length) {
-    auto r = spec.tolerance.reduction_length->eval(size_vars(spec));
+    auto r = spec.tolerance.reduction_length->eval_int(size_vars(spec));
     if (!r)
       return Error::invalid_argument(spec.spec_path.string() +
                                      ": tolerance.reduction_length: " + r.error().message());

@@ -18,10 +18,10 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/expr.h"
 #include "core/problem.h"
 #include "core/space.h"
 #include "core/value.h"
-#include "kernels/user/expr.h"
 
 namespace attune::user {
 
@@ -47,7 +47,7 @@ struct Mark {
 
 struct KnobSpec {
   std::string name;
-  std::vector<Value> values;  // integers or words (a word such as float4 cannot appear in expressions)
+  std::vector<Value> values;  // integers or words (a word knob, float4, reads as a string in constraints only)
   std::size_t default_index = 0;
   std::string define;  // the macro name under pass_knobs_as: defines; default the upper-cased name
   Mark mark;
