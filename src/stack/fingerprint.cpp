@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "stack/process.h"
+#include "platform/process.h"
 
 namespace attune::stack {
 
@@ -29,12 +29,12 @@ std::string first_line(const std::string& text) {
 }
 
 std::optional<std::vector<GpuInfo>> probe_gpus(const std::string& nvidia_smi) {
-  auto program = resolve_program(nvidia_smi, ".");
+  auto program = platform::resolve_program(nvidia_smi, ".");
   if (!program) return std::nullopt;
-  ProcessSpec spec;
+  platform::ProcessSpec spec;
   spec.argv = {*program, "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"};
   spec.timeout = std::chrono::seconds(20);
-  auto r = run_process(spec);
+  auto r = platform::run_process(spec);
   if (!r || !r->spawned || r->timed_out || r->signaled || r->exit_code != 0) return std::nullopt;
   std::vector<GpuInfo> gpus;
   std::istringstream in(r->out);
@@ -56,13 +56,13 @@ std::optional<std::vector<GpuInfo>> probe_gpus(const std::string& nvidia_smi) {
 }
 
 std::optional<std::string> probe_version(const std::string& program, const std::string& dir) {
-  auto path = resolve_program(program, dir);
+  auto path = platform::resolve_program(program, dir);
   if (!path) return std::nullopt;
-  ProcessSpec spec;
+  platform::ProcessSpec spec;
   spec.argv = {*path, "--version"};
   spec.cwd = dir;
   spec.timeout = std::chrono::seconds(10);
-  auto r = run_process(spec);
+  auto r = platform::run_process(spec);
   if (!r || !r->spawned || r->timed_out || r->signaled || r->exit_code != 0) return std::nullopt;
   std::string line = first_line(r->out);
   if (line.empty()) line = first_line(r->err);  // some tools (python2, java) answer on stderr

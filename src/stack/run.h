@@ -24,7 +24,7 @@ struct ProviderRun {
   std::string detail;
   double throughput = 0;  // records per second
   std::string workdir;    // kept
-  ProcessResult process;
+  platform::ProcessResult process;
   bool ok() const { return !failure; }
 };
 

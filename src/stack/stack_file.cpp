@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "stack/constraint.h"
-#include "stack/process.h"
+#include "platform/process.h"
 
 namespace attune::stack {
 
@@ -308,7 +308,7 @@ Result<Provider> read_provider(const Reader& r, const YAML::Node& p, const std::
   }
 
   // The program must exist: checked with the defaults filled in.
-  auto program = resolve_program(out.program(), dir);
+  auto program = platform::resolve_program(out.program(), dir);
   if (!program) return r.at(p["command"][0], where + ": " + program.error().message());
   return out;
 }

@@ -1,4 +1,4 @@
-#include "stack/process.h"
+#include "platform/process.h"
 
 #include <signal.h>
 
@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include "fixtures.h"
+#include "support/temp_dir.h"
 
-namespace attune::stack {
+namespace attune::platform {
 namespace {
 
 using testing::TempDir;
@@ -45,12 +45,12 @@ bool dead(pid_t pid) {
 TEST(Process, CapturesStdoutStderrExitCodeEnvAndCwd) {
   TempDir dir;
   auto r = run({"/bin/sh", "-c", "echo out; echo err >&2; echo \"$GREETING\"; pwd; exit 7"}, 10000,
-               {{"GREETING", "hello"}}, dir.path());
+               {{"GREETING", "hello"}}, dir.path().string());
   EXPECT_TRUE(r.spawned);
   EXPECT_FALSE(r.timed_out);
   EXPECT_FALSE(r.signaled);
   EXPECT_EQ(r.exit_code, 7);
-  EXPECT_EQ(r.out, "out\nhello\n" + dir.path() + "\n");
+  EXPECT_EQ(r.out, "out\nhello\n" + dir.path().string() + "\n");
   EXPECT_EQ(r.err, "err\n");
 }
 
@@ -68,7 +68,7 @@ TEST(Process, AProgramThatCannotStartIsNotSpawned) {
 
 TEST(Process, ATimeoutKillsTheWholeProcessGroup) {
   TempDir dir;
-  std::string pidfile = dir / "child.pid";
+  std::string pidfile = dir.file("child.pid");
   // The child of the program writes its pid and sleeps; both must be dead after the timeout.
   auto r = run({"/bin/sh", "-c", "sleep 30 & echo $! > " + pidfile + "; wait"}, 300);
   EXPECT_TRUE(r.timed_out);
@@ -81,7 +81,7 @@ TEST(Process, ATimeoutKillsTheWholeProcessGroup) {
 
 TEST(Process, AChildHoldingThePipesDoesNotOutliveTheProgram) {
   TempDir dir;
-  std::string pidfile = dir / "child.pid";
+  std::string pidfile = dir.file("child.pid");
   // The program exits at once but leaves a child holding stdout; the run ends, the child is killed.
   auto r = run({"/bin/sh", "-c", "sleep 30 & echo $! > " + pidfile + "; echo done"}, 60000);
   EXPECT_FALSE(r.timed_out);
@@ -102,4 +102,4 @@ TEST(Process, ResolvesProgramsByPathOrOnPath) {
 }
 
 }  // namespace
-}  // namespace attune::stack
+}  // namespace attune::platform
