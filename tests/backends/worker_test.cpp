@@ -3,6 +3,7 @@
 #include "backends/worker/worker.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -78,11 +79,20 @@ TEST_F(Fixture, WorkerKilledFromOutsideIsCrashedAndTheRunGoesOn) {
   EXPECT_NE(runner.worker_pid(), pid);
 }
 
+TEST_F(Fixture, TheWorkerLeadsItsOwnProcessGroup) {
+  // So that a deadline's kill takes whatever the worker started with it, and the terminal's
+  // Ctrl-C reaches the scheduler only (the worker then dies with the scheduler).
+  ASSERT_EQ(run("block=128,vec=2,unroll=1,stages=1").verdict, Verdict::kOk);
+  ASSERT_GT(runner.worker_pid(), 0);
+  EXPECT_EQ(::getpgid(runner.worker_pid()), runner.worker_pid());
+}
+
 TEST(Worker, AMissingWorkerBinaryIsALaunchFailureNotACrashOfTheScheduler) {
   SimBackend sim;
   WorkerRunner runner({"/nonexistent/attune", "worker"}, 1.0);
   Outcome o = runner.run(*sim.resolve("faults"), *Config::parse("block=128,vec=1,unroll=1,stages=1"), Regime::kRank);
-  EXPECT_NE(o.verdict, Verdict::kOk);
+  EXPECT_EQ(o.verdict, Verdict::kLaunchFailed);
+  EXPECT_EQ(o.message, "cannot start worker /nonexistent/attune: No such file or directory");
 }
 
 }  // namespace
