@@ -10,7 +10,6 @@
 
 #include "core/error.h"
 #include "stack/evaluate.h"
-#include "stack/fingerprint.h"
 #include "stack/stack_file.h"
 #include "stack/tuned_file.h"
 

@@ -451,4 +451,10 @@ Result<StackFile> load_stack(const std::string& path) {
   return out;
 }
 
+HostFingerprint probe_host(const StackFile& stack, const ProbeOptions& options) {
+  std::vector<std::string> programs;
+  for (const auto& p : stack.providers) programs.push_back(p.program());
+  return platform::probe_host(programs, stack.dir, options);
+}
+
 }  // namespace attune::stack

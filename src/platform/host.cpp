@@ -1,4 +1,4 @@
-#include "stack/fingerprint.h"
+#include "platform/host.h"
 
 #include <fmt/format.h>
 #include <sys/utsname.h>
@@ -9,7 +9,7 @@
 
 #include "platform/process.h"
 
-namespace attune::stack {
+namespace attune::platform {
 
 namespace {
 
@@ -29,12 +29,12 @@ std::string first_line(const std::string& text) {
 }
 
 std::optional<std::vector<GpuInfo>> probe_gpus(const std::string& nvidia_smi) {
-  auto program = platform::resolve_program(nvidia_smi, ".");
+  auto program = resolve_program(nvidia_smi, ".");
   if (!program) return std::nullopt;
-  platform::ProcessSpec spec;
+  ProcessSpec spec;
   spec.argv = {*program, "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"};
   spec.timeout = std::chrono::seconds(20);
-  auto r = platform::run_process(spec);
+  auto r = run_process(spec);
   if (!r || !r->spawned || r->timed_out || r->signaled || r->exit_code != 0) return std::nullopt;
   std::vector<GpuInfo> gpus;
   std::istringstream in(r->out);
@@ -56,13 +56,13 @@ std::optional<std::vector<GpuInfo>> probe_gpus(const std::string& nvidia_smi) {
 }
 
 std::optional<std::string> probe_version(const std::string& program, const std::string& dir) {
-  auto path = platform::resolve_program(program, dir);
+  auto path = resolve_program(program, dir);
   if (!path) return std::nullopt;
-  platform::ProcessSpec spec;
+  ProcessSpec spec;
   spec.argv = {*path, "--version"};
   spec.cwd = dir;
   spec.timeout = std::chrono::seconds(10);
-  auto r = platform::run_process(spec);
+  auto r = run_process(spec);
   if (!r || !r->spawned || r->timed_out || r->signaled || r->exit_code != 0) return std::nullopt;
   std::string line = first_line(r->out);
   if (line.empty()) line = first_line(r->err);  // some tools (python2, java) answer on stderr
@@ -83,7 +83,8 @@ std::string show_gpus(const std::optional<std::vector<GpuInfo>>& g) {
 
 }  // namespace
 
-HostFingerprint probe_host(const StackFile& stack, const ProbeOptions& options) {
+HostFingerprint probe_host(const std::vector<std::string>& programs, const std::string& dir,
+                           const ProbeOptions& options) {
   HostFingerprint f;
   std::ifstream in(options.cpuinfo);
   std::string line;
@@ -97,10 +98,8 @@ HostFingerprint probe_host(const StackFile& stack, const ProbeOptions& options) 
   }
   if (processors > 0) f.logical_cpus = processors;
   f.gpus = probe_gpus(options.nvidia_smi);
-  for (const auto& p : stack.providers) {
-    std::string program = p.program();
-    if (!f.tools.count(program)) f.tools[program] = probe_version(program, stack.dir);
-  }
+  for (const auto& program : programs)
+    if (!f.tools.count(program)) f.tools[program] = probe_version(program, dir);
   return f;
 }
 
@@ -169,4 +168,4 @@ std::vector<std::string> fingerprint_differences(const HostFingerprint& recorded
   return out;
 }
 
-}  // namespace attune::stack
+}  // namespace attune::platform
