@@ -219,6 +219,22 @@ int open_pidfd(pid_t pid) {
   return -1;
 }
 
+// The directories of this process's PATH (`fallback` where it is unset), an empty entry meaning ".".
+std::vector<std::string> path_dirs(const char* fallback) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : fallback;
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= dirs.size()) {
+    std::size_t end = dirs.find(':', pos);
+    if (end == std::string::npos) end = dirs.size();
+    std::string d = dirs.substr(pos, end - pos);
+    out.push_back(d.empty() ? "." : d);
+    pos = end + 1;
+  }
+  return out;
+}
+
 // Signals a program starts with at their default action, whatever attune does with them.
 constexpr int kDefaultSignals[] = {SIGPIPE, SIGINT,  SIGTERM, SIGQUIT, SIGHUP,
                                    SIGCHLD, SIGALRM, SIGUSR1, SIGUSR2};
@@ -248,17 +264,8 @@ struct ExecPlan {
     if (name.find('/') != std::string::npos) {
       paths_text.push_back(name);
     } else {
-      // As posix_spawnp and execvp do: this process's PATH, an empty entry meaning ".".
-      const char* path = std::getenv("PATH");
-      std::string dirs = path ? path : "/bin:/usr/bin";
-      std::size_t pos = 0;
-      while (pos <= dirs.size()) {
-        std::size_t end = dirs.find(':', pos);
-        if (end == std::string::npos) end = dirs.size();
-        std::string d = dirs.substr(pos, end - pos);
-        paths_text.push_back((d.empty() ? "." : d) + "/" + name);
-        pos = end + 1;
-      }
+      // As posix_spawnp and execvp do: this process's PATH, searched in the child.
+      for (const auto& d : path_dirs("/bin:/usr/bin")) paths_text.push_back(d + "/" + name);
     }
     for (auto& p : paths_text) paths.push_back(p.c_str());
     if (!spec.cwd.empty()) cwd = spec.cwd.c_str();
@@ -462,16 +469,9 @@ Result<std::string> resolve_program(const std::string& argv0, const std::string&
                                      "' does not exist or is not executable (" + p.string() + ")");
     return fs::absolute(p).string();
   }
-  const char* path = std::getenv("PATH");
-  std::string paths = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  std::size_t pos = 0;
-  while (pos <= paths.size()) {
-    std::size_t end = paths.find(':', pos);
-    if (end == std::string::npos) end = paths.size();
-    std::string d = paths.substr(pos, end - pos);
-    fs::path p = fs::path(d.empty() ? "." : d) / argv0;
+  for (const auto& d : path_dirs("/usr/local/bin:/usr/bin:/bin")) {
+    fs::path p = fs::path(d) / argv0;
     if (executable(p)) return fs::absolute(p).string();
-    pos = end + 1;
   }
   return Error::invalid_argument("program '" + argv0 + "' is not found on PATH");
 }

@@ -103,9 +103,7 @@ TEST(Process, ATimeoutKillsTheWholeProcessGroup) {
   // The child of the program writes its pid and sleeps; both must be dead after the timeout.
   auto r = run({"/bin/sh", "-c", "sleep 30 & echo $! > " + pidfile + "; wait"}, 300);
   EXPECT_TRUE(r.timed_out);
-  std::ifstream in(pidfile);
-  pid_t child = 0;
-  in >> child;
+  pid_t child = read_pids(read_bytes(pidfile)).first;
   ASSERT_GT(child, 0);
   EXPECT_TRUE(dead(child)) << "the program's child " << child << " survived the timeout";
 }
@@ -118,9 +116,7 @@ TEST(Process, AChildHoldingThePipesDoesNotOutliveTheProgram) {
   EXPECT_FALSE(r.timed_out);
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "done\n");
-  std::ifstream in(pidfile);
-  pid_t child = 0;
-  in >> child;
+  pid_t child = read_pids(read_bytes(pidfile)).first;
   ASSERT_GT(child, 0);
   EXPECT_TRUE(dead(child)) << "the program's child " << child << " survived the program";
 }
