@@ -7,17 +7,18 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <tuple>
 
 #include <gtest/gtest.h>
 
+#include "support/dead.h"
 #include "support/temp_dir.h"
 
 namespace attune::platform {
 namespace {
 
+using testing::dead;
 using testing::read_bytes;
 using testing::TempDir;
 using testing::write_bytes;
@@ -32,22 +33,6 @@ ProcessResult run(std::vector<std::string> argv, int timeout_ms = 10000,
   auto r = run_process(spec);
   EXPECT_TRUE(r.ok());
   return r.ok() ? *r : ProcessResult{};
-}
-
-// Gone or a zombie: the orphan's new parent may reap it late (or never, in a container whose
-// init does not reap), so a zombie counts as dead. A SIGKILLed process dies when next scheduled,
-// so it is given up to 5 s to get there.
-bool dead(pid_t pid) {
-  for (int i = 0; i < 500; ++i) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    if (!stat) return true;
-    std::string line;
-    std::getline(stat, line);
-    auto close = line.rfind(')');
-    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z') return true;
-    ::usleep(10000);
-  }
-  return false;
 }
 
 // Waits (10 ms at a time, 10 s at most) for `path` to appear; its contents, or "" on giving up.
