@@ -22,9 +22,9 @@ std::string self_executable();
 
 // Set by the first SIGINT/SIGTERM/SIGHUP once install_interrupt_handlers() ran.
 extern std::atomic<bool> g_interrupted;
-// The first SIGINT/SIGTERM/SIGHUP kills the programs stack::run_process is running (they run in
-// their own process group, so the terminal's SIGINT does not reach them and they would outlive
-// attune) and sets g_interrupted so the command can stop cleanly; a second one ends attune at once.
+// The first SIGINT/SIGTERM/SIGHUP kills the programs attune is running (platform Children, each in
+// its own process group, so the terminal's SIGINT does not reach them) and sets g_interrupted so
+// the command can stop cleanly; a second one ends attune at once (its programs die with it).
 void install_interrupt_handlers();
 
 }  // namespace attune::cli

@@ -8,7 +8,6 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "stack/fingerprint.h"
 #include "stack/run.h"
 #include "stack/stack_file.h"
 #include "stack/tune.h"

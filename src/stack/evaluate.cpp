@@ -121,7 +121,7 @@ std::string first_difference(const std::string& got, const std::string& baseline
 Result<RunOutcome> run_once(const RunRequest& req) {
   const Provider& p = *req.provider;
   auto vars = p.vars(req.point, req.sample, req.workdir);
-  ProcessSpec spec;
+  platform::ProcessSpec spec;
   for (const auto& t : p.command) {
     ATTUNE_ASSIGN(std::string arg, substitute(t, vars));
     spec.argv.push_back(std::move(arg));
@@ -130,14 +130,14 @@ Result<RunOutcome> run_once(const RunRequest& req) {
     ATTUNE_ASSIGN(spec.env[k], substitute(t, vars));
   }
   // A relative program path is written relative to the stack file; the run starts there too.
-  auto program = resolve_program(spec.argv[0], p.stack_dir);
+  auto program = platform::resolve_program(spec.argv[0], p.stack_dir);
   if (program) spec.argv[0] = *program;
   spec.cwd = p.stack_dir;
   spec.timeout = std::chrono::milliseconds(static_cast<long long>(p.timeout_s * 1000));
 
   RunOutcome out;
-  ATTUNE_ASSIGN(out.process, run_process(spec));
-  const ProcessResult& r = out.process;
+  ATTUNE_ASSIGN(out.process, platform::run_process(spec));
+  const platform::ProcessResult& r = out.process;
   if (!r.spawned) {
     out.rejection = Rejection::kCrash;
     out.detail = r.spawn_error;

@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "core/verdict.h"
-#include "stack/process.h"
+#include "platform/process.h"
 #include "stack/stack_file.h"
 
 namespace attune::stack {
@@ -38,7 +38,7 @@ struct RunOutcome {
   double throughput = 0;   // records per second
   std::string digest;      // 16 hex digits of the normalised output
   std::string normalized;  // the normalised output itself, to show where it differs
-  ProcessResult process;
+  platform::ProcessResult process;
 };
 
 struct RunRequest {

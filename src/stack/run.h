@@ -10,7 +10,6 @@
 
 #include "core/error.h"
 #include "stack/evaluate.h"
-#include "stack/fingerprint.h"
 #include "stack/stack_file.h"
 #include "stack/tuned_file.h"
 
@@ -24,7 +23,7 @@ struct ProviderRun {
   std::string detail;
   double throughput = 0;  // records per second
   std::string workdir;    // kept
-  ProcessResult process;
+  platform::ProcessResult process;
   bool ok() const { return !failure; }
 };
 

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "core/expr.h"
-#include "stack/process.h"
+#include "platform/process.h"
 
 namespace attune::stack {
 
@@ -308,7 +308,7 @@ Result<Provider> read_provider(const Reader& r, const YAML::Node& p, const std::
   }
 
   // The program must exist: checked with the defaults filled in.
-  auto program = resolve_program(out.program(), dir);
+  auto program = platform::resolve_program(out.program(), dir);
   if (!program) return r.at(p["command"][0], where + ": " + program.error().message());
   return out;
 }
@@ -449,6 +449,12 @@ Result<StackFile> load_stack(const std::string& path) {
     return r.at(e.mark, "not valid YAML: " + e.msg);
   }
   return out;
+}
+
+HostFingerprint probe_host(const StackFile& stack, const ProbeOptions& options) {
+  std::vector<std::string> programs;
+  for (const auto& p : stack.providers) programs.push_back(p.program());
+  return platform::probe_host(programs, stack.dir, options);
 }
 
 }  // namespace attune::stack

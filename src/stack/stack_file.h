@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/space.h"
+#include "platform/host.h"
 
 namespace attune::stack {
 
@@ -79,5 +80,13 @@ Result<std::string> substitute(const std::string& tmpl,
 
 // Writes the first `records` lines of the sample file to `dest`.
 Status write_sample(const SampleSpec& sample, int records, const std::string& dest);
+
+// The machine a stack is tuned on is the platform's host fingerprint, its tools the programs of
+// the stack's providers.
+using platform::fingerprint_differences;
+using platform::GpuInfo;
+using platform::HostFingerprint;
+using platform::ProbeOptions;
+HostFingerprint probe_host(const StackFile& stack, const ProbeOptions& options = {});
 
 }  // namespace attune::stack

@@ -14,7 +14,6 @@
 #include "core/error.h"
 #include "core/problem.h"
 #include "stack/evaluate.h"
-#include "stack/fingerprint.h"
 #include "stack/stack_file.h"
 #include "store/store.h"
 

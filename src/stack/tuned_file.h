@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "core/error.h"
-#include "stack/fingerprint.h"
 #include "stack/tune.h"
 
 namespace attune::stack {

@@ -3,6 +3,8 @@
 #include "backends/worker/worker.h"
 
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -10,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/sim/sim_backend.h"
+#include "support/dead.h"
 
 namespace attune {
 namespace {
@@ -78,11 +81,50 @@ TEST_F(Fixture, WorkerKilledFromOutsideIsCrashedAndTheRunGoesOn) {
   EXPECT_NE(runner.worker_pid(), pid);
 }
 
+TEST_F(Fixture, TheWorkerLeadsItsOwnProcessGroup) {
+  // So that a deadline's kill takes whatever the worker started with it, and the terminal's
+  // Ctrl-C reaches the scheduler only (the worker then dies with the scheduler).
+  ASSERT_EQ(run("block=128,vec=2,unroll=1,stages=1").verdict, Verdict::kOk);
+  ASSERT_GT(runner.worker_pid(), 0);
+  EXPECT_EQ(::getpgid(runner.worker_pid()), runner.worker_pid());
+}
+
+using testing::dead;
+
+TEST(Worker, AWorkerInAHangingCandidateDiesWithAKilledScheduler) {
+  int report[2];
+  ASSERT_EQ(::pipe(report), 0);
+  pid_t scheduler = ::fork();
+  ASSERT_GE(scheduler, 0);
+  if (scheduler == 0) {
+    // A copy of this process as the scheduler: it starts a worker, says its pid, then waits on a
+    // candidate that hangs until it is killed from outside with SIGKILL.
+    SimBackend sim;
+    Problem faults = *sim.resolve("faults");
+    WorkerRunner runner{{ATTUNE_BINARY, "worker", "--backend", "sim"}, 60.0};
+    if (runner.run(faults, *Config::parse("block=128,vec=2,unroll=1,stages=1"), Regime::kRank).verdict != Verdict::kOk)
+      ::_exit(1);
+    pid_t worker = runner.worker_pid();
+    if (::write(report[1], &worker, sizeof worker) != sizeof worker) ::_exit(1);
+    runner.run(faults, *Config::parse("block=64,vec=1,unroll=1,stages=2"), Regime::kRank);
+    ::_exit(1);
+  }
+  ::close(report[1]);
+  pid_t worker = 0;
+  ASSERT_EQ(::read(report[0], &worker, sizeof worker), static_cast<ssize_t>(sizeof worker));
+  ::close(report[0]);
+  ASSERT_GT(worker, 0);
+  ::kill(scheduler, SIGKILL);
+  ::waitpid(scheduler, nullptr, 0);
+  EXPECT_TRUE(dead(worker)) << "the worker " << worker << " outlived its scheduler";
+}
+
 TEST(Worker, AMissingWorkerBinaryIsALaunchFailureNotACrashOfTheScheduler) {
   SimBackend sim;
   WorkerRunner runner({"/nonexistent/attune", "worker"}, 1.0);
   Outcome o = runner.run(*sim.resolve("faults"), *Config::parse("block=128,vec=1,unroll=1,stages=1"), Regime::kRank);
-  EXPECT_NE(o.verdict, Verdict::kOk);
+  EXPECT_EQ(o.verdict, Verdict::kLaunchFailed);
+  EXPECT_EQ(o.message, "cannot start worker /nonexistent/attune: No such file or directory");
 }
 
 }  // namespace

@@ -1,9 +1,7 @@
 #include "backends/worker/worker.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,8 +11,6 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-
-extern char** environ;
 
 namespace attune {
 
@@ -76,64 +72,39 @@ WorkerRunner::WorkerRunner(std::vector<std::string> argv, double timeout_s)
 WorkerRunner::~WorkerRunner() { stop(false); }
 
 bool WorkerRunner::start(std::string* error) {
-  int in[2], out[2], err[2];
-  if (::pipe2(in, O_CLOEXEC) || ::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC)) {
-    *error = std::string("pipe: ") + std::strerror(errno);
+  platform::ProcessSpec spec;
+  spec.argv = argv_;
+  auto child = platform::Child::spawn(spec, platform::Stdin::kPipe);
+  if (!child) {
+    *error = child.error().kind() == Error::Kind::kNotFound
+                 ? fmt::format("cannot start worker {}: {}", argv_[0], child.error().message())
+                 : child.error().message();
     return false;
   }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-  std::vector<char*> args;
-  for (auto& a : argv_) args.push_back(a.data());
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, argv_[0].c_str(), &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(in[0]);
-  ::close(out[1]);
-  ::close(err[1]);
-  if (rc != 0) {
-    ::close(in[1]);
-    ::close(out[0]);
-    ::close(err[0]);
-    *error = fmt::format("cannot start worker {}: {}", argv_[0], std::strerror(rc));
-    return false;
-  }
-  pid_ = pid;
-  to_child_ = in[1];
-  from_child_ = out[0];
-  err_child_ = err[0];
-  ::fcntl(err_child_, F_SETFL, O_NONBLOCK);
+  worker_.emplace(std::move(*child));
   out_buf_.clear();
   err_tail_.clear();
   ++started_;
   return true;
 }
 
+// An idle worker ends by itself once its stdin closes; one that does not within this long is
+// killed (it cannot be doing anything the scheduler still wants).
+constexpr auto kWorkerExitGrace = std::chrono::seconds(10);
+
 void WorkerRunner::stop(bool kill_first) {
-  if (pid_ < 0) return;
-  if (kill_first) ::kill(pid_, SIGKILL);
-  for (int* fd : {&to_child_, &from_child_, &err_child_}) {
-    if (*fd >= 0) ::close(*fd);
-    *fd = -1;
-  }
-  int status = 0;
-  ::waitpid(pid_, &status, 0);
-  pid_ = -1;
+  if (!worker_) return;
+  if (kill_first) worker_->kill_group();
+  worker_->close_stdin();
+  if (!worker_->wait_until(std::chrono::steady_clock::now() + kWorkerExitGrace)) worker_->kill_group();
+  worker_.reset();  // reaps it, and kills whatever it left in its group
 }
 
 std::string WorkerRunner::reap() {
-  int status = 0;
-  pid_t r = ::waitpid(pid_, &status, 0);
-  for (int* fd : {&to_child_, &from_child_, &err_child_}) {
-    if (*fd >= 0) ::close(*fd);
-    *fd = -1;
-  }
-  pid_ = -1;
-  if (r < 0) return "worker vanished";
+  const int status = worker_->wait();
+  const bool vanished = worker_->vanished();
+  worker_.reset();
+  if (vanished) return "worker vanished";
   if (WIFSIGNALED(status))
     return fmt::format("worker killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
   if (WIFEXITED(status)) return fmt::format("worker exited with status {}", WEXITSTATUS(status));
@@ -142,13 +113,14 @@ std::string WorkerRunner::reap() {
 
 Outcome WorkerRunner::run(const Problem& problem, const Config& config, Regime regime) {
   using clock = std::chrono::steady_clock;
-  if (pid_ < 0) {
+  if (!worker_) {
     std::string error;
     if (!start(&error)) return Outcome::failed(Verdict::kLaunchFailed, error);
   }
   nlohmann::json req = {{"problem", problem.text()}, {"config", config.text()}, {"regime", to_string(regime)}};
   const auto deadline = clock::now() + std::chrono::duration<double>(timeout_s_);
-  bool sent = write_all(to_child_, req.dump() + "\n");
+  bool sent = write_all(worker_->stdin_fd(), req.dump() + "\n");
+  const int from_child = worker_->stdout_fd(), err_child = worker_->stderr_fd();
   char chunk[4096];
   while (sent) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
@@ -157,20 +129,20 @@ Outcome WorkerRunner::run(const Problem& problem, const Config& config, Regime r
       return Outcome::failed(Verdict::kTimeout,
                      fmt::format("killed after {:.3g} s without an answer (deadline)", timeout_s_));
     }
-    pollfd fds[2] = {{from_child_, POLLIN, 0}, {err_child_, POLLIN, 0}};
+    pollfd fds[2] = {{from_child, POLLIN, 0}, {err_child, POLLIN, 0}};
     int n = ::poll(fds, 2, static_cast<int>(std::min<long long>(left, 1000)));
     if (n < 0 && errno != EINTR) break;
     if (n <= 0) continue;
     if (fds[1].revents & POLLIN) {
-      ssize_t r = ::read(err_child_, chunk, sizeof chunk);
+      ssize_t r = ::read(err_child, chunk, sizeof chunk);
       if (r > 0) {
         err_tail_.append(chunk, static_cast<std::size_t>(r));
         if (err_tail_.size() > 2048) err_tail_.erase(0, err_tail_.size() - 2048);
       }
     }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      ssize_t r = ::read(from_child_, chunk, sizeof chunk);
-      if (r < 0 && errno == EINTR) continue;
+      ssize_t r = ::read(from_child, chunk, sizeof chunk);
+      if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (r <= 0) break;  // EOF: the worker died
       out_buf_.append(chunk, static_cast<std::size_t>(r));
       auto nl = out_buf_.find('\n');
@@ -187,9 +159,9 @@ Outcome WorkerRunner::run(const Problem& problem, const Config& config, Regime r
     }
   }
   // The worker died (or its pipe broke) before answering.
-  if (err_child_ >= 0) {
+  {
     ssize_t r;
-    while ((r = ::read(err_child_, chunk, sizeof chunk)) > 0) err_tail_.append(chunk, static_cast<std::size_t>(r));
+    while ((r = ::read(err_child, chunk, sizeof chunk)) > 0) err_tail_.append(chunk, static_cast<std::size_t>(r));
   }
   std::string why = reap();
   std::string tail = err_tail_;

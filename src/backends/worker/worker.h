@@ -1,16 +1,19 @@
 // Fault isolation: candidates run in `attune worker` child processes fed over a pipe, one JSON
 // line per request and per reply. A worker that dies is recorded as crashed (with its signal and
 // the tail of its stderr) and replaced; one past its deadline is killed and recorded as timeout.
-// The scheduler and the Store never share a process with a candidate. WorkerRunner is used from
-// one thread at a time.
+// The scheduler and the Store never share a process with a candidate. Workers are platform
+// Children: each in its own process group, dying with the scheduler. WorkerRunner is used from
+// one thread at a time, the thread that lives as long as it does (see platform::Child).
 #pragma once
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backends/runner.h"
+#include "platform/process.h"
 
 namespace attune {
 
@@ -28,7 +31,7 @@ class WorkerRunner final : public CandidateRunner {
   Outcome run(const Problem& problem, const Config& config, Regime regime) override;
 
   // The live worker's pid, or -1 when none is running (started lazily by run()).
-  pid_t worker_pid() const { return pid_; }
+  pid_t worker_pid() const { return worker_ ? worker_->pid() : -1; }
   // Workers started so far, the first included.
   int started() const { return started_; }
   void set_timeout(double s) { timeout_s_ = s; }
@@ -41,10 +44,7 @@ class WorkerRunner final : public CandidateRunner {
 
   std::vector<std::string> argv_;
   double timeout_s_;
-  pid_t pid_ = -1;
-  int to_child_ = -1;
-  int from_child_ = -1;
-  int err_child_ = -1;
+  std::optional<platform::Child> worker_;
   int started_ = 0;
   std::string out_buf_;
   std::string err_tail_;

@@ -1,5 +1,5 @@
-// The machine a stack is tuned on: CPU model and count (/proc/cpuinfo), GPUs (nvidia-smi), and the
-// version line of each program the stack runs; what cannot be learnt is recorded as absent, never
+// The machine a whole program is tuned on: CPU model and count (/proc/cpuinfo), GPUs (nvidia-smi),
+// and the version line of each program it runs; what cannot be learnt is recorded as absent, never
 // guessed. Value types; probing keeps no state, so it is safe from any thread.
 #pragma once
 
@@ -10,9 +10,8 @@
 #include <vector>
 
 #include "core/device.h"
-#include "stack/stack_file.h"
 
-namespace attune::stack {
+namespace attune::platform {
 
 struct GpuInfo {
   std::string name;  // "NVIDIA H200"
@@ -38,12 +37,14 @@ struct ProbeOptions {
   std::string nvidia_smi = "nvidia-smi";  // a name on PATH or a path
 };
 
-// Fingerprints this machine for the stack (its providers' programs answer `--version`).
-HostFingerprint probe_host(const StackFile& stack, const ProbeOptions& options = {});
+// Fingerprints this machine; each of `programs` (a path, relative to `dir`, or a name on PATH) is
+// asked for `--version` in `dir`, and its first line is recorded under the program as written.
+HostFingerprint probe_host(const std::vector<std::string>& programs, const std::string& dir,
+                           const ProbeOptions& options = {});
 
 // What differs between a recorded fingerprint and this machine's, one line per item
 // ("cpu_model: 'X' recorded, 'Y' here"); empty when every recorded item is equal.
 std::vector<std::string> fingerprint_differences(const HostFingerprint& recorded,
                                                  const HostFingerprint& here);
 
-}  // namespace attune::stack
+}  // namespace attune::platform
