@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "kernels/ops.h"
+
 namespace attune::kernels {
 
 extern const char* const kGemmSkinnySource;
@@ -181,6 +183,17 @@ Result<KernelPlan> plan_rmsnorm(const Problem& problem, const Config& c) {
   p.steps.push_back({"rmsnorm", {ceil_div(s.rows, rpb)}, {static_cast<unsigned>(threads), static_cast<unsigned>(rpb)}, 0,
                      {"y", "h", "x", "r", "w", "rows", "eps"}});
   return p;
+}
+
+Result<Plan> plan(const Problem& problem, const Config& config) {
+#define ATTUNE_PLAN_OP(NAME)                                    \
+  if (problem.op() == NAME##_op().name) {                       \
+    ATTUNE_ASSIGN(auto p, plan_##NAME(problem, config));        \
+    return Plan{std::move(p)};                                  \
+  }
+  ATTUNE_KERNEL_OPS(ATTUNE_PLAN_OP)
+#undef ATTUNE_PLAN_OP
+  return Error::invalid_argument("no kernel plan for op '" + problem.op() + "'");
 }
 
 }  // namespace attune::kernels

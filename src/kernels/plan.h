@@ -67,4 +67,9 @@ using GemmPlan = std::variant<KernelPlan, LtPlan>;
 Result<GemmPlan> plan_gemm(const Problem& problem, const Config& config);
 Result<KernelPlan> plan_rmsnorm(const Problem& problem, const Config& config);
 
+// Any registered op's plan (kernels/ops.h: plan_NAME for each op): what libattune-rt checks a
+// table's rows with and launches. An op with no plan is refused, never planned as another op.
+using Plan = std::variant<KernelPlan, LtPlan>;
+Result<Plan> plan(const Problem& problem, const Config& config);
+
 }  // namespace attune::kernels

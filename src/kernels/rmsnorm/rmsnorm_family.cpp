@@ -4,6 +4,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "kernels/common/gate.h"
+#include "kernels/ops.h"
 #include "kernels/plan_launch.h"
 
 namespace attune::kernels {
@@ -38,7 +39,7 @@ struct Data {
 
 class RmsnormFamily final : public CudaFamily {
  public:
-  std::string op() const override { return "rmsnorm"; }
+  std::string op() const override { return rmsnorm_op().name; }
 
   std::vector<ProblemInfo> examples() const override {
     std::vector<ProblemInfo> out;
@@ -53,7 +54,7 @@ class RmsnormFamily final : public CudaFamily {
   }
 
   Result<Problem> resolve(const Problem& spec) const override {
-    return resolve_half_problem(spec, "rmsnorm", {"rows", "hidden"}, 1 << 24, {"residual"});
+    return rmsnorm_op().resolve(spec);
   }
 
   Result<Space> space(const Problem& problem) const override {
