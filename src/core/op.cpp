@@ -10,7 +10,9 @@
 namespace attune {
 
 namespace {
-bool contains(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
 
 std::string join(const std::vector<std::string>& v, const char* sep) {
   std::string out;
@@ -61,10 +63,12 @@ Result<Problem> OpSignature::resolve(const Problem& spec) const {
   for (const auto& k : sizes) {
     auto v = p.int_attr(k);
     if (!v) return Error::invalid_argument(name + " needs " + k + "=N (a positive integer)");
-    if (*v <= 0 || *v > max_size) return Error::invalid_argument(fmt::format("{} {}={} is out of range", name, k, *v));
+    if (*v <= 0 || *v > max_size)
+      return Error::invalid_argument(fmt::format("{} {}={} is out of range", name, k, *v));
   }
   if (!contains(dtypes, a["dtype"]))
-    return Error::invalid_argument(name + " dtype '" + a["dtype"] + "' is not supported (" + join(dtypes, ", ") + ")");
+    return Error::invalid_argument(name + " dtype '" + a["dtype"] + "' is not supported (" + join(dtypes, ", ") +
+                                   ")");
   for (const auto& f : flags)
     if (a[f] != "0" && a[f] != "1") return Error::invalid_argument(name + " " + f + " must be 0 or 1");
   return p;

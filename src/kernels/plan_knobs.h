@@ -9,6 +9,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/problem.h"
 
 namespace attune::kernels {
 
@@ -23,6 +24,20 @@ inline Result<std::int64_t> knob(const Config& c, const char* name) {
 inline std::int64_t knob_or(const Config& c, const char* name, std::int64_t fallback) {
   const Value* v = c.get(name);
   return v ? v->as_int() : fallback;
+}
+
+// Whether a 16-bit problem is bf16 (else fp16); any other dtype is an error naming the problem.
+inline Result<bool> is_bf16(const Problem& p) {
+  const std::string* dtype = p.attr("dtype");
+  if (!dtype || (*dtype != "bf16" && *dtype != "fp16"))
+    return Error::invalid_argument(p.op() + " problem " + p.text() + ": dtype must be bf16 or fp16");
+  return *dtype == "bf16";
+}
+
+// A 0|1 flag attribute; absent means 0.
+inline bool flag_of(const Problem& p, const char* name) {
+  const std::string* v = p.attr(name);
+  return v && *v == "1";
 }
 
 inline const char* type_of(bool bf16) { return bf16 ? "__nv_bfloat16" : "__half"; }

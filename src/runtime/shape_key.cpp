@@ -18,7 +18,8 @@ Result<OpKind> op_kind(std::string_view name) {
   if (!op || !op->runtime_key)
     return Error::invalid_argument(fmt::format("libattune-rt has no entry point for op '{}'", name));
   if (!fits_key(*op))
-    return Error::internal(fmt::format("op '{}' has more sizes or flags than libattune-rt's key holds (3, 1)", name));
+    return Error::internal(
+        fmt::format("op '{}' has more sizes or flags than libattune-rt's key holds (3, 1)", name));
   return static_cast<OpKind>(*op->runtime_key);
 }
 
@@ -44,7 +45,9 @@ Result<ShapeKey> shape_key_of(const Problem& p) {
   for (const auto& [k, v] : p.attrs()) {
     const bool known = k == "dtype" || std::find(op.flags.begin(), op.flags.end(), k) != op.flags.end() ||
                        std::find(op.sizes.begin(), op.sizes.end(), k) != op.sizes.end();
-    if (!known) return Error::invalid_argument(fmt::format("attribute '{}' is not one libattune-rt dispatches {} on", k, op.name));
+    if (!known)
+      return Error::invalid_argument(
+          fmt::format("attribute '{}' is not one libattune-rt dispatches {} on", k, op.name));
   }
   const std::string* dtype = p.attr("dtype");
   const std::optional<Dtype> d = dtype ? dtype_of(*dtype) : std::nullopt;

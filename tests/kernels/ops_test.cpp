@@ -23,7 +23,8 @@ namespace {
 std::vector<std::string> split_x(const std::string& shape) {
   std::vector<std::string> out;
   std::size_t pos = 0;
-  for (std::size_t x; (x = shape.find('x', pos)) != std::string::npos; pos = x + 1) out.push_back(shape.substr(pos, x - pos));
+  for (std::size_t x; (x = shape.find('x', pos)) != std::string::npos; pos = x + 1)
+    out.push_back(shape.substr(pos, x - pos));
   out.push_back(shape.substr(pos));
   return out;
 }
@@ -50,7 +51,8 @@ TEST(Ops, TheRegistryIsWellFormed) {
     EXPECT_EQ(split_x(op->example_shape).size(), op->sizes.size());
     EXPECT_TRUE(Config::parse(op->baseline_config).ok()) << op->baseline_config;
     if (op->runtime_key) {
-      EXPECT_TRUE(keys.insert(*op->runtime_key).second) << "runtime key " << int(*op->runtime_key) << " taken twice";
+      EXPECT_TRUE(keys.insert(*op->runtime_key).second)
+          << "runtime key " << int(*op->runtime_key) << " taken twice";
       auto kind = runtime::op_kind(op->name);
       ASSERT_TRUE(kind.ok()) << kind.error().message();
       EXPECT_EQ(runtime::signature_of(*kind), op);

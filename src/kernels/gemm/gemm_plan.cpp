@@ -103,12 +103,8 @@ Result<GemmShape> gemm_shape(const Problem& p) {
   ATTUNE_ASSIGN(s.m, p.int_attr("m"));
   ATTUNE_ASSIGN(s.n, p.int_attr("n"));
   ATTUNE_ASSIGN(s.k, p.int_attr("k"));
-  const std::string* dtype = p.attr("dtype");
-  if (!dtype || (*dtype != "bf16" && *dtype != "fp16"))
-    return Error::invalid_argument("gemm problem " + p.text() + ": dtype must be bf16 or fp16");
-  s.bf16 = *dtype == "bf16";
-  const std::string* bias = p.attr("bias");
-  s.bias = bias && *bias == "1";
+  ATTUNE_ASSIGN(s.bf16, is_bf16(p));
+  s.bias = flag_of(p, "bias");
   return s;
 }
 

@@ -12,12 +12,8 @@ Result<RmsnormShape> rmsnorm_shape(const Problem& p) {
   RmsnormShape s;
   ATTUNE_ASSIGN(s.rows, p.int_attr("rows"));
   ATTUNE_ASSIGN(s.hidden, p.int_attr("hidden"));
-  const std::string* dtype = p.attr("dtype");
-  if (!dtype || (*dtype != "bf16" && *dtype != "fp16"))
-    return Error::invalid_argument("rmsnorm problem " + p.text() + ": dtype must be bf16 or fp16");
-  s.bf16 = *dtype == "bf16";
-  const std::string* residual = p.attr("residual");
-  s.residual = residual && *residual == "1";
+  ATTUNE_ASSIGN(s.bf16, is_bf16(p));
+  s.residual = flag_of(p, "residual");
   return s;
 }
 
