@@ -52,7 +52,7 @@ Result<Problem> OpSignature::problem_from_shape(const std::string& shape, const 
 
 Result<Problem> OpSignature::resolve(const Problem& spec) const {
   std::map<std::string, std::string> a = {{"dtype", dtypes.front()}};
-  for (const auto& f : flags) a[f] = "0";
+  for (const auto& f : flags) a.emplace(f, "0");
   const std::string known = join(sizes, ", ") + ", dtype" + (flags.empty() ? "" : ", " + join(flags, ", "));
   for (const auto& [k, v] : spec.attrs()) {
     if (k != "dtype" && !contains(sizes, k) && !contains(flags, k))
