@@ -4,11 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/op.h"
 #include "core/problem.h"
 
 namespace attune::kernels {
@@ -26,18 +29,26 @@ inline std::int64_t knob_or(const Config& c, const char* name, std::int64_t fall
   return v ? v->as_int() : fallback;
 }
 
-// Whether a 16-bit problem is bf16 (else fp16); any other dtype is an error naming the problem.
-inline Result<bool> is_bf16(const Problem& p) {
+// A problem of a 16-bit op read by its signature: the sizes in order, bf16 (else fp16), and its
+// first flag (absent means 0). A missing size or another dtype is an error naming the problem.
+struct HalfShape {
+  std::vector<std::int64_t> sizes;
+  bool bf16 = true;
+  bool flag = false;
+};
+inline Result<HalfShape> half_shape(const Problem& p, const OpSignature& op) {
+  HalfShape h;
+  for (const std::string& name : op.sizes) {
+    ATTUNE_ASSIGN(std::int64_t v, p.int_attr(name));
+    h.sizes.push_back(v);
+  }
   const std::string* dtype = p.attr("dtype");
   if (!dtype || (*dtype != "bf16" && *dtype != "fp16"))
-    return Error::invalid_argument(p.op() + " problem " + p.text() + ": dtype must be bf16 or fp16");
-  return *dtype == "bf16";
-}
-
-// A 0|1 flag attribute; absent means 0.
-inline bool flag_of(const Problem& p, const char* name) {
-  const std::string* v = p.attr(name);
-  return v && *v == "1";
+    return Error::invalid_argument(op.name + " problem " + p.text() + ": dtype must be bf16 or fp16");
+  h.bf16 = *dtype == "bf16";
+  const std::string* flag = op.flags.empty() ? nullptr : p.attr(op.flags.front());
+  h.flag = flag && *flag == "1";
+  return h;
 }
 
 inline const char* type_of(bool bf16) { return bf16 ? "__nv_bfloat16" : "__half"; }

@@ -99,13 +99,8 @@ Result<KernelPlan> plan_tiled(const GemmShape& s, const Config& c) {
 }  // namespace
 
 Result<GemmShape> gemm_shape(const Problem& p) {
-  GemmShape s;
-  ATTUNE_ASSIGN(s.m, p.int_attr("m"));
-  ATTUNE_ASSIGN(s.n, p.int_attr("n"));
-  ATTUNE_ASSIGN(s.k, p.int_attr("k"));
-  ATTUNE_ASSIGN(s.bf16, is_bf16(p));
-  s.bias = flag_of(p, "bias");
-  return s;
+  ATTUNE_ASSIGN(HalfShape h, half_shape(p, gemm_op()));
+  return GemmShape{h.sizes[0], h.sizes[1], h.sizes[2], h.bf16, h.flag};
 }
 
 Result<Plan> plan_gemm(const Problem& problem, const Config& config) {

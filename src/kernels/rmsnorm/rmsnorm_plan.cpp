@@ -9,12 +9,8 @@ namespace attune::kernels {
 extern const char* const kRmsnormSource;
 
 Result<RmsnormShape> rmsnorm_shape(const Problem& p) {
-  RmsnormShape s;
-  ATTUNE_ASSIGN(s.rows, p.int_attr("rows"));
-  ATTUNE_ASSIGN(s.hidden, p.int_attr("hidden"));
-  ATTUNE_ASSIGN(s.bf16, is_bf16(p));
-  s.residual = flag_of(p, "residual");
-  return s;
+  ATTUNE_ASSIGN(HalfShape h, half_shape(p, rmsnorm_op()));
+  return RmsnormShape{h.sizes[0], h.sizes[1], h.bf16, h.flag};
 }
 
 Result<Plan> plan_rmsnorm(const Problem& problem, const Config& c) {
