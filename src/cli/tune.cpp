@@ -12,6 +12,7 @@
 #include "backends/worker/worker.h"
 #include "cli/common.h"
 #include "cli/replay.h"
+#include "core/op.h"
 #include "core/shapes_file.h"
 #include "report/report.h"
 #include "search/strategy.h"
@@ -41,31 +42,6 @@ struct TuneFlags {
   std::string kernel_file;  // --kernel: the user's .cu
   std::string spec_file;    // --spec: its YAML spec
 };
-
-// "MxNxK" for gemm, "ROWSxHIDDEN" for rmsnorm, as the problem's attributes.
-Result<Problem> problem_from_shape(const std::string& op, const std::string& shape, const std::string& dtype) {
-  std::vector<std::string> dims;
-  if (op == "gemm") dims = {"m", "n", "k"};
-  else if (op == "rmsnorm") dims = {"rows", "hidden"};
-  else return Error::invalid_argument("--shape is understood for --op gemm (MxNxK) and rmsnorm (ROWSxHIDDEN), not '" + op + "'");
-  std::string spec = op + ":";
-  std::size_t pos = 0;
-  for (std::size_t i = 0; i < dims.size(); ++i) {
-    std::size_t end = shape.find('x', pos);
-    if (i + 1 == dims.size()) end = shape.size();
-    std::string d = end == std::string::npos ? "" : shape.substr(pos, end - pos);
-    std::int64_t v = 0;
-    auto r = std::from_chars(d.data(), d.data() + d.size(), v);
-    if (d.empty() || r.ec != std::errc() || r.ptr != d.data() + d.size() || v <= 0 ||
-        (i + 1 < dims.size() && end == std::string::npos))
-      return Error::invalid_argument("--shape '" + shape + "' is not " + std::to_string(dims.size()) +
-                                     " positive integers joined by 'x' (" + (op == "gemm" ? "MxNxK" : "ROWSxHIDDEN") + ")");
-    spec += (i ? "," : "") + dims[i] + "=" + d;
-    pos = end + 1;
-  }
-  if (!dtype.empty()) spec += ",dtype=" + dtype;
-  return Problem::parse(spec);
-}
 
 Result<std::pair<std::uint32_t, std::uint32_t>> parse_shard(const std::string& s) {
   auto slash = s.find('/');
@@ -253,8 +229,13 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--backend", f->backend, "sim, ... (default: the GPU backend, else sim)");
   sub->add_option("--problem", f->problems, "a problem name (see attune problems) or spec 'op:key=value,...'; repeatable");
   sub->add_option("--shapes", f->shapes_file, "a file of problem specs, one per line ('#' comments)");
-  sub->add_option("--op", f->op, "op of a problem given by --shape (gemm, rmsnorm)");
-  sub->add_option("--shape", f->shape, "MxNxK for gemm, ROWSxHIDDEN for rmsnorm");
+  std::string ops, shapes;
+  for (const OpSignature* op : registered_ops()) {
+    ops += (ops.empty() ? "" : ", ") + op->name;
+    shapes += (shapes.empty() ? "" : ", ") + op->shape_syntax() + " for " + op->name;
+  }
+  sub->add_option("--op", f->op, "op of a problem given by --shape (" + ops + ")");
+  sub->add_option("--shape", f->shape, shapes);
   sub->add_option("--dtype", f->dtype, "element type for --op/--shape (bf16, fp16, ...)");
   std::string names;
   for (const auto& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;

@@ -14,6 +14,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/problem.h"
+#include "kernels/ops.h"
 
 namespace attune::kernels {
 
@@ -63,8 +64,18 @@ Result<RmsnormShape> rmsnorm_shape(const Problem& problem);
 // rmsnorm's epsilon, shared by the kernel launches and the reference.
 inline constexpr double kRmsnormEps = 1e-6;
 
-using GemmPlan = std::variant<KernelPlan, LtPlan>;
-Result<GemmPlan> plan_gemm(const Problem& problem, const Config& config);
-Result<KernelPlan> plan_rmsnorm(const Problem& problem, const Config& config);
+// A plan: kernels to compile and launch, or (gemm) a cuBLASLt variant.
+using Plan = std::variant<KernelPlan, LtPlan>;
+using GemmPlan = Plan;
+
+// Each registered op's plan, plan_NAME (kernels/ops.h), defined in its folder
+// (kernels/NAME/NAME_plan.cpp).
+#define ATTUNE_DECLARE_PLAN(NAME) Result<Plan> plan_##NAME(const Problem& problem, const Config& config);
+ATTUNE_KERNEL_OPS(ATTUNE_DECLARE_PLAN)
+#undef ATTUNE_DECLARE_PLAN
+
+// Any registered op's plan: what libattune-rt checks a table's rows with and launches. An op
+// with no plan is refused, never planned as another op.
+Result<Plan> plan(const Problem& problem, const Config& config);
 
 }  // namespace attune::kernels

@@ -1,17 +1,15 @@
 #include "runtime/row_plan.h"
 
+#include "core/op.h"
 #include "kernels/plan.h"
 
 namespace attune::runtime {
 
 Status check_row_plan(const Problem& problem, const Config& config) {
-  if (problem.op() == "gemm") {
-    ATTUNE_TRY(kernels::plan_gemm(problem, config));
-  } else if (problem.op() == "rmsnorm") {
-    ATTUNE_TRY(kernels::plan_rmsnorm(problem, config));
-  } else {
+  const OpSignature* op = find_op(problem.op());
+  if (!op || !op->runtime_key)
     return Error::invalid_argument("libattune-rt has no entry point for op '" + problem.op() + "'");
-  }
+  ATTUNE_TRY(kernels::plan(problem, config));
   return Status::success();
 }
 

@@ -1,5 +1,5 @@
 // The check libattune-rt runs on every table row at open: the row's config plans for its problem
-// through the same kernel plans the tuner launches (plan_gemm, plan_rmsnorm), so a table naming a
+// through the same kernel plans the tuner launches (kernels::plan), so a table naming a
 // kernel or knob this build lacks is refused at open rather than failing at its first call. Needs
 // no driver (NVRTC is not called). Pure function: thread-safe.
 #pragma once

@@ -82,7 +82,7 @@ Result<std::unique_ptr<Selector>> Selector::open(const std::string& table_path, 
         Problem p = r.row->problem;
         if (r.bucketed) {
           auto attrs = p.attrs();
-          attrs[std::string(axis_name(r.op))] = std::to_string(r.row->bucket->points.front());
+          attrs[signature_of(r.op)->sizes.front()] = std::to_string(r.row->bucket->points.front());
           p = Problem(p.op(), std::move(attrs));
         }
         auto config = Config::parse(r.row->config);
@@ -135,8 +135,12 @@ Slot& Selector::first_call(const ShapeKey& key) {
   }
   auto slot = std::make_unique<Slot>();
   slot->key = key;
-  slot->problem = problem_of(key).text();
-  const std::string_view axis = axis_name(key.op);
+  // Keys come from the runtime's entry points, each of a registered op; a key of none is a miss
+  // whose launch then fails with this error rather than running another op's baseline.
+  const OpSignature* op = signature_of(key.op);
+  auto problem = problem_of(key);
+  slot->problem = problem ? problem->text() : problem.error().message();
+  const std::string_view axis = op ? std::string_view(op->sizes.front()) : std::string_view();
   if (!table_) {
     slot->why = "miss: no table";
   } else if (device_mismatch_) {
@@ -156,9 +160,9 @@ Slot& Selector::first_call(const ShapeKey& key) {
                  r->row->backend, r->row->config);
     else
       fmt::print(stderr, "attune-rt: miss {} ({}) -> baseline {}\n", slot->problem, slot->why.substr(6),
-                 baseline_config(key.op));
+                 op ? op->baseline_config : "(none)");
   }
-  if (!slot->matched) harvest(slot->problem);
+  if (!slot->matched && problem) harvest(slot->problem);
   return *slots_.insert(std::move(slot));
 }
 

@@ -4,25 +4,26 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
+#include "core/error.h"
+#include "core/op.h"
 #include "core/problem.h"
 
 namespace attune::runtime {
 
-enum class OpKind : std::uint8_t { kGemm = 0, kRmsnorm = 1 };
+// The op a key is of: its signature's runtime key (core/op.h, OpSignature::runtime_key), never a
+// number written here. Only op_kind() makes one.
+enum class OpKind : std::uint8_t {};
 enum class Dtype : std::uint8_t { kBf16 = 0, kFp16 = 1 };
 
-// The tuner's baselines: what every miss runs (cuBLASLt's heuristic's first algorithm; the
-// rmsnorm family's base config).
-inline constexpr std::string_view kGemmBaselineConfig = "kernel=cublaslt,lt_algo=0,lt_split=0,lt_tile=0";
-inline constexpr std::string_view kRmsnormBaselineConfig = "threads=256,rows_per_block=1,vec=1,unroll=1";
-
 struct ShapeKey {
-  OpKind op = OpKind::kGemm;
+  OpKind op{};
   Dtype dtype = Dtype::kBf16;
-  bool flag = false;  // gemm: bias; rmsnorm: residual
-  // gemm: m, n, k; rmsnorm: rows, hidden, 0. `m` is the axis a bucketed table ranges over.
+  bool flag = false;  // the signature's flag (gemm: bias; rmsnorm: residual)
+  // The signature's sizes in order, 0 past them (gemm: m, n, k; rmsnorm: rows, hidden, 0). `m` is
+  // the axis a bucketed table ranges over.
   std::int64_t m = 0, n = 0, k = 0;
 
   friend bool operator==(const ShapeKey&, const ShapeKey&) = default;
@@ -43,13 +44,21 @@ inline std::uint64_t hash(const ShapeKey& s) noexcept {
              static_cast<std::uint64_t>(s.k));
 }
 
-std::string_view op_name(OpKind op);
-std::string_view dtype_name(Dtype d);
-std::string_view baseline_config(OpKind op);
-// The axis name a bucketed table of this op ranges over ("m", "rows").
-std::string_view axis_name(OpKind op);
+// The key of a registered op that libattune-rt dispatches (its signature has a runtime key, at
+// most three sizes and one flag); any other op is an error naming it.
+Result<OpKind> op_kind(std::string_view op);
+// The signature whose runtime key `op` is; nullptr for a key no registered op has.
+const OpSignature* signature_of(OpKind op);
 
-// The canonical problem of a call, as the tuner names it (attune tune --shapes reads its text).
-Problem problem_of(const ShapeKey& s);
+std::string_view dtype_name(Dtype d);
+// "bf16" -> kBf16, "fp16" -> kFp16; nullopt for a dtype libattune-rt does not run.
+std::optional<Dtype> dtype_of(std::string_view name);
+
+// The key of an exact problem of a dispatched op; an unknown op or attribute, a flag other than
+// 0 or 1, or a size that is not a positive 32-bit integer is refused (the table index's checks).
+Result<ShapeKey> shape_key_of(const Problem& problem);
+// The canonical problem of a call, as the tuner names it (attune tune --shapes reads its text);
+// an error for a key of no registered op.
+Result<Problem> problem_of(const ShapeKey& s);
 
 }  // namespace attune::runtime

@@ -10,20 +10,6 @@ namespace attune::runtime {
 
 namespace {
 
-struct OpShape {
-  OpKind op;
-  std::vector<std::string> sizes;  // the axis first
-  std::string flag;
-};
-
-const OpShape* op_shape(std::string_view op) {
-  static const OpShape gemm{OpKind::kGemm, {"m", "n", "k"}, "bias"};
-  static const OpShape rmsnorm{OpKind::kRmsnorm, {"rows", "hidden"}, "residual"};
-  if (op == "gemm") return &gemm;
-  if (op == "rmsnorm") return &rmsnorm;
-  return nullptr;
-}
-
 std::string label_of(const table::OpTable& t, std::size_t i) {
   const table::Row& r = t.rows[i];
   std::string where = r.problem.text();
@@ -32,40 +18,30 @@ std::string label_of(const table::OpTable& t, std::size_t i) {
 }
 
 // The row's key and axis range, or why libattune-rt cannot dispatch it.
-Status key_row(const table::OpTable& t, const OpShape& shape, std::size_t i, IndexedRow& out) {
+Status key_row(const table::OpTable& t, const OpSignature& op, std::size_t i, IndexedRow& out) {
   const table::Row& r = t.rows[i];
   auto bad = [&](const std::string& why) { return Error::invalid_argument(label_of(t, i) + ": " + why); };
   if (r.backend != "cuda") return bad(fmt::format("backend '{}' is not one libattune-rt runs (cuda)", r.backend));
-  out.key.op = shape.op;
-  out.key.dtype = t.dtype == "bf16" ? Dtype::kBf16 : Dtype::kFp16;
-  for (const auto& [k, v] : r.problem.attrs()) {
-    const bool known = k == "dtype" || k == shape.flag || std::find(shape.sizes.begin(), shape.sizes.end(), k) != shape.sizes.end();
-    if (!known) return bad(fmt::format("attribute '{}' is not one libattune-rt dispatches {} on", k, t.op));
+  // A bucket row's problem leaves its axis to the bucket; a stand-in size keys the rest.
+  const std::string& axis = op.sizes.front();
+  Problem problem = r.problem;
+  if (r.bucket) {
+    if (r.bucket->axis != axis)
+      return bad(fmt::format("a bucket over '{}': libattune-rt buckets {} over '{}' only", r.bucket->axis, t.op, axis));
+    if (r.bucket->lo < 1) return bad("a bucket starting below 1");
+    auto attrs = problem.attrs();
+    attrs.insert_or_assign(axis, std::string("1"));
+    problem = Problem(problem.op(), std::move(attrs));
   }
-  if (const std::string* f = r.problem.attr(shape.flag)) {
-    if (*f != "0" && *f != "1") return bad(fmt::format("{} must be 0 or 1", shape.flag));
-    out.key.flag = *f == "1";
-  }
-  std::int64_t sizes[3] = {0, 0, 0};
-  for (std::size_t s = 0; s < shape.sizes.size(); ++s) {
-    const std::string& name = shape.sizes[s];
-    if (s == 0 && r.bucket) {
-      if (r.bucket->axis != name)
-        return bad(fmt::format("a bucket over '{}': libattune-rt buckets {} over '{}' only", r.bucket->axis, t.op, name));
-      if (r.bucket->lo < 1) return bad("a bucket starting below 1");
-      continue;
-    }
-    auto v = r.problem.int_attr(name);
-    if (!v || *v < 1 || *v > INT32_MAX) return bad(fmt::format("'{}' must be a positive 32-bit integer", name));
-    sizes[s] = *v;
-  }
-  out.key.n = sizes[1];
-  out.key.k = sizes[2];
+  auto key = shape_key_of(problem);
+  if (!key) return bad(key.error().message());
+  out.key = *key;
   out.bucketed = r.bucket.has_value();
-  out.lo = r.bucket ? r.bucket->lo : sizes[0];
-  out.hi = r.bucket ? r.bucket->hi : sizes[0];
+  out.lo = r.bucket ? r.bucket->lo : key->m;
+  out.hi = r.bucket ? r.bucket->hi : key->m;
+  out.key.m = 0;
   out.row = &r;
-  out.op = shape.op;
+  out.op = key->op;
   out.label = label_of(t, i);
   return Status::success();
 }
@@ -75,8 +51,8 @@ Status key_row(const table::OpTable& t, const OpShape& shape, std::size_t i, Ind
 Result<TableIndex> TableIndex::build(const table::Table& table) {
   TableIndex ix;
   for (const table::OpTable& t : table.ops) {
-    const OpShape* shape = op_shape(t.op);
-    if (!shape) {
+    const OpSignature* op = op_kind(t.op) ? find_op(t.op) : nullptr;
+    if (!op) {
       ix.unused_.push_back(t.op + " " + t.dtype);
       continue;
     }
@@ -84,7 +60,7 @@ Result<TableIndex> TableIndex::build(const table::Table& table) {
       return Error::invalid_argument(fmt::format("{} {}: libattune-rt runs bf16 and fp16 only", t.op, t.dtype));
     for (std::size_t i = 0; i < t.rows.size(); ++i) {
       IndexedRow r;
-      ATTUNE_TRY(key_row(t, *shape, i, r));
+      ATTUNE_TRY(key_row(t, *op, i, r));
       r.number = static_cast<int>(ix.rows_.size()) + 1;
       ix.rows_.push_back(std::move(r));
     }

@@ -18,7 +18,7 @@ namespace attune::runtime {
 
 struct IndexedRow {
   const table::Row* row = nullptr;  // in the indexed Table
-  OpKind op = OpKind::kGemm;
+  OpKind op{};
   int number = 0;                   // 1-based, over the table's op tables in order
   std::string label;                // "gemm bf16 row 3 (gemm:bias=0,...,n=4096 m=[1, 16])"
   ShapeKey key;                     // key.m unused; [lo, hi] is the axis range

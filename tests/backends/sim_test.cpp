@@ -20,6 +20,19 @@ TEST(Sim, OffersItsProblemsAndResolvesSpecs) {
   EXPECT_FALSE(sim.resolve("gemm:m=abc").ok());
 }
 
+// The sim's problems take their sizes from the ops' signatures: their texts, hence the structural
+// keys stored databases hold, stay what they were.
+TEST(Sim, ProblemsKeepTheirStructuralKeys) {
+  SimBackend sim;
+  EXPECT_EQ(sim.resolve("gemm")->text(), "gemm:k=4096,landscape=1,m=64,n=4096");
+  EXPECT_EQ(sim.resolve("rmsnorm")->text(), "rmsnorm:hidden=4096,landscape=2,rows=4096");
+  EXPECT_EQ(sim.resolve("faults")->text(), "faults:landscape=3,n=65536");
+  EXPECT_EQ(sim.resolve("gemm:m=16,n=4096,k=1024")->text(), "gemm:k=1024,landscape=1,m=16,n=4096");
+  auto dtype = sim.resolve("gemm:m=16,dtype=bf16");
+  ASSERT_FALSE(dtype.ok());  // the sim models no dtype
+  EXPECT_EQ(dtype.error().message(), "sim problem 'gemm' has no attribute 'dtype'");
+}
+
 TEST(Sim, LandscapeIsDeterministicWithAKnownOptimumAndCliffs) {
   SimBackend sim;
   Problem p = *sim.resolve("gemm");

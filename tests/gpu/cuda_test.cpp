@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/op.h"
 #include "gpu/gpu_support.h"
 
 namespace attune {
@@ -76,6 +77,31 @@ void every_config_passes(Backend& cuda, const std::string& spec, std::size_t exp
     ++n;
   }
   EXPECT_GE(n, expect_min) << spec;
+}
+
+// Every registered op (kernels/ops.h) has its CUDA family: the plugin offers problems of it,
+// resolves its example shape, and its Space's baseline is the signature's baseline config (the
+// config libattune-rt runs on a miss and tuned rows must beat).
+TEST(CudaGpu, EveryRegisteredOpHasItsFamilyWithTheSignaturesBaseline) {
+  ATTUNE_REQUIRE_GPU(cuda);
+  std::set<std::string> offered;
+  for (const auto& info : cuda->problems()) offered.insert(info.problem.op());
+  for (const OpSignature* op : registered_ops()) {
+    SCOPED_TRACE(op->name);
+    EXPECT_EQ(offered.count(op->name), 1u);
+    auto shape = op->problem_from_shape(op->example_shape, "");
+    ASSERT_TRUE(shape.ok()) << shape.error().message();
+    auto p = cuda->resolve(shape->text());
+    ASSERT_TRUE(p.ok()) << p.error().message();
+    auto space = cuda->space(*p);
+    ASSERT_TRUE(space.ok()) << space.error().message();
+    const Config baseline = space->config(space->baseline());
+    const Config signature = *Config::parse(op->baseline_config);
+    for (const auto& [name, value] : signature.entries()) {
+      ASSERT_NE(baseline.get(name), nullptr) << name;
+      EXPECT_EQ(baseline.get(name)->text(), value.text()) << name << " in " << baseline.text();
+    }
+  }
 }
 
 TEST(CudaGpu, RmsnormEveryConfigOnOddShapes) {

@@ -141,6 +141,9 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"tune --backend sim --problem 'gemm:m'", "not of the form key=value"},
                       BadInput{"tune --backend sim --problem conv", "no problem 'conv'"},
                       BadInput{"tune --backend sim --op gemm --shape 4x4", "MxNxK"},
+                      // An op no signature registers is refused, never taken for another op.
+                      BadInput{"tune --backend sim --op conv --shape 4x4",
+                               "--shape is understood for --op gemm (MxNxK) and rmsnorm (ROWSxHIDDEN), not 'conv'"},
                       BadInput{"tune --backend warp9 --problem rmsnorm", "unknown backend 'warp9'"},
                       BadInput{"tune --backend sim --problem rmsnorm --strategy luck", "unknown strategy 'luck'"},
                       BadInput{"tune --backend sim --shapes missing.txt", "cannot read shapes file"},

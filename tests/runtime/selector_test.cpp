@@ -23,10 +23,10 @@ namespace {
 using namespace attune::runtime::testing;
 
 ShapeKey gemm(std::int64_t m, std::int64_t n = 4096, std::int64_t k = 4096, Dtype d = Dtype::kBf16, bool bias = false) {
-  return ShapeKey{OpKind::kGemm, d, bias, m, n, k};
+  return ShapeKey{*op_kind("gemm"), d, bias, m, n, k};
 }
 ShapeKey rmsnorm(std::int64_t rows, std::int64_t hidden = 4096, bool residual = true) {
-  return ShapeKey{OpKind::kRmsnorm, Dtype::kBf16, residual, rows, hidden, 0};
+  return ShapeKey{*op_kind("rmsnorm"), Dtype::kBf16, residual, rows, hidden, 0};
 }
 
 std::unique_ptr<Selector> open_ok(const std::string& path, const DeviceFingerprint& here = h200(),

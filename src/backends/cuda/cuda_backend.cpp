@@ -48,33 +48,6 @@ Outcome CudaFamily::execute(CudaEnv& env, const Problem& problem, const Config& 
   return o;
 }
 
-Result<Problem> resolve_half_problem(const Problem& spec, const std::string& op, const std::vector<std::string>& sizes,
-                                     std::int64_t max_size, const std::vector<std::string>& flags) {
-  std::map<std::string, std::string> a = {{"dtype", "bf16"}};
-  for (const auto& f : flags) a[f] = "0";
-  std::string known;
-  for (const auto& k : sizes) known += k + ", ";
-  known += "dtype";
-  for (const auto& f : flags) known += ", " + f;
-  for (const auto& [k, v] : spec.attrs()) {
-    if (k != "dtype" && std::find(sizes.begin(), sizes.end(), k) == sizes.end() &&
-        std::find(flags.begin(), flags.end(), k) == flags.end())
-      return Error::invalid_argument(op + " has no attribute '" + k + "' (it has " + known + ")");
-    a[k] = v;
-  }
-  Problem p(op, a, spec.name() == spec.text() ? "" : spec.name());
-  for (const auto& k : sizes) {
-    auto v = p.int_attr(k);
-    if (!v) return Error::invalid_argument(op + " needs " + k + "=N (a positive integer)");
-    if (*v <= 0 || *v > max_size) return Error::invalid_argument(fmt::format("{} {}={} is out of range", op, k, *v));
-  }
-  if (a["dtype"] != "bf16" && a["dtype"] != "fp16")
-    return Error::invalid_argument(op + " dtype '" + a["dtype"] + "' is not supported (bf16, fp16)");
-  for (const auto& f : flags)
-    if (a[f] != "0" && a[f] != "1") return Error::invalid_argument(op + " " + f + " must be 0 or 1");
-  return p;
-}
-
 Result<Launchable> launchable(CudaEnv& env, const BuildRequest& request, const std::string& name, unsigned threads,
                               unsigned dynamic_smem) {
   ATTUNE_ASSIGN(Built b, env.function(request, name));

@@ -76,11 +76,6 @@ class CudaFamily {
   virtual Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) = 0;
 };
 
-// Completes the spec of a family over 16-bit data: unknown attributes refused, `sizes` positive
-// integers up to max_size, dtype bf16 (the default) or fp16, each of `flags` 0 (the default) or 1.
-Result<Problem> resolve_half_problem(const Problem& spec, const std::string& op, const std::vector<std::string>& sizes,
-                                     std::int64_t max_size, const std::vector<std::string>& flags);
-
 // `name` of `request` compiled (or from the cache), loaded, and checked against a launch of
 // `threads` per block with `dynamic_smem` bytes: the function, or the refusing outcome.
 struct Launchable {

@@ -1,5 +1,6 @@
 #include "backends/sim/sim_backend.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/hash.h"
+#include "core/op.h"
 #include "measure/stats.h"
 #include "verify/compare.h"
 
@@ -38,7 +40,9 @@ struct Planted {
 struct SimProblem {
   std::string name;
   std::string description;
-  std::map<std::string, std::string> attrs;  // defaults; a spec may override them
+  // Defaults; a spec may override them. A built-in op's are its signature's sizes (plus the
+  // sim's `landscape`).
+  std::map<std::string, std::string> attrs;
   std::function<Result<Space>()> make_space;
   // Noise-free rank-regime time in microseconds.
   std::function<double(const Problem&, const Config&)> time_us;
@@ -67,11 +71,24 @@ Knob k(std::string name, std::vector<Value> opts, std::size_t base = 0) {
   return Knob{std::move(name), std::move(opts), base, KnobKind::kInPlace};
 }
 
-std::unique_ptr<SimProblem> make_gemm() {
+// A built-in op's default sizes, in its signature's order, as problem attributes.
+std::map<std::string, std::string> sizes_of(const OpSignature& op, const std::vector<std::string>& values,
+                                            const std::string& landscape) {
+  std::map<std::string, std::string> attrs = {{"landscape", landscape}};
+  for (std::size_t i = 0; i < op.sizes.size() && i < values.size(); ++i) attrs[op.sizes[i]] = values[i];
+  return attrs;
+}
+
+// The i-th of the signature's sizes (resolve() checked them all).
+double size(const Problem& prob, const OpSignature& op, std::size_t i) {
+  return static_cast<double>(*prob.int_attr(op.sizes.at(i)));
+}
+
+std::unique_ptr<SimProblem> make_gemm(const OpSignature& op) {
   auto p = std::make_unique<SimProblem>();
-  p->name = "gemm";
+  p->name = op.name;
   p->description = "bf16 GEMM on the simulated device: tiles, warps, stages, split-K, swizzle";
-  p->attrs = {{"m", "64"}, {"n", "4096"}, {"k", "4096"}, {"landscape", "1"}};
+  p->attrs = sizes_of(op, {"64", "4096", "4096"}, "1");
   p->make_space = [] {
     return Space::make(
         {k("block_m", {16, 32, 64, 128, 256}, 3), k("block_n", {32, 64, 128, 256}, 2),
@@ -86,10 +103,8 @@ std::unique_ptr<SimProblem> make_gemm() {
           {"block_m", "block_n", "warps"},
           [](const Assignment& a) { return a.i("block_m") * a.i("block_n") >= a.i("warps") * 512; }}});
   };
-  p->time_us = [](const Problem& prob, const Config& c) {
-    const double M = static_cast<double>(*prob.int_attr("m"));
-    const double N = static_cast<double>(*prob.int_attr("n"));
-    const double K = static_cast<double>(*prob.int_attr("k"));
+  p->time_us = [&op](const Problem& prob, const Config& c) {
+    const double M = size(prob, op, 0), N = size(prob, op, 1), K = size(prob, op, 2);
     const double bm = knob(c, "block_m"), bn = knob(c, "block_n"), bk = knob(c, "block_k");
     const double warps = knob(c, "warps"), stages = knob(c, "stages"), split = knob(c, "split_k");
     const double tiles = std::ceil(M / bm) * std::ceil(N / bn) * split;
@@ -116,11 +131,11 @@ std::unique_ptr<SimProblem> make_gemm() {
   return p;
 }
 
-std::unique_ptr<SimProblem> make_rmsnorm() {
+std::unique_ptr<SimProblem> make_rmsnorm(const OpSignature& op) {
   auto p = std::make_unique<SimProblem>();
-  p->name = "rmsnorm";
+  p->name = op.name;
   p->description = "bf16 RMSNorm on the simulated device: threads per row, rows per block, vector width, unroll";
-  p->attrs = {{"rows", "4096"}, {"hidden", "4096"}, {"landscape", "2"}};
+  p->attrs = sizes_of(op, {"4096", "4096"}, "2");
   p->make_space = [] {
     return Space::make(
         {k("threads", {32, 64, 128, 256, 512, 1024}, 3), k("rows_per_block", {1, 2, 4, 8}),
@@ -128,9 +143,8 @@ std::unique_ptr<SimProblem> make_rmsnorm() {
         {{"threads * rows_per_block <= 1024", {"threads", "rows_per_block"},
           [](const Assignment& a) { return a.i("threads") * a.i("rows_per_block") <= 1024; }}});
   };
-  p->time_us = [](const Problem& prob, const Config& c) {
-    const double R = static_cast<double>(*prob.int_attr("rows"));
-    const double H = static_cast<double>(*prob.int_attr("hidden"));
+  p->time_us = [&op](const Problem& prob, const Config& c) {
+    const double R = size(prob, op, 0), H = size(prob, op, 1);
     const double t = knob(c, "threads"), r = knob(c, "rows_per_block");
     const double v = knob(c, "vec"), u = knob(c, "unroll");
     const double bytes = R * H * 2 * 2;
@@ -231,14 +245,25 @@ Outcome compute_and_check(int chunk, Fault fault) {
   return o;
 }
 
+// The sim's models of built-in ops, by op name. A registered op with no model here must be in
+// unsimulated_ops(): tests/kernels/ops_test.cpp holds every registered op to one or the other.
+struct SimModel {
+  std::string_view op;
+  std::unique_ptr<SimProblem> (*make)(const OpSignature&);
+};
+constexpr SimModel kModels[] = {{"gemm", &make_gemm}, {"rmsnorm", &make_rmsnorm}};
+
 }  // namespace
 
+const std::vector<std::string>& SimBackend::unsimulated_ops() {
+  static const std::vector<std::string> none;
+  return none;
+}
+
 SimBackend::SimBackend() {
-  for (auto* make : {&make_gemm, &make_rmsnorm, &make_faults}) {
-    auto p = (*make)();
-    std::string name = p->name;
-    problems_[name] = std::move(p);
-  }
+  for (const SimModel& model : kModels)
+    if (const OpSignature* op = find_op(model.op)) problems_[op->name] = model.make(*op);
+  problems_["faults"] = make_faults();
 }
 
 SimBackend::~SimBackend() = default;
@@ -274,6 +299,9 @@ Result<Problem> SimBackend::resolve(const std::string& spec) const {
   if (it == problems_.end()) {
     std::string known;
     for (const auto& [n, _] : problems_) known += (known.empty() ? "" : ", ") + n;
+    const auto& unsimulated = unsimulated_ops();
+    if (std::find(unsimulated.begin(), unsimulated.end(), p.op()) != unsimulated.end())
+      return Error::invalid_argument("the sim backend does not simulate op '" + p.op() + "' (it has: " + known + ")");
     return Error::invalid_argument("the sim backend has no problem '" + p.op() + "' (it has: " + known + ")");
   }
   std::map<std::string, std::string> attrs = it->second->attrs;

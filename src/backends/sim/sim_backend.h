@@ -4,7 +4,8 @@
 // known optimum, and its candidates compute a real small result that passes through the
 // correctness gate. The `faults` problem plants every failure class for real: configs that fail
 // to build or launch, abort or segfault the worker, hang, exhaust the device's memory, write a
-// wrong result or NaN. One thread at a time.
+// wrong result or NaN. The problems of built-in ops take their size attributes from the ops'
+// signatures (core/op.h); `faults` is the sim's own. One thread at a time.
 #pragma once
 
 #include <map>
@@ -35,6 +36,10 @@ class SimBackend final : public Backend {
   // the legal, non-faulting configs: what a search should find.
   Result<double> true_time_us(const Problem& problem, const Config& config, Regime regime) const;
   Result<std::pair<Config, double>> optimum(const Problem& problem) const;
+
+  // The built-in ops (core/op.h) the sim has no model of; asked for one, it says so. Every other
+  // registered op is offered, with its signature's sizes (the sim models no dtype or flag).
+  static const std::vector<std::string>& unsimulated_ops();
 
  private:
   Result<const SimProblem*> find(const Problem& problem) const;

@@ -4,6 +4,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "kernels/common/gate.h"
+#include "kernels/ops.h"
 #include "kernels/gemm/gemm_lt.h"
 #include "kernels/plan_launch.h"
 
@@ -38,7 +39,7 @@ class GemmFamily final : public CudaFamily {
     if (lt_) cublasLtDestroy(lt_);
   }
 
-  std::string op() const override { return "gemm"; }
+  std::string op() const override { return gemm_op().name; }
 
   std::vector<ProblemInfo> examples() const override {
     std::vector<ProblemInfo> out;
@@ -53,7 +54,7 @@ class GemmFamily final : public CudaFamily {
   }
 
   Result<Problem> resolve(const Problem& spec) const override {
-    return resolve_half_problem(spec, "gemm", {"m", "n", "k"}, 1 << 20, {"bias"});
+    return gemm_op().resolve(spec);
   }
 
   Result<Space> space(const Problem& problem) const override {

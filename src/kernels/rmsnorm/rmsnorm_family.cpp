@@ -4,6 +4,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "kernels/common/gate.h"
+#include "kernels/ops.h"
 #include "kernels/plan_launch.h"
 
 namespace attune::kernels {
@@ -38,7 +39,7 @@ struct Data {
 
 class RmsnormFamily final : public CudaFamily {
  public:
-  std::string op() const override { return "rmsnorm"; }
+  std::string op() const override { return rmsnorm_op().name; }
 
   std::vector<ProblemInfo> examples() const override {
     std::vector<ProblemInfo> out;
@@ -53,7 +54,7 @@ class RmsnormFamily final : public CudaFamily {
   }
 
   Result<Problem> resolve(const Problem& spec) const override {
-    return resolve_half_problem(spec, "rmsnorm", {"rows", "hidden"}, 1 << 24, {"residual"});
+    return rmsnorm_op().resolve(spec);
   }
 
   Result<Space> space(const Problem& problem) const override {
@@ -79,7 +80,7 @@ class RmsnormFamily final : public CudaFamily {
   std::optional<BuildRequest> build_request(const Problem& problem, const Config& c) const override {
     auto plan = plan_rmsnorm(problem, c);
     if (!plan) return std::nullopt;
-    return plan->build;
+    return std::get<KernelPlan>(*plan).build;
   }
 
  private:
@@ -100,7 +101,8 @@ class RmsnormFamily final : public CudaFamily {
 
   Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) override {
     ATTUNE_ASSIGN(Shape s, shape_of(problem));
-    ATTUNE_ASSIGN(KernelPlan plan, plan_rmsnorm(problem, config));
+    ATTUNE_ASSIGN(Plan planned, plan_rmsnorm(problem, config));
+    KernelPlan plan = std::get<KernelPlan>(std::move(planned));  // rmsnorm has no library variant
     ATTUNE_TRY(check_args(plan));
     const LaunchStep& step = plan.steps.at(0);
     ATTUNE_ASSIGN(Launchable b, launchable(env, plan.build, step.kernel, step.block.x * step.block.y, step.shared_bytes));

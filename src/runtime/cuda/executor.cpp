@@ -85,7 +85,7 @@ Status Executor::enter_slow(CUcontext current) const {
       "(the one the CUDA runtime uses)", fingerprint_.name));
 }
 
-Result<std::unique_ptr<Launch>> Executor::build_launch(const ShapeKey& key, const Problem& problem,
+Result<std::unique_ptr<Launch>> Executor::build_launch(const Problem& problem,
                                                        const std::string& config_text, const kernels::PlanArgs& args,
                                                        DispatchRecord& rec, std::string* refusal) {
   std::unique_ptr<Launch> none;
@@ -95,38 +95,28 @@ Result<std::unique_ptr<Launch>> Executor::build_launch(const ShapeKey& key, cons
     return none;
   }
   auto launch = std::make_unique<Launch>();
-  kernels::KernelPlan native;
-  if (key.op == OpKind::kGemm) {
-    auto plan = kernels::plan_gemm(problem, *config);
-    if (!plan) {
-      *refusal = plan.error().message();
-      return none;
-    }
-    if (const auto* lt = std::get_if<kernels::LtPlan>(&*plan)) {
-      ATTUNE_ASSIGN(kernels::GemmShape s, kernels::gemm_shape(problem));
-      void* bias = s.bias ? reinterpret_cast<void*>(args.bias) : nullptr;
-      ATTUNE_ASSIGN(kernels::LtProblem ltp, kernels::make_lt(lt_, s, kernels::lt_type(s.bf16), s.bias, bias));
-      kernels::LtChoice choice = kernels::choose_lt_algo(lt_, ltp, *lt);
-      if (!choice.algo) {
-        *refusal = choice.refusal;
-        return none;
-      }
-      launch->algo = *choice.algo;
-      launch->lt = std::move(ltp);
-      launch->lt_bias = s.bias;
-      launch->workspace_bytes = kernels::kLtWorkspaceBytes;
-      rec.cpp.kernels = {lt_description(launch->algo)};
-      return launch;
-    }
-    native = std::get<kernels::KernelPlan>(std::move(*plan));
-  } else {
-    auto plan = kernels::plan_rmsnorm(problem, *config);
-    if (!plan) {
-      *refusal = plan.error().message();
-      return none;
-    }
-    native = std::move(*plan);
+  auto plan = kernels::plan(problem, *config);
+  if (!plan) {
+    *refusal = plan.error().message();
+    return none;
   }
+  if (const auto* lt = std::get_if<kernels::LtPlan>(&*plan)) {  // a cuBLASLt variant: gemm's
+    ATTUNE_ASSIGN(kernels::GemmShape s, kernels::gemm_shape(problem));
+    void* bias = s.bias ? reinterpret_cast<void*>(args.bias) : nullptr;
+    ATTUNE_ASSIGN(kernels::LtProblem ltp, kernels::make_lt(lt_, s, kernels::lt_type(s.bf16), s.bias, bias));
+    kernels::LtChoice choice = kernels::choose_lt_algo(lt_, ltp, *lt);
+    if (!choice.algo) {
+      *refusal = choice.refusal;
+      return none;
+    }
+    launch->algo = *choice.algo;
+    launch->lt = std::move(ltp);
+    launch->lt_bias = s.bias;
+    launch->workspace_bytes = kernels::kLtWorkspaceBytes;
+    rec.cpp.kernels = {lt_description(launch->algo)};
+    return launch;
+  }
+  kernels::KernelPlan native = std::get<kernels::KernelPlan>(std::move(*plan));
   ATTUNE_ASSIGN(launch->binding, kernels::bind_args(native));
   const std::string cache_key = compiler_->cache_key(native.build);
   auto it = modules_.find(cache_key);
@@ -161,14 +151,15 @@ Result<Launch*> Executor::prepare(Selector& selector, Slot& slot, const kernels:
   std::lock_guard lock(mu_);
   if (void* l = slot.exec.load(std::memory_order_acquire)) return static_cast<Launch*>(l);
   ATTUNE_TRY(enter());
-  const Problem problem = problem_of(slot.key);
+  ATTUNE_ASSIGN(const Problem problem, problem_of(slot.key));
+  const std::string baseline = signature_of(slot.key.op)->baseline_config;
   auto rec = std::make_unique<DispatchRecord>();
   std::string why = slot.why;
   std::unique_ptr<Launch> launch;
   const IndexedRow* row = slot.row.load(std::memory_order_acquire);
   if (row) {
     std::string refusal;
-    ATTUNE_ASSIGN(launch, build_launch(slot.key, problem, row->row->config, args, *rec, &refusal));
+    ATTUNE_ASSIGN(launch, build_launch(problem, row->row->config, args, *rec, &refusal));
     if (!launch) {
       selector.demote(slot, refusal);
       why = "row refused at first use: " + refusal;
@@ -178,7 +169,7 @@ Result<Launch*> Executor::prepare(Selector& selector, Slot& slot, const kernels:
   }
   if (!row) {
     std::string refusal;
-    ATTUNE_ASSIGN(launch, build_launch(slot.key, problem, std::string(baseline_config(slot.key.op)), args, *rec, &refusal));
+    ATTUNE_ASSIGN(launch, build_launch(problem, baseline, args, *rec, &refusal));
     if (!launch) return Error::unsupported(fmt::format("the baseline cannot run {}: {}", slot.problem, refusal));
   }
   rt::Dispatch& d = rec->cpp;
@@ -187,7 +178,7 @@ Result<Launch*> Executor::prepare(Selector& selector, Slot& slot, const kernels:
   d.why = why;
   d.problem = slot.problem;
   d.backend = row ? row->row->backend : "cuda";
-  d.config = row ? row->row->config : std::string(baseline_config(slot.key.op));
+  d.config = row ? row->row->config : baseline;
   rec->kernels_joined = join(d.kernels, ";");
   rec->c = attune_rt_dispatch{d.tuned ? 1 : 0,     d.row,           d.why.c_str(),
                               d.problem.c_str(),   d.backend.c_str(), d.config.c_str(),

@@ -1,6 +1,6 @@
 // Executor: runs on the device what the Selector decided. The first call of a shape prepares its
 // launch from the row's config (or the baseline's) through the kernel plans the tuner launches:
-// plan_gemm / plan_rmsnorm, compiled by cuda::Compiler (cubins cached on disk), loaded once per
+// kernels::plan (each op's plan), compiled by cuda::Compiler (cubins cached on disk), loaded once per
 // process into the device's primary context; cuBLASLt configs through choose_lt_algo. A row that
 // cannot run here (it does not build, does not fit the device, cuBLASLt refuses it) is demoted
 // to the baseline, said on stderr. Later calls enqueue the prepared launch.
@@ -94,7 +94,7 @@ class Executor {
   Result<Launch*> prepare(Selector& selector, Slot& slot, const kernels::PlanArgs& args);
   // The launch of `config` for `problem` (its kernels and cache key into rec), or null with why it
   // cannot run here in *refusal. An Error is a failure of CUDA itself, not of the config.
-  Result<std::unique_ptr<Launch>> build_launch(const ShapeKey& key, const Problem& problem, const std::string& config,
+  Result<std::unique_ptr<Launch>> build_launch(const Problem& problem, const std::string& config,
                                                const kernels::PlanArgs& args, DispatchRecord& rec, std::string* refusal);
   Result<CUdeviceptr> workspace(CUstream stream, std::size_t bytes);
 

@@ -101,6 +101,11 @@ Status Runtime::open(const std::string& table_path, std::unique_ptr<Runtime>* ou
   if (!out) return invalid("Runtime::open: out is null");
   out->reset();
   auto impl = std::make_unique<Impl>();
+  auto gemm = runtime::op_kind("gemm");
+  auto rmsnorm = runtime::op_kind("rmsnorm");
+  if (!gemm || !rmsnorm) return to_status((gemm ? rmsnorm : gemm).error(), Code::kUnsupported);
+  impl->gemm_kind = *gemm;
+  impl->rmsnorm_kind = *rmsnorm;
   const int ordinal = options.device >= 0 ? options.device : cuda::device_ordinal();
   auto executor = runtime::Executor::open(ordinal, cubin_dir_for(table_path, options));
   if (!executor) return to_status(executor.error().with_context("libattune-rt cannot use CUDA device " + std::to_string(ordinal)), Code::kCuda);
@@ -126,7 +131,7 @@ Status Runtime::Impl::gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType
   if (!a || !b || !c) return invalid("gemm: a, b and c must be device pointers");
   if (!aligned16(a) || !aligned16(b) || !aligned16(c) || !aligned16(bias))
     return invalid("gemm: a, b, c and bias must be 16-byte aligned");
-  const ShapeKey key{runtime::OpKind::kGemm, dtype_of(dtype), bias != nullptr, m, n, k};
+  const ShapeKey key{gemm_kind, dtype_of(dtype), bias != nullptr, m, n, k};
   kernels::PlanArgs args;
   args.a = reinterpret_cast<CUdeviceptr>(a);
   args.b = reinterpret_cast<CUdeviceptr>(b);
@@ -145,7 +150,7 @@ Status Runtime::Impl::rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtyp
   if (!r && h_out) return invalid("rmsnorm: h_out is written only with a residual r; pass null for both or neither");
   if (!aligned16(y) || !aligned16(h_out) || !aligned16(x) || !aligned16(r) || !aligned16(w))
     return invalid("rmsnorm: y, h_out, x, r and w must be 16-byte aligned");
-  const ShapeKey key{runtime::OpKind::kRmsnorm, dtype_of(dtype), r != nullptr, rows, hidden, 0};
+  const ShapeKey key{rmsnorm_kind, dtype_of(dtype), r != nullptr, rows, hidden, 0};
   kernels::PlanArgs args;
   args.y = reinterpret_cast<CUdeviceptr>(y);
   args.h = reinterpret_cast<CUdeviceptr>(h_out);

@@ -87,7 +87,7 @@ ATTUNE_RT_API int attune_rt_open(const char* table_path, int device, attune_rt**
     for (const auto& r : rows) {
       const std::string* dtype = r.row->problem.attr("dtype");
       h->strings.push_back({r.row->problem.op(), dtype ? *dtype : "", r.row->problem.text(),
-                            r.bucketed ? std::string(attune::runtime::axis_name(r.op)) : ""});
+                            r.bucketed ? attune::runtime::signature_of(r.op)->sizes.front() : ""});
     }
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const auto& r = rows[i];
@@ -190,7 +190,7 @@ ATTUNE_RT_API int attune_rt_time_row(attune_rt* rt, int row, int64_t axis_value,
       if (v < r->lo || v > r->hi)
         return fail(Code::kInvalidArgument, "attune_rt_time_row: " + std::to_string(v) + " is outside " + r->label);
       auto attrs = p.attrs();
-      attrs[std::string(attune::runtime::axis_name(r->op))] = std::to_string(v);
+      attrs[attune::runtime::signature_of(r->op)->sizes.front()] = std::to_string(v);
       p = attune::Problem(p.op(), std::move(attrs));
     } else if (axis_value && axis_value != r->lo) {
       return fail(Code::kInvalidArgument, "attune_rt_time_row: " + r->label + " is exact; axis_value must be 0 or " + std::to_string(r->lo));

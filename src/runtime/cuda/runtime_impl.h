@@ -16,6 +16,8 @@ struct Runtime::Impl {
   // Declared first, destroyed last: slots point into the executor's launches.
   std::unique_ptr<runtime::Executor> executor;
   std::unique_ptr<runtime::Selector> selector;
+  // The entry points' ops in the dispatch key: their signatures' runtime keys (core/op.h).
+  runtime::OpKind gemm_kind{}, rmsnorm_kind{};
 
   // The calls behind the public entry points; *record (when given) receives what ran.
   Status gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a, const void* b, void* c,

@@ -1,0 +1,95 @@
+#include "core/op.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace attune {
+
+namespace {
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+}  // namespace
+
+std::string OpSignature::shape_syntax() const {
+  std::string out;
+  for (const auto& s : sizes) {
+    if (!out.empty()) out += 'x';
+    for (unsigned char c : s) out += static_cast<char>(std::toupper(c));
+  }
+  return out;
+}
+
+Result<Problem> OpSignature::problem_from_shape(const std::string& shape, const std::string& dtype) const {
+  std::string spec = name + ":";
+  std::size_t pos = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    std::size_t end = shape.find('x', pos);
+    if (i + 1 == sizes.size()) end = shape.size();
+    std::string d = end == std::string::npos ? "" : shape.substr(pos, end - pos);
+    std::int64_t v = 0;
+    auto r = std::from_chars(d.data(), d.data() + d.size(), v);
+    if (d.empty() || r.ec != std::errc() || r.ptr != d.data() + d.size() || v <= 0 ||
+        (i + 1 < sizes.size() && end == std::string::npos))
+      return Error::invalid_argument("--shape '" + shape + "' is not " + std::to_string(sizes.size()) +
+                                     " positive integers joined by 'x' (" + shape_syntax() + ")");
+    spec += (i ? "," : "") + sizes[i] + "=" + d;
+    pos = end + 1;
+  }
+  if (!dtype.empty()) spec += ",dtype=" + dtype;
+  return Problem::parse(spec);
+}
+
+Result<Problem> OpSignature::resolve(const Problem& spec) const {
+  std::map<std::string, std::string> a = {{"dtype", dtypes.front()}};
+  for (const auto& f : flags) a.emplace(f, "0");
+  const std::string known = join(sizes, ", ") + ", dtype" + (flags.empty() ? "" : ", " + join(flags, ", "));
+  for (const auto& [k, v] : spec.attrs()) {
+    if (k != "dtype" && !contains(sizes, k) && !contains(flags, k))
+      return Error::invalid_argument(name + " has no attribute '" + k + "' (it has " + known + ")");
+    a[k] = v;
+  }
+  Problem p(name, a, spec.name() == spec.text() ? "" : spec.name());
+  for (const auto& k : sizes) {
+    auto v = p.int_attr(k);
+    if (!v) return Error::invalid_argument(name + " needs " + k + "=N (a positive integer)");
+    if (*v <= 0 || *v > max_size)
+      return Error::invalid_argument(fmt::format("{} {}={} is out of range", name, k, *v));
+  }
+  if (!contains(dtypes, a["dtype"]))
+    return Error::invalid_argument(name + " dtype '" + a["dtype"] + "' is not supported (" + join(dtypes, ", ") +
+                                   ")");
+  for (const auto& f : flags)
+    if (a[f] != "0" && a[f] != "1") return Error::invalid_argument(name + " " + f + " must be 0 or 1");
+  return p;
+}
+
+const OpSignature* find_op(std::string_view name) {
+  for (const OpSignature* op : registered_ops())
+    if (op->name == name) return op;
+  return nullptr;
+}
+
+Result<Problem> problem_from_shape(const std::string& op, const std::string& shape, const std::string& dtype) {
+  if (const OpSignature* sig = find_op(op)) return sig->problem_from_shape(shape, dtype);
+  std::vector<std::string> known;
+  for (const OpSignature* s : registered_ops()) known.push_back(s->name + " (" + s->shape_syntax() + ")");
+  std::string list = known.empty() ? "no op" : known.back();
+  if (known.size() > 1) {
+    known.pop_back();
+    list = join(known, ", ") + " and " + list;
+  }
+  return Error::invalid_argument("--shape is understood for --op " + list + ", not '" + op + "'");
+}
+
+}  // namespace attune

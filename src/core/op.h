@@ -1,0 +1,53 @@
+// OpSignature: what one built-in op is, said once in the op's own folder
+// (src/kernels/<op>/<op>_op.cpp): its attributes in order, flags, dtypes, baseline config, the
+// --op/--shape syntax and libattune-rt's key for it. The CLI, the CUDA families, the kernel plans,
+// libattune-rt's key and index and the sim read it from here instead of spelling an op out.
+// Signatures are immutable after registration: thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+#include "core/problem.h"
+
+namespace attune {
+
+struct OpSignature {
+  std::string name;  // Problem::op(), and the op's folder src/kernels/<name>/
+  // Positive integer attributes, in --shape order. The first is the axis a bucketed table ranges
+  // over; libattune-rt's key holds them as its m, n, k.
+  std::vector<std::string> sizes;
+  std::vector<std::string> flags;   // 0|1 attributes, 0 by default (libattune-rt keys at most one)
+  std::vector<std::string> dtypes;  // element types; the first is the default
+  std::int64_t max_size = 0;        // the largest value a size may take
+  // What a miss of libattune-rt runs and what a tuned row must beat: the family's baseline.
+  std::string baseline_config;
+  std::string example_shape;  // a --shape of this op, e.g. "16x4096x4096"
+  // The op's tag in libattune-rt's dispatch key (runtime/shape_key.h); unset: libattune-rt has no
+  // entry point for it, and a table's rows of it are left unused.
+  std::optional<std::uint8_t> runtime_key;
+
+  // --shape's form: the sizes upper-cased and joined by 'x' ("MxNxK", "ROWSxHIDDEN").
+  std::string shape_syntax() const;
+  // The problem of `--op NAME --shape SHAPE [--dtype DTYPE]` (dtype "" leaves it to resolve()).
+  Result<Problem> problem_from_shape(const std::string& shape, const std::string& dtype) const;
+  // Validates and completes a spec of this op: unknown attributes refused, sizes positive
+  // integers up to max_size, dtype one of dtypes (the first by default), each flag 0 (the
+  // default) or 1.
+  Result<Problem> resolve(const Problem& spec) const;
+};
+
+// Every built-in op, in registration order. Defined by the registration list, src/kernels/ops.cpp
+// (library attune_ops, which depends on core only): link attune_ops to call these.
+const std::vector<const OpSignature*>& registered_ops();
+// nullptr when no built-in op has that name.
+const OpSignature* find_op(std::string_view name);
+// `--op OP --shape SHAPE [--dtype DTYPE]` as a problem; an op that is not registered is refused
+// with the ops that are and their shape syntax.
+Result<Problem> problem_from_shape(const std::string& op, const std::string& shape, const std::string& dtype);
+
+}  // namespace attune
