@@ -44,6 +44,10 @@ class Backend {
   virtual std::optional<std::string> can_implement(const Problem&, const Config&) const {
     return std::nullopt;
   }
+  // The regimes execute() measures in: rank (warm; what the search ranks by) and deploy (the
+  // production path; what tables use). A backend that offers only deploy (a whole program, timed
+  // as it runs) has each candidate measured once, in deploy, and ranked by that time.
+  virtual std::vector<Regime> regimes() const { return {Regime::kRank, Regime::kDeploy}; }
   // Builds, runs, checks and times one candidate. Faults inside are real (the process may die).
   virtual Outcome execute(const Problem& problem, const Config& config, Regime regime) = 0;
 

@@ -36,6 +36,7 @@ struct TuneFlags {
   std::string shard;
   double timeout_s = 0;
   std::vector<std::string> pins;
+  std::vector<std::string> strategy_options;  // NAME=VALUE
   double deploy_band = 0.5;
   int anchor_every = 8;
   double backoff_s = 1.0;
@@ -77,6 +78,20 @@ class ProgressBar {
   bool dirty_ = false;
 };
 
+// --strategy-option help: the strategy's options, one line each.
+int print_strategy_options(const std::string& strategy) {
+  auto info = strategy_info(strategy);
+  if (!info) return bad_input(info.error().message());
+  if (info->options.empty()) {
+    fmt::print("{} takes no --strategy-option\n", strategy);
+    return kExitOk;
+  }
+  fmt::print("--strategy-option NAME=VALUE for --strategy {}:\n", strategy);
+  for (const auto& o : info->options)
+    fmt::print("  {:<18} {:<8} {:<14} default {:<6} {}\n", o.name, o.type, o.range, o.default_value, o.help);
+  return kExitOk;
+}
+
 int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   if (f.patience < 0) return bad_input(fmt::format("--patience {} is negative; use 0 to disable it or a positive count", f.patience));
   if (f.max_candidates < 0) return bad_input("--max-candidates must be positive");
@@ -96,15 +111,24 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   if (f.deploy_band < 0) return bad_input("--deploy-band must be >= 0 (a fraction: 0.5 is 50%)");
   o.deploy_band = f.deploy_band;
   if (f.anchor_every < 0) return bad_input("--anchor-every must be >= 0 (0 turns the drift check off)");
-  o.anchor_every = f.anchor_every;
+  o.drift.anchor_every = f.anchor_every;
   if (f.backoff_s < 0) return bad_input("--backoff must be >= 0 seconds");
-  o.backoff_s = f.backoff_s;
+  o.drift.backoff_s = f.backoff_s;
   for (const auto& pin : f.pins) {
     auto eq = pin.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == pin.size())
       return bad_input("--pin '" + pin + "' must be knob=value");
     o.pins[pin.substr(0, eq)] = pin.substr(eq + 1);
   }
+  for (const auto& setting : f.strategy_options) {
+    if (setting == "help") return print_strategy_options(f.strategy);
+    auto eq = setting.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return bad_input("--strategy-option '" + setting + "' must be NAME=VALUE (--strategy-option help lists them)");
+    o.strategy_options[setting.substr(0, eq)] = setting.substr(eq + 1);
+  }
+  if (auto st = check_strategy_settings(o.strategy, o.strategy_options); !st.ok())
+    return bad_input(st.error().message());
 
   // A recorded space is served from the database it was imported into (cli/replay.h).
   // A user kernel: the spec is checked here (one line on stderr when it is wrong) and handed
@@ -162,7 +186,7 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   for (const auto& p : problems) {
     auto space = backend->space(p);
     if (!space) return bad_input(space.error().message());
-    StrategyOptions so{o.seed, o.shard_index, o.shard_count};
+    StrategyOptions so{o.seed, o.shard_index, o.shard_count, o.strategy_options};
     auto st = make_strategy(o.strategy, *space, so);
     if (!st) return bad_input(st.error().message());
     if (auto pins = Tuner::check_pins(*space, o.pins); !pins.ok()) return bad_input(pins.error().message());
@@ -248,6 +272,8 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--kernel", f->kernel_file, "your CUDA kernel's .cu file (with --spec; see examples/user-kernel)");
   sub->add_option("--spec", f->spec_file, "the YAML spec of your kernel: knobs, launch, arguments, reference");
   sub->add_option("--pin", f->pins, "knob=value every searched config must have (repeatable); the baseline is still measured");
+  sub->add_option("--strategy-option", f->strategy_options,
+                  "NAME=VALUE: an option of the strategy (repeatable); 'help' lists the strategy's options");
   sub->add_option("--deploy-band", f->deploy_band,
                   "re-measure in the deploy regime candidates within this fraction of the best rank-regime time")
       ->capture_default_str();

@@ -48,9 +48,8 @@ Measurement measurement_of(const SampleStats& s, Regime regime) {
 }
 
 SampleStats sample_until_stable(const std::function<double()>& one_sample,
-                                const SamplingPolicy& policy) {
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
+                                const SamplingPolicy& policy, const platform::Clock& clock) {
+  const auto start = clock.now();
   std::vector<double> samples;
   SampleStats s;
   while (true) {
@@ -59,7 +58,7 @@ SampleStats sample_until_stable(const std::function<double()>& one_sample,
     if (n < policy.min_samples) continue;
     s = summarize(samples);
     if (s.noise <= policy.noise_bound || n >= policy.max_samples) break;
-    std::chrono::duration<double> spent = clock::now() - start;
+    std::chrono::duration<double> spent = clock.now() - start;
     if (spent.count() >= policy.time_cap_s) break;
   }
   return s;

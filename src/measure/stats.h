@@ -1,10 +1,12 @@
-// Sample statistics and noise-based stopping for timing. Pure functions; thread-safe.
+// Sample statistics and noise-based stopping for timing. Pure functions; thread-safe (with a
+// thread-safe clock).
 #pragma once
 
 #include <functional>
 #include <vector>
 
 #include "core/measurement.h"
+#include "platform/clock.h"
 
 namespace attune {
 
@@ -32,8 +34,10 @@ struct SamplingPolicy {
 // A Measurement of these samples in the regime (clocks left unknown for the caller to fill).
 Measurement measurement_of(const SampleStats& s, Regime regime);
 
-// Calls one_sample() (returns one timed sample) until the policy says stop.
+// Calls one_sample() (returns one timed sample) until the policy says stop; the time cap is read
+// on `clock`.
 SampleStats sample_until_stable(const std::function<double()>& one_sample,
-                                const SamplingPolicy& policy);
+                                const SamplingPolicy& policy,
+                                const platform::Clock& clock = platform::system_clock());
 
 }  // namespace attune

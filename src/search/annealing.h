@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "search/options.h"
 #include "search/strategy.h"
 
 namespace attune::search {
@@ -16,6 +17,9 @@ struct AnnealingOptions {
   std::uint32_t max_step = 2;       // option positions one move may jump (0 = any)
   int restart_after = 60;           // evaluations without a new best before restarting from the best
 };
+
+// The AnnealingOptions --strategy-option sets.
+const OptionList<AnnealingOptions>& annealing_option_list();
 
 std::unique_ptr<Strategy> make_annealing(const Space& space, const StrategyOptions& options,
                                          const AnnealingOptions& annealing = {});

@@ -120,6 +120,16 @@ class Genetic final : public Strategy {
 
 }  // namespace
 
+const OptionList<GeneticOptions>& genetic_option_list() {
+  static const OptionList<GeneticOptions> list = OptionList<GeneticOptions>()
+      .add("population", &GeneticOptions::population, at_least(2), "configs bred per generation")
+      .add("elite", &GeneticOptions::elite, at_least(0),
+           "survivors copied into the next generation's parents (at most population - 1)")
+      .add("tournament", &GeneticOptions::tournament, at_least(1), "configs drawn per parent selection")
+      .add("mutation", &GeneticOptions::mutation, between(0, 1), "per-knob mutation probability; 0: 1 / knobs");
+  return list;
+}
+
 std::unique_ptr<Strategy> make_genetic(const Space& space, const StrategyOptions& options,
                                        const GeneticOptions& genetic) {
   return std::make_unique<Genetic>(space, options, genetic);

@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "search/options.h"
 #include "search/strategy.h"
 
 namespace attune::search {
@@ -16,6 +17,9 @@ struct GeneticOptions {
   std::size_t tournament = 3;
   double mutation = 0.0;           // per-knob probability; 0: 1 / number of knobs
 };
+
+// The GeneticOptions --strategy-option sets.
+const OptionList<GeneticOptions>& genetic_option_list();
 
 std::unique_ptr<Strategy> make_genetic(const Space& space, const StrategyOptions& options,
                                        const GeneticOptions& genetic = {});

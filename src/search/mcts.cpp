@@ -250,6 +250,24 @@ struct Mcts::State {
   }
 };
 
+const OptionList<MctsOptions>& mcts_option_list() {
+  static const OptionList<MctsOptions> list = OptionList<MctsOptions>()
+      .add("exploration", &MctsOptions::exploration, at_least(0), "weight of the prior-weighted exploration bonus")
+      .add("value_power", &MctsOptions::value_power, above(0),
+           "value = (best overall / best below)^power; higher sharpens near-ties")
+      .add("incumbent_bias", &MctsOptions::incumbent_bias, between(0, 1),
+           "rollout: chance to keep the incumbent's option at each fork")
+      .add("incumbent_tail", &MctsOptions::incumbent_tail, between(0, 1),
+           "rollout: chance to complete a config with the incumbent's options")
+      .add("neighbour_bias", &MctsOptions::neighbour_bias, between(0, 1),
+           "rollout, otherwise: chance to take an option next to the incumbent's")
+      .add("initial_samples", &MctsOptions::initial_samples, at_least(0),
+           "points drawn by the prior after the baseline, before the first descent")
+      .add("first_play", &MctsOptions::first_play, at_least(0),
+           "an untried child's value, as a fraction of the mean value below its parent");
+  return list;
+}
+
 Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts)
     : s_(std::make_unique<State>(space, options.seed, std::move(mcts))) {}
 Mcts::~Mcts() = default;

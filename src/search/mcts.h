@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "search/options.h"
 #include "search/strategy.h"
 
 namespace attune::search {
@@ -50,17 +51,14 @@ struct MctsOptions {
   std::function<std::uint64_t()> prior_generation;
 };
 
-// One node of the tree as the Store keeps it (see store.h SearchNode): `path` is the canonical
-// text of the decided knobs ("" for the root), best_us 0 when no ok result lies below.
-struct TreeNode {
-  std::string path;
-  std::int64_t visits = 0;
-  double best_us = 0;
-  // {"failures": n, "closed": bool, "value_sum": x, "value_power": p}: value_sum is the sum of
-  // time^-p over the ok results below (read back only under the same value power).
-  std::string payload;
-  bool operator==(const TreeNode&) const = default;
-};
+// One node of the tree as the Store keeps it (store.h SearchNode): `path` is the canonical text
+// of the decided knobs ("" for the root), best_us 0 when no ok result lies below; payload is
+// {"failures": n, "closed": bool, "value_sum": x, "value_power": p}, where value_sum is the sum of
+// time^-p over the ok results below (read back only under the same value power).
+using TreeNode = StateNode;
+
+// The MctsOptions --strategy-option sets (the prior is not one: the tuner gives it from the store).
+const OptionList<MctsOptions>& mcts_option_list();
 
 class Mcts final : public Strategy {
  public:
@@ -70,6 +68,8 @@ class Mcts final : public Strategy {
   std::string name() const override { return "mcts"; }
   std::optional<Point> propose() override;
   void observe(const Point& point, Verdict verdict, std::optional<double> time_us) override;
+  std::vector<StateNode> save_state() const override { return export_nodes(); }
+  Status load_state(const std::vector<StateNode>& nodes) override { return import_nodes(nodes); }
 
   // The tree's nodes, parents before children, for Store::put_search_nodes.
   std::vector<TreeNode> export_nodes() const;

@@ -1,20 +1,15 @@
 #include "tune/tuner.h"
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <map>
-#include <thread>
-
-#include <fmt/format.h>
 #include <deque>
+#include <map>
 #include <set>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "prior/prior.h"
-#include "search/mcts.h"
-#include "search/strategy.h"
+#include "tune/regime_policy.h"
 
 namespace attune {
 
@@ -98,29 +93,20 @@ Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Re
   return o;
 }
 
-Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions& options,
-                                      const TuneObserver& observer) {
-  ATTUNE_ASSIGN(Space space, backend_.space(problem));
-  ATTUNE_TRY(check_pins(space, options.pins));
-  ATTUNE_TRY(store_.put_problem(problem));
-  auto pinned = [&](const Point& p) {
-    for (const auto& [name, value] : options.pins)
-      if (space.knobs()[*space.index_of(name)].options[p[*space.index_of(name)]].text() != value) return false;
-    return true;
-  };
+Result<std::unique_ptr<Strategy>> Tuner::make_strategy_for(const Problem& problem, const Space& space,
+                                                             const TuneOptions& options,
+                                                             std::optional<prior::Prior>& prior) {
   StrategyOptions so;
   so.seed = options.seed;
   so.shard_index = options.shard_index;
   so.shard_count = options.shard_count;
-  // mcts is steered by the newest usable prior in the store (refit between runs with `attune
-  // prior fit`: refitting inside one problem's search did not pay on the recorded spaces, see
-  // bench/results/search_replay-*.md) and continues the search tree this device left for this
-  // problem.
-  std::unique_ptr<Strategy> strategy;
-  search::Mcts* mcts = nullptr;
-  std::optional<prior::Prior> prior;
-  bool tree_imported = false;
-  if (options.strategy == "mcts") {
+  so.settings = options.strategy_options;
+  ATTUNE_ASSIGN(StrategyInfo info, strategy_info(options.strategy));
+  // A strategy that takes a prior is steered by the newest usable one in the store (refit
+  // between runs with `attune prior fit`: refitting inside one problem's search did not pay on
+  // the recorded spaces, see bench/results/search_replay-*.md).
+  StrategyContext context;
+  if (info.takes_prior) {
     ATTUNE_ASSIGN(auto record, store_.latest_prior("default"));
     if (record) {
       prior::PriorOptions po;
@@ -130,256 +116,281 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
       if (loaded) prior.emplace(std::move(*loaded));
       else spdlog::warn("ignoring the stored prior: {}", loaded.error().message());
     }
-    search::MctsOptions mo;
-    const prior::Context context = prior::make_context(problem, device_);
     if (prior && prior->usable()) {
-      mo.prior = prior->scorer(space, context);
-      mo.prior_generation = [&prior] { return prior->generation(); };
+      const prior::Prior* p = &*prior;
+      context.prior = p->scorer(space, prior::make_context(problem, device_));
+      context.prior_generation = [p] { return p->generation(); };
     }
-    auto m = std::make_unique<search::Mcts>(space, so, mo);
-    mcts = m.get();
-    ATTUNE_ASSIGN(auto nodes, store_.search_nodes(device_.key(), problem.structural_key(), "mcts"));
-    if (!nodes.empty()) {
-      std::vector<search::TreeNode> tree;
-      for (const auto& n : nodes) tree.push_back({n.path, n.visits, n.best_us, n.payload});
-      Status st = m->import_nodes(tree);
-      if (st.ok()) tree_imported = true;
-      else spdlog::warn("starting a fresh search tree: {}", st.error().message());
-    }
-    strategy = std::move(m);
-  } else {
-    ATTUNE_ASSIGN(strategy, make_strategy(options.strategy, space, so));
+  }
+  return make_strategy(options.strategy, space, so, context);
+}
+
+Result<bool> Tuner::load_state(Strategy& strategy, const Problem& problem) {
+  ATTUNE_ASSIGN(auto rows, store_.search_nodes(device_.key(), problem.structural_key(), strategy.name()));
+  if (rows.empty()) return false;
+  std::vector<StateNode> nodes;
+  for (auto& n : rows) nodes.push_back({std::move(n.path), n.visits, n.best_us, std::move(n.payload)});
+  Status st = strategy.load_state(nodes);
+  if (!st.ok()) {
+    spdlog::warn("starting a fresh {} search: {}", strategy.name(), st.error().message());
+    return false;
+  }
+  return true;
+}
+
+Status Tuner::save_state(const Strategy& strategy, const Problem& problem) {
+  std::vector<SearchNode> rows;
+  for (auto& n : strategy.save_state()) rows.push_back({std::move(n.path), n.visits, n.best_us, std::move(n.payload)});
+  if (rows.empty()) return Status::success();
+  return store_.put_search_nodes(device_.key(), problem.structural_key(), strategy.name(), rows);
+}
+
+// One problem's search: the baseline, then what the store already holds, then the strategy's
+// proposals, each measured in the regimes the policy asks for, counted for patience and
+// --max-candidates, and checked by the drift guard; then the report.
+class Tuner::ProblemSearch {
+ public:
+  ProblemSearch(Tuner& tuner, const Problem& problem, const Space& space, const TuneOptions& options,
+                const TuneObserver& observer, Strategy& strategy, bool continued, RegimePolicy regimes)
+      : t_(tuner), problem_(problem), space_(space), options_(options), observer_(observer),
+        strategy_(strategy), continued_(continued), regimes_(regimes), anchor_(space.config(space.baseline())),
+        guard_(options.drift, [this] { return read_anchor(); }, tuner.clock_) {
+    rep_.problem = problem;
+    rep_.backend = t_.backend_.name();
+    rep_.space_size = space.count();
+    for (Verdict v : kAllVerdicts) rep_.verdicts[v] = 0;
   }
 
-  ProblemReport rep;
-  rep.problem = problem;
-  rep.backend = backend_.name();
-  rep.space_size = space.count();
-  for (Verdict v : kAllVerdicts) rep.verdicts[v] = 0;
+  Status run() {
+    // The baseline is measured first whatever the strategy or shard: the speedup is against it.
+    // A strategy continuing an earlier run has already seen it. The store learns which config it
+    // is: a tuned table's rows must beat it (src/table/export.h).
+    ATTUNE_TRY(t_.store_.put_baseline({t_.device_.key(), problem_.structural_key(), t_.backend_.name(),
+                                       anchor_.text(), anchor_.hash_hex(), ""}));
+    ATTUNE_TRY(visit(space_.baseline(), true, continued_));
+    ATTUNE_TRY(visit_stored());
+    ATTUNE_TRY(search());
+    // Candidates measured since the last clean anchor are checked before the run ends.
+    if (guard_.pending()) ATTUNE_TRY(check_anchor());
+    return Status::success();
+  }
 
-  std::optional<double> best_rank;
-  std::set<Point> done;
-  int since_best = 0;
-  // Every candidate of this run in visit order; a candidate measured again after drift replaces
-  // its entry. The report's counts are taken from here at the end.
-  std::vector<CandidateResult> results;
-  std::map<Point, std::size_t> result_of;
+  ProblemReport report() {
+    rep_.baseline = results_.front();
+    for (const CandidateResult& c : results_) {
+      ++rep_.evaluated;
+      ++(c.replayed ? rep_.replayed : rep_.measured);
+      ++rep_.verdicts[c.verdict];
+      if (c.verdict != Verdict::kOk) rep_.rejected.push_back(c);
+      if (c.verdict == Verdict::kOk && c.deploy_us && (!rep_.best || *c.deploy_us < *rep_.best->deploy_us))
+        rep_.best = c;
+    }
+    if (rep_.best && rep_.baseline && rep_.baseline->deploy_us && *rep_.best->deploy_us > 0)
+      rep_.speedup = *rep_.baseline->deploy_us / *rep_.best->deploy_us;
+    return rep_;
+  }
+
+ private:
+  // What this device already measured for this problem comes first, answered from the store: a
+  // run continues from what is known, and an identical rerun measures nothing.
+  Status visit_stored() {
+    MeasurementQuery q;
+    q.problem = problem_.structural_key();
+    q.device_key = t_.device_.key();
+    q.backend = t_.backend_.name();
+    q.regime = regimes_.ranking();
+    ATTUNE_ASSIGN(auto rows, t_.store_.measurements(q));
+    for (const auto& row : rows) {
+      auto cfg = space_.parse(row.config);
+      if (!cfg) continue;  // the space changed since: not a candidate any more
+      ATTUNE_ASSIGN(Point p, space_.point(*cfg));
+      if (done_.count(p) || !pinned(p)) continue;
+      if (budget_spent()) break;
+      ATTUNE_TRY(visit(p, false, true));
+    }
+    return Status::success();
+  }
+
+  Status search() {
+    rep_.stopped_by = "exhausted";
+    std::deque<Point> ahead;
+    while (true) {
+      if (budget_spent()) {
+        rep_.stopped_by = "max_candidates";
+        break;
+      }
+      if (options_.patience > 0 && since_best_ >= options_.patience) {
+        rep_.stopped_by = "patience";
+        break;
+      }
+      // Keep up to prefetch_depth proposals queued and handed to the backend, so their builds
+      // run ahead of the GPU.
+      Backend& backend = t_.backend_;
+      while (static_cast<int>(ahead.size()) < std::max(1, backend.prefetch_depth())) {
+        auto next = strategy_.propose();
+        if (!next) break;
+        if (done_.count(*next) || !pinned(*next) || std::find(ahead.begin(), ahead.end(), *next) != ahead.end())
+          continue;
+        if (backend.prefetch_depth() > 0) backend.prepare(problem_, space_.config(*next));
+        ahead.push_back(std::move(*next));
+      }
+      if (ahead.empty()) break;
+      Point point = std::move(ahead.front());
+      ahead.pop_front();
+      if (done_.count(point)) continue;
+      ATTUNE_TRY(visit(point, false));
+    }
+    return Status::success();
+  }
+
+  // Measures (or replays) a point, takes it into the run and hands what it wrote to the guard.
+  // known: its result came from the store's list, which a continuing strategy has seen.
+  Status visit(const Point& point, bool is_baseline, bool known = false) {
+    std::vector<std::int64_t> rows;
+    ATTUNE_ASSIGN(CandidateResult c, measure(point, is_baseline, &rows));
+    account(point, c, known);
+    if (!rows.empty() && guard_.add(point, std::move(rows))) ATTUNE_TRY(check_anchor());
+    return Status::success();
+  }
+
+  // The ranking regime, then deploy when the policy asks. rows receives the rows written now.
+  Result<CandidateResult> measure(const Point& point, bool is_baseline, std::vector<std::int64_t>* rows) {
+    const Config config = space_.config(point);
+    CandidateResult c;
+    c.config = config.text();
+    std::int64_t id = 0;
+    ATTUNE_ASSIGN(Outcome first, t_.evaluate(problem_, config, regimes_.ranking(), &c.replayed, &id));
+    if (id) rows->push_back(id);
+    c.verdict = first.verdict;
+    c.message = first.message;
+    if (first.verdict != Verdict::kOk || !first.measurement) return c;
+    const double ranking_us = first.measurement->median_us;
+    (regimes_.ranking() == Regime::kRank ? c.rank_us : c.deploy_us) = ranking_us;
+    if (!regimes_.deploys(is_baseline, ranking_us, best_)) return c;
+    bool replayed = false;
+    ATTUNE_ASSIGN(Outcome dep, t_.evaluate(problem_, config, Regime::kDeploy, &replayed, &id));
+    if (id) rows->push_back(id);
+    c.replayed = c.replayed && replayed;
+    if (dep.verdict == Verdict::kOk && dep.measurement) {
+      c.deploy_us = dep.measurement->median_us;
+    } else {
+      // Passing warm but failing in the production path is a failure.
+      c.verdict = dep.verdict;
+      c.message = "deploy regime: " + dep.message;
+      c.rank_us.reset();
+    }
+    return c;
+  }
+
+  // Takes a result into the run: the strategy learns it, patience counts it. A point measured
+  // again after drift replaces its entry.
+  void account(const Point& point, const CandidateResult& c, bool known) {
+    auto [it, fresh] = result_of_.emplace(point, results_.size());
+    if (fresh) {
+      results_.push_back(c);
+      if (c.verdict != Verdict::kUnsupported) ++counted_;
+    } else {
+      results_[it->second] = c;
+    }
+    const std::optional<double> t = regimes_.ranking_us(c.rank_us, c.deploy_us);
+    bool new_best = false;
+    if (c.verdict == Verdict::kOk && t) {
+      if (!best_ || *t < *best_) {
+        best_ = t;
+        since_best_ = 0;
+        new_best = true;
+      } else if (fresh) {
+        ++since_best_;
+      }
+    }
+    if (!(known && continued_)) strategy_.observe(point, c.verdict, t);
+    done_.insert(point);
+    if (observer_)
+      observer_(TuneEvent{problem_, static_cast<std::int64_t>(results_.size()), rep_.space_size, c, new_best});
+  }
+
+  // The anchor: the baseline config, run fresh in the ranking regime.
+  std::optional<double> read_anchor() {
+    Outcome o = t_.runner_.run(problem_, anchor_, regimes_.ranking());
+    if (o.verdict != Verdict::kOk || !o.measurement) return std::nullopt;
+    return o.measurement->median_us;
+  }
+
+  // On drift: what was measured since the last clean anchor is discarded (before the back-off,
+  // so a run stopped while waiting leaves no drifted row to answer from), and measured again.
+  Status check_anchor() {
+    measure::AnchorCheck check = guard_.check();
+    if (check.result == measure::AnchorCheck::Result::kUnreadable)
+      spdlog::warn("the anchor config failed to run; drift is not checked for these candidates");
+    if (check.result != measure::AnchorCheck::Result::kDrifted) return Status::success();
+    ++rep_.drift_events;
+    const std::string why = fmt::format("the anchor {} moved {:+.1f}% ({:.2f} -> {:.2f} us) while this was measured",
+                                        anchor_.text(), 100 * check.drift(), check.reference_us, check.reading_us);
+    spdlog::warn("{}; discarding {} candidates and backing off", why, check.redo.size());
+    std::vector<std::int64_t> ids;
+    for (const auto& c : check.redo) ids.insert(ids.end(), c.rows.begin(), c.rows.end());
+    ATTUNE_TRY(t_.store_.discard(ids, why));
+    rep_.discarded += static_cast<std::int64_t>(ids.size());
+    measure::Settling settled = guard_.settle();
+    if (settled.new_reference_us)
+      spdlog::warn("the anchor did not come back within {:.0f}%; measuring against its new level {:.2f} us",
+                   100 * options_.drift.recover_bound, *settled.new_reference_us);
+    for (auto& c : check.redo) {
+      std::vector<std::int64_t> rows;
+      ATTUNE_ASSIGN(CandidateResult r, measure(c.point, c.point == space_.baseline(), &rows));
+      account(c.point, r, false);
+      // Checked at the next anchor, with the candidates after them.
+      (void)guard_.add(std::move(c.point), std::move(rows));
+    }
+    return Status::success();
+  }
+
+  bool pinned(const Point& p) const {
+    for (const auto& [name, value] : options_.pins) {
+      const std::size_t k = *space_.index_of(name);
+      if (space_.knobs()[k].options[p[k]].text() != value) return false;
+    }
+    return true;
+  }
+
+  bool budget_spent() const { return options_.max_candidates && counted_ >= *options_.max_candidates; }
+
+  Tuner& t_;
+  const Problem& problem_;
+  const Space& space_;
+  const TuneOptions& options_;
+  const TuneObserver& observer_;
+  Strategy& strategy_;
+  const bool continued_;  // the strategy continues an earlier run's state
+  const RegimePolicy regimes_;
+  const Config anchor_;
+  measure::DriftGuard guard_;
+  ProblemReport rep_;
+  std::optional<double> best_;  // best ranking time so far
+  std::set<Point> done_;
+  int since_best_ = 0;
+  // Every candidate of this run in visit order; the report's counts are taken from here.
+  std::vector<CandidateResult> results_;
+  std::map<Point, std::size_t> result_of_;
   // What --max-candidates counts: a refusal before any build (a variant cuBLASLt does not
   // support) costs no build and no GPU time, and on the H200 half of a gemm run's proposals were
   // such refusals, leaving half the budget for candidates that could win.
-  std::int64_t counted = 0;
+  std::int64_t counted_ = 0;
+};
 
-  // Measures (or replays) one point: rank regime, then deploy when it is within the band of the
-  // best so far. ids receives the rows written now.
-  auto measure = [&](const Point& point, bool is_baseline, std::vector<std::int64_t>* ids) -> Result<CandidateResult> {
-    const Config config = space.config(point);
-    CandidateResult c;
-    c.config = config.text();
-    bool rank_replayed = false;
-    std::int64_t id = 0;
-    ATTUNE_ASSIGN(Outcome rank, evaluate(problem, config, Regime::kRank, &rank_replayed, &id));
-    if (id) ids->push_back(id);
-    c.verdict = rank.verdict;
-    c.message = rank.message;
-    bool all_replayed = rank_replayed;
-    if (rank.verdict == Verdict::kOk && rank.measurement) {
-      c.rank_us = rank.measurement->median_us;
-      const bool in_band = !best_rank || *c.rank_us <= *best_rank * (1 + options.deploy_band);
-      if (is_baseline || in_band) {
-        bool dep_replayed = false;
-        ATTUNE_ASSIGN(Outcome dep, evaluate(problem, config, Regime::kDeploy, &dep_replayed, &id));
-        if (id) ids->push_back(id);
-        all_replayed = all_replayed && dep_replayed;
-        if (dep.verdict == Verdict::kOk && dep.measurement) {
-          c.deploy_us = dep.measurement->median_us;
-        } else {
-          // Passing warm but failing in the production path is a failure.
-          c.verdict = dep.verdict;
-          c.message = "deploy regime: " + dep.message;
-          c.rank_us.reset();
-        }
-      }
-    }
-    c.replayed = all_replayed;
-    return c;
-  };
-
-  // Takes a result into the run: the strategy learns it, patience counts it.
-  auto account = [&](const Point& point, const CandidateResult& c, bool known) {
-    auto [it, fresh] = result_of.emplace(point, results.size());
-    if (fresh) {
-      results.push_back(c);
-      if (c.verdict != Verdict::kUnsupported) ++counted;
-    } else {
-      results[it->second] = c;
-    }
-    bool new_best = false;
-    if (c.verdict == Verdict::kOk && c.rank_us) {
-      if (!best_rank || *c.rank_us < *best_rank) {
-        best_rank = c.rank_us;
-        since_best = 0;
-        new_best = true;
-      } else if (fresh) {
-        ++since_best;
-      }
-    }
-    if (!(known && tree_imported)) strategy->observe(point, c.verdict, c.rank_us);
-    done.insert(point);
-    if (observer) observer(TuneEvent{problem, static_cast<std::int64_t>(results.size()), rep.space_size, c, new_best});
-  };
-
-  // The anchor: the baseline config, re-measured fresh in the rank regime.
-  const Config anchor = space.config(space.baseline());
-  std::optional<double> anchor_ref;
-  std::vector<std::pair<Point, std::vector<std::int64_t>>> since_anchor;
-  auto anchor_time = [&]() -> std::optional<double> {
-    Outcome o = runner_.run(problem, anchor, Regime::kRank);
-    if (o.verdict != Verdict::kOk || !o.measurement) return std::nullopt;
-    return o.measurement->median_us;
-  };
-  // The median of three fresh readings: on the H200 one reading of a ~8 us cuBLASLt anchor ranged
-  // over -30%..+78% of the next (clock ramps after compile-bound pauses), so a single reading
-  // sent the tuner into minute-long back-offs for nothing.
-  auto anchor_reading = [&](std::optional<double> first = std::nullopt) -> std::optional<double> {
-    std::vector<double> v;
-    if (first) v.push_back(*first);
-    while (v.size() < 3) {
-      auto t = anchor_time();
-      if (!t) return std::nullopt;
-      v.push_back(*t);
-    }
-    std::sort(v.begin(), v.end());
-    return v[1];
-  };
-  auto check_anchor = [&]() -> Status {
-    auto t = anchor_time();
-    if (!t) {
-      spdlog::warn("the anchor config failed to run; drift is not checked for these candidates");
-      since_anchor.clear();
-      return Status::success();
-    }
-    // One reading within the bound is enough; one outside it is confirmed by two more.
-    if (std::fabs(*t / *anchor_ref - 1) > options.drift_bound) t = anchor_reading(t);
-    const double drift = t ? *t / *anchor_ref - 1 : 0;
-    if (!t || std::fabs(drift) <= options.drift_bound) {
-      since_anchor.clear();
-      return Status::success();
-    }
-    ++rep.drift_events;
-    const std::string why = fmt::format("the anchor {} moved {:+.1f}% ({:.2f} -> {:.2f} us) while this was measured",
-                                        anchor.text(), 100 * drift, *anchor_ref, *t);
-    spdlog::warn("{}; discarding {} candidates and backing off", why, since_anchor.size());
-    std::vector<std::int64_t> ids;
-    for (const auto& [p, row_ids] : since_anchor) ids.insert(ids.end(), row_ids.begin(), row_ids.end());
-    ATTUNE_TRY(store_.discard(ids, why));
-    rep.discarded += static_cast<std::int64_t>(ids.size());
-    double wait = options.backoff_s;
-    bool recovered = false;
-    for (int i = 0; i < options.max_backoffs && !recovered; ++i) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(wait));
-      wait *= 2;
-      t = anchor_reading();
-      recovered = t && std::fabs(*t / *anchor_ref - 1) <= options.recover_bound;
-    }
-    if (!recovered && t) {
-      spdlog::warn("the anchor did not come back within {:.0f}%; measuring against its new level {:.2f} us",
-                   100 * options.recover_bound, *t);
-      anchor_ref = t;
-    }
-    auto redo = std::move(since_anchor);
-    since_anchor.clear();
-    for (const auto& [p, row_ids] : redo) {
-      std::vector<std::int64_t> fresh_ids;
-      ATTUNE_ASSIGN(CandidateResult c, measure(p, p == space.baseline(), &fresh_ids));
-      account(p, c, false);
-      since_anchor.emplace_back(p, std::move(fresh_ids));
-    }
-    return Status::success();
-  };
-
-  auto visit = [&](const Point& point, bool is_baseline, bool known = false) -> Result<CandidateResult> {
-    std::vector<std::int64_t> ids;
-    ATTUNE_ASSIGN(CandidateResult c, measure(point, is_baseline, &ids));
-    account(point, c, known);
-    if (options.anchor_every > 0 && !ids.empty()) {
-      if (!anchor_ref) anchor_ref = anchor_reading();
-      if (anchor_ref) {
-        since_anchor.emplace_back(point, std::move(ids));
-        if (static_cast<int>(since_anchor.size()) >= options.anchor_every) ATTUNE_TRY(check_anchor());
-      }
-    }
-    return c;
-  };
-
-  // The baseline is measured first whatever the strategy or shard: the speedup is against it.
-  // A search tree imported from an earlier run has already seen the baseline. The store learns
-  // which config it is: a tuned table's rows must beat it (src/table/export.h).
-  ATTUNE_TRY(store_.put_baseline({device_.key(), problem.structural_key(), backend_.name(), anchor.text(),
-                                  anchor.hash_hex(), ""}));
-  ATTUNE_TRY(visit(space.baseline(), true, tree_imported));
-  // What this device already measured for this problem comes first, answered from the store:
-  // a run continues from what is known, and an identical rerun measures nothing.
-  {
-    MeasurementQuery q;
-    q.problem = problem.structural_key();
-    q.device_key = device_.key();
-    q.backend = backend_.name();
-    q.regime = Regime::kRank;
-    ATTUNE_ASSIGN(auto rows, store_.measurements(q));
-    for (const auto& row : rows) {
-      auto cfg = space.parse(row.config);
-      if (!cfg) continue;  // the space changed since: not a candidate any more
-      ATTUNE_ASSIGN(Point p, space.point(*cfg));
-      if (done.count(p) || !pinned(p)) continue;
-      if (options.max_candidates && counted >= *options.max_candidates) break;
-      ATTUNE_TRY(visit(p, false, true));
-    }
-  }
-  rep.stopped_by = "exhausted";
-  std::deque<Point> ahead;
-  while (true) {
-    if (options.max_candidates && counted >= *options.max_candidates) {
-      rep.stopped_by = "max_candidates";
-      break;
-    }
-    if (options.patience > 0 && since_best >= options.patience) {
-      rep.stopped_by = "patience";
-      break;
-    }
-    // Keep up to prefetch_depth proposals queued and handed to the backend, so their builds
-    // run ahead of the GPU.
-    while (static_cast<int>(ahead.size()) < std::max(1, backend_.prefetch_depth())) {
-      auto next = strategy->propose();
-      if (!next) break;
-      if (done.count(*next) || !pinned(*next) || std::find(ahead.begin(), ahead.end(), *next) != ahead.end()) continue;
-      if (backend_.prefetch_depth() > 0) backend_.prepare(problem, space.config(*next));
-      ahead.push_back(std::move(*next));
-    }
-    if (ahead.empty()) break;
-    Point point = std::move(ahead.front());
-    ahead.pop_front();
-    if (done.count(point)) continue;
-    ATTUNE_TRY(visit(point, false));
-  }
-  // Candidates measured since the last clean anchor are checked before the run ends.
-  if (!since_anchor.empty() && anchor_ref) ATTUNE_TRY(check_anchor());
-
-  rep.baseline = results.front();
-  for (const CandidateResult& c : results) {
-    ++rep.evaluated;
-    ++(c.replayed ? rep.replayed : rep.measured);
-    ++rep.verdicts[c.verdict];
-    if (c.verdict != Verdict::kOk) rep.rejected.push_back(c);
-    if (c.verdict == Verdict::kOk && c.deploy_us && (!rep.best || *c.deploy_us < *rep.best->deploy_us)) rep.best = c;
-  }
-  if (mcts) {
-    std::vector<SearchNode> nodes;
-    for (auto& n : mcts->export_nodes()) nodes.push_back({std::move(n.path), n.visits, n.best_us, std::move(n.payload)});
-    ATTUNE_TRY(store_.put_search_nodes(device_.key(), problem.structural_key(), "mcts", nodes));
-  }
-  if (rep.best && rep.baseline && rep.baseline->deploy_us && *rep.best->deploy_us > 0)
-    rep.speedup = *rep.baseline->deploy_us / *rep.best->deploy_us;
-  return rep;
+Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions& options,
+                                      const TuneObserver& observer) {
+  ATTUNE_ASSIGN(Space space, backend_.space(problem));
+  ATTUNE_TRY(check_pins(space, options.pins));
+  ATTUNE_TRY(store_.put_problem(problem));
+  ATTUNE_ASSIGN(RegimePolicy regimes, RegimePolicy::make(backend_.regimes(), options.deploy_band));
+  std::optional<prior::Prior> prior;  // declared first: the strategy may hold on to it
+  ATTUNE_ASSIGN(std::unique_ptr<Strategy> strategy, make_strategy_for(problem, space, options, prior));
+  ATTUNE_ASSIGN(bool continued, load_state(*strategy, problem));
+  ProblemSearch search(*this, problem, space, options, observer, *strategy, continued, regimes);
+  ATTUNE_TRY(search.run());
+  ATTUNE_TRY(save_state(*strategy, problem));
+  return search.report();
 }
 
 }  // namespace attune

@@ -7,13 +7,21 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "backends/backend.h"
 #include "backends/runner.h"
+#include "measure/drift.h"
+#include "platform/clock.h"
+#include "search/strategy.h"
 #include "store/store.h"
+
+namespace attune::prior {
+class Prior;
+}
 
 namespace attune {
 
@@ -35,17 +43,13 @@ struct TuneOptions {
   // a search to part of the space, e.g. kernel=cublaslt.
   std::map<std::string, std::string> pins;
   std::string arguments = "[]";          // the command line, recorded with the run
-  // Drift: the baseline config is re-measured (rank regime, never from the store) after every
-  // anchor_every newly measured candidates (0: never); a reading past the bound, the reference
-  // and recovery checks are each the median of three readings. When it moved by more than drift_bound
-  // from its reference, the candidates measured since the last clean anchor are discarded in
-  // the store, the tuner backs off (backoff_s, doubling, at most max_backoffs times) until the
-  // anchor is back within recover_bound, and measures them again.
-  int anchor_every = 8;
-  double drift_bound = 0.10;
-  double recover_bound = 0.03;
-  double backoff_s = 1.0;
-  int max_backoffs = 6;
+  // --strategy-option NAME=VALUE: the strategy's documented options (strategy_info()).
+  StrategySettings strategy_options;
+  // Drift: the baseline config is the anchor, re-read (in the ranking regime, never from the
+  // store) after every anchor_every newly measured candidates; see measure/drift.h. When it moved
+  // by more than drift_bound, the candidates measured since the last clean anchor are discarded
+  // in the store and measured again after the back-off.
+  measure::DriftPolicy drift;
 };
 
 // One evaluated candidate as the report shows it.
@@ -97,8 +101,10 @@ using TuneObserver = std::function<void(const TuneEvent&)>;
 
 class Tuner {
  public:
-  Tuner(Store& store, Backend& backend, CandidateRunner& runner)
-      : store_(store), backend_(backend), runner_(runner) {}
+  // clock: what the drift back-off waits on.
+  Tuner(Store& store, Backend& backend, CandidateRunner& runner,
+        platform::Clock& clock = platform::system_clock())
+      : store_(store), backend_(backend), runner_(runner), clock_(clock) {}
 
   Result<TuneReport> run(const std::vector<Problem>& problems, const TuneOptions& options,
                          const TuneObserver& observer = {});
@@ -107,8 +113,18 @@ class Tuner {
   static Status check_pins(const Space& space, const std::map<std::string, std::string>& pins);
 
  private:
+  class ProblemSearch;
+
   Result<ProblemReport> tune_one(const Problem& problem, const TuneOptions& options,
                                  const TuneObserver& observer);
+  // The strategy for one problem; one that takes a prior is steered by `prior`, loaded here from
+  // the store (it must outlive the strategy).
+  Result<std::unique_ptr<Strategy>> make_strategy_for(const Problem& problem, const Space& space,
+                                                      const TuneOptions& options,
+                                                      std::optional<prior::Prior>& prior);
+  // Loads what the strategy saved for this device and problem; whether it continues from it.
+  Result<bool> load_state(Strategy& strategy, const Problem& problem);
+  Status save_state(const Strategy& strategy, const Problem& problem);
   // The outcome of config in regime: from the store when known, else run and stored.
   // row_id: the stored row when it was measured now, else 0.
   Result<Outcome> evaluate(const Problem& problem, const Config& config, Regime regime, bool* replayed,
@@ -117,6 +133,7 @@ class Tuner {
   Store& store_;
   Backend& backend_;
   CandidateRunner& runner_;
+  platform::Clock& clock_;
   DeviceFingerprint device_;
   std::int64_t run_id_ = 0;
 };

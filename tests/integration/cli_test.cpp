@@ -1,5 +1,6 @@
 // The CLI as a user runs it, on the simulated device.
 #include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -215,6 +216,57 @@ TEST(Cli, DriftWarningsGoToStderrAndTheJsonStaysClean) {
   EXPECT_GE(j["problems"][0]["drift_events"].get<int>(), 1);
   EXPECT_GT(j["problems"][0]["discarded"].get<int>(), 0);
   EXPECT_NE(r.err.find("moved +50.0%"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace attune
+
+namespace attune {
+namespace {
+
+// --strategy-option: a bad name or value is one line, exit 2, the database untouched.
+INSTANTIATE_TEST_SUITE_P(
+    StrategyOptions, CliBadInput,
+    ::testing::Values(
+        BadInput{"tune --backend sim --problem rmsnorm --strategy-option explore=1",
+                 "known: exploration, value_power, incumbent_bias, incumbent_tail, neighbour_bias, initial_samples, "
+                 "first_play"},
+        BadInput{"tune --backend sim --problem rmsnorm --strategy grid --strategy-option population=3",
+                 "grid has no such option (known: none)"},
+        BadInput{"tune --backend sim --problem rmsnorm --strategy genetic --strategy-option population=many",
+                 "population=many"},
+        BadInput{"tune --backend sim --problem rmsnorm --strategy-option exploration=-1", "out of range"},
+        BadInput{"tune --backend sim --problem rmsnorm --strategy-option exploration", "must be NAME=VALUE"}),
+    [](const ::testing::TestParamInfo<BadInput>& info) { return "case" + std::to_string(info.index); });
+
+TEST(Cli, StrategyOptionsReachTheStrategyAndHelpListsThem) {
+  TempDir dir;
+  auto help = run_attune("tune --strategy genetic --strategy-option help", dir.path());
+  ASSERT_EQ(help.code, 0) << help.err;
+  for (const char* name : {"population", "elite", "tournament", "mutation"})
+    EXPECT_NE(help.out.find(name), std::string::npos) << help.out;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("attune.db")));
+
+  // The configs a run visits, in order, from its -v log.
+  auto visited = [&](const std::string& db, const std::string& options) {
+    auto r = run_attune("tune --backend sim --problem gemm --strategy genetic --patience 0 --max-candidates 10 -v "
+                        "--db " + db + " " + options,
+                        dir.path());
+    EXPECT_EQ(r.code, 0) << r.err;
+    std::string configs;
+    std::istringstream log(r.err);
+    for (std::string line; std::getline(log, line);) {
+      auto from = line.find("] "), to = line.find(" -> ");
+      if (line.rfind("info [gemm", 0) == 0 && from < to && to != std::string::npos)
+        configs += line.substr(from + 2, to - from - 2) + "\n";
+    }
+    return configs;
+  };
+  const std::string plain = visited("a.db", "");
+  const std::string small = visited("b.db", "--strategy-option population=3 --strategy-option elite=1");
+  EXPECT_FALSE(plain.empty());
+  EXPECT_NE(plain, small);
+  EXPECT_EQ(small, visited("c.db", "--strategy-option population=3 --strategy-option elite=1"));
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "backends/sim/sim_backend.h"
+#include "platform/clock.h"
+#include "prior/prior.h"
 #include "store/sqlite/sqlite_store.h"
 #include "support/temp_dir.h"
 
@@ -148,8 +150,7 @@ TEST_F(TunerTest, AnchorDriftDiscardsAndRemeasures) {
   o.strategy = "grid";
   o.patience = 0;
   o.max_candidates = 40;
-  o.anchor_every = 5;
-  o.backoff_s = 0.01;
+  o.drift.anchor_every = 5;
   ProblemReport quiet = tune("rmsnorm", o);
   EXPECT_EQ(quiet.drift_events, 0);
   EXPECT_EQ(quiet.discarded, 0);
@@ -159,13 +160,19 @@ TEST_F(TunerTest, AnchorDriftDiscardsAndRemeasures) {
   SimBackend drifting;
   InProcessRunner drifting_runner{drifting};
   ::setenv("ATTUNE_SIM_DRIFT", "12:30:1.4", 1);
-  Tuner t(*drifting_store, drifting, drifting_runner);
+  // The back-off waits on a fake clock: the default 1 s, doubling, without sleeping.
+  platform::FakeClock clock;
+  Tuner t(*drifting_store, drifting, drifting_runner, clock);
   auto r = t.run({*drifting.resolve("rmsnorm")}, o);
   ::unsetenv("ATTUNE_SIM_DRIFT");
   ASSERT_TRUE(r.ok()) << r.error().message();
   const ProblemReport& d = r->problems.at(0);
   EXPECT_GE(d.drift_events, 1);
   EXPECT_GT(d.discarded, 0);
+  ASSERT_FALSE(clock.sleeps().empty());
+  EXPECT_DOUBLE_EQ(clock.sleeps().front().count(), o.drift.backoff_s);
+  for (std::size_t i = 1; i < clock.sleeps().size(); ++i)
+    EXPECT_TRUE(clock.sleeps()[i] == 2 * clock.sleeps()[i - 1] || clock.sleeps()[i] == clock.sleeps().front());
   EXPECT_EQ(d.evaluated, quiet.evaluated);
   ASSERT_TRUE(d.best && quiet.best);
   EXPECT_EQ(d.best->config, quiet.best->config);
@@ -190,8 +197,7 @@ TEST_F(TunerTest, ASingleSlowAnchorReadingIsNotDrift) {
   o.strategy = "grid";
   o.patience = 0;
   o.max_candidates = 20;
-  o.anchor_every = 4;
-  o.backoff_s = 0.01;
+  o.drift.anchor_every = 4;
   for (int i = 0; i < 40; ++i) {
     testing::TempDir dir;
     auto s = std::move(*SqliteStore::open(dir.file("t.db")));
@@ -199,13 +205,161 @@ TEST_F(TunerTest, ASingleSlowAnchorReadingIsNotDrift) {
     InProcessRunner runner{backend};
     const std::string drift = std::to_string(i) + ":" + std::to_string(i + 1) + ":1.5";
     ::setenv("ATTUNE_SIM_DRIFT", drift.c_str(), 1);
-    Tuner t(*s, backend, runner);
+    platform::FakeClock clock;
+    Tuner t(*s, backend, runner, clock);
     auto r = t.run({*backend.resolve("rmsnorm")}, o);
     ::unsetenv("ATTUNE_SIM_DRIFT");
     ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_TRUE(clock.sleeps().empty()) << "slow execution " << i;
     EXPECT_EQ(r->problems.at(0).drift_events, 0) << "slow execution " << i;
     EXPECT_EQ(r->problems.at(0).discarded, 0) << "slow execution " << i;
   }
+}
+
+}  // namespace
+}  // namespace attune
+
+namespace attune {
+namespace {
+
+// A sim-like backend that, like a whole program timed as it runs, measures only in deploy.
+class DeployOnlySim final : public Backend {
+ public:
+  std::string name() const override { return "deploy-only"; }
+  Result<DeviceFingerprint> fingerprint() override { return sim_.fingerprint(); }
+  std::vector<ProblemInfo> problems() const override { return sim_.problems(); }
+  Result<Problem> resolve(const std::string& spec) const override { return sim_.resolve(spec); }
+  Result<Space> space(const Problem& p) const override { return sim_.space(p); }
+  std::vector<Regime> regimes() const override { return {Regime::kDeploy}; }
+  Outcome execute(const Problem& p, const Config& c, Regime r) override {
+    ++executions[r];
+    return sim_.execute(p, c, r);
+  }
+  bool isolated() const override { return false; }
+  std::map<Regime, int> executions;
+
+ private:
+  SimBackend sim_;
+};
+
+TEST_F(TunerTest, ABackendThatMeasuresOnlyInDeployHasEachCandidateMeasuredOnceThere) {
+  DeployOnlySim backend;
+  InProcessRunner in_process{backend};
+  TuneOptions o;
+  o.strategy = "grid";
+  o.patience = 0;
+  o.drift.anchor_every = 4;
+  Tuner t(*store, backend, in_process);
+  auto r = t.run({*backend.resolve("rmsnorm")}, o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const ProblemReport& p = r->problems.at(0);
+  EXPECT_EQ(p.evaluated, static_cast<std::int64_t>(p.space_size));
+  EXPECT_EQ(backend.executions[Regime::kRank], 0);  // the anchor is read in deploy too
+  // One row per candidate, in deploy; the best is the fastest of them.
+  auto rows = store->measurements({});
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->size(), p.space_size);
+  double fastest = 1e300;
+  std::string fastest_config;
+  for (const auto& row : *rows) {
+    EXPECT_EQ(row.regime, Regime::kDeploy) << row.config;
+    if (row.outcome.verdict == Verdict::kOk && row.outcome.measurement->median_us < fastest) {
+      fastest = row.outcome.measurement->median_us;
+      fastest_config = row.config;
+    }
+  }
+  ASSERT_TRUE(p.best && p.baseline && p.baseline->deploy_us);
+  EXPECT_EQ(p.best->config, fastest_config);
+  EXPECT_FALSE(p.best->rank_us);
+  EXPECT_GT(p.speedup, 1.0);
+  // Ranked and patience-counted by the deploy time; a rerun answers everything from the store.
+  TuneOptions m;
+  m.patience = 5;
+  m.seed = 2;
+  Tuner again(*store, backend, in_process);
+  auto q = again.run({*backend.resolve("gemm")}, m);
+  ASSERT_TRUE(q.ok()) << q.error().message();
+  EXPECT_EQ(q->problems.at(0).stopped_by, "patience");
+  EXPECT_EQ(backend.executions[Regime::kRank], 0);
+  auto rerun = Tuner(*store, backend, in_process).run({*backend.resolve("gemm")}, m);
+  ASSERT_TRUE(rerun.ok());
+  EXPECT_EQ(rerun->problems.at(0).measured, 0);
+  EXPECT_EQ(rerun->problems.at(0).evaluated, q->problems.at(0).evaluated);
+}
+
+// The configs a run visits, in order.
+std::vector<std::string> visits(Store& store, Backend& backend, CandidateRunner& runner, const std::string& problem,
+                                const TuneOptions& o) {
+  std::vector<std::string> configs;
+  Tuner t(store, backend, runner);
+  auto r = t.run({*backend.resolve(problem)}, o, [&](const TuneEvent& e) { configs.push_back(e.result.config); });
+  EXPECT_TRUE(r.ok()) << r.error().message();
+  return configs;
+}
+
+TEST_F(TunerTest, StrategyOptionsReachTheStrategyAndAnUnknownOneIsRefused) {
+  TuneOptions o;
+  o.strategy = "genetic";
+  o.patience = 0;
+  o.max_candidates = 12;
+  testing::TempDir a, b, c;
+  auto sa = std::move(*SqliteStore::open(a.file("a.db")));
+  auto sb = std::move(*SqliteStore::open(b.file("b.db")));
+  auto sc = std::move(*SqliteStore::open(c.file("c.db")));
+  const auto plain = visits(*sa, sim, runner, "gemm", o);
+  o.strategy_options = {{"population", "3"}};
+  const auto small = visits(*sb, sim, runner, "gemm", o);
+  EXPECT_EQ(small, visits(*sc, sim, runner, "gemm", o));
+  EXPECT_NE(plain, small);
+
+  o.strategy_options = {{"populace", "3"}};
+  Tuner t(*store, sim, runner);
+  auto r = t.run({*sim.resolve("gemm")}, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("known: population, elite, tournament, mutation"), std::string::npos)
+      << r.error().message();
+}
+
+// A prior fitted on the sim's own landscape, stored as `attune prior fit` would store it.
+void store_prior(Store& store, SimBackend& sim, const Problem& problem) {
+  const Space space = *sim.space(problem);
+  const prior::Context context = prior::make_context(problem, *sim.fingerprint());
+  prior::Prior p;
+  for (auto e = space.enumerate(); auto point = e.next();) {
+    auto t = sim.true_time_us(problem, space.config(*point), Regime::kDeploy);
+    ASSERT_TRUE(t.ok());
+    p.add(prior::make_row(space, *point, context, Verdict::kOk, *t));
+  }
+  ASSERT_TRUE(p.fit().ok());
+  ASSERT_TRUE(p.usable());
+  auto ck = p.save();
+  ASSERT_TRUE(ck.ok());
+  PriorRecord rec;
+  rec.name = "default";
+  rec.rows = ck->rows;
+  rec.calibration = ck->calibration;
+  rec.quarantined = ck->quarantined;
+  rec.model = ck->model;
+  rec.reservoir = ck->reservoir;
+  ASSERT_TRUE(store.put_prior(rec).ok());
+}
+
+// The store's prior steers the strategy that takes one (mcts) and no other.
+TEST_F(TunerTest, TheStoredPriorSteersOnlyAStrategyThatTakesOne) {
+  Problem gemm = *sim.resolve("gemm");
+  testing::TempDir cold_dir, warm_dir;
+  auto cold = std::move(*SqliteStore::open(cold_dir.file("cold.db")));
+  auto warm = std::move(*SqliteStore::open(warm_dir.file("warm.db")));
+  store_prior(*warm, sim, gemm);
+  TuneOptions o;
+  o.patience = 0;
+  o.max_candidates = 20;
+  o.seed = 5;
+  EXPECT_NE(visits(*cold, sim, runner, "gemm", o), visits(*warm, sim, runner, "gemm", o));
+  o.strategy = "annealing";
+  o.seed = 6;  // a new seed: nothing of the mcts runs above is in the way
+  auto a = visits(*cold, sim, runner, "gemm:m=8", o);
+  EXPECT_EQ(a, visits(*warm, sim, runner, "gemm:m=8", o));
 }
 
 }  // namespace
