@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "stack/process.h"
+#include "platform/process.h"
 
 namespace attune::ab {
 
@@ -32,10 +32,10 @@ std::string tail(const std::string& s) {
 
 // Runs one command; its value, or the reason it does not count.
 Result<std::variant<AbRun, std::string>> run_one(const AbOptions& o, AbRun run) {
-  stack::ProcessSpec spec;
+  platform::ProcessSpec spec;
   spec.argv = {"/bin/sh", "-c", run.arm == Arm::kRef ? o.ref : o.cand};
   spec.timeout = std::chrono::milliseconds(static_cast<long long>(std::ceil(o.timeout_s * 1000)));
-  ATTUNE_ASSIGN(stack::ProcessResult r, stack::run_process(spec));
+  ATTUNE_ASSIGN(platform::ProcessResult r, platform::run_process(spec));
   using Outcome = std::variant<AbRun, std::string>;
   if (!r.spawned) return Outcome{r.spawn_error};
   if (o.interrupted && o.interrupted->load()) return Outcome{std::string("interrupted")};

@@ -8,7 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backends/registry.h"
-#include "stack/process.h"
+#include "platform/process.h"
 
 namespace attune::cli {
 
@@ -53,7 +53,7 @@ extern "C" void on_interrupt(int sig) {
     ::raise(sig);
     return;
   }
-  stack::kill_running_programs();
+  platform::kill_running_programs();
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ std::string self_executable();
 
 // Set by the first SIGINT/SIGTERM/SIGHUP once install_interrupt_handlers() ran.
 extern std::atomic<bool> g_interrupted;
-// The first SIGINT/SIGTERM/SIGHUP kills the programs stack::run_process is running (they run in
+// The first SIGINT/SIGTERM/SIGHUP kills the programs platform::run_process is running (they run in
 // their own process group, so the terminal's SIGINT does not reach them and they would outlive
 // attune) and sets g_interrupted so the command can stop cleanly; a second one ends attune at once.
 void install_interrupt_handlers();

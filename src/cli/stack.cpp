@@ -8,7 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "stack/fingerprint.h"
+#include "platform/host.h"
 #include "stack/run.h"
 #include "stack/stack_file.h"
 #include "stack/tune.h"
@@ -45,7 +45,7 @@ int run_tune(const GlobalOptions& g, const StackFlags& f) {
   if (auto s = stack::check_tune_options(*stack, options); !s)
     return bad_input(s.error().message());
 
-  stack::HostFingerprint host = stack::probe_host(*stack);
+  platform::HostFingerprint host = platform::probe_host(stack->programs(), stack->dir);
   std::string out =
       f.out.empty() ? (fs::path(stack->dir) / "tuned" / (host.slug() + ".yaml")).string() : f.out;
   auto store = open_store_or_report(g, /*create_if_missing=*/true);
@@ -83,7 +83,7 @@ int run_run(const GlobalOptions& g, const StackFlags& f) {
   options.tuned = tuned ? &*tuned : nullptr;
   if (f.sample != 0) options.sample = f.sample;
   options.workdir_root = f.workdir;
-  stack::HostFingerprint host = stack::probe_host(*stack);
+  platform::HostFingerprint host = platform::probe_host(stack->programs(), stack->dir);
   options.interrupted = &g_interrupted;
   install_interrupt_handlers();
   auto run = stack::run_stack(*stack, host, options);

@@ -10,10 +10,15 @@
 
 #include "core/error.h"
 #include "core/verdict.h"
-#include "stack/process.h"
+#include "platform/process.h"
 #include "stack/stack_file.h"
 
 namespace attune::stack {
+
+using platform::ProcessResult;
+using platform::ProcessSpec;
+using platform::resolve_program;
+using platform::run_process;
 
 // Why a candidate is not eligible. Written to tuned files by these names; never rename.
 enum class Rejection {

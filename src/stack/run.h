@@ -10,11 +10,13 @@
 
 #include "core/error.h"
 #include "stack/evaluate.h"
-#include "stack/fingerprint.h"
+#include "platform/host.h"
 #include "stack/stack_file.h"
 #include "stack/tuned_file.h"
 
 namespace attune::stack {
+
+using platform::fingerprint_differences;
 
 struct ProviderRun {
   std::string name;

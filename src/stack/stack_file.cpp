@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "stack/constraint.h"
-#include "stack/process.h"
+#include "platform/process.h"
 
 namespace attune::stack {
 
@@ -308,7 +308,7 @@ Result<Provider> read_provider(const Reader& r, const YAML::Node& p, const std::
   }
 
   // The program must exist: checked with the defaults filled in.
-  auto program = resolve_program(out.program(), dir);
+  auto program = platform::resolve_program(out.program(), dir);
   if (!program) return r.at(p["command"][0], where + ": " + program.error().message());
   return out;
 }
@@ -355,6 +355,12 @@ Result<Point> Provider::overlay(const std::map<std::string, std::string>& knobs)
     return Error::invalid_argument("provider '" + this->name + "': knobs '" +
                                    space.config(p).text() + "' break a constraint");
   return p;
+}
+
+std::vector<std::string> StackFile::programs() const {
+  std::vector<std::string> out;
+  for (const auto& p : providers) out.push_back(p.program());
+  return out;
 }
 
 const Provider* StackFile::provider(const std::string& n) const {

@@ -65,6 +65,8 @@ struct StackFile {
   std::vector<Provider> providers;
 
   const Provider* provider(const std::string& name) const;
+  // The programs the providers run (argv[0] as written), for the host fingerprint.
+  std::vector<std::string> programs() const;
 };
 
 // Reads and checks a stack file: unknown keys, knobs with no values, defaults outside a knob's

@@ -14,11 +14,13 @@
 #include "core/error.h"
 #include "core/problem.h"
 #include "stack/evaluate.h"
-#include "stack/fingerprint.h"
+#include "platform/host.h"
 #include "stack/stack_file.h"
 #include "store/store.h"
 
 namespace attune::stack {
+
+using platform::HostFingerprint;
 
 struct CandidateResult {
   Point point;

@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "core/error.h"
-#include "stack/fingerprint.h"
+#include "platform/host.h"
 #include "stack/tune.h"
 
 namespace attune::stack {
+
+using platform::GpuInfo;
 
 // The YAML text of a tune result.
 std::string tuned_yaml(const TuneResult& result);

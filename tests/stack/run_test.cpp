@@ -11,6 +11,9 @@
 namespace attune::stack {
 namespace {
 
+using platform::ProbeOptions;
+using platform::probe_host;
+
 using testing::kFakeProvider;
 using testing::read_file;
 using testing::TempDir;
@@ -41,7 +44,7 @@ class RunTest : public ::testing::Test {
   std::string tune_and_write() {
     TuneOptions o;
     o.repeats = 1;
-    auto r = tune_stack(stack_, probe_host(stack_, probe_), o);
+    auto r = tune_stack(stack_, probe_host(stack_.programs(), stack_.dir, probe_), o);
     EXPECT_TRUE(r.ok());
     EXPECT_EQ(r->providers[0].winner.label, "variant=fast");
     std::string path = dir_ / "tuned/machine.yaml";
@@ -53,7 +56,7 @@ class RunTest : public ::testing::Test {
     RunOptions o;
     o.tuned = tuned;
     o.workdir_root = dir_ / "work";
-    auto r = run_stack(stack_, probe_host(stack_, probe_), o);
+    auto r = run_stack(stack_, probe_host(stack_.programs(), stack_.dir, probe_), o);
     EXPECT_TRUE(r.ok()) << r.error().message();
     return r.ok() ? *r : StackRun{};
   }
@@ -64,7 +67,7 @@ class RunTest : public ::testing::Test {
 };
 
 TEST_F(RunTest, TheFingerprintRecordsWhatItFindsAndMarksTheRestAbsent) {
-  HostFingerprint h = probe_host(stack_, probe_);
+  HostFingerprint h = probe_host(stack_.programs(), stack_.dir, probe_);
   EXPECT_EQ(h.cpu_model, "Test CPU 9000");
   EXPECT_EQ(h.logical_cpus, 2);
   EXPECT_FALSE(h.gpus.has_value());  // no nvidia-smi: absent, not "no GPU"
@@ -79,14 +82,14 @@ TEST_F(RunTest, TheFingerprintRecordsWhatItFindsAndMarksTheRestAbsent) {
   std::filesystem::permissions(dir_ / "nvidia-smi", std::filesystem::perms::owner_all);
   ProbeOptions with_gpu = probe_;
   with_gpu.nvidia_smi = dir_ / "nvidia-smi";
-  HostFingerprint g = probe_host(stack_, with_gpu);
+  HostFingerprint g = probe_host(stack_.programs(), stack_.dir, with_gpu);
   ASSERT_TRUE(g.gpus.has_value());
   ASSERT_EQ(g.gpus->size(), 2u);
   EXPECT_EQ(g.gpus->at(0).name, "NVIDIA H200");
   EXPECT_EQ(g.gpus->at(0).memory_mib, 143771u);
   EXPECT_EQ(g.slug(), "nvidia-h200-2cpu");
   EXPECT_EQ(fingerprint_differences(h, g).size(), 1u);
-  EXPECT_TRUE(fingerprint_differences(h, probe_host(stack_, probe_)).empty());
+  EXPECT_TRUE(fingerprint_differences(h, probe_host(stack_.programs(), stack_.dir, probe_)).empty());
 }
 
 TEST_F(RunTest, TheTunedFileReadsBackAsWritten) {
@@ -94,7 +97,7 @@ TEST_F(RunTest, TheTunedFileReadsBackAsWritten) {
   auto t = load_tuned(path);
   ASSERT_TRUE(t.ok()) << t.error().message();
   EXPECT_EQ(t->stack, "demo");
-  EXPECT_TRUE(fingerprint_differences(t->fingerprint, probe_host(stack_, probe_)).empty());
+  EXPECT_TRUE(fingerprint_differences(t->fingerprint, probe_host(stack_.programs(), stack_.dir, probe_)).empty());
   ASSERT_EQ(t->providers.size(), 1u);
   EXPECT_EQ(t->providers[0].knobs.at("variant"), "fast");
   EXPECT_TRUE(check_tuned(stack_, *t).ok());
@@ -170,7 +173,7 @@ TEST_F(RunTest, ATunedFileForAnotherStackOrWithUnknownKnobsIsBadInput) {
   EXPECT_FALSE(check_tuned(stack_, *t).ok());
   RunOptions o;
   o.tuned = &*t;
-  auto r = run_stack(stack_, probe_host(stack_, probe_), o);
+  auto r = run_stack(stack_, probe_host(stack_.programs(), stack_.dir, probe_), o);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind(), Error::Kind::kInvalidArgument);
 
@@ -185,7 +188,7 @@ TEST_F(RunTest, AFailingProviderMakesTheRunFail) {
   failing.providers[0].command = {kFakeProvider, "--profile", "fail", "--in", "{sample}"};
   RunOptions o;
   o.workdir_root = dir_ / "work2";
-  auto r = run_stack(failing, probe_host(failing, probe_), o);
+  auto r = run_stack(failing, probe_host(failing.programs(), failing.dir, probe_), o);
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(r->ok());
   ASSERT_TRUE(r->providers[0].failure);

@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "stack/process.h"
+#include "platform/process.h"
 #include "stack/tuned_file.h"
 #include "fixtures.h"
 
@@ -346,7 +346,7 @@ TEST(Tune, AnInterruptKillsTheProgramInFlightAndClosesTheRunAsInterrupted) {
   for (int i = 0; i < 3000 && !std::filesystem::exists(dir / "state/count.hang"); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   interrupted = true;
-  kill_running_programs();
+  platform::kill_running_programs();
   tune.join();
   ASSERT_TRUE(result.has_value());
   ASSERT_FALSE(result->ok());

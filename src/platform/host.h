@@ -10,9 +10,8 @@
 #include <vector>
 
 #include "core/device.h"
-#include "stack/stack_file.h"
 
-namespace attune::stack {
+namespace attune::platform {
 
 struct GpuInfo {
   std::string name;  // "NVIDIA H200"
@@ -38,12 +37,13 @@ struct ProbeOptions {
   std::string nvidia_smi = "nvidia-smi";  // a name on PATH or a path
 };
 
-// Fingerprints this machine for the stack (its providers' programs answer `--version`).
-HostFingerprint probe_host(const StackFile& stack, const ProbeOptions& options = {});
+// Fingerprints this machine; `programs` (as written, resolved from `dir`) answer `--version`.
+HostFingerprint probe_host(const std::vector<std::string>& programs, const std::string& dir,
+                           const ProbeOptions& options = {});
 
 // What differs between a recorded fingerprint and this machine's, one line per item
 // ("cpu_model: 'X' recorded, 'Y' here"); empty when every recorded item is equal.
 std::vector<std::string> fingerprint_differences(const HostFingerprint& recorded,
                                                  const HostFingerprint& here);
 
-}  // namespace attune::stack
+}  // namespace attune::platform

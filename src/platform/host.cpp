@@ -1,4 +1,4 @@
-#include "stack/fingerprint.h"
+#include "platform/host.h"
 
 #include <fmt/format.h>
 #include <sys/utsname.h>
@@ -7,9 +7,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "stack/process.h"
+#include "platform/process.h"
 
-namespace attune::stack {
+namespace attune::platform {
 
 namespace {
 
@@ -83,7 +83,8 @@ std::string show_gpus(const std::optional<std::vector<GpuInfo>>& g) {
 
 }  // namespace
 
-HostFingerprint probe_host(const StackFile& stack, const ProbeOptions& options) {
+HostFingerprint probe_host(const std::vector<std::string>& programs, const std::string& dir,
+                           const ProbeOptions& options) {
   HostFingerprint f;
   std::ifstream in(options.cpuinfo);
   std::string line;
@@ -97,10 +98,8 @@ HostFingerprint probe_host(const StackFile& stack, const ProbeOptions& options) 
   }
   if (processors > 0) f.logical_cpus = processors;
   f.gpus = probe_gpus(options.nvidia_smi);
-  for (const auto& p : stack.providers) {
-    std::string program = p.program();
-    if (!f.tools.count(program)) f.tools[program] = probe_version(program, stack.dir);
-  }
+  for (const auto& program : programs)
+    if (!f.tools.count(program)) f.tools[program] = probe_version(program, dir);
   return f;
 }
 
@@ -169,4 +168,4 @@ std::vector<std::string> fingerprint_differences(const HostFingerprint& recorded
   return out;
 }
 
-}  // namespace attune::stack
+}  // namespace attune::platform

@@ -1,4 +1,4 @@
-#include "stack/process.h"
+#include "platform/process.h"
 
 #include <signal.h>
 
@@ -7,12 +7,12 @@
 
 #include <gtest/gtest.h>
 
-#include "fixtures.h"
+#include "stack/fixtures.h"
 
-namespace attune::stack {
+namespace attune::platform {
 namespace {
 
-using testing::TempDir;
+using stack::testing::TempDir;
 
 ProcessResult run(std::vector<std::string> argv, int timeout_ms = 10000,
                   std::map<std::string, std::string> env = {}, std::string cwd = "") {
@@ -102,4 +102,4 @@ TEST(Process, ResolvesProgramsByPathOrOnPath) {
 }
 
 }  // namespace
-}  // namespace attune::stack
+}  // namespace attune::platform

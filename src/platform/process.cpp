@@ -1,4 +1,4 @@
-#include "stack/process.h"
+#include "platform/process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,7 +17,7 @@
 
 extern char** environ;
 
-namespace attune::stack {
+namespace attune::platform {
 
 namespace {
 
@@ -288,4 +288,4 @@ Result<ProcessResult> run_process(const ProcessSpec& spec) {
   return r;
 }
 
-}  // namespace attune::stack
+}  // namespace attune::platform

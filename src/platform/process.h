@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 
-namespace attune::stack {
+namespace attune::platform {
 
 struct ProcessSpec {
   std::vector<std::string> argv;           // argv[0]: a path (with '/') or a name found on PATH
@@ -42,4 +42,4 @@ void kill_running_programs();
 // a bare name is searched on PATH. Not found or not executable: an error naming it.
 Result<std::string> resolve_program(const std::string& argv0, const std::string& dir);
 
-}  // namespace attune::stack
+}  // namespace attune::platform
