@@ -53,6 +53,15 @@ class Backend {
   // How many upcoming configs the tuner should hand to prepare(); 0: none.
   virtual int prefetch_depth() const { return 0; }
 
+  // The regimes the backend measures in. A backend with only {kDeploy} (a whole program's run
+  // has no warm/cold distinction) has each candidate measured once, in deploy, and ranked and
+  // patience-counted by that time.
+  virtual std::vector<Regime> regimes() const { return {Regime::kRank, Regime::kDeploy}; }
+  // Whether the baseline's own output is the reference every candidate is checked against (a
+  // whole program has no independent reference): when the baseline fails, nothing else of the
+  // problem can be checked, so the tuner stops the problem there.
+  virtual bool baseline_is_reference() const { return false; }
+
   // Whether execute() must run in a worker process (false only for backends that cannot fault,
   // such as replay of recorded results).
   virtual bool isolated() const { return true; }

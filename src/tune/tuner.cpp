@@ -29,7 +29,8 @@ Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOp
   ATTUNE_ASSIGN(device_, backend_.fingerprint());
   ATTUNE_TRY(store_.put_device(device_));
   RunInfo info;
-  info.command = "tune";
+  info.command = options.command;
+  interrupted_ = options.interrupted;
   info.arguments = options.arguments;
   info.strategy = options.strategy;
   info.seed = options.seed;
@@ -48,7 +49,7 @@ Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOp
     if (!seen.insert(p.structural_key()).second) continue;
     auto r = tune_one(p, options, observer);
     if (!r) {
-      (void)store_.finish_run(run_id_, "failed");
+      (void)store_.finish_run(run_id_, interrupted_ && interrupted_->load() ? "interrupted" : "failed");
       return r.error();
     }
     report.problems.push_back(std::move(*r));
@@ -83,7 +84,10 @@ Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Re
     o.verdict = Verdict::kUnsupported;  // refused before any build: no worker involved
     o.message = *why;
   } else {
-    o = runner_.run(problem, config, regime);
+    if (!(interrupted_ && interrupted_->load())) o = runner_.run(problem, config, regime);
+    if (interrupted_ && interrupted_->load())
+      return Error::internal(fmt::format("interrupted while running {} {}; what was measured before is in the database",
+                                         problem.name(), config.text()));
   }
   MeasurementRow row;
   row.run_id = run_id_;
@@ -170,13 +174,27 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
   std::int64_t counted = 0;
 
   // Measures (or replays) one point: rank regime, then deploy when it is within the band of the
-  // best so far. ids receives the rows written now.
+  // best so far (or deploy alone, for a backend that measures only there). ids receives the rows
+  // written now.
+  const std::vector<Regime> regimes = backend_.regimes();
+  const bool deploy_only = regimes.size() == 1 && regimes.front() == Regime::kDeploy;
+  const Regime first_regime = regimes.front();
   auto measure = [&](const Point& point, bool is_baseline, std::vector<std::int64_t>* ids) -> Result<CandidateResult> {
     const Config config = space.config(point);
     CandidateResult c;
     c.config = config.text();
     bool rank_replayed = false;
     std::int64_t id = 0;
+    if (deploy_only) {
+      // Measured once, in deploy: that time ranks it and counts for patience.
+      ATTUNE_ASSIGN(Outcome dep, evaluate(problem, config, Regime::kDeploy, &rank_replayed, &id));
+      if (id) ids->push_back(id);
+      c.verdict = dep.verdict;
+      c.message = dep.message;
+      if (dep.verdict == Verdict::kOk && dep.measurement) c.rank_us = c.deploy_us = dep.measurement->median_us;
+      c.replayed = rank_replayed;
+      return c;
+    }
     ATTUNE_ASSIGN(Outcome rank, evaluate(problem, config, Regime::kRank, &rank_replayed, &id));
     if (id) ids->push_back(id);
     c.verdict = rank.verdict;
@@ -233,7 +251,7 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
   std::optional<double> anchor_ref;
   std::vector<std::pair<Point, std::vector<std::int64_t>>> since_anchor;
   auto anchor_time = [&]() -> std::optional<double> {
-    Outcome o = runner_.run(problem, anchor, Regime::kRank);
+    Outcome o = runner_.run(problem, anchor, first_regime);
     if (o.verdict != Verdict::kOk || !o.measurement) return std::nullopt;
     return o.measurement->median_us;
   };
@@ -316,15 +334,16 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
   // which config it is: a tuned table's rows must beat it (src/table/export.h).
   ATTUNE_TRY(store_.put_baseline({device_.key(), problem.structural_key(), backend_.name(), anchor.text(),
                                   anchor.hash_hex(), ""}));
-  ATTUNE_TRY(visit(space.baseline(), true, tree_imported));
+  ATTUNE_ASSIGN(CandidateResult baseline_result, visit(space.baseline(), true, tree_imported));
+  const bool baseline_failed = backend_.baseline_is_reference() && baseline_result.verdict != Verdict::kOk;
   // What this device already measured for this problem comes first, answered from the store:
   // a run continues from what is known, and an identical rerun measures nothing.
-  {
+  if (!baseline_failed) {
     MeasurementQuery q;
     q.problem = problem.structural_key();
     q.device_key = device_.key();
     q.backend = backend_.name();
-    q.regime = Regime::kRank;
+    q.regime = first_regime;
     ATTUNE_ASSIGN(auto rows, store_.measurements(q));
     for (const auto& row : rows) {
       auto cfg = space.parse(row.config);
@@ -335,9 +354,9 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
       ATTUNE_TRY(visit(p, false, true));
     }
   }
-  rep.stopped_by = "exhausted";
+  rep.stopped_by = baseline_failed ? "baseline_failed" : "exhausted";
   std::deque<Point> ahead;
-  while (true) {
+  while (!baseline_failed) {
     if (options.max_candidates && counted >= *options.max_candidates) {
       rep.stopped_by = "max_candidates";
       break;
@@ -364,13 +383,29 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
   // Candidates measured since the last clean anchor are checked before the run ends.
   if (!since_anchor.empty() && anchor_ref) ATTUNE_TRY(check_anchor());
 
+  // The tie rule: equal times go to fewer knobs changed from the baseline, then the config text.
+  const Point base_point = space.baseline();
+  auto changed = [&](const CandidateResult& c) {
+    auto cfg = space.parse(c.config);
+    if (!cfg) return static_cast<int>(space.depth());
+    auto p = space.point(*cfg);
+    if (!p) return static_cast<int>(space.depth());
+    int n = 0;
+    for (std::size_t i = 0; i < p->size(); ++i) n += (*p)[i] != base_point[i];
+    return n;
+  };
+  auto ranks_before = [&](const CandidateResult& a, const CandidateResult& b) {
+    if (*a.deploy_us != *b.deploy_us) return *a.deploy_us < *b.deploy_us;
+    if (changed(a) != changed(b)) return changed(a) < changed(b);
+    return a.config < b.config;
+  };
   rep.baseline = results.front();
   for (const CandidateResult& c : results) {
     ++rep.evaluated;
     ++(c.replayed ? rep.replayed : rep.measured);
     ++rep.verdicts[c.verdict];
     if (c.verdict != Verdict::kOk) rep.rejected.push_back(c);
-    if (c.verdict == Verdict::kOk && c.deploy_us && (!rep.best || *c.deploy_us < *rep.best->deploy_us)) rep.best = c;
+    if (c.verdict == Verdict::kOk && c.deploy_us && (!rep.best || ranks_before(c, *rep.best))) rep.best = c;
   }
   if (mcts) {
     std::vector<SearchNode> nodes;

@@ -7,12 +7,12 @@
 
 #include <gtest/gtest.h>
 
-#include "stack/fixtures.h"
+#include "backends/command/fixtures.h"
 
 namespace attune::platform {
 namespace {
 
-using stack::testing::TempDir;
+using command::testing::TempDir;
 
 ProcessResult run(std::vector<std::string> argv, int timeout_ms = 10000,
                   std::map<std::string, std::string> env = {}, std::string cwd = "") {

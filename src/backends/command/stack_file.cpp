@@ -1,4 +1,4 @@
-#include "stack/stack_file.h"
+#include "backends/command/stack_file.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -11,10 +11,10 @@
 #include <set>
 #include <sstream>
 
-#include "stack/constraint.h"
+#include "backends/command/constraint.h"
 #include "platform/process.h"
 
-namespace attune::stack {
+namespace attune::command {
 
 namespace {
 
@@ -457,4 +457,4 @@ Result<StackFile> load_stack(const std::string& path) {
   return out;
 }
 
-}  // namespace attune::stack
+}  // namespace attune::command

@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/space.h"
 
-namespace attune::stack {
+namespace attune::command {
 
 struct SampleSpec {
   std::string file;   // absolute path of the records file (one record per line)
@@ -82,4 +82,4 @@ Result<std::string> substitute(const std::string& tmpl,
 // Writes the first `records` lines of the sample file to `dest`.
 Status write_sample(const SampleSpec& sample, int records, const std::string& dest);
 
-}  // namespace attune::stack
+}  // namespace attune::command

@@ -1,4 +1,4 @@
-#include "stack/evaluate.h"
+#include "backends/command/program_run.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 
 #include "core/hash.h"
 
-namespace attune::stack {
+namespace attune::command {
 
 namespace {
 
@@ -70,6 +70,20 @@ Verdict verdict_of(Rejection r) {
   }
 }
 
+Outcome rejected(Rejection r, const std::string& detail) {
+  Outcome o = Outcome::failed(verdict_of(r), std::string(to_string(r)) + ": " + detail);
+  if (r == Rejection::kOutputChanged) o.check = ErrorCheck{kDigestCheck, 1, 0};
+  return o;
+}
+
+std::optional<std::pair<Rejection, std::string>> rejection_of(const std::string& message) {
+  auto colon = message.find(": ");
+  if (colon == std::string::npos) return std::nullopt;
+  auto r = rejection_from_string(std::string_view(message).substr(0, colon));
+  if (!r) return std::nullopt;
+  return std::make_pair(*r, message.substr(colon + 2));
+}
+
 Result<std::string> normalize_output(const Provider& provider, const std::string& output) {
   std::string text = output;
   if (provider.output.from_stdout && provider.throughput.kind == ThroughputSpec::Kind::kRegex) {
@@ -121,7 +135,7 @@ std::string first_difference(const std::string& got, const std::string& baseline
 Result<RunOutcome> run_once(const RunRequest& req) {
   const Provider& p = *req.provider;
   auto vars = p.vars(req.point, req.sample, req.workdir);
-  ProcessSpec spec;
+  platform::ProcessSpec spec;
   for (const auto& t : p.command) {
     ATTUNE_ASSIGN(std::string arg, substitute(t, vars));
     spec.argv.push_back(std::move(arg));
@@ -130,14 +144,14 @@ Result<RunOutcome> run_once(const RunRequest& req) {
     ATTUNE_ASSIGN(spec.env[k], substitute(t, vars));
   }
   // A relative program path is written relative to the stack file; the run starts there too.
-  auto program = resolve_program(spec.argv[0], p.stack_dir);
+  auto program = platform::resolve_program(spec.argv[0], p.stack_dir);
   if (program) spec.argv[0] = *program;
   spec.cwd = p.stack_dir;
   spec.timeout = std::chrono::milliseconds(static_cast<long long>(p.timeout_s * 1000));
 
   RunOutcome out;
-  ATTUNE_ASSIGN(out.process, run_process(spec));
-  const ProcessResult& r = out.process;
+  ATTUNE_ASSIGN(out.process, platform::run_process(spec));
+  const platform::ProcessResult& r = out.process;
   if (!r.spawned) {
     out.rejection = Rejection::kCrash;
     out.detail = r.spawn_error;
@@ -219,4 +233,4 @@ Result<RunOutcome> run_once(const RunRequest& req) {
   return out;
 }
 
-}  // namespace attune::stack
+}  // namespace attune::command

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/space.h"
 
-namespace attune::stack {
+namespace attune::command {
 
 // Grammar (lowest precedence first):
 //   or       := and (("or" | "||") and)*
@@ -25,4 +25,4 @@ namespace attune::stack {
 // Errors (unknown knob, type mismatch, syntax) name the offending text.
 Result<Constraint> parse_constraint(const std::string& text, const std::vector<Knob>& knobs);
 
-}  // namespace attune::stack
+}  // namespace attune::command

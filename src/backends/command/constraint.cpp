@@ -1,4 +1,4 @@
-#include "stack/constraint.h"
+#include "backends/command/constraint.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 #include <set>
 #include <variant>
 
-namespace attune::stack {
+namespace attune::command {
 
 namespace {
 
@@ -331,4 +331,4 @@ Result<Constraint> parse_constraint(const std::string& text, const std::vector<K
   return c;
 }
 
-}  // namespace attune::stack
+}  // namespace attune::command

@@ -1,8 +1,8 @@
-#include "stack/constraint.h"
+#include "backends/command/constraint.h"
 
 #include <gtest/gtest.h>
 
-namespace attune::stack {
+namespace attune::command {
 namespace {
 
 std::vector<Knob> knobs() {
@@ -62,4 +62,4 @@ TEST(Constraint, ErrorsNameWhatIsWrong) {
 }
 
 }  // namespace
-}  // namespace attune::stack
+}  // namespace attune::command
