@@ -76,6 +76,9 @@ int run_tune(const GlobalOptions& g, const StackFlags& f) {
   if (!result) return exit_for(result.error());
   auto yaml = table::to_stack_yaml(result->table, result->notes);
   if (!yaml) return failed(yaml.error().message());
+  std::error_code ec;
+  if (fs::path(out).has_parent_path()) fs::create_directories(fs::path(out).parent_path(), ec);
+  if (ec) return failed("cannot create " + fs::path(out).parent_path().string() + ": " + ec.message());
   if (auto s = table::save_text(*yaml, out); !s) return failed(s.error().message());
 
   if (g.json) {

@@ -1,7 +1,6 @@
 #include "table/formats.h"
 
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -180,10 +179,6 @@ Result<std::string> render(const Table& table, Format format) {
 }
 
 Status save_text(const std::string& text, const std::string& path) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  std::error_code ec;
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  if (ec) return Error::io("cannot create " + parent.string() + ": " + ec.message());
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

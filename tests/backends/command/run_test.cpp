@@ -56,7 +56,7 @@ class RunTest : public ::testing::Test {
     auto r = tune_stack(stack_, probe_host(stack_.programs(), stack_.dir, probe_), *store, o);
     EXPECT_TRUE(r.ok());
     EXPECT_EQ(table::stack_row(r->table, r->notes.providers[0])->config, "variant=fast");
-    std::string path = dir_ / "tuned/machine.yaml";
+    std::string path = dir_ / "machine.yaml";
     auto yaml = table::to_stack_yaml(r->table, r->notes);
     EXPECT_TRUE(yaml.ok());
     EXPECT_TRUE(table::save_text(*yaml, path).ok());
