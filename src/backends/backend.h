@@ -57,6 +57,11 @@ class Backend {
   // How many upcoming configs the tuner should hand to prepare(); 0: none.
   virtual int prefetch_depth() const { return 0; }
 
+  // Whether the baseline's own output is the reference every candidate is checked against (a
+  // whole program has no independent reference): when the baseline fails, nothing else of the
+  // problem can be checked, so the tuner stops the problem there.
+  virtual bool baseline_is_reference() const { return false; }
+
   // Whether execute() must run in a worker process (false only for backends that cannot fault,
   // such as replay of recorded results).
   virtual bool isolated() const { return true; }

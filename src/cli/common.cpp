@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <climits>
 
 #include <spdlog/spdlog.h>
@@ -34,6 +35,20 @@ std::unique_ptr<Backend> open_backend_or_report(const std::string& name) {
     return nullptr;
   }
   return std::move(*b);
+}
+
+Result<std::pair<std::uint32_t, std::uint32_t>> parse_shard(const std::string& s) {
+  auto slash = s.find('/');
+  std::uint32_t i = 0, n = 0;
+  bool ok = slash != std::string::npos;
+  if (ok) {
+    auto a = std::from_chars(s.data(), s.data() + slash, i);
+    auto b = std::from_chars(s.data() + slash + 1, s.data() + s.size(), n);
+    ok = a.ec == std::errc() && a.ptr == s.data() + slash && b.ec == std::errc() && b.ptr == s.data() + s.size();
+  }
+  if (!ok || n == 0 || i >= n)
+    return Error::invalid_argument("--shard '" + s + "' must be i/n with 0 <= i < n, e.g. 0/4");
+  return std::make_pair(i, n);
 }
 
 std::string self_executable() {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "backends/backend.h"
 #include "cli/commands.h"
@@ -17,6 +18,8 @@ namespace attune::cli {
 std::unique_ptr<Store> open_store_or_report(const GlobalOptions& g, bool create_if_missing);
 // The backend named, or the default one (with a note on stderr); nullptr after one line.
 std::unique_ptr<Backend> open_backend_or_report(const std::string& name);
+// "--shard i/n" as (i, n); an error names the form.
+Result<std::pair<std::uint32_t, std::uint32_t>> parse_shard(const std::string& s);
 // This executable's path, for starting workers.
 std::string self_executable();
 

@@ -1,5 +1,6 @@
-// attune stack: tune a whole program's knobs per device (`stack tune`) and run it with the tuned
-// knobs where the machine matches (`stack run`). Thin: the work is in src/stack/.
+// attune stack: tune a whole program's knobs per device (`stack tune`, the Tuner over the command
+// backend) and run it with the tuned knobs where the machine matches (`stack run`, the applier).
+// Thin: the work is in tune/stack.h, backends/command/, table/stack_yaml.h and runtime/stack/.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -8,10 +9,13 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "stack/run.h"
-#include "stack/stack_file.h"
-#include "stack/tune.h"
-#include "stack/tuned_file.h"
+#include "backends/command/stack_file.h"
+#include "platform/host.h"
+#include "runtime/stack/apply.h"
+#include "search/strategy.h"
+#include "table/formats.h"
+#include "table/stack_yaml.h"
+#include "tune/stack.h"
 
 namespace attune::cli {
 
@@ -24,6 +28,11 @@ struct StackFlags {
   int sample = 0;  // 0: each provider's `records`
   int repeats = 3;
   std::uint64_t seed = 0;
+  std::string strategy = "random";
+  int patience = 0;
+  std::int64_t max_candidates = 0;  // 0: no cap
+  std::string shard;                // "i/n"
+  int anchor_every = 8;
   std::string out;      // default: tuned/<device-slug>.yaml beside the stack file
   std::string tuned;    // stack run: the tuned file; "" runs the defaults
   std::string workdir;  // stack run: where work directories are kept
@@ -34,58 +43,71 @@ int exit_for(const Error& e) {
 }
 
 int run_tune(const GlobalOptions& g, const StackFlags& f) {
-  auto stack = stack::load_stack(f.stack_file);
+  auto stack = command::load_stack(f.stack_file);
   if (!stack) return bad_input(stack.error().message());
-  stack::TuneOptions options;
-  if (f.sample != 0) options.sample = f.sample;
-  options.repeats = f.repeats;
-  options.seed = f.seed;
-  options.arguments = nlohmann::json(g.argv).dump();
-  if (auto s = stack::check_tune_options(*stack, options); !s)
-    return bad_input(s.error().message());
+  StackTuneOptions options;
+  if (f.sample != 0) options.command.sample = f.sample;
+  options.command.repeats = f.repeats;
+  options.tuning.seed = f.seed;
+  options.tuning.strategy = f.strategy;
+  options.tuning.patience = f.patience;
+  if (f.max_candidates != 0) options.tuning.max_candidates = f.max_candidates;
+  if (!f.shard.empty()) {
+    auto s = parse_shard(f.shard);
+    if (!s) return bad_input(s.error().message());
+    options.tuning.shard_index = s->first;
+    options.tuning.shard_count = s->second;
+  }
+  options.tuning.anchor_every = f.anchor_every;
+  options.tuning.arguments = nlohmann::json(g.argv).dump();
+  if (auto s = check_stack_tune_options(*stack, options); !s) return bad_input(s.error().message());
 
-  stack::HostFingerprint host = stack::probe_host(*stack);
+  platform::HostFingerprint host = platform::probe_host(stack->programs(), stack->dir);
   std::string out =
       f.out.empty() ? (fs::path(stack->dir) / "tuned" / (host.slug() + ".yaml")).string() : f.out;
   auto store = open_store_or_report(g, /*create_if_missing=*/true);
   if (!store) return kExitBadInput;
-  options.store = store.get();
   options.log = [&](const std::string& line) {
     if (g.verbose) spdlog::info("{}", line);
   };
-  options.interrupted = &g_interrupted;
+  options.tuning.interrupted = &g_interrupted;
   install_interrupt_handlers();
-  auto result = stack::tune_stack(*stack, host, options);
+  auto result = tune_stack(*stack, host, *store, options);
   if (!result) return exit_for(result.error());
-  if (auto s = stack::write_tuned(*result, out); !s) return failed(s.error().message());
+  auto yaml = table::to_stack_yaml(result->table, result->notes);
+  if (!yaml) return failed(yaml.error().message());
+  std::error_code ec;
+  if (fs::path(out).has_parent_path()) fs::create_directories(fs::path(out).parent_path(), ec);
+  if (ec) return failed("cannot create " + fs::path(out).parent_path().string() + ": " + ec.message());
+  if (auto s = table::save_text(*yaml, out); !s) return failed(s.error().message());
 
   if (g.json) {
-    fmt::print("{}\n", stack::tuned_json(*result, out).dump(2));
+    fmt::print("{}\n", stack_json(*result, out).dump(2));
   } else {
-    fmt::print("{}tuned file: {}\n", stack::format_report(*result), out);
+    fmt::print("{}tuned file: {}\n", format_stack_report(*result), out);
   }
   if (!result->ok()) return failed("a provider's baseline (its defaults) failed; see the report");
   return kExitOk;
 }
 
 int run_run(const GlobalOptions& g, const StackFlags& f) {
-  auto stack = stack::load_stack(f.stack_file);
+  auto stack = command::load_stack(f.stack_file);
   if (!stack) return bad_input(stack.error().message());
-  std::optional<stack::TunedFile> tuned;
+  std::optional<table::TunedStack> tuned;
   if (!f.tuned.empty()) {
-    auto t = stack::load_tuned(f.tuned);
+    auto t = table::load_tuned_stack(f.tuned);
     if (!t) return bad_input(t.error().message());
-    if (auto s = stack::check_tuned(*stack, *t); !s) return bad_input(s.error().message());
+    if (auto s = runtime::check_tuned(*stack, *t); !s) return bad_input(s.error().message());
     tuned = std::move(*t);
   }
-  stack::RunOptions options;
+  runtime::RunOptions options;
   options.tuned = tuned ? &*tuned : nullptr;
   if (f.sample != 0) options.sample = f.sample;
   options.workdir_root = f.workdir;
-  stack::HostFingerprint host = stack::probe_host(*stack);
+  platform::HostFingerprint host = platform::probe_host(stack->programs(), stack->dir);
   options.interrupted = &g_interrupted;
   install_interrupt_handlers();
-  auto run = stack::run_stack(*stack, host, options);
+  auto run = runtime::run_stack(*stack, host, options);
   if (!run) return exit_for(run.error());
 
   if (run->tuned_given && !run->fingerprint_matched) {
@@ -107,13 +129,13 @@ int run_run(const GlobalOptions& g, const StackFlags& f) {
                  p.label.empty() ? "(no knobs)" : p.label, how, p.throughput, p.workdir);
     else
       fmt::print(stderr, "attune: {}: ran {} ({}): {}: {}; work dir {}\n", p.name,
-                 p.label.empty() ? "(no knobs)" : p.label, how, to_string(*p.failure), p.detail,
+                 p.label.empty() ? "(no knobs)" : p.label, how, command::to_string(*p.failure), p.detail,
                  p.workdir);
     report.push_back({{"provider", p.name},
                       {"config", p.label},
                       {"tuned", p.tuned},
                       {"ok", p.ok()},
-                      {"failure", p.failure ? std::string(to_string(*p.failure)) : ""},
+                      {"failure", p.failure ? std::string(command::to_string(*p.failure)) : ""},
                       {"detail", p.detail},
                       {"records_per_second", p.throughput},
                       {"workdir", p.workdir},
@@ -147,7 +169,22 @@ Command add_stack_command(CLI::App& app, GlobalOptions& g) {
       ->capture_default_str();
   tune->add_option(
           "--seed", flags->seed,
-          "shuffles the order the candidates run in, so drift does not line up with a knob")
+          "seed of the strategy (random: shuffles the order the candidates run in, so drift does not "
+          "line up with a knob)")
+      ->capture_default_str();
+  std::string names;
+  for (const auto& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;
+  tune->add_option("--strategy", flags->strategy,
+                   "search strategy: " + names + " (random: the whole grid in an order the seed shuffles)")
+      ->capture_default_str();
+  tune->add_option("--patience", flags->patience,
+                   "stop a provider after this many passing candidates without a new best; 0: never")
+      ->capture_default_str();
+  tune->add_option("--max-candidates", flags->max_candidates, "cap on candidates per provider; 0: none")
+      ->capture_default_str();
+  tune->add_option("--shard", flags->shard, "i/n: this process takes shard i of n of the grid (--strategy grid)");
+  tune->add_option("--anchor-every", flags->anchor_every,
+                   "re-run the defaults after this many new candidates to catch drift; 0: never")
       ->capture_default_str();
   tune->add_option("--out", flags->out,
                    "the tuned file (default: tuned/<device-slug>.yaml beside the stack)");

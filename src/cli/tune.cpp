@@ -44,20 +44,6 @@ struct TuneFlags {
   std::string spec_file;    // --spec: its YAML spec
 };
 
-Result<std::pair<std::uint32_t, std::uint32_t>> parse_shard(const std::string& s) {
-  auto slash = s.find('/');
-  std::uint32_t i = 0, n = 0;
-  bool ok = slash != std::string::npos;
-  if (ok) {
-    auto a = std::from_chars(s.data(), s.data() + slash, i);
-    auto b = std::from_chars(s.data() + slash + 1, s.data() + s.size(), n);
-    ok = a.ec == std::errc() && a.ptr == s.data() + slash && b.ec == std::errc() && b.ptr == s.data() + s.size();
-  }
-  if (!ok || n == 0 || i >= n)
-    return Error::invalid_argument("--shard '" + s + "' must be i/n with 0 <= i < n, e.g. 0/4");
-  return std::make_pair(i, n);
-}
-
 // A one-line progress bar on a terminal.
 class ProgressBar {
  public:

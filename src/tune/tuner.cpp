@@ -24,7 +24,8 @@ Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOp
   ATTUNE_ASSIGN(device_, backend_.fingerprint());
   ATTUNE_TRY(store_.put_device(device_));
   RunInfo info;
-  info.command = "tune";
+  info.command = options.command;
+  interrupted_ = options.interrupted;
   info.arguments = options.arguments;
   info.strategy = options.strategy;
   info.seed = options.seed;
@@ -43,7 +44,7 @@ Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOp
     if (!seen.insert(p.structural_key()).second) continue;
     auto r = tune_one(p, options, observer);
     if (!r) {
-      (void)store_.finish_run(run_id_, "failed");
+      (void)store_.finish_run(run_id_, interrupted_ && interrupted_->load() ? "interrupted" : "failed");
       return r.error();
     }
     report.problems.push_back(std::move(*r));
@@ -78,7 +79,10 @@ Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Re
     o.verdict = Verdict::kUnsupported;  // refused before any build: no worker involved
     o.message = *why;
   } else {
-    o = runner_.run(problem, config, regime);
+    if (!(interrupted_ && interrupted_->load())) o = runner_.run(problem, config, regime);
+    if (interrupted_ && interrupted_->load())
+      return Error::internal(fmt::format("interrupted while running {} {}; what was measured before is in the database",
+                                         problem.name(), config.text()));
   }
   MeasurementRow row;
   row.run_id = run_id_;
@@ -168,6 +172,12 @@ class Tuner::ProblemSearch {
     ATTUNE_TRY(t_.store_.put_baseline({t_.device_.key(), problem_.structural_key(), t_.backend_.name(),
                                        anchor_.text(), anchor_.hash_hex(), ""}));
     ATTUNE_TRY(visit(space_.baseline(), true, continued_));
+    // A backend whose baseline is the reference (a whole program: no independent reference)
+    // can check nothing else when the baseline fails.
+    if (t_.backend_.baseline_is_reference() && results_.front().verdict != Verdict::kOk) {
+      rep_.stopped_by = "baseline_failed";
+      return Status::success();
+    }
     ATTUNE_TRY(visit_stored());
     ATTUNE_TRY(search());
     // Candidates measured since the last clean anchor are checked before the run ends.
@@ -182,8 +192,7 @@ class Tuner::ProblemSearch {
       ++(c.replayed ? rep_.replayed : rep_.measured);
       ++rep_.verdicts[c.verdict];
       if (c.verdict != Verdict::kOk) rep_.rejected.push_back(c);
-      if (c.verdict == Verdict::kOk && c.deploy_us && (!rep_.best || *c.deploy_us < *rep_.best->deploy_us))
-        rep_.best = c;
+      if (c.verdict == Verdict::kOk && c.deploy_us && (!rep_.best || ranks_before(c, *rep_.best))) rep_.best = c;
     }
     if (rep_.best && rep_.baseline && rep_.baseline->deploy_us && *rep_.best->deploy_us > 0)
       rep_.speedup = *rep_.baseline->deploy_us / *rep_.best->deploy_us;
@@ -351,6 +360,25 @@ class Tuner::ProblemSearch {
       if (space_.knobs()[k].options[p[k]].text() != value) return false;
     }
     return true;
+  }
+
+  // The tie rule: equal times go to fewer knobs changed from the baseline, then the config text.
+  bool ranks_before(const CandidateResult& a, const CandidateResult& b) const {
+    if (*a.deploy_us != *b.deploy_us) return *a.deploy_us < *b.deploy_us;
+    const int ca = changed_knobs(a.config), cb = changed_knobs(b.config);
+    if (ca != cb) return ca < cb;
+    return a.config < b.config;
+  }
+
+  int changed_knobs(const std::string& config) const {
+    const Point base = space_.baseline();
+    auto cfg = space_.parse(config);
+    if (!cfg) return static_cast<int>(base.size());
+    auto p = space_.point(*cfg);
+    if (!p) return static_cast<int>(base.size());
+    int n = 0;
+    for (std::size_t i = 0; i < p->size(); ++i) n += (*p)[i] != base[i];
+    return n;
   }
 
   bool budget_spent() const { return options_.max_candidates && counted_ >= *options_.max_candidates; }

@@ -4,6 +4,7 @@
 // nothing and reports the same result. One thread at a time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -43,6 +44,11 @@ struct TuneOptions {
   // a search to part of the space, e.g. kernel=cublaslt.
   std::map<std::string, std::string> pins;
   std::string arguments = "[]";          // the command line, recorded with the run
+  std::string command = "tune";          // the command, recorded with the run ("stack tune")
+  // Set (by a SIGINT handler, after killing the programs in flight) to stop: the candidate in
+  // flight is not recorded (its death was ours, not its own), the run is closed as
+  // "interrupted" and run() returns an error. nullptr: never interrupted.
+  const std::atomic<bool>* interrupted = nullptr;
   // --strategy-option NAME=VALUE: the strategy's documented options (strategy_info()).
   StrategySettings strategy_options;
   // Drift: the baseline config is the anchor, re-read (in the ranking regime, never from the
@@ -66,14 +72,18 @@ struct ProblemReport {
   Problem problem;
   std::string backend;
   std::optional<CandidateResult> baseline;
-  std::optional<CandidateResult> best;  // fastest ok candidate in the deploy regime
+  // Fastest ok candidate in the deploy regime; on equal times, the one with fewer knobs changed
+  // from the baseline, then the lower config text, so the winner does not depend on visit order.
+  std::optional<CandidateResult> best;
   double speedup = 0;                   // baseline deploy time / best deploy time; 0: not known
   std::int64_t evaluated = 0;
   std::int64_t measured = 0;
   std::int64_t replayed = 0;
   std::map<Verdict, std::int64_t> verdicts;
   std::vector<CandidateResult> rejected;  // every candidate that did not pass, with its reason
-  std::string stopped_by;                 // exhausted, patience, max_candidates
+  // exhausted, patience, max_candidates, baseline_failed (a backend whose baseline is the
+  // reference: nothing else could be checked)
+  std::string stopped_by;
   int drift_events = 0;                   // anchor checks that found the device drifted
   std::int64_t discarded = 0;             // measurements discarded because of drift
   std::uint64_t space_size = 0;
@@ -136,6 +146,7 @@ class Tuner {
   platform::Clock& clock_;
   DeviceFingerprint device_;
   std::int64_t run_id_ = 0;
+  const std::atomic<bool>* interrupted_ = nullptr;
 };
 
 }  // namespace attune

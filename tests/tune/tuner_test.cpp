@@ -362,5 +362,101 @@ TEST_F(TunerTest, TheStoredPriorSteersOnlyAStrategyThatTakesOne) {
   EXPECT_EQ(a, visits(*warm, sim, runner, "gemm:m=8", o));
 }
 
+// A backend measured in deploy only, whose baseline is its reference (as the command backend):
+// time 10 us, 5 us wherever a=1 (so a=1,b=0 and a=1,b=1 tie), and the baseline fails when
+// asked to. It counts executions per regime.
+class DeployOnlyBackend final : public Backend {
+ public:
+  bool baseline_fails = false;
+  std::map<Regime, int> executions;
+
+  std::string name() const override { return "deploy-only"; }
+  Result<DeviceFingerprint> fingerprint() override {
+    DeviceFingerprint d;
+    d.backend = "deploy-only";
+    d.name = "test";
+    return d;
+  }
+  std::vector<ProblemInfo> problems() const override { return {}; }
+  Result<Problem> resolve(const std::string&) const override { return Problem("toy", {{"n", "1"}}); }
+  Result<Space> space(const Problem&) const override {
+    return Space::make({Knob{"a", {0, 1, 2}}, Knob{"b", {0, 1}}});
+  }
+  Outcome execute(const Problem&, const Config& config, Regime regime) override {
+    ++executions[regime];
+    const bool baseline = config.get("a")->as_int() == 0 && config.get("b")->as_int() == 0;
+    if (baseline && baseline_fails) return Outcome::failed(Verdict::kCrashed, "crash: exit code 1");
+    Outcome o;
+    o.measurement = Measurement{};
+    o.measurement->regime = regime;
+    o.measurement->samples = 1;
+    o.measurement->median_us = config.get("a")->as_int() == 1 ? 5 : 10;
+    return o;
+  }
+  bool isolated() const override { return false; }
+  std::vector<Regime> regimes() const override { return {Regime::kDeploy}; }
+  bool baseline_is_reference() const override { return true; }
+};
+
+struct DeployOnlyTest : ::testing::Test {
+  testing::TempDir dir;
+  DeployOnlyBackend backend;
+  InProcessRunner runner{backend};
+  std::unique_ptr<SqliteStore> store = std::move(*SqliteStore::open(dir.file("t.db")));
+
+  ProblemReport tune(TuneOptions o) {
+    o.drift.anchor_every = 0;
+    o.patience = 0;
+    Tuner t(*store, backend, runner);
+    auto r = t.run({*backend.resolve("")}, o);
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    return r->problems.at(0);
+  }
+};
+
+TEST_F(DeployOnlyTest, EachCandidateIsMeasuredOnceInDeployAndTiesGoToFewerChangedKnobs) {
+  for (std::uint64_t seed : {0, 1, 2, 3, 4, 5}) {
+    testing::TempDir fresh;
+    store = std::move(*SqliteStore::open(fresh.file("t.db")));
+    backend.executions.clear();
+    TuneOptions o;
+    o.strategy = "random";
+    o.seed = seed;
+    ProblemReport r = tune(o);
+    EXPECT_EQ(r.evaluated, 6);
+    EXPECT_EQ(backend.executions[Regime::kDeploy], 6);
+    EXPECT_EQ(backend.executions[Regime::kRank], 0);
+    ASSERT_TRUE(r.best);
+    // Whichever of the two 5 us configs the seed visits first, the one changing one knob wins.
+    EXPECT_EQ(r.best->config, "a=1,b=0") << "seed " << seed;
+    EXPECT_FALSE(r.best->rank_us);  // no rank regime was measured
+    MeasurementQuery q;
+    q.regime = Regime::kRank;
+    EXPECT_TRUE(store->measurements(q)->empty());
+  }
+}
+
+TEST_F(DeployOnlyTest, AFailedBaselineStopsTheProblemThere) {
+  backend.baseline_fails = true;
+  ProblemReport r = tune(TuneOptions{});
+  EXPECT_EQ(r.evaluated, 1);
+  EXPECT_EQ(r.stopped_by, "baseline_failed");
+  EXPECT_FALSE(r.best);
+  EXPECT_EQ(backend.executions[Regime::kDeploy], 1);
+}
+
+TEST_F(DeployOnlyTest, AnInterruptIsNotRecordedAndClosesTheRunAsInterrupted) {
+  std::atomic<bool> interrupted{true};
+  TuneOptions o;
+  o.interrupted = &interrupted;
+  Tuner t(*store, backend, runner);
+  auto r = t.run({*backend.resolve("")}, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("interrupted while running"), std::string::npos);
+  EXPECT_EQ(backend.executions[Regime::kDeploy], 0);
+  EXPECT_TRUE(store->measurements({})->empty());
+  EXPECT_EQ(store->runs()->at(0).status, "interrupted");
+}
+
 }  // namespace
 }  // namespace attune

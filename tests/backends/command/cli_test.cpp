@@ -12,11 +12,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "fixtures.h"
+#include "backends/command/fixtures.h"
 #include "store/store.h"
 #include "support/run.h"
 
-namespace attune::stack {
+namespace attune::command {
 namespace {
 
 using attune::testing::run_attune;
@@ -50,7 +50,7 @@ class StackCli : public ::testing::Test {
 };
 
 TEST_F(StackCli, TuneWritesTheTunedFileAndTheDatabaseThenRunAppliesIt) {
-  auto r = run_attune("--json stack tune stack.yaml --repeats 1", dir_.path());
+  auto r = run_attune("--json stack tune stack.yaml --repeats 1 --anchor-every 0", dir_.path());
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   const auto& p = j["providers"][0];
@@ -161,4 +161,4 @@ TEST_F(StackCli, AFailingBaselineExitsOne) {
 }
 
 }  // namespace
-}  // namespace attune::stack
+}  // namespace attune::command

@@ -11,9 +11,8 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/space.h"
-#include "platform/host.h"
 
-namespace attune::stack {
+namespace attune::command {
 
 struct SampleSpec {
   std::string file;   // absolute path of the records file (one record per line)
@@ -66,6 +65,8 @@ struct StackFile {
   std::vector<Provider> providers;
 
   const Provider* provider(const std::string& name) const;
+  // The programs the providers run (argv[0] as written), for the host fingerprint.
+  std::vector<std::string> programs() const;
 };
 
 // Reads and checks a stack file: unknown keys, knobs with no values, defaults outside a knob's
@@ -81,12 +82,4 @@ Result<std::string> substitute(const std::string& tmpl,
 // Writes the first `records` lines of the sample file to `dest`.
 Status write_sample(const SampleSpec& sample, int records, const std::string& dest);
 
-// The machine a stack is tuned on is the platform's host fingerprint, its tools the programs of
-// the stack's providers.
-using platform::fingerprint_differences;
-using platform::GpuInfo;
-using platform::HostFingerprint;
-using platform::ProbeOptions;
-HostFingerprint probe_host(const StackFile& stack, const ProbeOptions& options = {});
-
-}  // namespace attune::stack
+}  // namespace attune::command

@@ -1,4 +1,4 @@
-#include "stack/stack_file.h"
+#include "backends/command/stack_file.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -14,7 +14,7 @@
 #include "core/expr.h"
 #include "platform/process.h"
 
-namespace attune::stack {
+namespace attune::command {
 
 namespace {
 
@@ -357,6 +357,12 @@ Result<Point> Provider::overlay(const std::map<std::string, std::string>& knobs)
   return p;
 }
 
+std::vector<std::string> StackFile::programs() const {
+  std::vector<std::string> out;
+  for (const auto& p : providers) out.push_back(p.program());
+  return out;
+}
+
 const Provider* StackFile::provider(const std::string& n) const {
   for (const auto& p : providers)
     if (p.name == n) return &p;
@@ -451,10 +457,4 @@ Result<StackFile> load_stack(const std::string& path) {
   return out;
 }
 
-HostFingerprint probe_host(const StackFile& stack, const ProbeOptions& options) {
-  std::vector<std::string> programs;
-  for (const auto& p : stack.providers) programs.push_back(p.program());
-  return platform::probe_host(programs, stack.dir, options);
-}
-
-}  // namespace attune::stack
+}  // namespace attune::command

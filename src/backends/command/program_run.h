@@ -1,6 +1,7 @@
 // One run of one provider with one assignment of its knobs, in a fresh work directory, classified
 // (crash, signal, timeout, telltale, no throughput) with its throughput and normalised-output
-// digest. Keeps no state: safe from any thread.
+// digest; and how such a rejection is written into a common Outcome (a Verdict, the reason in
+// front of the message) and read back from one. Keeps no state: safe from any thread.
 #pragma once
 
 #include <optional>
@@ -9,13 +10,20 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/measurement.h"
 #include "core/verdict.h"
 #include "platform/process.h"
-#include "stack/stack_file.h"
+#include "backends/command/stack_file.h"
 
-namespace attune::stack {
+namespace attune::command {
 
-// Why a candidate is not eligible. Written to tuned files by these names; never rename.
+
+// The correctness gate's metric, as stored with each compared candidate: 1 when the normalised
+// output's digest differs from the baseline's, 0 when it is the same.
+inline constexpr const char* kDigestCheck = "output_digest_differs";
+
+// Why a candidate is not eligible: the reason of its Verdict. Stored as the first word of the
+// Outcome's message and written to tuned files by these names; never rename.
 enum class Rejection {
   kCrash,          // exited non-zero, or could not be started
   kSignal,         // died by a signal
@@ -30,6 +38,11 @@ std::optional<Rejection> rejection_from_string(std::string_view s);
 // How the tuning database stores a rejection: crash, signal, telltale and no_throughput are
 // crashed; timeout is timeout; output_changed is wrong_output.
 Verdict verdict_of(Rejection r);
+// The Outcome of a rejected candidate: verdict_of(r), message "REASON: DETAIL" (an output that
+// changed also carries the digest check that failed).
+Outcome rejected(Rejection r, const std::string& detail);
+// The reason and detail back from a message rejected() wrote; nullopt for any other message.
+std::optional<std::pair<Rejection, std::string>> rejection_of(const std::string& message);
 
 struct RunOutcome {
   std::optional<Rejection>
@@ -64,4 +77,4 @@ Result<std::string> normalize_output(const Provider& provider, const std::string
 // cut; "" when the two are equal.
 std::string first_difference(const std::string& got, const std::string& baseline);
 
-}  // namespace attune::stack
+}  // namespace attune::command

@@ -1,20 +1,30 @@
 // stack run and the machine fingerprint: tuned knobs are applied only where the tuned file's
 // fingerprint matches this machine; a mismatch (or no tuned file) runs the defaults.
-#include "stack/run.h"
+#include "runtime/stack/apply.h"
 
 #include <gtest/gtest.h>
 
-#include "stack/tune.h"
-#include "stack/tuned_file.h"
-#include "fixtures.h"
+#include "backends/command/fixtures.h"
+#include "table/formats.h"
+#include "tune/stack.h"
 
-namespace attune::stack {
+namespace attune::runtime {
 namespace {
 
-using testing::kFakeProvider;
-using testing::read_file;
-using testing::TempDir;
-using testing::write_file;
+using command::load_stack;
+using command::Rejection;
+using command::StackFile;
+using command::testing::kFakeProvider;
+using command::testing::read_file;
+using command::testing::TempDir;
+using command::testing::TempStore;
+using command::testing::write_file;
+using platform::fingerprint_differences;
+using platform::HostFingerprint;
+using platform::ProbeOptions;
+using platform::probe_host;
+using table::load_tuned_stack;
+
 
 class RunTest : public ::testing::Test {
  protected:
@@ -39,21 +49,25 @@ class RunTest : public ::testing::Test {
 
   // Tunes the stack on "this machine" and writes the tuned file.
   std::string tune_and_write() {
-    TuneOptions o;
-    o.repeats = 1;
-    auto r = tune_stack(stack_, probe_host(stack_, probe_), o);
+    StackTuneOptions o;
+    o.command.repeats = 1;
+    o.tuning.anchor_every = 0;
+    TempStore store;
+    auto r = tune_stack(stack_, probe_host(stack_.programs(), stack_.dir, probe_), *store, o);
     EXPECT_TRUE(r.ok());
-    EXPECT_EQ(r->providers[0].winner.label, "variant=fast");
-    std::string path = dir_ / "tuned/machine.yaml";
-    EXPECT_TRUE(write_tuned(*r, path).ok());
+    EXPECT_EQ(table::stack_row(r->table, r->notes.providers[0])->config, "variant=fast");
+    std::string path = dir_ / "machine.yaml";
+    auto yaml = table::to_stack_yaml(r->table, r->notes);
+    EXPECT_TRUE(yaml.ok());
+    EXPECT_TRUE(table::save_text(*yaml, path).ok());
     return path;
   }
 
-  StackRun run_with(const TunedFile* tuned) {
+  StackRun run_with(const TunedStack* tuned) {
     RunOptions o;
     o.tuned = tuned;
     o.workdir_root = dir_ / "work";
-    auto r = run_stack(stack_, probe_host(stack_, probe_), o);
+    auto r = run_stack(stack_, probe_host(stack_.programs(), stack_.dir, probe_), o);
     EXPECT_TRUE(r.ok()) << r.error().message();
     return r.ok() ? *r : StackRun{};
   }
@@ -64,7 +78,7 @@ class RunTest : public ::testing::Test {
 };
 
 TEST_F(RunTest, TheFingerprintRecordsWhatItFindsAndMarksTheRestAbsent) {
-  HostFingerprint h = probe_host(stack_, probe_);
+  HostFingerprint h = probe_host(stack_.programs(), stack_.dir, probe_);
   EXPECT_EQ(h.cpu_model, "Test CPU 9000");
   EXPECT_EQ(h.logical_cpus, 2);
   EXPECT_FALSE(h.gpus.has_value());  // no nvidia-smi: absent, not "no GPU"
@@ -79,29 +93,29 @@ TEST_F(RunTest, TheFingerprintRecordsWhatItFindsAndMarksTheRestAbsent) {
   std::filesystem::permissions(dir_ / "nvidia-smi", std::filesystem::perms::owner_all);
   ProbeOptions with_gpu = probe_;
   with_gpu.nvidia_smi = dir_ / "nvidia-smi";
-  HostFingerprint g = probe_host(stack_, with_gpu);
+  HostFingerprint g = probe_host(stack_.programs(), stack_.dir, with_gpu);
   ASSERT_TRUE(g.gpus.has_value());
   ASSERT_EQ(g.gpus->size(), 2u);
   EXPECT_EQ(g.gpus->at(0).name, "NVIDIA H200");
   EXPECT_EQ(g.gpus->at(0).memory_mib, 143771u);
   EXPECT_EQ(g.slug(), "nvidia-h200-2cpu");
   EXPECT_EQ(fingerprint_differences(h, g).size(), 1u);
-  EXPECT_TRUE(fingerprint_differences(h, probe_host(stack_, probe_)).empty());
+  EXPECT_TRUE(fingerprint_differences(h, probe_host(stack_.programs(), stack_.dir, probe_)).empty());
 }
 
 TEST_F(RunTest, TheTunedFileReadsBackAsWritten) {
   std::string path = tune_and_write();
-  auto t = load_tuned(path);
+  auto t = load_tuned_stack(path);
   ASSERT_TRUE(t.ok()) << t.error().message();
   EXPECT_EQ(t->stack, "demo");
-  EXPECT_TRUE(fingerprint_differences(t->fingerprint, probe_host(stack_, probe_)).empty());
+  EXPECT_TRUE(fingerprint_differences(t->fingerprint, probe_host(stack_.programs(), stack_.dir, probe_)).empty());
   ASSERT_EQ(t->providers.size(), 1u);
   EXPECT_EQ(t->providers[0].knobs.at("variant"), "fast");
   EXPECT_TRUE(check_tuned(stack_, *t).ok());
 }
 
 TEST_F(RunTest, AMatchingMachineRunsTheTunedKnobs) {
-  auto t = load_tuned(tune_and_write());
+  auto t = load_tuned_stack(tune_and_write());
   ASSERT_TRUE(t.ok());
   StackRun run = run_with(&*t);
   EXPECT_TRUE(run.fingerprint_matched);
@@ -119,7 +133,7 @@ TEST_F(RunTest, AMismatchedFingerprintIsRefusedAndTheDefaultsRun) {
   auto at = text.find("Test CPU 9000");
   ASSERT_NE(at, std::string::npos);
   write_file(path, text.replace(at, 13, "Other CPU 123"));
-  auto t = load_tuned(path);
+  auto t = load_tuned_stack(path);
   ASSERT_TRUE(t.ok());
   StackRun run = run_with(&*t);
   EXPECT_FALSE(run.fingerprint_matched);
@@ -135,7 +149,7 @@ TEST_F(RunTest, AToolVersionChangeIsAMismatch) {
   auto at = text.find("fake-provider 1.0");
   ASSERT_NE(at, std::string::npos);
   write_file(path, text.replace(at, 17, "fake-provider 2.0"));
-  auto t = load_tuned(path);
+  auto t = load_tuned_stack(path);
   ASSERT_TRUE(t.ok());
   StackRun run = run_with(&*t);
   EXPECT_FALSE(run.fingerprint_matched);
@@ -155,7 +169,7 @@ TEST_F(RunTest, ATunedFileForAnotherStackOrWithUnknownKnobsIsBadInput) {
   std::string bad = text;
   bad.replace(bad.find("variant: \"fast\""), 15, "variant: \"turbo\"");
   write_file(dir_ / "bad.yaml", bad);
-  auto t = load_tuned(dir_ / "bad.yaml");
+  auto t = load_tuned_stack(dir_ / "bad.yaml");
   ASSERT_TRUE(t.ok());
   auto s = check_tuned(stack_, *t);
   ASSERT_FALSE(s.ok());
@@ -165,17 +179,17 @@ TEST_F(RunTest, ATunedFileForAnotherStackOrWithUnknownKnobsIsBadInput) {
   bad = text;
   bad.replace(bad.find("stack: demo"), 11, "stack: other");
   write_file(dir_ / "other.yaml", bad);
-  t = load_tuned(dir_ / "other.yaml");
+  t = load_tuned_stack(dir_ / "other.yaml");
   ASSERT_TRUE(t.ok());
   EXPECT_FALSE(check_tuned(stack_, *t).ok());
   RunOptions o;
   o.tuned = &*t;
-  auto r = run_stack(stack_, probe_host(stack_, probe_), o);
+  auto r = run_stack(stack_, probe_host(stack_.programs(), stack_.dir, probe_), o);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind(), Error::Kind::kInvalidArgument);
 
   write_file(dir_ / "garbage.yaml", "stack: demo\nfingerprint: [\n");
-  auto g = load_tuned(dir_ / "garbage.yaml");
+  auto g = load_tuned_stack(dir_ / "garbage.yaml");
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.error().message().rfind(dir_ / "garbage.yaml:", 0), 0u);
 }
@@ -185,7 +199,7 @@ TEST_F(RunTest, AFailingProviderMakesTheRunFail) {
   failing.providers[0].command = {kFakeProvider, "--profile", "fail", "--in", "{sample}"};
   RunOptions o;
   o.workdir_root = dir_ / "work2";
-  auto r = run_stack(failing, probe_host(failing, probe_), o);
+  auto r = run_stack(failing, probe_host(failing.programs(), failing.dir, probe_), o);
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(r->ok());
   ASSERT_TRUE(r->providers[0].failure);
@@ -193,4 +207,4 @@ TEST_F(RunTest, AFailingProviderMakesTheRunFail) {
 }
 
 }  // namespace
-}  // namespace attune::stack
+}  // namespace attune::runtime

@@ -1,8 +1,8 @@
-#include "stack/evaluate.h"
+#include "backends/command/program_run.h"
 
 #include <gtest/gtest.h>
 
-namespace attune::stack {
+namespace attune::command {
 namespace {
 
 Provider provider(std::vector<std::string> json_fields, std::string regex = "") {
@@ -58,6 +58,23 @@ TEST(FirstDifference, NamesTheFirstDifferingLine) {
   EXPECT_EQ(first_difference(longer, "y").size(), std::string("line 1: '', the baseline has 'y'").size() + 80);
 }
 
+TEST(Rejection, TheReasonTravelsInTheOutcomeMessage) {
+  Outcome o = rejected(Rejection::kTelltale, "telltale 'X' in stderr (exit code 0)");
+  EXPECT_EQ(o.verdict, Verdict::kCrashed);
+  EXPECT_EQ(o.message, "telltale: telltale 'X' in stderr (exit code 0)");
+  auto back = rejection_of(o.message);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->first, Rejection::kTelltale);
+  EXPECT_EQ(back->second, "telltale 'X' in stderr (exit code 0)");
+  Outcome changed = rejected(Rejection::kOutputChanged, "line 3 differs");
+  EXPECT_EQ(changed.verdict, Verdict::kWrongOutput);
+  ASSERT_TRUE(changed.check);
+  EXPECT_EQ(changed.check->metric, kDigestCheck);
+  EXPECT_GT(changed.check->value, changed.check->tolerance);
+  EXPECT_FALSE(rejection_of("deploy regime: something else"));
+  EXPECT_FALSE(rejection_of("no colon"));
+}
+
 TEST(Rejection, NamesAndVerdictsAreStable) {
   for (auto r : {Rejection::kCrash, Rejection::kSignal, Rejection::kTimeout, Rejection::kTelltale,
                  Rejection::kOutputChanged, Rejection::kNoThroughput})
@@ -71,4 +88,4 @@ TEST(Rejection, NamesAndVerdictsAreStable) {
 }
 
 }  // namespace
-}  // namespace attune::stack
+}  // namespace attune::command

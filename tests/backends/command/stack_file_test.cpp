@@ -1,10 +1,10 @@
-#include "stack/stack_file.h"
+#include "backends/command/stack_file.h"
 
 #include <gtest/gtest.h>
 
-#include "fixtures.h"
+#include "backends/command/fixtures.h"
 
-namespace attune::stack {
+namespace attune::command {
 namespace {
 
 using testing::kFakeProvider;
@@ -128,4 +128,4 @@ TEST(StackFile, AMissingStackFile) {
 }
 
 }  // namespace
-}  // namespace attune::stack
+}  // namespace attune::command

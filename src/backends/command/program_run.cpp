@@ -1,4 +1,4 @@
-#include "stack/evaluate.h"
+#include "backends/command/program_run.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 
 #include "core/hash.h"
 
-namespace attune::stack {
+namespace attune::command {
 
 namespace {
 
@@ -68,6 +68,20 @@ Verdict verdict_of(Rejection r) {
     default:
       return Verdict::kCrashed;
   }
+}
+
+Outcome rejected(Rejection r, const std::string& detail) {
+  Outcome o = Outcome::failed(verdict_of(r), std::string(to_string(r)) + ": " + detail);
+  if (r == Rejection::kOutputChanged) o.check = ErrorCheck{kDigestCheck, 1, 0};
+  return o;
+}
+
+std::optional<std::pair<Rejection, std::string>> rejection_of(const std::string& message) {
+  auto colon = message.find(": ");
+  if (colon == std::string::npos) return std::nullopt;
+  auto r = rejection_from_string(std::string_view(message).substr(0, colon));
+  if (!r) return std::nullopt;
+  return std::make_pair(*r, message.substr(colon + 2));
 }
 
 Result<std::string> normalize_output(const Provider& provider, const std::string& output) {
@@ -219,4 +233,4 @@ Result<RunOutcome> run_once(const RunRequest& req) {
   return out;
 }
 
-}  // namespace attune::stack
+}  // namespace attune::command

@@ -1,6 +1,6 @@
-// `attune stack run`: each provider once, with its tuned knobs overlaid on its defaults only where
-// the tuned file's fingerprint matches this machine, else the defaults. Work directories are kept.
-// Keeps no state: safe from any thread.
+// The stack's applier (`attune stack run`): each provider once, with its tuned knobs overlaid on
+// its defaults only where the tuned file's fingerprint matches this machine, else the defaults.
+// Work directories are kept. Keeps no state: safe from any thread.
 #pragma once
 
 #include <atomic>
@@ -9,11 +9,16 @@
 #include <vector>
 
 #include "core/error.h"
-#include "stack/evaluate.h"
-#include "stack/stack_file.h"
-#include "stack/tuned_file.h"
+#include "backends/command/program_run.h"
+#include "backends/command/stack_file.h"
+#include "platform/host.h"
+#include "table/stack_yaml.h"
 
-namespace attune::stack {
+namespace attune::runtime {
+
+using command::Rejection;
+using command::StackFile;
+using table::TunedStack;
 
 struct ProviderRun {
   std::string name;
@@ -37,7 +42,7 @@ struct StackRun {
 };
 
 struct RunOptions {
-  const TunedFile* tuned = nullptr;  // nullptr: run the defaults
+  const TunedStack* tuned = nullptr;  // nullptr: run the defaults
   std::optional<int> sample;         // records in {sample}; default: each provider's `records`
   std::string workdir_root;          // default: a new directory under the temp directory
   const std::atomic<bool>* interrupted = nullptr;  // set to stop before the next provider
@@ -45,9 +50,9 @@ struct RunOptions {
 
 // Checks a tuned file against the stack: same stack name, known providers, knobs among their
 // values. Errors are invalid_argument, worded "PATH:LINE: what is wrong".
-Status check_tuned(const StackFile& stack, const TunedFile& tuned);
+Status check_tuned(const StackFile& stack, const TunedStack& tuned);
 
-Result<StackRun> run_stack(const StackFile& stack, const HostFingerprint& here,
+Result<StackRun> run_stack(const StackFile& stack, const platform::HostFingerprint& here,
                            const RunOptions& options);
 
-}  // namespace attune::stack
+}  // namespace attune::runtime

@@ -1,4 +1,4 @@
-#include "stack/run.h"
+#include "runtime/stack/apply.h"
 
 #include <fmt/format.h>
 #include <stdlib.h>
@@ -6,7 +6,13 @@
 #include <algorithm>
 #include <filesystem>
 
-namespace attune::stack {
+#include "backends/command/command_backend.h"
+
+namespace attune::runtime {
+
+using command::Provider;
+using command::RunOutcome;
+using command::RunRequest;
 
 namespace fs = std::filesystem;
 
@@ -15,7 +21,7 @@ bool StackRun::ok() const {
                      [](const ProviderRun& p) { return p.ok(); });
 }
 
-Status check_tuned(const StackFile& stack, const TunedFile& tuned) {
+Status check_tuned(const StackFile& stack, const TunedStack& tuned) {
   if (tuned.stack != stack.name)
     return Error::invalid_argument(fmt::format("{}:1: tuned for stack '{}', not '{}' ({})",
                                                tuned.path, tuned.stack, stack.name, stack.path));
@@ -32,24 +38,18 @@ Status check_tuned(const StackFile& stack, const TunedFile& tuned) {
   return Status::success();
 }
 
-Result<StackRun> run_stack(const StackFile& stack, const HostFingerprint& here,
+Result<StackRun> run_stack(const StackFile& stack, const platform::HostFingerprint& here,
                            const RunOptions& options) {
   StackRun out;
   if (options.tuned) {
     ATTUNE_TRY(check_tuned(stack, *options.tuned));
     out.tuned_given = true;
-    out.mismatches = fingerprint_differences(options.tuned->fingerprint, here);
+    out.mismatches = platform::fingerprint_differences(options.tuned->fingerprint, here);
     out.fingerprint_matched = out.mismatches.empty();
   }
-  if (options.sample) {
-    if (*options.sample < 1) return Error::invalid_argument("--sample must be at least 1");
-    for (const auto& p : stack.providers)
-      if (*options.sample > p.sample.available)
-        return Error::invalid_argument(
-            fmt::format("--sample {}: provider '{}' has only {} records in {}", *options.sample,
-                        p.name, p.sample.available, p.sample.file));
-  }
-
+  command::CommandOptions sampling;
+  sampling.sample = options.sample;
+  ATTUNE_TRY(command::check_options(stack, sampling));
   out.workdir_root = options.workdir_root;
   std::error_code ec;
   if (out.workdir_root.empty()) {
@@ -66,7 +66,7 @@ Result<StackRun> run_stack(const StackFile& stack, const HostFingerprint& here,
     ProviderRun pr;
     pr.name = p.name;
     Point point = p.space.baseline();
-    const TunedProvider* tp = options.tuned ? options.tuned->provider(p.name) : nullptr;
+    const table::TunedProvider* tp = options.tuned ? options.tuned->provider(p.name) : nullptr;
     if (out.fingerprint_matched && tp) {
       ATTUNE_ASSIGN(point, p.overlay(tp->knobs));
       pr.tuned = true;
@@ -80,7 +80,7 @@ Result<StackRun> run_stack(const StackFile& stack, const HostFingerprint& here,
     std::string sample = (fs::path(out.workdir_root) /
                           (p.name + ".sample" + fs::path(p.sample.file).extension().string()))
                              .string();
-    ATTUNE_TRY(write_sample(p.sample, records, sample));
+    ATTUNE_TRY(command::write_sample(p.sample, records, sample));
 
     RunRequest req;
     req.provider = &p;
@@ -89,7 +89,7 @@ Result<StackRun> run_stack(const StackFile& stack, const HostFingerprint& here,
     req.sample = sample;
     req.records = records;
     req.workdir = pr.workdir;
-    ATTUNE_ASSIGN(RunOutcome o, run_once(req));
+    ATTUNE_ASSIGN(RunOutcome o, command::run_once(req));
     if (options.interrupted && options.interrupted->load())
       return Error::internal("interrupted while running " + p.name);
     pr.failure = o.rejection;
@@ -101,4 +101,4 @@ Result<StackRun> run_stack(const StackFile& stack, const HostFingerprint& here,
   return out;
 }
 
-}  // namespace attune::stack
+}  // namespace attune::runtime

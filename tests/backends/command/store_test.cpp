@@ -2,11 +2,11 @@
 // candidate with its verdict, found again by the queries `attune eval` uses.
 #include <gtest/gtest.h>
 
-#include "stack/tune.h"
-#include "fixtures.h"
+#include "backends/command/fixtures.h"
 #include "store/store.h"
+#include "tune/stack.h"
 
-namespace attune::stack {
+namespace attune::command {
 namespace {
 
 using testing::kFakeProvider;
@@ -29,19 +29,18 @@ TEST(StackStore, ATuneLandsInTheSqliteDatabase) {
              "    throughput: {regex: \"rps=([0-9]+)\"}\n");
   auto stack = load_stack(dir / "stack.yaml");
   ASSERT_TRUE(stack.ok()) << stack.error().message();
-  HostFingerprint host;
+  platform::HostFingerprint host;
   host.cpu_model = "Test CPU";
   host.logical_cpus = 4;
   std::string db = dir / "attune.db";
   {
     auto store = open_store(db, true);
     ASSERT_TRUE(store.ok()) << store.error().message();
-    TuneOptions o;
-    o.repeats = 1;
-    o.store = store->get();
-    auto r = tune_stack(*stack, host, o);
+    StackTuneOptions o;
+    o.command.repeats = 1;
+    auto r = tune_stack(*stack, host, **store, o);
     ASSERT_TRUE(r.ok()) << r.error().message();
-    EXPECT_EQ(r->providers[0].winner.label, "variant=instant,rps=20");
+    EXPECT_EQ(table::stack_row(r->table, r->notes.providers[0])->config, "variant=instant,rps=20");
   }
   auto store = open_store(db, false);
   ASSERT_TRUE(store.ok()) << store.error().message();
@@ -85,4 +84,4 @@ TEST(StackStore, ATuneLandsInTheSqliteDatabase) {
 }
 
 }  // namespace
-}  // namespace attune::stack
+}  // namespace attune::command
