@@ -58,7 +58,7 @@ int run_tune(const GlobalOptions& g, const StackFlags& f) {
     options.tuning.shard_index = s->first;
     options.tuning.shard_count = s->second;
   }
-  options.tuning.anchor_every = f.anchor_every;
+  options.tuning.drift.anchor_every = f.anchor_every;
   options.tuning.arguments = nlohmann::json(g.argv).dump();
   if (auto s = check_stack_tune_options(*stack, options); !s) return bad_input(s.error().message());
 

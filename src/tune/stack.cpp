@@ -58,7 +58,7 @@ Status check_stack_tune_options(const command::StackFile& stack, const StackTune
   if (o.tuning.patience < 0) return Error::invalid_argument("--patience must be >= 0 (0: never stop early)");
   if (o.tuning.max_candidates && *o.tuning.max_candidates < 1)
     return Error::invalid_argument("--max-candidates must be positive");
-  if (o.tuning.anchor_every < 0) return Error::invalid_argument("--anchor-every must be >= 0 (0 turns the drift check off)");
+  if (o.tuning.drift.anchor_every < 0) return Error::invalid_argument("--anchor-every must be >= 0 (0 turns the drift check off)");
   return Status::success();
 }
 

@@ -51,7 +51,7 @@ class RunTest : public ::testing::Test {
   std::string tune_and_write() {
     StackTuneOptions o;
     o.command.repeats = 1;
-    o.tuning.anchor_every = 0;
+    o.tuning.drift.anchor_every = 0;
     TempStore store;
     auto r = tune_stack(stack_, probe_host(stack_.programs(), stack_.dir, probe_), *store, o);
     EXPECT_TRUE(r.ok());

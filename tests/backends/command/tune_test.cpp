@@ -62,7 +62,7 @@ StackTuneOptions options(int repeats, std::uint64_t seed = 0) {
   StackTuneOptions o;
   o.command.repeats = repeats;
   o.tuning.seed = seed;
-  o.tuning.anchor_every = 0;
+  o.tuning.drift.anchor_every = 0;
   return o;
 }
 
@@ -390,7 +390,7 @@ TEST(Tune, TheDriftAnchorReRunsTheDefaultsWithoutChangingTheResult) {
   TempStore store;
   StackFile stack = load(dir, rps_stack(dir / "state"));
   StackTuneOptions o = options(1);
-  o.tuning.anchor_every = 4;
+  o.tuning.drift.anchor_every = 4;
   StackTune r = tune(stack, *store, o);
   EXPECT_EQ(row(r).config, "rps=200,pad=a,mode=x");
   // 10 candidates of one run each, plus a warm-up each, plus the anchor's readings of the
