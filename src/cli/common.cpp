@@ -21,7 +21,7 @@ std::unique_ptr<Store> open_store_or_report(const GlobalOptions& g, bool create_
   return std::move(*s);
 }
 
-std::unique_ptr<Backend> open_backend_or_report(const std::string& name) {
+std::unique_ptr<Backend> open_backend_or_report(const std::string& name, int device) {
   std::string chosen = name;
   if (chosen.empty()) {
     std::string why;
@@ -33,7 +33,17 @@ std::unique_ptr<Backend> open_backend_or_report(const std::string& name) {
     bad_input(b.error().message());
     return nullptr;
   }
+  if (!select_device_or_report(**b, device)) return nullptr;
   return std::move(*b);
+}
+
+bool select_device_or_report(Backend& backend, int index) {
+  if (index < 0) return true;
+  if (auto st = backend.select_device(index); !st.ok()) {
+    bad_input(st.error().message());
+    return false;
+  }
+  return true;
 }
 
 std::string self_executable() {

@@ -15,8 +15,12 @@ namespace attune::cli {
 
 // The store at g.db, or nullptr after printing one line (the caller exits with kExitBadInput).
 std::unique_ptr<Store> open_store_or_report(const GlobalOptions& g, bool create_if_missing);
-// The backend named, or the default one (with a note on stderr); nullptr after one line.
-std::unique_ptr<Backend> open_backend_or_report(const std::string& name);
+// The backend named, or the default one (with a note on stderr), on device `device` (into its
+// devices(); -1: the backend's default); nullptr after one line.
+std::unique_ptr<Backend> open_backend_or_report(const std::string& name, int device = -1);
+// Points the backend at device `index` (-1: leaves its default), or prints one line naming how
+// many devices there are and returns false.
+bool select_device_or_report(Backend& backend, int index);
 // This executable's path, for starting workers.
 std::string self_executable();
 

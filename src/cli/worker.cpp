@@ -13,8 +13,11 @@ Command add_worker_command(CLI::App& app, GlobalOptions&) {
   sub->add_option("--backend", *backend, "backend whose candidates this worker runs")->required();
   auto options = std::make_shared<std::vector<std::string>>();
   sub->add_option("--option", *options, "key=value handed to the backend (what attune tune was given)");
-  return {sub, [backend, options] {
-            auto b = open_backend_or_report(*backend);
+  auto device = std::make_shared<int>(-1);
+  sub->add_option("--device", *device, "index of the device to run candidates on (the tuner's; default: the backend's)")
+      ->check(CLI::NonNegativeNumber);
+  return {sub, [backend, options, device] {
+            auto b = open_backend_or_report(*backend, *device);
             if (!b) return kExitBadInput;
             for (const auto& kv : *options) {
               auto eq = kv.find('=');

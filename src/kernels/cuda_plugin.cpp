@@ -1,8 +1,12 @@
-// The CUDA plugin's composition root: the CUDA backend with every kernel family.
+// The CUDA plugin's composition root: the CUDA backend with every kernel family, behind the
+// entry points of backends/plugin.h.
 #include "backends/cuda/cuda_backend.h"
+#include "backends/plugin.h"
 #include "kernels/gemm/gemm_family.h"
 #include "kernels/rmsnorm/rmsnorm_family.h"
 #include "kernels/user/user_family.h"
+
+extern "C" int attune_plugin_abi() { return attune::kPluginAbi; }
 
 extern "C" attune::Backend* attune_make_cuda_backend(std::string* error) {
   try {
