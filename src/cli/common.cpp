@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <climits>
 
 #include <spdlog/spdlog.h>
@@ -35,6 +36,19 @@ std::unique_ptr<Backend> open_backend_or_report(const std::string& name, int dev
   }
   if (!select_device_or_report(**b, device)) return nullptr;
   return std::move(*b);
+}
+
+void add_device_option(CLI::App* sub, int* device, const std::string& what) {
+  auto index = [](std::string& text) -> std::string {
+    int v = -1;
+    auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size() || v < 0)
+      return "'" + text + "' is not a device index (0, 1, ...: see attune device --list)";
+    return "";
+  };
+  sub->add_option("--device", *device, "index (attune device --list) of the device " + what)
+      ->check(CLI::Validator(index, "INDEX"))
+      ->default_str("");  // -1 is "not given", not a value to show
 }
 
 bool select_device_or_report(Backend& backend, int index) {

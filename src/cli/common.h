@@ -18,6 +18,9 @@ std::unique_ptr<Store> open_store_or_report(const GlobalOptions& g, bool create_
 // The backend named, or the default one (with a note on stderr), on device `device` (into its
 // devices(); -1: the backend's default); nullptr after one line.
 std::unique_ptr<Backend> open_backend_or_report(const std::string& name, int device = -1);
+// --device INDEX on a command (an index into the backend's devices, as attune device --list shows
+// them); *device stays -1 when it is not given. `what` finishes the help text.
+void add_device_option(CLI::App* sub, int* device, const std::string& what);
 // Points the backend at device `index` (-1: leaves its default), or prints one line naming how
 // many devices there are and returns false.
 bool select_device_or_report(Backend& backend, int index);

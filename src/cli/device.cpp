@@ -43,8 +43,7 @@ Command add_device_command(CLI::App& app, GlobalOptions& g) {
   auto list = std::make_shared<bool>(false);
   sub->add_flag("--list", *list, "one line per device: index, name, arch, SMs, memory, key (--json: an array)");
   auto device = std::make_shared<int>(-1);
-  sub->add_option("--device", *device, "index of the device to print (see --list; default: the backend's)")
-      ->check(CLI::NonNegativeNumber);
+  add_device_option(sub, device.get(), "to print (default: the backend's)");
   return {sub, [&g, backend, list, device] {
             auto b = open_backend_or_report(*backend, *device);
             if (!b) return kExitBadInput;

@@ -279,8 +279,7 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--backoff", f->backoff_s, "first wait (seconds, doubling) for a drifted device to settle")
       ->capture_default_str();
   sub->add_option("--timeout", f->timeout_s, "seconds before a candidate's worker is killed (default: the backend's)");
-  sub->add_option("--device", f->device, "index of the device to tune on (attune device --list; default: cuda "
-                  "$ATTUNE_DEVICE, else 0)")->check(CLI::NonNegativeNumber);
+  add_device_option(sub, &f->device, "to tune on (default: cuda $ATTUNE_DEVICE, else 0)");
   return {sub, [&g, f] { return run_tune(g, *f); }};
 }
 

@@ -14,8 +14,7 @@ Command add_worker_command(CLI::App& app, GlobalOptions&) {
   auto options = std::make_shared<std::vector<std::string>>();
   sub->add_option("--option", *options, "key=value handed to the backend (what attune tune was given)");
   auto device = std::make_shared<int>(-1);
-  sub->add_option("--device", *device, "index of the device to run candidates on (the tuner's; default: the backend's)")
-      ->check(CLI::NonNegativeNumber);
+  add_device_option(sub, device.get(), "to run candidates on (the tuner's; default: the backend's)");
   return {sub, [backend, options, device] {
             auto b = open_backend_or_report(*backend, *device);
             if (!b) return kExitBadInput;

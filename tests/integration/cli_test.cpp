@@ -182,6 +182,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"verify --band 0 attune.db", "--band must be a positive fraction"},
                       BadInput{"tune --backend sim --problem rmsnorm --device 1", "has 1 device (index 0), not device 1"},
                       BadInput{"device --backend sim --device 3", "has 1 device (index 0), not device 3"},
+                      BadInput{"tune --backend sim --problem rmsnorm --device -1", "'-1' is not a device index"},
                       BadInput{"tune --backend sim --problem rmsnorm --db postgresql://db/attune",
                                "this attune was built without PostgreSQL support"}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return "case" + std::to_string(info.index); });
