@@ -38,10 +38,10 @@ Result<std::unique_ptr<Backend>> load_cuda_plugin() {
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return Error::unsupported(std::string("the cuda backend is unavailable: ") + dlerror());
   auto refuse = [h](const std::string& why) {
-    dlclose(h);  // nothing of it was called
+    dlclose(h);  // nothing but its ABI version was asked of it
     return Error::unsupported("the cuda backend is unavailable: " + why);
   };
-  using Abi = int (*)();
+  using Abi = decltype(&attune_plugin_abi);
   auto abi = reinterpret_cast<Abi>(dlsym(h, "attune_plugin_abi"));
   if (!abi)
     return refuse(fmt::format("{} names no plugin ABI (attune_plugin_abi) but this attune speaks {}: "
