@@ -1,8 +1,10 @@
 // Backend: how candidates are built and run (sim, cuda, cublaslt, replay, command). A small
 // interface in the manner of CUTLASS's Operation: describe the device and problems, refuse
-// impossible configs before any build (the refusal is data), then execute. execute() runs inside
-// an isolated worker process whenever isolated() is true, so a crash or hang there costs only
-// that worker. A Backend object is used from one thread at a time.
+// impossible configs before any build (the refusal is data), then execute. A backend enumerates
+// the devices it can run on and is pointed at one by index (`--device N`) before it fingerprints
+// or executes anything. execute() runs inside an isolated worker process whenever isolated() is
+// true, so a crash or hang there costs only that worker. A Backend object is used from one thread
+// at a time.
 #pragma once
 
 #include <memory>
@@ -33,7 +35,23 @@ class Backend {
   virtual Status configure(const std::string& key, const std::string&) {
     return Error::invalid_argument("the " + name() + " backend takes no option '" + key + "'");
   }
+  // The selected device's fingerprint.
   virtual Result<DeviceFingerprint> fingerprint() = 0;
+  // The devices this backend can run on, in the order `--device N` indexes them. The default
+  // serves backends with exactly one device: the one fingerprint() describes.
+  virtual Result<std::vector<DeviceFingerprint>> devices() {
+    ATTUNE_ASSIGN(DeviceFingerprint d, fingerprint());
+    return std::vector<DeviceFingerprint>{d};
+  }
+  // Makes device `index` (into devices()) the one fingerprint() describes and execute() runs on;
+  // called before either. An index out of range is refused with no_such_device(). Until it is
+  // called the backend uses its default device (cuda: $ATTUNE_DEVICE, else 0; others 0).
+  virtual Status select_device(int index) {
+    if (index != 0) return no_such_device(index, 1);
+    return Status::success();
+  }
+  // The index of the device in use: what a worker is told to select so its candidates run there.
+  virtual int device_index() const { return 0; }
   // Problems this backend offers by name (`attune problems --backend B`).
   virtual std::vector<ProblemInfo> problems() const = 0;
   // A problem name this backend offers, or a problem spec ("op:key=value,...") it can serve.
@@ -67,6 +85,17 @@ class Backend {
   virtual bool isolated() const { return true; }
   // Deadline for one candidate in a worker, before it is killed and recorded as timeout.
   virtual double default_timeout_s() const { return 30.0; }
+
+ protected:
+  // The one line an index out of range gets, naming how many devices there are.
+  Error no_such_device(int index, int count) const {
+    const std::string which = "device " + std::to_string(index);
+    if (count <= 0) return Error::invalid_argument("the " + name() + " backend sees no device, so no " + which);
+    const std::string range = count == 1 ? "index 0" : "indexes 0.." + std::to_string(count - 1);
+    return Error::invalid_argument("the " + name() + " backend has " + std::to_string(count) +
+                                   (count == 1 ? " device (" : " devices (") + range + "), not " + which +
+                                   "; attune device --list shows them");
+  }
 };
 
 }  // namespace attune

@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <fmt/format.h>
+
+#include "backends/plugin.h"
 #include "backends/sim/sim_backend.h"
 
 namespace attune {
@@ -29,14 +32,28 @@ namespace {
 
 // The CUDA plugin sits beside the attune binary (or in $ATTUNE_PLUGIN_DIR). Loading it pulls in
 // the driver (libcuda.so.1), NVRTC and cuBLASLt; where any is missing the backend is unavailable
-// and dlerror says which.
+// and dlerror says which. Its ABI version is checked before its factory is called: a plugin from
+// another tree would otherwise be called through a vtable of another shape.
 Result<std::unique_ptr<Backend>> load_cuda_plugin() {
-  const std::string path = plugin_path("libattune_cuda.so");
+  const std::string file = "libattune_cuda.so";
+  const std::string path = plugin_path(file);
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) return Error::unsupported(std::string("the cuda backend is unavailable: ") + dlerror());
-  using Make = Backend* (*)(std::string*);
+  auto refuse = [h](const std::string& why) {
+    dlclose(h);  // nothing but its ABI version was asked of it
+    return Error::unsupported("the cuda backend is unavailable: " + why);
+  };
+  using Abi = decltype(&attune_plugin_abi);
+  auto abi = reinterpret_cast<Abi>(dlsym(h, "attune_plugin_abi"));
+  if (!abi)
+    return refuse(fmt::format("{} names no plugin ABI (attune_plugin_abi) but this attune speaks {}: "
+                              "rebuild both from one tree", file, kPluginAbi));
+  if (const int theirs = abi(); theirs != kPluginAbi)
+    return refuse(fmt::format("{} speaks plugin ABI {} but this attune speaks {}: rebuild both from one tree",
+                              file, theirs, kPluginAbi));
+  using Make = decltype(&attune_make_cuda_backend);
   auto make = reinterpret_cast<Make>(dlsym(h, "attune_make_cuda_backend"));
-  if (!make) return Error::unsupported("the cuda backend is unavailable: " + path + " has no entry point");
+  if (!make) return refuse(path + " has no entry point");
   std::string error;
   Backend* b = make(&error);
   if (!b) return Error::unsupported("the cuda backend failed to start: " + error);

@@ -22,7 +22,7 @@ std::unique_ptr<Store> open_store_or_report(const GlobalOptions& g, bool create_
   return std::move(*s);
 }
 
-std::unique_ptr<Backend> open_backend_or_report(const std::string& name) {
+std::unique_ptr<Backend> open_backend_or_report(const std::string& name, int device) {
   std::string chosen = name;
   if (chosen.empty()) {
     std::string why;
@@ -34,6 +34,7 @@ std::unique_ptr<Backend> open_backend_or_report(const std::string& name) {
     bad_input(b.error().message());
     return nullptr;
   }
+  if (!select_device_or_report(**b, device)) return nullptr;
   return std::move(*b);
 }
 
@@ -49,6 +50,28 @@ Result<std::pair<std::uint32_t, std::uint32_t>> parse_shard(const std::string& s
   if (!ok || n == 0 || i >= n)
     return Error::invalid_argument("--shard '" + s + "' must be i/n with 0 <= i < n, e.g. 0/4");
   return std::make_pair(i, n);
+}
+
+void add_device_option(CLI::App* sub, int* device, const std::string& what) {
+  auto index = [](std::string& text) -> std::string {
+    int v = -1;
+    auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size() || v < 0)
+      return "'" + text + "' is not a device index (0, 1, ...: see attune device --list)";
+    return "";
+  };
+  sub->add_option("--device", *device, "index (attune device --list) of the device " + what)
+      ->check(CLI::Validator(index, "INDEX"))
+      ->default_str("");  // -1 is "not given", not a value to show
+}
+
+bool select_device_or_report(Backend& backend, int index) {
+  if (index < 0) return true;
+  if (auto st = backend.select_device(index); !st.ok()) {
+    bad_input(st.error().message());
+    return false;
+  }
+  return true;
 }
 
 std::string self_executable() {

@@ -16,8 +16,15 @@ namespace attune::cli {
 
 // The store at g.db, or nullptr after printing one line (the caller exits with kExitBadInput).
 std::unique_ptr<Store> open_store_or_report(const GlobalOptions& g, bool create_if_missing);
-// The backend named, or the default one (with a note on stderr); nullptr after one line.
-std::unique_ptr<Backend> open_backend_or_report(const std::string& name);
+// The backend named, or the default one (with a note on stderr), on device `device` (into its
+// devices(); -1: the backend's default); nullptr after one line.
+std::unique_ptr<Backend> open_backend_or_report(const std::string& name, int device = -1);
+// --device INDEX on a command (an index into the backend's devices, as attune device --list shows
+// them); *device stays -1 when it is not given. `what` finishes the help text.
+void add_device_option(CLI::App* sub, int* device, const std::string& what);
+// Points the backend at device `index` (-1: leaves its default), or prints one line naming how
+// many devices there are and returns false.
+bool select_device_or_report(Backend& backend, int index);
 // "--shard i/n" as (i, n); an error names the form.
 Result<std::pair<std::uint32_t, std::uint32_t>> parse_shard(const std::string& s);
 // This executable's path, for starting workers.

@@ -1,4 +1,5 @@
-// attune device: the fingerprint of this box as the tuning database keys it.
+// attune device: the fingerprint of this box as the tuning database keys it, or with --list one
+// line per device the backend can run on (the index `--device N` takes).
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -6,13 +7,47 @@
 
 namespace attune::cli {
 
+namespace {
+
+// "0  NVIDIA H200  sm_90a  132 SMs  139.8 GiB  key 0123456789abcdef  0000:19:00.0"
+std::string device_line(int index, const DeviceFingerprint& d) {
+  std::string line = fmt::format("{}  {}  {}  {} SMs  {:.1f} GiB  key {}", index, d.name, d.arch, d.sm_count,
+                                 d.memory_bytes / double(1ull << 30), d.key());
+  if (auto bus = d.extra.find("pci_bus_id"); bus != d.extra.end()) line += "  " + bus->second;
+  return line;
+}
+
+int list_devices(const GlobalOptions& g, Backend& b) {
+  auto all = b.devices();
+  if (!all) return failed(all.error().message());
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = 0; i < all->size(); ++i) {
+    if (g.json) {
+      nlohmann::json j = (*all)[i];
+      j["index"] = i;
+      out.push_back(std::move(j));
+    } else {
+      fmt::print("{}\n", device_line(static_cast<int>(i), (*all)[i]));
+    }
+  }
+  if (g.json) fmt::print("{}\n", out.dump(2));
+  return kExitOk;
+}
+
+}  // namespace
+
 Command add_device_command(CLI::App& app, GlobalOptions& g) {
-  auto* sub = app.add_subcommand("device", "print this device's fingerprint (key fields marked *)");
+  auto* sub = app.add_subcommand("device", "print this device's fingerprint (key fields marked *), or --list them all");
   auto backend = std::make_shared<std::string>();
   sub->add_option("--backend", *backend, "backend to ask (default: the GPU backend, else sim)");
-  return {sub, [&g, backend] {
-            auto b = open_backend_or_report(*backend);
+  auto list = std::make_shared<bool>(false);
+  sub->add_flag("--list", *list, "one line per device: index, name, arch, SMs, memory, key (--json: an array)");
+  auto device = std::make_shared<int>(-1);
+  add_device_option(sub, device.get(), "to print (default: the backend's)");
+  return {sub, [&g, backend, list, device] {
+            auto b = open_backend_or_report(*backend, *device);
             if (!b) return kExitBadInput;
+            if (*list) return list_devices(g, *b);
             auto fp = b->fingerprint();
             if (!fp) return failed(fp.error().message());
             if (g.json) {

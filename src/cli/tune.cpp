@@ -42,6 +42,7 @@ struct TuneFlags {
   double backoff_s = 1.0;
   std::string kernel_file;  // --kernel: the user's .cu
   std::string spec_file;    // --spec: its YAML spec
+  int device = -1;          // --device: index into the backend's devices; -1: its default
 };
 
 // A one-line progress bar on a terminal.
@@ -138,7 +139,7 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   }
   auto backend = f.backend == "replay" ? open_replay_backend_or_report(g, f.problems)
                                        : open_backend_or_report(user_kernel ? "cuda" : f.backend);
-  if (!backend) return kExitBadInput;
+  if (!backend || !select_device_or_report(*backend, f.device)) return kExitBadInput;
   for (const auto& [key, value] : options)
     if (auto st = backend->configure(key, value); !st.ok()) return bad_input(st.error().message());
 
@@ -184,7 +185,9 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   std::unique_ptr<CandidateRunner> runner;
   const double timeout = f.timeout_s > 0 ? f.timeout_s : backend->default_timeout_s();
   if (backend->isolated()) {
-    std::vector<std::string> argv{self_executable(), "worker", "--backend", backend->name()};
+    // The worker runs its candidates on the device the scheduler fingerprinted.
+    std::vector<std::string> argv{self_executable(), "worker", "--backend", backend->name(),
+                                  "--device", std::to_string(backend->device_index())};
     for (const auto& [key, value] : options) {
       argv.push_back("--option");
       argv.push_back(key + "=" + value);
@@ -269,6 +272,7 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--backoff", f->backoff_s, "first wait (seconds, doubling) for a drifted device to settle")
       ->capture_default_str();
   sub->add_option("--timeout", f->timeout_s, "seconds before a candidate's worker is killed (default: the backend's)");
+  add_device_option(sub, &f->device, "to tune on (default: cuda $ATTUNE_DEVICE, else 0)");
   return {sub, [&g, f] { return run_tune(g, *f); }};
 }
 

@@ -13,8 +13,10 @@ Command add_worker_command(CLI::App& app, GlobalOptions&) {
   sub->add_option("--backend", *backend, "backend whose candidates this worker runs")->required();
   auto options = std::make_shared<std::vector<std::string>>();
   sub->add_option("--option", *options, "key=value handed to the backend (what attune tune was given)");
-  return {sub, [backend, options] {
-            auto b = open_backend_or_report(*backend);
+  auto device = std::make_shared<int>(-1);
+  add_device_option(sub, device.get(), "to run candidates on (the tuner's; default: the backend's)");
+  return {sub, [backend, options, device] {
+            auto b = open_backend_or_report(*backend, *device);
             if (!b) return kExitBadInput;
             for (const auto& kv : *options) {
               auto eq = kv.find('=');

@@ -1,6 +1,8 @@
 // The CUDA plugin's composition root: the CUDA backend with every kernel family (one per op of
-// the registration list, kernels/ops.h, and the user's kernels).
+// the registration list, kernels/ops.h, and the user's kernels), behind the entry points of
+// backends/plugin.h.
 #include "backends/cuda/cuda_backend.h"
+#include "backends/plugin.h"
 #include "kernels/ops.h"
 #include "kernels/user/user_family.h"
 
@@ -9,6 +11,8 @@ namespace attune::kernels {
 ATTUNE_KERNEL_OPS(ATTUNE_DECLARE_FAMILY)
 #undef ATTUNE_DECLARE_FAMILY
 }  // namespace attune::kernels
+
+extern "C" int attune_plugin_abi() { return attune::kPluginAbi; }
 
 extern "C" attune::Backend* attune_make_cuda_backend(std::string* error) {
   try {

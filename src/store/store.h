@@ -89,36 +89,54 @@ struct PriorRecord {
   std::string reservoir;    // training rows
 };
 
+// The contract every implementation keeps; tests/store/conformance.h checks it on each of them.
+// A measurement or a baseline names a device and a problem the store knows (put_device and
+// put_problem come first), a measurement's run a run begun here (or 0: none), search nodes a known
+// problem; a row naming an unknown one is refused and nothing is stored. Whatever a call wrote is
+// committed when it returns, visible to every other connection to the same database, and
+// survives closing and reopening it.
 class Store {
  public:
   virtual ~Store() = default;
 
+  // A new run, status "running", started_at filled; returns its id (ids increase).
   virtual Result<std::int64_t> begin_run(RunInfo run) = 0;
+  // Sets the run's status and finished_at.
   virtual Status finish_run(std::int64_t run_id, const std::string& status) = 0;
+  // Oldest first.
   virtual Result<std::vector<RunInfo>> runs() = 0;
 
-  // Insert or refresh by key.
+  // Insert or refresh by key: a device seen again keeps one row with its newest fingerprint.
   virtual Status put_device(const DeviceFingerprint& device) = 0;
+  // In the order they were first seen.
   virtual Result<std::vector<DeviceFingerprint>> devices() = 0;
+  // Insert or refresh by structural key: the name is the newest one given; a non-empty payload
+  // replaces the stored one, an empty one keeps it.
   virtual Status put_problem(const Problem& problem, const std::string& payload = "") = 0;
+  // By structural key or by name; a key match wins over a name match.
   virtual Result<std::optional<ProblemRecord>> find_problem(const std::string& key_or_name) = 0;
+  // By name, without payloads (a recorded space can be large; find_problem carries it).
   virtual Result<std::vector<ProblemRecord>> problems() = 0;
 
-  // Commits the row at once; returns its id.
+  // Commits the row at once; returns its id (ids increase). Every field of the outcome reads back
+  // as written, a NaN error value included; created_at is filled.
   virtual Result<std::int64_t> record(MeasurementRow row) = 0;
   // The newest row for this device, problem, backend, regime and config; nullopt if none.
   virtual Result<std::optional<MeasurementRow>> find(const std::string& device_key,
                                                      const std::string& problem_key,
                                                      const std::string& backend, Regime regime,
                                                      const std::string& config_hash) = 0;
+  // The rows matching every non-empty field of the query, oldest first.
   virtual Result<std::vector<MeasurementRow>> measurements(const MeasurementQuery& query) = 0;
   // Marks rows as discarded with the reason (e.g. the anchor drifted while they were measured):
   // they stay in the database but find() and measurements() no longer return them.
   virtual Status discard(const std::vector<std::int64_t>& ids, const std::string& reason) = 0;
 
+  // Insert or replace each node by (device, problem, strategy, path), all of them or none.
   virtual Status put_search_nodes(const std::string& device_key, const std::string& problem_key,
                                   const std::string& strategy,
                                   const std::vector<SearchNode>& nodes) = 0;
+  // One strategy's nodes for one device and problem, by path.
   virtual Result<std::vector<SearchNode>> search_nodes(const std::string& device_key,
                                                        const std::string& problem_key,
                                                        const std::string& strategy) = 0;
@@ -130,13 +148,18 @@ class Store {
                                                               const std::string& problem_key,
                                                               const std::string& backend) = 0;
 
+  // A new checkpoint; returns its id. The model and reservoir are bytes, kept exactly.
   virtual Result<std::int64_t> put_prior(PriorRecord prior) = 0;
+  // The newest checkpoint of that name; nullopt if none.
   virtual Result<std::optional<PriorRecord>> latest_prior(const std::string& name) = 0;
 };
 
-// Opens "PATH" (SQLite; created if absent when create_if_missing) or "postgresql://..." (a fleet
-// database). A file that is not an attune database, or that was written by a newer attune, is
-// refused with a clear message and left untouched.
+// Opens the store a --db text names, picking the implementation by its scheme: "PATH" or
+// "sqlite:PATH" (SQLite; created if absent when create_if_missing; "sqlite:///abs/a.db" is
+// /abs/a.db), "postgresql://..." or "postgres://..." (a fleet database: unsupported, in one line,
+// by a build without PostgreSQL). Another "scheme://" is invalid_argument. A file that is not an
+// attune database, or that was written by a newer attune, is refused with a clear message and
+// left untouched. Defined in store/open.cpp.
 Result<std::unique_ptr<Store>> open_store(const std::string& url, bool create_if_missing = true);
 
 }  // namespace attune

@@ -31,6 +31,27 @@ TEST(CudaGpu, FingerprintNamesTheDevice) {
             << fp->driver_version << ", max SM clock " << fp->max_sm_clock_mhz << " MHz\n";
 }
 
+// The backend counts the GPUs this process sees and fingerprints each; the one in use is among
+// them, and an index past the last is refused naming the count.
+TEST(CudaGpu, EnumeratesItsDevicesAndRefusesAnIndexPastThem) {
+  ATTUNE_REQUIRE_GPU(cuda);
+  auto all = cuda->devices();
+  ASSERT_TRUE(all.ok()) << all.error().message();
+  ASSERT_GE(all->size(), 1u);
+  ASSERT_LT(static_cast<std::size_t>(cuda->device_index()), all->size());
+  EXPECT_EQ((*all)[static_cast<std::size_t>(cuda->device_index())].key(), cuda->fingerprint()->key());
+  for (const auto& d : *all) EXPECT_EQ(d.backend, "cuda");
+  const int count = static_cast<int>(all->size());
+  Status past = cuda->select_device(count);
+  ASSERT_FALSE(past.ok());
+  EXPECT_NE(past.error().message().find("has " + std::to_string(count) + " device"), std::string::npos)
+      << past.error().message();
+  ASSERT_TRUE(cuda->select_device(count - 1).ok());
+  EXPECT_EQ(cuda->device_index(), count - 1);
+  const auto& last = (*all)[static_cast<std::size_t>(count - 1)];
+  EXPECT_EQ(cuda->fingerprint()->extra.at("pci_bus_id"), last.extra.at("pci_bus_id"));
+}
+
 // Every config of attune's own kernels, and every cuBLASLt algorithm as its heuristic returns it,
 // passes the gate. cuBLASLt's split-K and tile variants that it accepts may still compute a
 // wrong answer (seen on the H200: split-K 16 with a bias epilogue, rel. err 0.3); the gate must

@@ -123,6 +123,37 @@ TEST(Cli, DeviceAndProblems) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("attune.db")));  // listing creates no database
 }
 
+TEST(Cli, DevicesAreListedAndOneIsChosenByIndex) {
+  TempDir dir;
+  auto one = run_attune("device --backend sim --list", dir.path());
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_EQ(lines(one.out), 1u) << one.out;
+  EXPECT_EQ(one.out.rfind("0  attune simulated GPU  sim_90  132 SMs  80.0 GiB  key ", 0), 0u) << one.out;
+
+  const std::string two = "ATTUNE_SIM_DEVICES=2";
+  auto listed = run_attune("device --backend sim --list --json", dir.path(), two);
+  ASSERT_EQ(listed.code, 0) << listed.err;
+  auto j = nlohmann::json::parse(listed.out);
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[1]["index"], 1);
+  EXPECT_EQ(j[1]["key"], j[0]["key"]);  // two GPUs of one kind
+  EXPECT_EQ(run_attune("device --backend sim --device 1", dir.path(), two).code, 0);
+  auto beyond = run_attune("device --backend sim --device 2", dir.path(), two);
+  EXPECT_EQ(beyond.code, 2);
+  EXPECT_NE(beyond.err.find("has 2 devices (indexes 0..1), not device 2"), std::string::npos) << beyond.err;
+
+  // The tuner's workers run every candidate on the device chosen.
+  auto tuned = run_attune("tune --backend sim --problem rmsnorm --max-candidates 3 --device 1", dir.path(),
+                          two + " ATTUNE_SIM_TRACE=trace");
+  ASSERT_EQ(tuned.code, 0) << tuned.err;
+  const std::string trace = read_bytes(dir.file("trace"));
+  EXPECT_GE(lines(trace), 3u) << trace;
+  std::size_t on_one = 0;
+  for (std::size_t at = 0; (at = trace.find("device=1 ", at)) != std::string::npos; ++at) ++on_one;
+  EXPECT_EQ(on_one, lines(trace)) << trace;
+}
+
 using testing::BadInput;
 
 class CliBadInput : public ::testing::TestWithParam<BadInput> {};
@@ -152,7 +183,12 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"tune --backend sim", "nothing to tune"},
                       BadInput{"verify missing.json", "cannot read table missing.json"},
                       BadInput{"verify attune.db", "not a complete JSON document"},
-                      BadInput{"verify --band 0 attune.db", "--band must be a positive fraction"}),
+                      BadInput{"verify --band 0 attune.db", "--band must be a positive fraction"},
+                      BadInput{"tune --backend sim --problem rmsnorm --device 1", "has 1 device (index 0), not device 1"},
+                      BadInput{"device --backend sim --device 3", "has 1 device (index 0), not device 3"},
+                      BadInput{"tune --backend sim --problem rmsnorm --device -1", "'-1' is not a device index"},
+                      BadInput{"tune --backend sim --problem rmsnorm --db postgresql://db/attune",
+                               "this attune was built without PostgreSQL support"}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return "case" + std::to_string(info.index); });
 
 TEST(Cli, CorruptAndForeignDatabasesAreRefusedAndLeftAlone) {

@@ -1,10 +1,11 @@
+// SqliteStore: the Store contract (tests/store/conformance.h), and what only the SQLite store
+// promises: files classified before they are touched, forward migrations, WAL.
 #include "store/sqlite/sqlite_store.h"
-
-#include <cmath>
 
 #include <gtest/gtest.h>
 
 #include "core/config.h"
+#include "store/conformance.h"
 #include "store/sqlite/schema.h"
 #include "support/temp_dir.h"
 
@@ -15,28 +16,18 @@ using testing::read_bytes;
 using testing::TempDir;
 using testing::write_bytes;
 
-DeviceFingerprint sim_device() { return {"sim", "attune simulated GPU", "sim_1", 64, 16ull << 30}; }
+// A fresh database file per test, opened through open_store as `attune --db` opens it.
+class SqliteStoreFactory {
+ public:
+  Result<std::unique_ptr<Store>> open() { return open_store("sqlite:" + dir_.file("conformance.db")); }
 
-MeasurementRow ok_row(const std::string& problem_key, const std::string& config, double us) {
-  MeasurementRow r;
-  r.device_key = sim_device().key();
-  r.problem_key = problem_key;
-  r.backend = "sim";
-  r.config = config;
-  r.config_hash = Config::parse(config)->hash_hex();
-  r.regime = Regime::kRank;
-  Measurement m;
-  m.samples = 20;
-  m.median_us = us;
-  m.min_us = us * 0.99;
-  m.max_us = us * 1.02;
-  m.noise = 0.003;
-  m.sm_clock_mhz = 1980;
-  m.throttle = "none";
-  r.outcome.measurement = m;
-  r.outcome.check = ErrorCheck{"max_rel_err", 1e-7, 1e-5};
-  return r;
-}
+ private:
+  testing::TempDir dir_;
+};
+
+INSTANTIATE_TYPED_TEST_SUITE_P(Sqlite, StoreConformance, SqliteStoreFactory);
+
+DeviceFingerprint sim_device() { return store_rows::device(); }
 
 // A database file as schema `version` left it, holding the sim device and problem `p`, still open
 // for the test to add the rows an older attune wrote.
@@ -52,72 +43,17 @@ sqlite::Db database_at(const std::string& path, int version, const Problem& p) {
   return db;
 }
 
-TEST(SqliteStore, RecordsAndFindsMeasurements) {
+TEST(SqliteStore, OpensInWalModeWithForeignKeysOn) {
   TempDir dir;
-  auto store = SqliteStore::open(dir.file("a.db"));
-  ASSERT_TRUE(store.ok()) << store.error().message();
-  Problem p = *Problem::parse("gemm:m=1,n=64,k=64");
-  ASSERT_TRUE((*store)->put_device(sim_device()).ok());
-  ASSERT_TRUE((*store)->put_problem(p).ok());
-  auto run = (*store)->begin_run({0, "tune", "[]", "random", 7});
-  ASSERT_TRUE(run.ok()) << run.error().message();
-  MeasurementRow r = ok_row(p.structural_key(), "a=1,b=2", 12.5);
-  r.run_id = *run;
-  ASSERT_TRUE((*store)->record(r).ok());
-  MeasurementRow bad = ok_row(p.structural_key(), "a=2,b=2", 0);
-  bad.outcome = Outcome{Verdict::kNonFinite, std::nullopt, ErrorCheck{"max_rel_err", NAN, 1e-5}, "NaN"};
-  ASSERT_TRUE((*store)->record(bad).ok());
-
-  auto found = (*store)->find(sim_device().key(), p.structural_key(), "sim", Regime::kRank, r.config_hash);
-  ASSERT_TRUE(found.ok() && found->has_value());
-  const MeasurementRow& f = **found;
-  EXPECT_EQ(f.config, "a=1,b=2");
-  ASSERT_TRUE(f.outcome.measurement);
-  EXPECT_DOUBLE_EQ(f.outcome.measurement->median_us, 12.5);
-  EXPECT_EQ(f.outcome.measurement->sm_clock_mhz, 1980);
-  EXPECT_EQ(f.run_id, *run);
-  // Another regime or device is another question.
-  EXPECT_FALSE((*store)->find(sim_device().key(), p.structural_key(), "sim", Regime::kDeploy, r.config_hash)->has_value());
-  auto nan = (*store)->find(sim_device().key(), p.structural_key(), "sim", Regime::kRank, bad.config_hash);
-  ASSERT_TRUE(nan.ok() && nan->has_value());
-  EXPECT_EQ((**nan).outcome.verdict, Verdict::kNonFinite);
-  EXPECT_TRUE(std::isnan((**nan).outcome.check->value));
-
-  MeasurementQuery q;
-  q.problem = "gemm";
-  q.failures_only = true;
-  auto fails = (*store)->measurements(q);
-  ASSERT_TRUE(fails.ok());
-  ASSERT_EQ(fails->size(), 1u);
-  EXPECT_EQ((*fails)[0].config, "a=2,b=2");
-  ASSERT_TRUE((*store)->finish_run(*run, "done").ok());
-  EXPECT_EQ((*store)->runs()->back().status, "done");
-}
-
-TEST(SqliteStore, ForeignKeysAreEnforced) {
-  TempDir dir;
-  auto store = SqliteStore::open(dir.file("a.db"));
-  ASSERT_TRUE(store.ok());
-  // No such device or problem: the row is refused, not stored dangling.
-  EXPECT_FALSE((*store)->record(ok_row("0000000000000000", "a=1", 1.0)).ok());
-}
-
-TEST(SqliteStore, RowsSurviveReopenAndAreVisibleToASecondConnection) {
-  TempDir dir;
-  Problem p = *Problem::parse("rmsnorm:n=4096");
-  {
-    auto a = SqliteStore::open(dir.file("a.db"));
-    ASSERT_TRUE(a.ok());
-    ASSERT_TRUE((*a)->put_device(sim_device()).ok());
-    ASSERT_TRUE((*a)->put_problem(p).ok());
-    auto b = SqliteStore::open(dir.file("a.db"));  // a second process would see the same
-    ASSERT_TRUE(b.ok()) << b.error().message();
-    ASSERT_TRUE((*a)->record(ok_row(p.structural_key(), "t=1", 3.0)).ok());
-    EXPECT_EQ((*b)->measurements({})->size(), 1u);
-  }
-  auto c = SqliteStore::open(dir.file("a.db"));
-  ASSERT_TRUE(c.ok());
-  EXPECT_EQ((*c)->measurements({})->size(), 1u);
+  auto s = SqliteStore::open(dir.file("a.db"));
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  // WAL: readers (eval, another worker) run while a tuner writes.
+  auto mode = (*s)->db().prepare("PRAGMA journal_mode");
+  ASSERT_TRUE(mode.ok());
+  ASSERT_TRUE(*mode->step());
+  EXPECT_EQ(mode->text(0), "wal");
+  EXPECT_EQ(*(*s)->db().scalar("PRAGMA foreign_keys"), 1);
+  EXPECT_EQ(*(*s)->db().scalar("PRAGMA application_id"), sqlite::kApplicationId);
 }
 
 TEST(SqliteStore, RefusesATextFileAndLeavesItUntouched) {
@@ -208,65 +144,18 @@ TEST(SqliteStore, MigratesAnOlderSchemaKeepingItsRows) {
   EXPECT_EQ((*store)->search_nodes(sim_device().key(), p.structural_key(), "mcts")->size(), 1u);
 }
 
-TEST(SqliteStore, PriorsKeepBinaryCheckpoints) {
-  TempDir dir;
-  auto s = SqliteStore::open(dir.file("a.db"));
-  ASSERT_TRUE(s.ok());
-  std::string model("\x00\x01\x02model", 8);
-  ASSERT_TRUE((*s)->put_prior({0, "default", "", 120, 0.8, false, model, "rows"}).ok());
-  auto p = (*s)->latest_prior("default");
-  ASSERT_TRUE(p.ok() && p->has_value());
-  EXPECT_EQ((**p).model, model);
-  EXPECT_EQ((**p).rows, 120);
-}
-
-}  // namespace
-}  // namespace attune
-
-namespace attune {
-namespace {
-
-TEST(SqliteStore, DiscardedRowsAreKeptButNeverAnsweredAgain) {
+TEST(SqliteStore, ADiscardedRowStaysInTheFileWithItsReason) {
   testing::TempDir dir;
   auto s = SqliteStore::open(dir.file("a.db"));
   ASSERT_TRUE(s.ok());
   Problem p = *Problem::parse("rmsnorm:rows=8,hidden=64");
   ASSERT_TRUE((*s)->put_device(sim_device()).ok());
   ASSERT_TRUE((*s)->put_problem(p).ok());
-  auto id = (*s)->record(ok_row(p.structural_key(), "t=1", 3.0));
+  auto id = (*s)->record(store_rows::row(p, "t=1", 3.0));
   ASSERT_TRUE(id.ok());
   ASSERT_TRUE((*s)->discard({*id}, "the anchor moved +40%").ok());
-  EXPECT_FALSE((*s)->find(sim_device().key(), p.structural_key(), "sim", Regime::kRank,
-                          Config::parse("t=1")->hash_hex())->has_value());
   EXPECT_TRUE((*s)->measurements({})->empty());
   EXPECT_EQ(*(*s)->db().scalar("SELECT count(*) FROM measurements WHERE discarded LIKE 'the anchor%'"), 1);
-}
-
-}  // namespace
-}  // namespace attune
-
-namespace attune {
-namespace {
-
-TEST(SqliteStore, BaselinesAreKeptPerDeviceProblemAndBackendAndTheNewestWins) {
-  testing::TempDir dir;
-  auto s = SqliteStore::open(dir.file("a.db"));
-  ASSERT_TRUE(s.ok());
-  Problem p = *Problem::parse("rmsnorm:rows=8,hidden=64");
-  ASSERT_TRUE((*s)->put_device(sim_device()).ok());
-  ASSERT_TRUE((*s)->put_problem(p).ok());
-  const std::string dev = sim_device().key(), key = p.structural_key();
-  EXPECT_FALSE((*s)->find_baseline(dev, key, "sim")->has_value());
-  ASSERT_TRUE((*s)->put_baseline({dev, key, "sim", "t=1", Config::parse("t=1")->hash_hex(), ""}).ok());
-  ASSERT_TRUE((*s)->put_baseline({dev, key, "sim", "t=2", Config::parse("t=2")->hash_hex(), ""}).ok());
-  auto b = (*s)->find_baseline(dev, key, "sim");
-  ASSERT_TRUE(b.ok() && b->has_value()) << (b.ok() ? "none" : b.error().message());
-  EXPECT_EQ((**b).config, "t=2");
-  EXPECT_EQ((**b).config_hash, Config::parse("t=2")->hash_hex());
-  EXPECT_FALSE((**b).recorded_at.empty());
-  EXPECT_FALSE((*s)->find_baseline(dev, key, "cuda")->has_value());
-  // A baseline names a problem the store knows (foreign key), so export can always resolve it.
-  EXPECT_FALSE((*s)->put_baseline({dev, "0000000000000000", "sim", "t=1", "h", ""}).ok());
 }
 
 TEST(SqliteStore, AV3DatabaseMigratesToV4KeepingEveryRow) {

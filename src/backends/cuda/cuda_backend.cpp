@@ -71,7 +71,7 @@ Result<std::optional<Outcome>> launch_and_wait(CudaEnv& env, const std::function
   return std::optional<Outcome>();
 }
 
-CudaBackend::CudaBackend(FamilyList families) : families_(std::move(families)) {}
+CudaBackend::CudaBackend(FamilyList families) : families_(std::move(families)), ordinal_(device_ordinal()) {}
 CudaBackend::~CudaBackend() = default;
 
 Status CudaBackend::configure(const std::string& key, const std::string& value) {
@@ -85,10 +85,31 @@ Status CudaBackend::configure(const std::string& key, const std::string& value) 
 
 Result<DeviceFingerprint> CudaBackend::fingerprint() {
   if (!fingerprint_) {
-    ATTUNE_ASSIGN(DeviceFingerprint d, cuda::fingerprint(device_ordinal()));
+    ATTUNE_ASSIGN(DeviceFingerprint d, cuda::fingerprint(ordinal_));
     fingerprint_ = d;
   }
   return *fingerprint_;
+}
+
+Result<std::vector<DeviceFingerprint>> CudaBackend::devices() {
+  ATTUNE_ASSIGN(int count, device_count());
+  std::vector<DeviceFingerprint> out;
+  for (int i = 0; i < count; ++i) {
+    ATTUNE_ASSIGN(DeviceFingerprint d, cuda::fingerprint(i));
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+Status CudaBackend::select_device(int index) {
+  // The compiler targets the device's arch and the worker's context lives on it: both are made
+  // for one device, so the choice comes first.
+  if (compiler_ || env_) return Error::internal("the cuda backend's device is chosen before it compiles or runs");
+  ATTUNE_ASSIGN(int count, device_count());
+  if (index < 0 || index >= count) return no_such_device(index, count);
+  ordinal_ = index;
+  fingerprint_.reset();
+  return Status::success();
 }
 
 std::vector<ProblemInfo> CudaBackend::problems() const {
@@ -155,7 +176,7 @@ Outcome CudaBackend::execute(const Problem& problem, const Config& config, Regim
   if (!env_) {
     auto c = compiler();
     if (!c) return Outcome::failed(Verdict::kLaunchFailed, c.error().message());
-    auto dev = CudaDevice::open(device_ordinal());
+    auto dev = CudaDevice::open(ordinal_);
     if (!dev) return Outcome::failed(Verdict::kLaunchFailed, dev.error().message());
     device_ = std::move(*dev);
     auto flush = L2Flush::create(**c, device_->limits().l2_bytes, device_->limits().sm_count);

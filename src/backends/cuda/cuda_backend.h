@@ -1,5 +1,6 @@
-// The CUDA backend: NVRTC-built kernel families and library calls on the GPU this process sees.
-// The scheduler side fingerprints the device without creating a context and compiles ahead on a
+// The CUDA backend: NVRTC-built kernel families and library calls on one of the GPUs this process
+// sees (by CUDA ordinal: $ATTUNE_DEVICE, else 0, unless select_device() names another). The
+// scheduler side fingerprints the device without creating a context and compiles ahead on a
 // thread pool into the on-disk cache; execute() runs in the worker, which owns the context.
 // One thread at a time.
 #pragma once
@@ -18,6 +19,9 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
   Status configure(const std::string& key, const std::string& value) override;
   Result<DeviceFingerprint> fingerprint() override;
+  Result<std::vector<DeviceFingerprint>> devices() override;
+  Status select_device(int index) override;
+  int device_index() const override { return ordinal_; }
   std::vector<ProblemInfo> problems() const override;
   Result<Problem> resolve(const std::string& spec) const override;
   Result<Space> space(const Problem& problem) const override;
@@ -33,6 +37,7 @@ class CudaBackend final : public Backend {
   Result<const Compiler*> compiler();
 
   FamilyList families_;
+  int ordinal_;
   std::optional<DeviceFingerprint> fingerprint_;
   std::unique_ptr<Compiler> compiler_;
   std::unique_ptr<CompilePool> pool_;
@@ -42,7 +47,3 @@ class CudaBackend final : public Backend {
 };
 
 }  // namespace attune::cuda
-
-// The plugin's entry point (libattune_cuda.so): a CUDA backend with every kernel family, or
-// nullptr with *error set.
-extern "C" attune::Backend* attune_make_cuda_backend(std::string* error);

@@ -39,10 +39,15 @@ Result<DeviceLimits> read_limits(CUdevice dev) {
   return l;
 }
 
-Result<DeviceFingerprint> fingerprint(int ordinal) {
+Result<int> device_count() {
   ATTUNE_CU(cuInit(0));
   int count = 0;
   ATTUNE_CU(cuDeviceGetCount(&count));
+  return count;
+}
+
+Result<DeviceFingerprint> fingerprint(int ordinal) {
+  ATTUNE_ASSIGN(int count, device_count());
   if (ordinal < 0 || ordinal >= count)
     return Error::unsupported(fmt::format("no CUDA device {} (this machine has {})", ordinal, count));
   CUdevice dev;

@@ -12,8 +12,12 @@
 
 namespace attune::cuda {
 
-// Device ordinal from ATTUNE_DEVICE (default 0).
+// Device ordinal from ATTUNE_DEVICE (default 0): libattune-rt's device, and the CUDA backend's
+// until `--device N` names another.
 int device_ordinal();
+
+// How many CUDA devices this process sees (cuDeviceGetCount after cuInit).
+Result<int> device_count();
 
 // Key fields: backend "cuda", the device name (a MIG slice's name includes its profile), arch
 // ("sm_90a" on Hopper, where attune builds arch-specific code), SM count and memory; recorded

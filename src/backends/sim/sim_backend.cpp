@@ -1,10 +1,15 @@
 #include "backends/sim/sim_backend.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <charconv>
 #include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <thread>
@@ -268,6 +273,46 @@ SimBackend::SimBackend() {
 
 SimBackend::~SimBackend() = default;
 
+namespace {
+
+// ATTUNE_SIM_DEVICES, default 1.
+Result<int> sim_device_count() {
+  const char* e = std::getenv("ATTUNE_SIM_DEVICES");
+  if (!e || !*e) return 1;
+  int n = 0;
+  auto r = std::from_chars(e, e + std::strlen(e), n);
+  if (r.ec != std::errc() || *r.ptr != '\0' || n < 1 || n > 1024)
+    return Error::invalid_argument(std::string("ATTUNE_SIM_DEVICES='") + e + "' is not a device count (1..1024)");
+  return n;
+}
+
+void trace_execution(int device, const Problem& problem, const Config& config, Regime regime) {
+  const char* path = std::getenv("ATTUNE_SIM_TRACE");
+  if (!path || !*path) return;
+  const std::string line = fmt::format("device={} problem={} config={} regime={}\n", device, problem.text(),
+                                       config.text(), to_string(regime));
+  int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  ssize_t n = ::write(fd, line.data(), line.size());
+  (void)n;  // a trace for tests; a failed write shows there as a missing line
+  ::close(fd);
+}
+
+}  // namespace
+
+Result<std::vector<DeviceFingerprint>> SimBackend::devices() {
+  ATTUNE_ASSIGN(int count, sim_device_count());
+  ATTUNE_ASSIGN(DeviceFingerprint d, fingerprint());
+  return std::vector<DeviceFingerprint>(static_cast<std::size_t>(count), d);
+}
+
+Status SimBackend::select_device(int index) {
+  ATTUNE_ASSIGN(int count, sim_device_count());
+  if (index < 0 || index >= count) return no_such_device(index, count);
+  device_ = index;
+  return Status::success();
+}
+
 Result<DeviceFingerprint> SimBackend::fingerprint() {
   DeviceFingerprint d;
   d.backend = "sim";
@@ -361,6 +406,7 @@ Outcome SimBackend::execute(const Problem& problem, const Config& config, Regime
   auto found = find(problem);
   if (!found) return Outcome::failed(Verdict::kLaunchFailed, found.error().message());
   const SimProblem& p = **found;
+  trace_execution(device_, problem, config, regime);
   if (auto why = p.refuse(config)) return Outcome::failed(Verdict::kUnsupported, *why);
   const Planted planted = p.plant(config);
   switch (planted.fault) {

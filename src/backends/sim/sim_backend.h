@@ -5,7 +5,11 @@
 // correctness gate. The `faults` problem plants every failure class for real: configs that fail
 // to build or launch, abort or segfault the worker, hang, exhaust the device's memory, write a
 // wrong result or NaN. The problems of built-in ops take their size attributes from the ops'
-// signatures (core/op.h); `faults` is the sim's own. One thread at a time.
+// signatures (core/op.h); `faults` is the sim's own. The machine has one simulated device, or
+// ATTUNE_SIM_DEVICES=N identical ones (a box of N GPUs of one kind, for multi-device tests). What
+// ran where is observable for such tests: ATTUNE_SIM_TRACE=FILE makes each execute() append
+// "device=I problem=P config=C regime=R" to FILE (one O_APPEND write, so workers in several
+// processes may share it). One thread at a time.
 #pragma once
 
 #include <map>
@@ -24,6 +28,9 @@ class SimBackend final : public Backend {
 
   std::string name() const override { return "sim"; }
   Result<DeviceFingerprint> fingerprint() override;
+  Result<std::vector<DeviceFingerprint>> devices() override;
+  Status select_device(int index) override;
+  int device_index() const override { return device_; }
   std::vector<ProblemInfo> problems() const override;
   Result<Problem> resolve(const std::string& spec) const override;
   Result<Space> space(const Problem& problem) const override;
@@ -47,6 +54,7 @@ class SimBackend final : public Backend {
   // Drift for testing the anchor protocol: ATTUNE_SIM_DRIFT="FROM:TO:FACTOR" makes this process's
   // timed executions number FROM..TO-1 (counting from 0) FACTOR times slower, as a clock drop would.
   std::int64_t executions_ = 0;
+  int device_ = 0;
 };
 
 }  // namespace attune

@@ -192,7 +192,7 @@ Status SqliteStore::put_device(const DeviceFingerprint& d) {
 }
 
 Result<std::vector<DeviceFingerprint>> SqliteStore::devices() {
-  ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT fingerprint FROM devices ORDER BY first_seen"));
+  ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT fingerprint FROM devices ORDER BY first_seen, rowid"));
   std::vector<DeviceFingerprint> out;
   while (true) {
     ATTUNE_ASSIGN(bool row, s.step());
@@ -413,16 +413,6 @@ Result<std::optional<PriorRecord>> SqliteStore::latest_prior(const std::string& 
   p.model = s.text(6);
   p.reservoir = s.text(7);
   return std::optional<PriorRecord>(std::move(p));
-}
-
-Result<std::unique_ptr<Store>> open_store(const std::string& url, bool create_if_missing) {
-  if (url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0)
-    return Error::unsupported("the PostgreSQL fleet store is not built into this attune yet; "
-                              "use an SQLite file path for --db");
-  if (url.empty()) return Error::invalid_argument("--db is empty; give a file path");
-  auto s = SqliteStore::open(url, create_if_missing);
-  if (!s) return s.error();
-  return std::unique_ptr<Store>(std::move(*s));
 }
 
 }  // namespace attune
