@@ -18,9 +18,9 @@
 
 #include <fmt/format.h>
 
-#include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_run.h"
-#include "backends/cuda/nvrtc_build.h"
+#include "cuda/cuda_device.h"
+#include "cuda/cuda_run.h"
+#include "cuda/nvrtc_build.h"
 #include "kernels/gemm/gemm_lt.h"
 #include "kernels/plan_launch.h"
 

@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include "backends/cuda/nvrtc_build.h"
+#include "cuda/nvrtc_build.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/problem.h"

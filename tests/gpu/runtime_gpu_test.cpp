@@ -19,7 +19,7 @@
 
 #include "attune/runtime.h"
 #include "attune/runtime_c.h"
-#include "backends/cuda/cuda_device.h"
+#include "cuda/cuda_device.h"
 #include "table/table.h"
 
 namespace attune {

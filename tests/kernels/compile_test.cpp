@@ -2,7 +2,7 @@
 // family passes, on a machine without a GPU; the cache answers a second build without compiling.
 #include <gtest/gtest.h>
 
-#include "backends/cuda/nvrtc_build.h"
+#include "cuda/nvrtc_build.h"
 #include "core/config.h"
 #include "core/problem.h"
 #include "kernels/plan.h"

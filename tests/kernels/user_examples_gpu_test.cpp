@@ -16,7 +16,7 @@
 
 #include <gtest/gtest.h>
 
-#include "backends/cuda/nvrtc_build.h"
+#include "cuda/nvrtc_build.h"
 #include "kernels/user/spec.h"
 
 namespace attune::user {

@@ -3,7 +3,7 @@
 // space and the reference. No GPU needed.
 #include <gtest/gtest.h>
 
-#include "backends/cuda/nvrtc_build.h"
+#include "cuda/nvrtc_build.h"
 #include "kernels/user/spec.h"
 
 namespace attune::user {

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_run.h"
-#include "backends/cuda/nvrtc_build.h"
+#include "cuda/cuda_device.h"
+#include "cuda/cuda_run.h"
+#include "cuda/nvrtc_build.h"
 
 namespace attune::cuda {
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "backends/cuda/cuda_check.h"
+#include "cuda/cuda_check.h"
 
 namespace attune::kernels {
 

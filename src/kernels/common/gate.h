@@ -5,7 +5,7 @@
 #include <string>
 
 #include "backends/cuda/cuda_family.h"
-#include "backends/cuda/host_types.h"
+#include "cuda/host_types.h"
 #include "verify/compare.h"
 
 namespace attune::kernels {

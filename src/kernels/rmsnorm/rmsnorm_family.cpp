@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "backends/cuda/cuda_check.h"
+#include "cuda/cuda_check.h"
 #include "kernels/common/gate.h"
 #include "kernels/ops.h"
 #include "kernels/plan_launch.h"

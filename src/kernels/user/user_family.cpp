@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/host_types.h"
+#include "cuda/cuda_check.h"
+#include "cuda/host_types.h"
 #include "kernels/user/spec.h"
 #include "verify/compare.h"
 

@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "attune/runtime.h"
-#include "backends/cuda/cuda_device.h"
-#include "backends/cuda/cuda_run.h"
-#include "backends/cuda/nvrtc_build.h"
+#include "cuda/cuda_device.h"
+#include "cuda/cuda_run.h"
+#include "cuda/nvrtc_build.h"
 #include "core/error.h"
 #include "kernels/gemm/gemm_lt.h"
 #include "kernels/plan_launch.h"

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/cuda_device.h"
+#include "cuda/cuda_check.h"
+#include "cuda/cuda_device.h"
 #include "runtime/cuda/runtime_impl.h"
 #include "runtime/row_plan.h"
 

@@ -1,4 +1,4 @@
-#include "backends/cuda/cuda_check.h"
+#include "cuda/cuda_check.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "backends/cuda/nvrtc_build.h"
+#include "cuda/nvrtc_build.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "backends/cuda/cuda_check.h"
+#include "cuda/cuda_check.h"
 #include "core/hash.h"
 
 namespace attune::cuda {

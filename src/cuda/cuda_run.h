@@ -9,7 +9,7 @@
 #include <functional>
 #include <string>
 
-#include "backends/cuda/nvrtc_build.h"
+#include "cuda/nvrtc_build.h"
 #include "core/error.h"
 #include "core/measurement.h"
 #include "measure/stats.h"

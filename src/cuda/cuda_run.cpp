@@ -1,4 +1,4 @@
-#include "backends/cuda/cuda_run.h"
+#include "cuda/cuda_run.h"
 
 #include <chrono>
 #include <cstdio>
@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/nvml.h"
+#include "cuda/cuda_check.h"
+#include "cuda/nvml.h"
 
 namespace attune::kernels {
 extern const char* const kL2FlushSource;

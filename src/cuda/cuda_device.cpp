@@ -1,11 +1,11 @@
-#include "backends/cuda/cuda_device.h"
+#include "cuda/cuda_device.h"
 
 #include <cstdlib>
 
 #include <fmt/format.h>
 
-#include "backends/cuda/cuda_check.h"
-#include "backends/cuda/nvml.h"
+#include "cuda/cuda_check.h"
+#include "cuda/nvml.h"
 
 namespace attune::cuda {
 

@@ -1,4 +1,4 @@
-#include "backends/cuda/nvml.h"
+#include "cuda/nvml.h"
 
 #include <dlfcn.h>
 
