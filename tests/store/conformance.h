@@ -22,6 +22,7 @@
 
 #include "core/config.h"
 #include "store/store.h"
+#include "support/rows.h"
 
 namespace attune {
 
@@ -37,12 +38,7 @@ inline DeviceFingerprint device(const std::string& name = "attune simulated GPU"
 
 // A passing rank-regime row of `config` at `us` microseconds.
 inline MeasurementRow row(const Problem& p, const std::string& config, double us, const DeviceFingerprint& d = device()) {
-  MeasurementRow r;
-  r.device_key = d.key();
-  r.problem_key = p.structural_key();
-  r.backend = "sim";
-  r.config = config;
-  r.config_hash = Config::parse(config)->hash_hex();
+  MeasurementRow r = testing::measurement_row(d.key(), p, "sim", config);
   Measurement m;
   m.samples = 20;
   m.median_us = us;

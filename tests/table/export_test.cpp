@@ -6,6 +6,7 @@
 
 #include "core/config.h"
 #include "store/sqlite/sqlite_store.h"
+#include "support/rows.h"
 #include "support/temp_dir.h"
 
 namespace attune::table {
@@ -28,13 +29,7 @@ struct ExportTest : ::testing::Test {
   // One measurement row of `config` at `problem`, as the tuner writes it.
   std::int64_t row(const DeviceFingerprint& d, const Problem& p, const std::string& config, Regime regime,
                    double us, Verdict verdict = Verdict::kOk, std::optional<ErrorCheck> check = good_check()) {
-    MeasurementRow r;
-    r.device_key = d.key();
-    r.problem_key = p.structural_key();
-    r.backend = "cuda";
-    r.config = config;
-    r.config_hash = Config::parse(config)->hash_hex();
-    r.regime = regime;
+    MeasurementRow r = testing::measurement_row(d.key(), p, "cuda", config, regime);
     r.outcome.verdict = verdict;
     if (verdict == Verdict::kOk) {
       Measurement m;

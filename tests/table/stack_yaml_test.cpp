@@ -15,6 +15,19 @@ Problem provider(const std::string& name) {
   return Problem("stack", {{"stack", "demo"}, {"provider", name}, {"records", "8"}}, "demo/" + name);
 }
 
+// A provider's notes: 8 records, its defaults, the knobs it ends with and how many configs ran.
+StackProviderNotes notes(const std::string& name, const std::string& baseline_config,
+                         std::vector<std::pair<std::string, std::string>> knobs, int evaluated) {
+  StackProviderNotes n;
+  n.name = name;
+  n.problem = provider(name);
+  n.records = 8;
+  n.baseline_config = baseline_config;
+  n.knobs = std::move(knobs);
+  n.evaluated = evaluated;
+  return n;
+}
+
 struct Fixture {
   Table table;
   StackNotes notes;
@@ -45,24 +58,12 @@ Fixture demo() {
   ops.rows.push_back(row);
   f.table.ops.push_back(ops);
 
-  StackProviderNotes encoder;
-  encoder.name = "encoder";
-  encoder.problem = provider("encoder");
-  encoder.records = 8;
-  encoder.baseline_config = "batch=1";
-  encoder.knobs = {{"batch", "4"}};
-  encoder.evaluated = 3;
+  StackProviderNotes encoder = notes("encoder", "batch=1", {{"batch", "4"}}, 3);
   encoder.rejected = {{"batch=8", "telltale", "telltale 'X' in stderr (exit code 0) on the warm-up"}};
   f.notes.providers.push_back(encoder);
 
-  StackProviderNotes broken;
-  broken.name = "broken";
-  broken.problem = provider("broken");
-  broken.records = 8;
-  broken.baseline_config = "mode=a";
-  broken.knobs = {{"mode", "a"}};
+  StackProviderNotes broken = notes("broken", "mode=a", {{"mode", "a"}}, 1);
   broken.baseline_failure = "crash: exit code 1; stderr: 'no model' on the warm-up";
-  broken.evaluated = 1;
   broken.rejected = {{"mode=a", "crash", "exit code 1; stderr: 'no model' on the warm-up"}};
   f.notes.providers.push_back(broken);
   return f;
