@@ -7,15 +7,15 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                      \
-  do {                                                                \
-    CUresult rc_ = (x);                                               \
-    if (rc_ != CUDA_SUCCESS) {                                        \
-      const char* s = nullptr;                                        \
-      cuGetErrorString(rc_, &s);                                      \
-      std::fprintf(stderr, "%s failed: %s\n", #x, s ? s : "?");       \
-      return 1;                                                       \
-    }                                                                 \
+#define CHECK(x)                                                \
+  do {                                                          \
+    CUresult rc_ = (x);                                         \
+    if (rc_ != CUDA_SUCCESS) {                                  \
+      const char* s = nullptr;                                  \
+      cuGetErrorString(rc_, &s);                                \
+      std::fprintf(stderr, "%s failed: %s\n", #x, s ? s : "?"); \
+      return 1;                                                 \
+    }                                                           \
   } while (0)
 
 int main(int argc, char** argv) {
@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
     gbps.push_back(2.0 * bytes / (ms * 1e-3) / 1e9);
   }
   std::sort(gbps.begin(), gbps.end());
-  std::printf("{\"bytes\": %zu, \"median_gbps\": %.1f, \"max_gbps\": %.1f}\n", bytes, gbps[gbps.size() / 2], gbps.back());
+  std::printf("{\"bytes\": %zu, \"median_gbps\": %.1f, \"max_gbps\": %.1f}\n", bytes,
+              gbps[gbps.size() / 2], gbps.back());
   return 0;
 }

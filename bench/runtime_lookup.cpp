@@ -15,8 +15,10 @@ namespace attune::runtime {
 namespace {
 
 // (n, k) of q/o, k/v, gate/up, down, and two wider projections; m are the token counts tuned.
-constexpr std::int64_t kNK[][2] = {{4096, 4096}, {1024, 4096}, {12288, 4096}, {4096, 12288}, {151936, 4096}, {6144, 4096}};
-constexpr std::int64_t kM[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256, 512, 1024, 2048, 4096};
+constexpr std::int64_t kNK[][2] = {{4096, 4096},  {1024, 4096},   {12288, 4096},
+                                   {4096, 12288}, {151936, 4096}, {6144, 4096}};
+constexpr std::int64_t kM[] = {1,  2,  3,  4,   6,   8,   12,   16,   24,
+                               32, 48, 64, 128, 256, 512, 1024, 2048, 4096};
 
 DeviceFingerprint device() {
   DeviceFingerprint d;
@@ -32,7 +34,8 @@ table::Row row(std::map<std::string, std::string> attrs) {
   table::Row r;
   r.problem = Problem("gemm", std::move(attrs));
   r.backend = "cuda";
-  r.config = "kernel=tiled,tl_bm=64,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_split=1,tl_group=8";
+  r.config =
+      "kernel=tiled,tl_bm=64,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_split=1,tl_group=8";
   r.median_us = 10;
   r.baseline_us = 12;
   r.error = {"max_rel_err", 1e-3, 2e-2};
@@ -49,7 +52,8 @@ std::unique_ptr<Selector> open_table(bool bucketed) {
   for (auto [n, k] : kNK) {
     std::int64_t lo = 1;
     for (std::int64_t m : kM) {
-      std::map<std::string, std::string> attrs = {{"bias", "0"}, {"dtype", "bf16"}, {"k", std::to_string(k)}, {"n", std::to_string(n)}};
+      std::map<std::string, std::string> attrs = {
+          {"bias", "0"}, {"dtype", "bf16"}, {"k", std::to_string(k)}, {"n", std::to_string(n)}};
       if (!bucketed) attrs["m"] = std::to_string(m);
       table::Row r = row(attrs);
       if (bucketed) r.bucket = table::Bucket{"m", lo, m, {m}};
@@ -58,7 +62,9 @@ std::unique_ptr<Selector> open_table(bool bucketed) {
     }
   }
   t.ops.push_back(g);
-  const std::string path = (std::filesystem::temp_directory_path() / ("attune-bench-" + std::to_string(::getpid()) + ".json")).string();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("attune-bench-" + std::to_string(::getpid()) + ".json"))
+                               .string();
   if (!table::save_table(t, path)) std::abort();
   auto s = Selector::open(path, device(), {});
   std::filesystem::remove(path);
@@ -71,7 +77,8 @@ std::vector<ShapeKey> queries(bool bucketed) {
   std::vector<ShapeKey> q;
   const OpKind gemm = *op_kind("gemm");
   for (std::int64_t m : kM)
-    for (auto [n, k] : kNK) q.push_back(ShapeKey{gemm, Dtype::kBf16, false, bucketed && m > 2 ? m - 1 : m, n, k});
+    for (auto [n, k] : kNK)
+      q.push_back(ShapeKey{gemm, Dtype::kBf16, false, bucketed && m > 2 ? m - 1 : m, n, k});
   return q;
 }
 
@@ -96,7 +103,8 @@ void BM_SelectHit(benchmark::State& state) {
   const bool bucketed = state.range(0) != 0;
   if (state.thread_index() == 0) {
     shared[bucketed] = open_table(bucketed);
-    for (const ShapeKey& k : queries(bucketed)) shared[bucketed]->select(k);  // first calls: outside the timing
+    for (const ShapeKey& k : queries(bucketed))
+      shared[bucketed]->select(k);  // first calls: outside the timing
   }
   // Google Benchmark starts every thread's loop together, after thread 0's setup above.
   const auto q = queries(bucketed);

@@ -3,10 +3,10 @@
 // of the optimum it holds after 50, 100, 200 and 500 evaluations, over many seeds. CPU only.
 // Single-threaded; prints a Markdown table and, with --out, writes it with the exact command.
 #include <algorithm>
-#include <cstring>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -25,7 +25,6 @@
 #include "search/mcts.h"
 #include "search/strategy.h"
 
-
 namespace fs = std::filesystem;
 using namespace attune;
 
@@ -39,11 +38,11 @@ struct Args {
   std::size_t budget = 1000;
   std::string out;
   std::string traces;  // CSV of every evaluation of the main table's runs, for analysis
-  std::string only;  // substring filter on file names
+  std::string only;    // substring filter on file names
   bool transfer = true;
   bool verbose = false;
   search::MctsOptions mcts;
-  std::string kernel_tuner_csv;  // results of bench/kernel_tuner_side_by_side.py to merge in
+  std::string kernel_tuner_csv;    // results of bench/kernel_tuner_side_by_side.py to merge in
   bool with_kernel_tuner = false;  // run Kernel Tuner's strategies (venv + PyPI) in this run
 };
 
@@ -57,8 +56,8 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 struct Row {
   std::string space, strategy;
-  std::vector<double> to1, to2;                  // evaluations per seed; +inf: not reached
-  std::map<int, std::vector<double>> fraction;   // budget -> optimum/best per seed
+  std::vector<double> to1, to2;                 // evaluations per seed; +inf: not reached
+  std::map<int, std::vector<double>> fraction;  // budget -> optimum/best per seed
   std::size_t configs = 0;
 };
 
@@ -128,7 +127,9 @@ class SteeredMcts final : public Strategy {
  public:
   SteeredMcts(const Space& space, std::uint64_t seed, search::MctsOptions o, prior::Prior p,
               prior::Context ctx, bool online)
-      : space_(space), prior_(std::make_unique<prior::Prior>(std::move(p))), ctx_(std::move(ctx)),
+      : space_(space),
+        prior_(std::make_unique<prior::Prior>(std::move(p))),
+        ctx_(std::move(ctx)),
         online_(online) {
     o.prior = prior_->scorer(space_, ctx_);
     const prior::Prior* pr = prior_.get();
@@ -174,7 +175,8 @@ std::unique_ptr<Strategy> make(const std::string& name, const Space& space, std:
 std::string stem(const fs::path& p) {
   std::string s = p.filename().string();
   for (const char* ext : {".json.gz", ".json"})
-    if (s.size() > std::strlen(ext) && s.ends_with(ext)) return s.substr(0, s.size() - std::strlen(ext));
+    if (s.size() > std::strlen(ext) && s.ends_with(ext))
+      return s.substr(0, s.size() - std::strlen(ext));
   return s;
 }
 
@@ -208,9 +210,10 @@ Row run_variant(const std::string& label, const std::string& variant,
       std::exit(1);
     }
     if (a.verbose)
-      std::cerr << variant << " seed " << seed << ": "
-                << std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count()
-                << " s\n";
+      std::cerr
+          << variant << " seed " << seed << ": "
+          << std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count()
+          << " s\n";
     add_trace(row, *t, optimum);
   }
   std::cerr << label << " " << variant << ": median to 2% " << evals_text(median(row.to2), a.budget)
@@ -231,9 +234,9 @@ std::string run_transfer(const std::map<std::string, replay::RecordedSpace>& spa
     prior::Context ctx = context_of(src);
     for (std::size_t i = 0; i < src.points.size(); ++i) {
       const auto& r = src.results[i];
-      p.add(prior::make_row(src.space, src.points[i], ctx, r.verdict,
-                            r.verdict == Verdict::kOk ? std::optional<double>(r.time_us)
-                                                      : std::nullopt));
+      p.add(prior::make_row(
+          src.space, src.points[i], ctx, r.verdict,
+          r.verdict == Verdict::kOk ? std::optional<double>(r.time_us) : std::nullopt));
     }
     auto fit_start = std::chrono::steady_clock::now();
     auto st = p.fit();
@@ -289,30 +292,51 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (f == "--datasets") a.datasets = val();
-    else if (f == "--strategies") a.strategies = split(val(), ',');
-    else if (f == "--seeds") a.seeds = std::stoi(val());
-    else if (f == "--first-seed") a.first_seed = std::stoi(val());
-    else if (f == "--budget") a.budget = std::stoul(val());
-    else if (f == "--out") a.out = val();
-    else if (f == "--traces") a.traces = val();
-    else if (f == "--only") a.only = val();
-    else if (f == "--no-transfer") a.transfer = false;
-    else if (f == "-v") a.verbose = true;
-    else if (f == "--mcts-exploration") a.mcts.exploration = std::stod(val());
-    else if (f == "--mcts-power") a.mcts.value_power = std::stod(val());
-    else if (f == "--mcts-incumbent") a.mcts.incumbent_bias = std::stod(val());
-    else if (f == "--mcts-neighbour") a.mcts.neighbour_bias = std::stod(val());
-    else if (f == "--mcts-tail") a.mcts.incumbent_tail = std::stod(val());
-    else if (f == "--mcts-initial") a.mcts.initial_samples = std::stoul(val());
-    else if (f == "--mcts-first-play") a.mcts.first_play = std::stod(val());
-    else if (f == "--kernel-tuner-csv") a.kernel_tuner_csv = val();
-    else if (f == "--with-kernel-tuner") a.with_kernel_tuner = true;
+    if (f == "--datasets")
+      a.datasets = val();
+    else if (f == "--strategies")
+      a.strategies = split(val(), ',');
+    else if (f == "--seeds")
+      a.seeds = std::stoi(val());
+    else if (f == "--first-seed")
+      a.first_seed = std::stoi(val());
+    else if (f == "--budget")
+      a.budget = std::stoul(val());
+    else if (f == "--out")
+      a.out = val();
+    else if (f == "--traces")
+      a.traces = val();
+    else if (f == "--only")
+      a.only = val();
+    else if (f == "--no-transfer")
+      a.transfer = false;
+    else if (f == "-v")
+      a.verbose = true;
+    else if (f == "--mcts-exploration")
+      a.mcts.exploration = std::stod(val());
+    else if (f == "--mcts-power")
+      a.mcts.value_power = std::stod(val());
+    else if (f == "--mcts-incumbent")
+      a.mcts.incumbent_bias = std::stod(val());
+    else if (f == "--mcts-neighbour")
+      a.mcts.neighbour_bias = std::stod(val());
+    else if (f == "--mcts-tail")
+      a.mcts.incumbent_tail = std::stod(val());
+    else if (f == "--mcts-initial")
+      a.mcts.initial_samples = std::stoul(val());
+    else if (f == "--mcts-first-play")
+      a.mcts.first_play = std::stod(val());
+    else if (f == "--kernel-tuner-csv")
+      a.kernel_tuner_csv = val();
+    else if (f == "--with-kernel-tuner")
+      a.with_kernel_tuner = true;
     else {
       std::cerr << "search_replay: unknown flag '" << f
                 << "' (flags: --datasets DIR --strategies a,b --seeds N --budget N --out FILE "
-                   "--traces FILE --only SUBSTR --no-transfer --with-kernel-tuner --kernel-tuner-csv FILE --mcts-exploration X "
-                   "--mcts-power X --mcts-incumbent X --mcts-neighbour X --mcts-tail X --mcts-initial N --mcts-first-play X)\n";
+                   "--traces FILE --only SUBSTR --no-transfer --with-kernel-tuner "
+                   "--kernel-tuner-csv FILE --mcts-exploration X "
+                   "--mcts-power X --mcts-incumbent X --mcts-neighbour X --mcts-tail X "
+                   "--mcts-initial N --mcts-first-play X)\n";
       return 2;
     }
   }
@@ -369,21 +393,21 @@ int main(int argc, char** argv) {
             traces << name << "," << strategy << "," << seed << "," << i + 1 << ",\""
                    << space.space.config(t->proposed[i]).text() << "\","
                    << (r ? std::string(to_string(r->verdict)) : std::string("unsupported")) << ","
-                   << (r && r->verdict == Verdict::kOk ? r->time_us : 0.0) << ","
-                   << t->best_us[i] << "\n";
+                   << (r && r->verdict == Verdict::kOk ? r->time_us : 0.0) << "," << t->best_us[i]
+                   << "\n";
           }
         }
         if (a.verbose) {
           std::size_t b = 0;
           for (std::size_t i = 0; i < t->proposed.size(); ++i)
             if (t->best_us[i] < t->best_us[b]) b = i;
-          std::cerr << name << " " << strategy << " seed " << seed << ": to 2% "
-                    << row.to2.back() << ", best " << optimum / t->best_us.back() << " at "
+          std::cerr << name << " " << strategy << " seed " << seed << ": to 2% " << row.to2.back()
+                    << ", best " << optimum / t->best_us.back() << " at "
                     << space.space.config(t->proposed[b]).text() << "\n";
         }
       }
-      std::cerr << name << " " << strategy << ": median to 2% " << evals_text(median(row.to2), a.budget)
-                << "\n";
+      std::cerr << name << " " << strategy << ": median to 2% "
+                << evals_text(median(row.to2), a.budget) << "\n";
       rows.push_back(std::move(row));
     }
   }
@@ -391,11 +415,13 @@ int main(int argc, char** argv) {
   if (a.transfer) transfer_text = run_transfer(spaces, a);
   if (a.with_kernel_tuner) {
     // Same caches, seeds and budget, in Kernel Tuner's simulation mode.
-    std::string out = (fs::temp_directory_path() / ("attune-kt-" + std::to_string(getpid()) + ".md")).string();
-    std::string cmd = "'" + std::string(ATTUNE_SOURCE_DIR) + "/bench/kernel_tuner_side_by_side.sh' --datasets '" +
-                      a.datasets + "' --seeds " + std::to_string(a.seeds) + " --first-seed " +
-                      std::to_string(a.first_seed) + " --budget " + std::to_string(a.budget) +
-                      (a.only.empty() ? "" : " --only '" + a.only + "'") + " --out '" + out + "' >/dev/null";
+    std::string out =
+        (fs::temp_directory_path() / ("attune-kt-" + std::to_string(getpid()) + ".md")).string();
+    std::string cmd =
+        "'" + std::string(ATTUNE_SOURCE_DIR) + "/bench/kernel_tuner_side_by_side.sh' --datasets '" +
+        a.datasets + "' --seeds " + std::to_string(a.seeds) + " --first-seed " +
+        std::to_string(a.first_seed) + " --budget " + std::to_string(a.budget) +
+        (a.only.empty() ? "" : " --only '" + a.only + "'") + " --out '" + out + "' >/dev/null";
     std::cerr << "running Kernel Tuner: " << cmd << "\n";
     if (std::system(cmd.c_str()) != 0) {
       std::cerr << "search_replay: the Kernel Tuner side-by-side failed (see above)\n";
@@ -417,8 +443,7 @@ int main(int argc, char** argv) {
          << ", " << sysconf(_SC_NPROCESSORS_ONLN) << " cores), CPU only\n"
          << "- command: `" << command << "`\n"
          << "- seeds: " << a.seeds << " (" << a.first_seed << ".." << a.first_seed + a.seeds - 1
-         << "), budget " << a.budget
-         << " evaluations; a failed config costs one evaluation\n"
+         << "), budget " << a.budget << " evaluations; a failed config costs one evaluation\n"
          << "- mcts options: exploration " << a.mcts.exploration << ", value power "
          << a.mcts.value_power << ", incumbent bias " << a.mcts.incumbent_bias
          << ", neighbour bias " << a.mcts.neighbour_bias << ", incumbent tail "

@@ -70,7 +70,9 @@ std::set<std::string> allowed(const std::string& layer) {
 }
 
 // The layer of a path relative to src/ (or of an include's target): its first folder.
-std::string layer_of(const std::string& rel) { return rel.substr(0, rel.find('/')); }
+std::string layer_of(const std::string& rel) {
+  return rel.substr(0, rel.find('/'));
+}
 
 TEST(Layering, NoLayerIncludesALayerAboveIt) {
   const fs::path src = fs::path(ATTUNE_SOURCE_DIR) / "src";
@@ -81,8 +83,8 @@ TEST(Layering, NoLayerIncludesALayerAboveIt) {
     if (!entry.is_regular_file() || (ext != ".h" && ext != ".cpp" && ext != ".cuh")) continue;
     const std::string rel = fs::relative(entry.path(), src).generic_string();
     const std::string layer = layer_of(rel);
-    ASSERT_TRUE(layer_deps().count(layer)) << rel << ": layer '" << layer
-                                           << "' is not in DESIGN.md's layout (add it to this test)";
+    ASSERT_TRUE(layer_deps().count(layer))
+        << rel << ": layer '" << layer << "' is not in DESIGN.md's layout (add it to this test)";
     const std::set<std::string> ok = allowed(layer);
     ++files;
     std::ifstream in(entry.path());
@@ -94,7 +96,8 @@ TEST(Layering, NoLayerIncludesALayerAboveIt) {
       if (!std::regex_search(line, m, include)) continue;
       const std::string target = m[1].str();
       // Only project headers: src/<layer>/... or include/attune/...
-      if (!fs::exists(src / target) && !fs::exists(src.parent_path() / "include" / target)) continue;
+      if (!fs::exists(src / target) && !fs::exists(src.parent_path() / "include" / target))
+        continue;
       const std::string to = layer_of(target);
       EXPECT_TRUE(ok.count(to)) << "src/" << rel << ":" << n << " (layer " << layer << ") includes "
                                 << target << " (layer " << to << ")";

@@ -73,19 +73,30 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) die(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--table") table = value();
-    else if (a == "--model") model_name = value();
-    else if (a == "--tokens") tokens = std::atoi(value().c_str());
-    else if (a == "--layers") layers = std::atoi(value().c_str());
-    else if (a == "--steps") steps = std::atoi(value().c_str());
-    else if (a == "--warmup") warmup = std::atoi(value().c_str());
-    else if (a == "--dtype") dtype_name = value();
-    else if (a == "--graph") graph = true;
-    else die("unknown flag " + a + " (see the comment at the top of decode_loop.cpp)");
+    if (a == "--table")
+      table = value();
+    else if (a == "--model")
+      model_name = value();
+    else if (a == "--tokens")
+      tokens = std::atoi(value().c_str());
+    else if (a == "--layers")
+      layers = std::atoi(value().c_str());
+    else if (a == "--steps")
+      steps = std::atoi(value().c_str());
+    else if (a == "--warmup")
+      warmup = std::atoi(value().c_str());
+    else if (a == "--dtype")
+      dtype_name = value();
+    else if (a == "--graph")
+      graph = true;
+    else
+      die("unknown flag " + a + " (see the comment at the top of decode_loop.cpp)");
   }
   if (model_name != "0.6b" && model_name != "8b") die("--model is 0.6b or 8b, not " + model_name);
-  if (dtype_name != "bf16" && dtype_name != "fp16") die("--dtype is bf16 or fp16, not " + dtype_name);
-  if (tokens < 1 || steps < 1 || warmup < 0 || layers < 0) die("--tokens and --steps must be positive");
+  if (dtype_name != "bf16" && dtype_name != "fp16")
+    die("--dtype is bf16 or fp16, not " + dtype_name);
+  if (tokens < 1 || steps < 1 || warmup < 0 || layers < 0)
+    die("--tokens and --steps must be positive");
   const Model m = model_of(model_name);
   if (layers == 0) layers = m.layers;
   const auto dtype = dtype_name == "bf16" ? attune::rt::DType::kBf16 : attune::rt::DType::kFp16;
@@ -99,26 +110,36 @@ int main(int argc, char** argv) {
   // Weights of one layer, shared by all layers (the shapes, not the values, are what is timed;
   // a model's weights would exceed L2 just as these do at 8B, and mostly at 0.6B).
   const std::size_t h = m.hidden, t = tokens;
-  Buffer wq(m.q * h), wk(m.kv * h), wv(m.kv * h), wo(h * m.q), wgate(m.intermediate * h), wup(m.intermediate * h),
-      wdown(h * m.intermediate), norm_w(h);
-  Buffer x(t * h), resid(t * h), normed(t * h), q(t * m.q), k(t * m.kv), v(t * m.kv), gate(t * m.intermediate),
-      up(t * m.intermediate);
+  Buffer wq(m.q * h), wk(m.kv * h), wv(m.kv * h), wo(h * m.q), wgate(m.intermediate * h),
+      wup(m.intermediate * h), wdown(h * m.intermediate), norm_w(h);
+  Buffer x(t * h), resid(t * h), normed(t * h), q(t * m.q), k(t * m.kv), v(t * m.kv),
+      gate(t * m.intermediate), up(t * m.intermediate);
 
   auto step = [&]() {
     for (int l = 0; l < layers; ++l) {
-      check(rt->rmsnorm(tokens, m.hidden, dtype, normed.p, resid.p, x.p, resid.p, norm_w.p, stream), "rmsnorm");
+      check(rt->rmsnorm(tokens, m.hidden, dtype, normed.p, resid.p, x.p, resid.p, norm_w.p, stream),
+            "rmsnorm");
       check(rt->gemm(tokens, m.q, m.hidden, dtype, normed.p, wq.p, q.p, nullptr, stream), "gemm q");
-      check(rt->gemm(tokens, m.kv, m.hidden, dtype, normed.p, wk.p, k.p, nullptr, stream), "gemm k");
-      check(rt->gemm(tokens, m.kv, m.hidden, dtype, normed.p, wv.p, v.p, nullptr, stream), "gemm v");
+      check(rt->gemm(tokens, m.kv, m.hidden, dtype, normed.p, wk.p, k.p, nullptr, stream),
+            "gemm k");
+      check(rt->gemm(tokens, m.kv, m.hidden, dtype, normed.p, wv.p, v.p, nullptr, stream),
+            "gemm v");
       // Attention would read q, k, v here; its output has q's shape.
       check(rt->gemm(tokens, m.hidden, m.q, dtype, q.p, wo.p, x.p, nullptr, stream), "gemm o");
-      check(rt->rmsnorm(tokens, m.hidden, dtype, normed.p, resid.p, x.p, resid.p, norm_w.p, stream), "rmsnorm");
-      check(rt->gemm(tokens, m.intermediate, m.hidden, dtype, normed.p, wgate.p, gate.p, nullptr, stream), "gemm gate");
-      check(rt->gemm(tokens, m.intermediate, m.hidden, dtype, normed.p, wup.p, up.p, nullptr, stream), "gemm up");
+      check(rt->rmsnorm(tokens, m.hidden, dtype, normed.p, resid.p, x.p, resid.p, norm_w.p, stream),
+            "rmsnorm");
+      check(rt->gemm(tokens, m.intermediate, m.hidden, dtype, normed.p, wgate.p, gate.p, nullptr,
+                     stream),
+            "gemm gate");
+      check(
+          rt->gemm(tokens, m.intermediate, m.hidden, dtype, normed.p, wup.p, up.p, nullptr, stream),
+          "gemm up");
       // The activation would combine gate and up; the down projection reads its result.
-      check(rt->gemm(tokens, m.hidden, m.intermediate, dtype, up.p, wdown.p, x.p, nullptr, stream), "gemm down");
+      check(rt->gemm(tokens, m.hidden, m.intermediate, dtype, up.p, wdown.p, x.p, nullptr, stream),
+            "gemm down");
     }
-    check(rt->rmsnorm(tokens, m.hidden, dtype, normed.p, resid.p, x.p, resid.p, norm_w.p, stream), "final rmsnorm");
+    check(rt->rmsnorm(tokens, m.hidden, dtype, normed.p, resid.p, x.p, resid.p, norm_w.p, stream),
+          "final rmsnorm");
   };
 
   for (int i = 0; i < std::max(warmup, 1); ++i) step();
@@ -126,7 +147,8 @@ int main(int argc, char** argv) {
   cudaGraphExec_t exec = nullptr;
   if (graph) {
     cudaGraph_t g = nullptr;
-    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+          "cudaStreamBeginCapture");
     step();
     check(cudaStreamEndCapture(stream, &g), "capturing a step");
     check(cudaGraphInstantiate(&exec, g, 0), "cudaGraphInstantiate");
@@ -147,19 +169,22 @@ int main(int argc, char** argv) {
     }
     check(cudaEventRecord(stop, stream), "cudaEventRecord");
     check(cudaEventSynchronize(stop), "step");
-    check(cudaEventElapsedTime(&ms[static_cast<std::size_t>(i)], start, stop), "cudaEventElapsedTime");
+    check(cudaEventElapsedTime(&ms[static_cast<std::size_t>(i)], start, stop),
+          "cudaEventElapsedTime");
   }
   std::vector<float> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
   const double median_us = 1000.0 * sorted[sorted.size() / 2];
   const auto c = rt->counters();
-  std::printf("model qwen3-%s, %d tokens, %d layers, %s, %s, table %s\n", model_name.c_str(), tokens, layers,
-              dtype_name.c_str(), exec ? "graph replay" : "direct launches", table.empty() ? "(none)" : table.c_str());
-  std::printf("runtime: %llu hits, %llu misses, %llu distinct shapes%s\n", static_cast<unsigned long long>(c.hits),
-              static_cast<unsigned long long>(c.misses), static_cast<unsigned long long>(c.shapes),
+  std::printf("model qwen3-%s, %d tokens, %d layers, %s, %s, table %s\n", model_name.c_str(),
+              tokens, layers, dtype_name.c_str(), exec ? "graph replay" : "direct launches",
+              table.empty() ? "(none)" : table.c_str());
+  std::printf("runtime: %llu hits, %llu misses, %llu distinct shapes%s\n",
+              static_cast<unsigned long long>(c.hits), static_cast<unsigned long long>(c.misses),
+              static_cast<unsigned long long>(c.shapes),
               c.device_mismatch ? " (table tuned for another device: baseline everywhere)" : "");
-  std::printf("step_us=%.2f (median of %d steps; min %.2f, max %.2f)\n", median_us, steps, 1000.0 * sorted.front(),
-              1000.0 * sorted.back());
+  std::printf("step_us=%.2f (median of %d steps; min %.2f, max %.2f)\n", median_us, steps,
+              1000.0 * sorted.front(), 1000.0 * sorted.back());
   if (exec) cudaGraphExecDestroy(exec);
   cudaEventDestroy(start);
   cudaEventDestroy(stop);

@@ -66,14 +66,16 @@ struct Timing {
 };
 
 struct Options {
-  int device = -1;        // CUDA ordinal; -1: $ATTUNE_DEVICE, else 0
-  std::string cubin_dir;  // "": "<table>.cubin/" when it exists, else the user cache (attune_rt_open)
+  int device = -1;  // CUDA ordinal; -1: $ATTUNE_DEVICE, else 0
+  std::string
+      cubin_dir;  // "": "<table>.cubin/" when it exists, else the user cache (attune_rt_open)
 };
 
 class ATTUNE_RT_API Runtime {
  public:
   // table_path "": no table (every call runs the baseline; useful with ATTUNE_HARVEST).
-  static Status open(const std::string& table_path, std::unique_ptr<Runtime>* out, const Options& options = {});
+  static Status open(const std::string& table_path, std::unique_ptr<Runtime>* out,
+                     const Options& options = {});
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -81,11 +83,13 @@ class ATTUNE_RT_API Runtime {
   // Row-major C[M,N] = A[M,K] . B[N,K]^T (+ bias[N]); bias may be null. Enqueued on `stream`
   // (cudaStream_t / CUstream; null: the legacy default stream). *dispatched, when given, points to
   // what ran; it lives as long as the Runtime.
-  Status gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a, const void* b, void* c,
-              const void* bias, void* stream, const Dispatch** dispatched = nullptr);
+  Status gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a,
+              const void* b, void* c, const void* bias, void* stream,
+              const Dispatch** dispatched = nullptr);
   // y = norm(h) * w with h = x, or h = x + r written to h_out when r is given.
-  Status rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y, void* h_out, const void* x,
-                 const void* r, const void* w, void* stream, const Dispatch** dispatched = nullptr);
+  Status rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y, void* h_out,
+                 const void* x, const void* r, const void* w, void* stream,
+                 const Dispatch** dispatched = nullptr);
 
   // What this thread's last successful call on this Runtime ran, or null.
   const Dispatch* last_dispatch() const;

@@ -32,15 +32,16 @@
 extern "C" {
 #endif
 
-/* Bumped when a signature or struct below changes; a dlopen caller checks attune_rt_abi_version(). */
+/* Bumped when a signature or struct below changes; a dlopen caller checks attune_rt_abi_version().
+ */
 #define ATTUNE_RT_ABI_VERSION 2
 
 typedef enum attune_rt_status {
   ATTUNE_RT_OK = 0,
   ATTUNE_RT_INVALID_ARGUMENT = 1, /* a bad shape, dtype, pointer, problem text or row number */
-  ATTUNE_RT_BAD_TABLE = 2,        /* the table is unreadable, malformed or not runnable: refused whole */
-  ATTUNE_RT_UNSUPPORTED = 3,      /* well formed, but not here (no such device, out of memory) */
-  ATTUNE_RT_CUDA = 4,             /* a CUDA driver, NVRTC or cuBLASLt call failed */
+  ATTUNE_RT_BAD_TABLE = 2,   /* the table is unreadable, malformed or not runnable: refused whole */
+  ATTUNE_RT_UNSUPPORTED = 3, /* well formed, but not here (no such device, out of memory) */
+  ATTUNE_RT_CUDA = 4,        /* a CUDA driver, NVRTC or cuBLASLt call failed */
   ATTUNE_RT_INTERNAL = 5
 } attune_rt_status;
 
@@ -50,14 +51,17 @@ typedef struct attune_rt attune_rt; /* an open table and its dispatch state */
 
 /* What one call ran. The strings belong to the attune_rt and live until attune_rt_close. */
 typedef struct attune_rt_dispatch {
-  int tuned;             /* 1: a table row ran; 0: the baseline */
-  int row;               /* that row's number (1-based, as attune_rt_row counts); 0: the baseline */
-  const char* why;       /* "hit", "hit: m=3 in bucket [1, 16]", "miss: no row for this shape",
-                            "miss: the table was tuned for another device", "row refused at first use: ..." */
-  const char* problem;   /* the call's problem, canonical text ("gemm:bias=0,dtype=bf16,k=4096,m=1,n=4096") */
-  const char* backend;   /* "cuda" */
-  const char* config;    /* the config that ran, canonical text (the row's config on a hit) */
-  const char* kernels;   /* the kernels launched, ';'-separated; cuBLASLt: "cublasLtMatmul algo=.. tile=.." */
+  int tuned; /* 1: a table row ran; 0: the baseline */
+  int row;   /* that row's number (1-based, as attune_rt_row counts); 0: the baseline */
+  const char*
+      why; /* "hit", "hit: m=3 in bucket [1, 16]", "miss: no row for this shape",
+              "miss: the table was tuned for another device", "row refused at first use: ..." */
+  const char*
+      problem; /* the call's problem, canonical text ("gemm:bias=0,dtype=bf16,k=4096,m=1,n=4096") */
+  const char* backend; /* "cuda" */
+  const char* config;  /* the config that ran, canonical text (the row's config on a hit) */
+  const char*
+      kernels; /* the kernels launched, ';'-separated; cuBLASLt: "cublasLtMatmul algo=.. tile=.." */
   const char* cache_key; /* the compile cache key of the cubin that ran; "" for cuBLASLt */
 } attune_rt_dispatch;
 
@@ -65,7 +69,8 @@ typedef struct attune_rt_counters {
   uint64_t hits;       /* calls that ran a table row */
   uint64_t misses;     /* calls that ran the baseline */
   uint64_t shapes;     /* distinct shapes called */
-  int device_mismatch; /* 1: the table's device key is not this device's; every call runs the baseline */
+  int device_mismatch; /* 1: the table's device key is not this device's; every call runs the
+                          baseline */
 } attune_rt_counters;
 
 /* One row of the open table, for attune verify. Strings live until attune_rt_close. */
@@ -75,15 +80,16 @@ typedef struct attune_rt_row {
   const char* problem; /* the row's problem; a bucket row's has no axis attribute */
   const char* backend;
   const char* config;
-  double median_us;    /* recorded deploy-regime time (a bucket: at its worst-regret point) */
+  double median_us; /* recorded deploy-regime time (a bucket: at its worst-regret point) */
   double baseline_us;
-  int bucketed;        /* 1: the row answers axis values lo..hi */
-  const char* axis;    /* "m", "rows"; "" when exact */
-  int64_t lo, hi;      /* exact: both the row's axis value */
+  int bucketed;          /* 1: the row answers axis values lo..hi */
+  const char* axis;      /* "m", "rows"; "" when exact */
+  int64_t lo, hi;        /* exact: both the row's axis value */
   const int64_t* points; /* bucket: the measured axis values, ascending */
   size_t point_count;
-  const double* point_us;          /* bucket: the row's recorded time at each point; NULL: not recorded */
-  const double* baseline_point_us; /* bucket: the baseline's recorded time at each point; NULL: not recorded */
+  const double* point_us; /* bucket: the row's recorded time at each point; NULL: not recorded */
+  const double* baseline_point_us; /* bucket: the baseline's recorded time at each point; NULL: not
+                                      recorded */
 } attune_rt_row;
 
 /* Timing of the runtime's own entry point in the deploy regime. */
@@ -102,7 +108,8 @@ ATTUNE_RT_API int attune_rt_abi_version(void);
  * A table tuned for a device whose fingerprint key differs is accepted with one stderr warning,
  * and every call then runs the baseline. Cubins: the directory "<table_path>.cubin/" when it
  * exists (attune export may ship one; compiled kernels are added to it when it is writable), else
- * the user cache ($ATTUNE_CACHE_DIR, else $XDG_CACHE_HOME/attune/cubin, else ~/.cache/attune/cubin). */
+ * the user cache ($ATTUNE_CACHE_DIR, else $XDG_CACHE_HOME/attune/cubin, else
+ * ~/.cache/attune/cubin). */
 ATTUNE_RT_API int attune_rt_open(const char* table_path, int device, attune_rt** out);
 ATTUNE_RT_API void attune_rt_close(attune_rt* rt);
 
@@ -113,15 +120,15 @@ ATTUNE_RT_API const char* attune_rt_last_error(void);
  * `stream` (a cudaStream_t / CUstream; NULL: the legacy default stream). Enqueues and returns;
  * nothing is synchronized. Pointers: device memory, 16-byte aligned (cuBLASLt's heuristic
  * assumes cudaMalloc's 256-byte alignment). `dispatched` (may be NULL) receives what ran. */
-ATTUNE_RT_API int attune_rt_gemm(attune_rt* rt, int64_t m, int64_t n, int64_t k, int dtype, const void* a,
-                                 const void* b, void* c, const void* bias, void* stream,
-                                 const attune_rt_dispatch** dispatched);
+ATTUNE_RT_API int attune_rt_gemm(attune_rt* rt, int64_t m, int64_t n, int64_t k, int dtype,
+                                 const void* a, const void* b, void* c, const void* bias,
+                                 void* stream, const attune_rt_dispatch** dispatched);
 
 /* RMSNorm over `rows` rows of `hidden`: y = h * rsqrt(mean(h^2) + 1e-6) * w, where h = x, or with
  * a residual (r not NULL) h = x + r, which is also written to h_out (required then). */
-ATTUNE_RT_API int attune_rt_rmsnorm(attune_rt* rt, int64_t rows, int64_t hidden, int dtype, void* y, void* h_out,
-                                    const void* x, const void* r, const void* w, void* stream,
-                                    const attune_rt_dispatch** dispatched);
+ATTUNE_RT_API int attune_rt_rmsnorm(attune_rt* rt, int64_t rows, int64_t hidden, int dtype, void* y,
+                                    void* h_out, const void* x, const void* r, const void* w,
+                                    void* stream, const attune_rt_dispatch** dispatched);
 
 /* What the calling thread's last successful gemm/rmsnorm call on rt ran, or NULL. */
 ATTUNE_RT_API const attune_rt_dispatch* attune_rt_last_dispatch(const attune_rt* rt);
@@ -142,7 +149,8 @@ ATTUNE_RT_API int attune_rt_row_get(const attune_rt* rt, int row, attune_rt_row*
 ATTUNE_RT_API int attune_rt_time_problem(attune_rt* rt, const char* problem, attune_rt_timing* out);
 /* The same for a row (1-based): an exact row at its own shape; a bucket row at axis value
  * `axis_value` (0: the bucket's first measured point), which must lie in [lo, hi]. */
-ATTUNE_RT_API int attune_rt_time_row(attune_rt* rt, int row, int64_t axis_value, attune_rt_timing* out);
+ATTUNE_RT_API int attune_rt_time_row(attune_rt* rt, int row, int64_t axis_value,
+                                     attune_rt_timing* out);
 
 #ifdef __cplusplus
 }

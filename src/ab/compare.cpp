@@ -21,13 +21,18 @@ double quantile(const std::vector<double>& sorted, double q) {
 
 }  // namespace
 
-std::string_view to_string(Better b) { return b == Better::kLower ? "lower" : "higher"; }
+std::string_view to_string(Better b) {
+  return b == Better::kLower ? "lower" : "higher";
+}
 
 std::string_view to_string(Verdict v) {
   switch (v) {
-    case Verdict::kGain: return "gain";
-    case Verdict::kLoss: return "loss";
-    case Verdict::kWithinDrift: return "within_drift";
+    case Verdict::kGain:
+      return "gain";
+    case Verdict::kLoss:
+      return "loss";
+    case Verdict::kWithinDrift:
+      return "within_drift";
   }
   return "within_drift";
 }
@@ -51,17 +56,19 @@ Distribution describe(std::vector<double> values) {
 double ref_drift(const std::vector<double>& ref) {
   const std::size_t half = ref.size() / 2;
   if (half == 0) return 0;
-  const double first = summarize({ref.begin(), ref.begin() + static_cast<std::ptrdiff_t>(half)}).median;
-  const double second = summarize({ref.end() - static_cast<std::ptrdiff_t>(half), ref.end()}).median;
+  const double first =
+      summarize({ref.begin(), ref.begin() + static_cast<std::ptrdiff_t>(half)}).median;
+  const double second =
+      summarize({ref.end() - static_cast<std::ptrdiff_t>(half), ref.end()}).median;
   if (first == 0) return 0;
   return second / first - 1;
 }
 
 Result<Comparison> compare(std::vector<double> ref, std::vector<double> cand, Better better) {
   if (ref.size() < 2 || cand.empty())
-    return Error::unsupported(fmt::format(
-        "an A/B comparison needs at least 2 ref runs and 1 cand run (got {} and {})", ref.size(),
-        cand.size()));
+    return Error::unsupported(
+        fmt::format("an A/B comparison needs at least 2 ref runs and 1 cand run (got {} and {})",
+                    ref.size(), cand.size()));
   Comparison c;
   c.better = better;
   c.drift = ref_drift(ref);
@@ -69,9 +76,9 @@ Result<Comparison> compare(std::vector<double> ref, std::vector<double> cand, Be
   c.cand = describe(std::move(cand));
   for (const auto* d : {&c.ref, &c.cand})
     if (!(d->median > 0))
-      return Error::unsupported(fmt::format(
-          "the median of the {} runs is {:g}; a ratio of medians needs positive values",
-          d == &c.ref ? "ref" : "cand", d->median));
+      return Error::unsupported(
+          fmt::format("the median of the {} runs is {:g}; a ratio of medians needs positive values",
+                      d == &c.ref ? "ref" : "cand", d->median));
   c.ratio = c.ref.median / c.cand.median;
   c.speedup = better == Better::kLower ? c.ratio : 1 / c.ratio;
   const double gain = c.speedup - 1;

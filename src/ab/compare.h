@@ -58,9 +58,10 @@ struct Comparison {
   Better better = Better::kLower;
   Distribution ref;
   Distribution cand;
-  double ratio = 0;    // median(ref) / median(cand)
-  double speedup = 0;  // how many times better cand is: ratio when lower is better, 1 / ratio when higher
-  double drift = 0;    // ref_drift(ref.values), signed
+  double ratio = 0;  // median(ref) / median(cand)
+  double speedup =
+      0;  // how many times better cand is: ratio when lower is better, 1 / ratio when higher
+  double drift = 0;  // ref_drift(ref.values), signed
   Verdict verdict = Verdict::kWithinDrift;
 };
 

@@ -3,9 +3,9 @@
 #include <string.h>
 
 #include <charconv>
+#include <cmath>
 #include <tuple>
 #include <variant>
-#include <cmath>
 
 #include <fmt/format.h>
 
@@ -65,7 +65,9 @@ Result<std::variant<AbRun, std::string>> run_one(const AbOptions& o, AbRun run) 
 
 }  // namespace
 
-std::string_view to_string(Arm a) { return a == Arm::kRef ? "ref" : "cand"; }
+std::string_view to_string(Arm a) {
+  return a == Arm::kRef ? "ref" : "cand";
+}
 
 std::string AbRun::name() const {
   return fmt::format("{}{} run {}/{}", warmup ? "warm-up " : "", to_string(arm), index, of);
@@ -94,8 +96,7 @@ Status check_options(const AbOptions& o) {
 std::optional<double> find_metric(std::string_view out, std::string_view name) {
   if (name.empty()) return std::nullopt;
   std::optional<double> last;
-  for (std::size_t at = out.find(name); at != std::string_view::npos;
-       at = out.find(name, at + 1)) {
+  for (std::size_t at = out.find(name); at != std::string_view::npos; at = out.find(name, at + 1)) {
     if (at > 0 && identifier_char(out[at - 1])) continue;
     std::size_t p = at + name.size();
     if (p >= out.size() || (out[p] != '=' && out[p] != ':')) continue;
@@ -141,8 +142,8 @@ Result<AbReport> run_ab(const AbOptions& options) {
     }
     const AbRun& run = std::get<AbRun>(outcome);
     if (options.log)
-      options.log(fmt::format("{}: {:.6g}{}", run.name(), run.value,
-                              options.metric.empty() ? " s" : ""));
+      options.log(
+          fmt::format("{}: {:.6g}{}", run.name(), run.value, options.metric.empty() ? " s" : ""));
     report.runs.push_back(run);
     if (!run.warmup) (run.arm == Arm::kRef ? ref : cand).push_back(run.value);
   }
@@ -158,13 +159,13 @@ std::string format_report(const AbReport& report) {
   const AbOptions& o = report.options;
   const Comparison& c = *report.comparison;
   const std::string metric = o.metric.empty() ? "wall time (s)" : o.metric;
-  std::string out = fmt::format(
-      "{}, {} is better; {} rounds (ref first and last) after {} warm-up round(s)\n", metric,
-      to_string(o.better), o.rounds, o.warmup);
+  std::string out =
+      fmt::format("{}, {} is better; {} rounds (ref first and last) after {} warm-up round(s)\n",
+                  metric, to_string(o.better), o.rounds, o.warmup);
   out += fmt::format("{:<5}{:>5}{:>12}{:>12}{:>12}{:>12}  command\n", "", "n", "median", "IQR",
                      "min", "max");
-  for (const auto& [label, d, cmd] : {std::tuple{"ref", &c.ref, &o.ref},
-                                      std::tuple{"cand", &c.cand, &o.cand}})
+  for (const auto& [label, d, cmd] :
+       {std::tuple{"ref", &c.ref, &o.ref}, std::tuple{"cand", &c.cand, &o.cand}})
     out += fmt::format("{:<5}{:>5}{:>12.5g}{:>12.5g}{:>12.5g}{:>12.5g}  {}\n", label, d->n,
                        d->median, d->iqr(), d->min, d->max, *cmd);
   out += fmt::format("ratio ref/cand of medians: {:.4f} (speedup {:.4f}x)\n", c.ratio, c.speedup);

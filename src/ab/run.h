@@ -48,9 +48,9 @@ std::string_view to_string(Arm a);  // "ref", "cand"
 struct AbRun {
   Arm arm = Arm::kRef;
   bool warmup = false;
-  int index = 0;      // 1-based among this arm's runs of its phase (warm-up or measured)
-  int of = 0;         // how many runs of this arm the phase has
-  double value = 0;   // the metric, or wall_s
+  int index = 0;     // 1-based among this arm's runs of its phase (warm-up or measured)
+  int of = 0;        // how many runs of this arm the phase has
+  double value = 0;  // the metric, or wall_s
   double wall_s = 0;
   std::string name() const;  // "cand run 3/10", "warm-up ref run 1/1"
 };

@@ -90,11 +90,12 @@ class Backend {
   // The one line an index out of range gets, naming how many devices there are.
   Error no_such_device(int index, int count) const {
     const std::string which = "device " + std::to_string(index);
-    if (count <= 0) return Error::invalid_argument("the " + name() + " backend sees no device, so no " + which);
+    if (count <= 0)
+      return Error::invalid_argument("the " + name() + " backend sees no device, so no " + which);
     const std::string range = count == 1 ? "index 0" : "indexes 0.." + std::to_string(count - 1);
     return Error::invalid_argument("the " + name() + " backend has " + std::to_string(count) +
-                                   (count == 1 ? " device (" : " devices (") + range + "), not " + which +
-                                   "; attune device --list shows them");
+                                   (count == 1 ? " device (" : " devices (") + range + "), not " +
+                                   which + "; attune device --list shows them");
   }
 };
 

@@ -15,11 +15,13 @@
 namespace attune {
 
 std::string plugin_path(const std::string& file) {
-  if (const char* d = std::getenv("ATTUNE_PLUGIN_DIR")) return (std::filesystem::path(d) / file).string();
+  if (const char* d = std::getenv("ATTUNE_PLUGIN_DIR"))
+    return (std::filesystem::path(d) / file).string();
   std::filesystem::path dir;
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n > 0) dir = std::filesystem::path(std::string(buf, static_cast<std::size_t>(n))).parent_path();
+  if (n > 0)
+    dir = std::filesystem::path(std::string(buf, static_cast<std::size_t>(n))).parent_path();
   // A build tree has the plugin beside the binary; an installed tree under lib/attune/.
   std::error_code ec;
   if (std::filesystem::exists(dir / file, ec)) return (dir / file).string();
@@ -46,11 +48,14 @@ Result<std::unique_ptr<Backend>> load_cuda_plugin() {
   using Abi = decltype(&attune_plugin_abi);
   auto abi = reinterpret_cast<Abi>(dlsym(h, "attune_plugin_abi"));
   if (!abi)
-    return refuse(fmt::format("{} names no plugin ABI (attune_plugin_abi) but this attune speaks {}: "
-                              "rebuild both from one tree", file, kPluginAbi));
+    return refuse(
+        fmt::format("{} names no plugin ABI (attune_plugin_abi) but this attune speaks {}: "
+                    "rebuild both from one tree",
+                    file, kPluginAbi));
   if (const int theirs = abi(); theirs != kPluginAbi)
-    return refuse(fmt::format("{} speaks plugin ABI {} but this attune speaks {}: rebuild both from one tree",
-                              file, theirs, kPluginAbi));
+    return refuse(
+        fmt::format("{} speaks plugin ABI {} but this attune speaks {}: rebuild both from one tree",
+                    file, theirs, kPluginAbi));
   using Make = decltype(&attune_make_cuda_backend);
   auto make = reinterpret_cast<Make>(dlsym(h, "attune_make_cuda_backend"));
   if (!make) return refuse(path + " has no entry point");
@@ -63,7 +68,9 @@ Result<std::unique_ptr<Backend>> load_cuda_plugin() {
 
 }  // namespace
 
-std::vector<std::string> backend_names() { return {"cuda", "sim"}; }
+std::vector<std::string> backend_names() {
+  return {"cuda", "sim"};
+}
 
 Result<std::unique_ptr<Backend>> make_backend(const std::string& name) {
   if (name == "sim") return std::unique_ptr<Backend>(new SimBackend());

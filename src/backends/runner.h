@@ -15,7 +15,9 @@ class CandidateRunner {
 class InProcessRunner final : public CandidateRunner {
  public:
   explicit InProcessRunner(Backend& backend) : backend_(backend) {}
-  Outcome run(const Problem& p, const Config& c, Regime r) override { return backend_.execute(p, c, r); }
+  Outcome run(const Problem& p, const Config& c, Regime r) override {
+    return backend_.execute(p, c, r);
+  }
 
  private:
   Backend& backend_;

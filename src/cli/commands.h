@@ -17,10 +17,10 @@ inline constexpr int kExitBadInput = 2;
 
 // Flags every command shares; filled by CLI11 before any action runs.
 struct GlobalOptions {
-  std::string db = "attune.db";  // --db PATH|URL
-  bool verbose = false;          // -v: one line per step
-  bool json = false;             // --json: a machine-readable report on stdout, logs on stderr
-  std::vector<std::string> argv; // the whole command line, recorded with each run
+  std::string db = "attune.db";   // --db PATH|URL
+  bool verbose = false;           // -v: one line per step
+  bool json = false;              // --json: a machine-readable report on stdout, logs on stderr
+  std::vector<std::string> argv;  // the whole command line, recorded with each run
 };
 
 struct Command {

@@ -45,7 +45,8 @@ Result<std::pair<std::uint32_t, std::uint32_t>> parse_shard(const std::string& s
   if (ok) {
     auto a = std::from_chars(s.data(), s.data() + slash, i);
     auto b = std::from_chars(s.data() + slash + 1, s.data() + s.size(), n);
-    ok = a.ec == std::errc() && a.ptr == s.data() + slash && b.ec == std::errc() && b.ptr == s.data() + s.size();
+    ok = a.ec == std::errc() && a.ptr == s.data() + slash && b.ec == std::errc() &&
+         b.ptr == s.data() + s.size();
   }
   if (!ok || n == 0 || i >= n)
     return Error::invalid_argument("--shard '" + s + "' must be i/n with 0 <= i < n, e.g. 0/4");

@@ -11,8 +11,8 @@ namespace {
 
 // "0  NVIDIA H200  sm_90a  132 SMs  139.8 GiB  key 0123456789abcdef  0000:19:00.0"
 std::string device_line(int index, const DeviceFingerprint& d) {
-  std::string line = fmt::format("{}  {}  {}  {} SMs  {:.1f} GiB  key {}", index, d.name, d.arch, d.sm_count,
-                                 d.memory_bytes / double(1ull << 30), d.key());
+  std::string line = fmt::format("{}  {}  {}  {} SMs  {:.1f} GiB  key {}", index, d.name, d.arch,
+                                 d.sm_count, d.memory_bytes / double(1ull << 30), d.key());
   if (auto bus = d.extra.find("pci_bus_id"); bus != d.extra.end()) line += "  " + bus->second;
   return line;
 }
@@ -37,11 +37,13 @@ int list_devices(const GlobalOptions& g, Backend& b) {
 }  // namespace
 
 Command add_device_command(CLI::App& app, GlobalOptions& g) {
-  auto* sub = app.add_subcommand("device", "print this device's fingerprint (key fields marked *), or --list them all");
+  auto* sub = app.add_subcommand(
+      "device", "print this device's fingerprint (key fields marked *), or --list them all");
   auto backend = std::make_shared<std::string>();
   sub->add_option("--backend", *backend, "backend to ask (default: the GPU backend, else sim)");
   auto list = std::make_shared<bool>(false);
-  sub->add_flag("--list", *list, "one line per device: index, name, arch, SMs, memory, key (--json: an array)");
+  sub->add_flag("--list", *list,
+                "one line per device: index, name, arch, SMs, memory, key (--json: an array)");
   auto device = std::make_shared<int>(-1);
   add_device_option(sub, device.get(), "to print (default: the backend's)");
   return {sub, [&g, backend, list, device] {
@@ -58,13 +60,17 @@ Command add_device_command(CLI::App& app, GlobalOptions& g) {
             fmt::print("name*             {}\n", fp->name);
             fmt::print("arch*             {}\n", fp->arch);
             fmt::print("sm_count*         {}\n", fp->sm_count);
-            fmt::print("memory_bytes*     {} ({:.1f} GiB)\n", fp->memory_bytes, fp->memory_bytes / double(1ull << 30));
+            fmt::print("memory_bytes*     {} ({:.1f} GiB)\n", fp->memory_bytes,
+                       fp->memory_bytes / double(1ull << 30));
             fmt::print("l2_bytes          {}\n", fp->l2_bytes);
             fmt::print("driver_version    {}\n", fp->driver_version);
             fmt::print("runtime_version   {}\n", fp->runtime_version);
             fmt::print("max_sm_clock_mhz  {}\n", fp->max_sm_clock_mhz);
             for (const auto& [k, v] : fp->extra) fmt::print("{:<17} {}\n", k, v);
-            fmt::print("key               {}  (hash of the * fields: results and tables apply only where it matches)\n", fp->key());
+            fmt::print(
+                "key               {}  (hash of the * fields: results and tables apply only where "
+                "it matches)\n",
+                fp->key());
             return kExitOk;
           }};
 }

@@ -27,7 +27,8 @@ std::map<std::string, std::string> problem_names(Store& store) {
   return names;
 }
 
-Result<std::vector<MeasurementRow>> select_rows(Store& store, const EvalFlags& f, bool failures_only) {
+Result<std::vector<MeasurementRow>> select_rows(Store& store, const EvalFlags& f,
+                                                bool failures_only) {
   MeasurementQuery q;
   q.problem = f.kernel;
   q.device_key = f.device;
@@ -38,8 +39,9 @@ Result<std::vector<MeasurementRow>> select_rows(Store& store, const EvalFlags& f
     if (!known) {
       std::string names;
       for (const auto& [_, n] : problem_names(store)) names += (names.empty() ? "" : ", ") + n;
-      return Error::invalid_argument("no problem or op named '" + f.kernel + "' in the database (it has: " +
-                                     (names.empty() ? "nothing yet" : names) + ")");
+      return Error::invalid_argument(
+          "no problem or op named '" + f.kernel +
+          "' in the database (it has: " + (names.empty() ? "nothing yet" : names) + ")");
     }
   }
   return rows;
@@ -57,7 +59,8 @@ int run_variants(const GlobalOptions& g, const EvalFlags& f) {
     const MeasurementRow* deploy = nullptr;
     double sort_us() const {
       for (const auto* r : {deploy, rank})
-        if (r && r->outcome.verdict == Verdict::kOk && r->outcome.measurement) return r->outcome.measurement->median_us;
+        if (r && r->outcome.verdict == Verdict::kOk && r->outcome.measurement)
+          return r->outcome.measurement->median_us;
       return INFINITY;
     }
     const MeasurementRow& any() const { return deploy ? *deploy : *rank; }
@@ -74,10 +77,12 @@ int run_variants(const GlobalOptions& g, const EvalFlags& f) {
   }
   std::vector<Variant> vs;
   for (auto& [_, v] : by) vs.push_back(v);
-  std::stable_sort(vs.begin(), vs.end(), [](const Variant& a, const Variant& b) { return a.sort_us() < b.sort_us(); });
+  std::stable_sort(vs.begin(), vs.end(),
+                   [](const Variant& a, const Variant& b) { return a.sort_us() < b.sort_us(); });
   const std::size_t shown = f.limit > 0 ? std::min<std::size_t>(vs.size(), f.limit) : vs.size();
   auto us = [](const MeasurementRow* r) -> std::optional<double> {
-    if (r && r->outcome.verdict == Verdict::kOk && r->outcome.measurement) return r->outcome.measurement->median_us;
+    if (r && r->outcome.verdict == Verdict::kOk && r->outcome.measurement)
+      return r->outcome.measurement->median_us;
     return std::nullopt;
   };
   if (g.json) {
@@ -86,10 +91,15 @@ int run_variants(const GlobalOptions& g, const EvalFlags& f) {
       const Variant& v = vs[i];
       const auto& r = v.any();
       auto d = us(v.deploy), k = us(v.rank);
-      out.push_back({{"problem", names[r.problem_key]}, {"structural_key", r.problem_key}, {"device_key", r.device_key},
-                     {"backend", r.backend}, {"config", r.config}, {"verdict", to_string(v.verdict())},
+      out.push_back({{"problem", names[r.problem_key]},
+                     {"structural_key", r.problem_key},
+                     {"device_key", r.device_key},
+                     {"backend", r.backend},
+                     {"config", r.config},
+                     {"verdict", to_string(v.verdict())},
                      {"deploy_us", d ? nlohmann::json(*d) : nlohmann::json(nullptr)},
-                     {"rank_us", k ? nlohmann::json(*k) : nlohmann::json(nullptr)}, {"message", r.outcome.message}});
+                     {"rank_us", k ? nlohmann::json(*k) : nlohmann::json(nullptr)},
+                     {"message", r.outcome.message}});
     }
     fmt::print("{}\n", out.dump(2));
     return kExitOk;
@@ -98,13 +108,16 @@ int run_variants(const GlobalOptions& g, const EvalFlags& f) {
     fmt::print("no measurements in {}\n", g.db);
     return kExitOk;
   }
-  fmt::print("{:>4}  {:<10} {:<8} {:>12} {:>12}  {:<13} {}\n", "#", "problem", "backend", "deploy_us", "rank_us", "verdict", "config");
-  auto cell = [](std::optional<double> t) { return t ? fmt::format("{:.2f}", *t) : std::string("-"); };
+  fmt::print("{:>4}  {:<10} {:<8} {:>12} {:>12}  {:<13} {}\n", "#", "problem", "backend",
+             "deploy_us", "rank_us", "verdict", "config");
+  auto cell = [](std::optional<double> t) {
+    return t ? fmt::format("{:.2f}", *t) : std::string("-");
+  };
   for (std::size_t i = 0; i < shown; ++i) {
     const Variant& v = vs[i];
     const auto& r = v.any();
-    fmt::print("{:>4}  {:<10} {:<8} {:>12} {:>12}  {:<13} {}\n", i + 1, names[r.problem_key], r.backend, cell(us(v.deploy)),
-               cell(us(v.rank)), to_string(v.verdict()), r.config);
+    fmt::print("{:>4}  {:<10} {:<8} {:>12} {:>12}  {:<13} {}\n", i + 1, names[r.problem_key],
+               r.backend, cell(us(v.deploy)), cell(us(v.rank)), to_string(v.verdict()), r.config);
   }
   if (shown < vs.size()) fmt::print("... {} more (--limit 0 shows all)\n", vs.size() - shown);
   return kExitOk;
@@ -127,8 +140,12 @@ int run_failures(const GlobalOptions& g, const EvalFlags& f) {
     for (const auto& gr : groups) {
       nlohmann::json shared = nlohmann::json::object();
       for (const auto& [k, v] : gr.shared) shared[k] = v;
-      out.push_back({{"problem", names[gr.problem_key]}, {"verdict", to_string(gr.verdict)}, {"count", gr.configs.size()},
-                     {"shared", shared}, {"configs", gr.configs}, {"sample_message", gr.sample_message}});
+      out.push_back({{"problem", names[gr.problem_key]},
+                     {"verdict", to_string(gr.verdict)},
+                     {"count", gr.configs.size()},
+                     {"shared", shared},
+                     {"configs", gr.configs},
+                     {"sample_message", gr.sample_message}});
     }
     fmt::print("{}\n", out.dump(2));
     return kExitOk;
@@ -137,9 +154,11 @@ int run_failures(const GlobalOptions& g, const EvalFlags& f) {
     fmt::print("no failing configs in {}\n", g.db);
     return kExitOk;
   }
-  fmt::print("{:<10} {:<13} {:>5}  {}\n", "problem", "verdict", "count", "shared knob values / sample message");
+  fmt::print("{:<10} {:<13} {:>5}  {}\n", "problem", "verdict", "count",
+             "shared knob values / sample message");
   for (const auto& gr : groups) {
-    fmt::print("{:<10} {:<13} {:>5}  {}\n", names[gr.problem_key], to_string(gr.verdict), gr.configs.size(), knobs(gr));
+    fmt::print("{:<10} {:<13} {:>5}  {}\n", names[gr.problem_key], to_string(gr.verdict),
+               gr.configs.size(), knobs(gr));
     if (!gr.sample_message.empty()) fmt::print("{:<31}  e.g. {}\n", "", gr.sample_message);
   }
   return kExitOk;
@@ -155,10 +174,13 @@ Command add_eval_command(CLI::App& app, GlobalOptions& g) {
   variants->add_option("--kernel", f->kernel, "problem name, op or structural key")->required();
   variants->add_option("--device", f->device, "only this device key (see attune device)");
   variants->add_option("--limit", f->limit, "rows to show; 0: all")->capture_default_str();
-  auto* failures = sub->add_subcommand("failures", "failing configs grouped by the knob values they share");
+  auto* failures =
+      sub->add_subcommand("failures", "failing configs grouped by the knob values they share");
   failures->add_option("--kernel", f->kernel, "problem name, op or structural key (default: all)");
   failures->add_option("--device", f->device, "only this device key");
-  return {sub, [&g, f, variants] { return variants->parsed() ? run_variants(g, *f) : run_failures(g, *f); }};
+  return {sub, [&g, f, variants] {
+            return variants->parsed() ? run_variants(g, *f) : run_failures(g, *f);
+          }};
 }
 
 }  // namespace attune::cli

@@ -26,7 +26,8 @@ namespace fs = std::filesystem;
 struct ExportFlags {
   std::string format;
   std::string problem;
-  std::string device;  // a device key (or slug); default: every device (kernel-tuner: the one with the most rows)
+  std::string device;  // a device key (or slug); default: every device (kernel-tuner: the one with
+                       // the most rows)
   std::string out;
   double min_improvement_pct = 3;
   std::vector<std::string> buckets;
@@ -50,10 +51,12 @@ Destination destination_of(const std::string& out) {
 
 int run_table_export(const GlobalOptions& g, const ExportFlags& f, table::Format format) {
   if (!f.problem.empty())
-    return bad_input("--problem is for --format kernel-tuner; a table holds every tuned problem of a device");
+    return bad_input(
+        "--problem is for --format kernel-tuner; a table holds every tuned problem of a device");
   table::ExportOptions o;
   if (!(f.min_improvement_pct >= 0 && f.min_improvement_pct < 100))
-    return bad_input(fmt::format("--min-improvement-pct {:g} is not a percentage in [0, 100)", f.min_improvement_pct));
+    return bad_input(fmt::format("--min-improvement-pct {:g} is not a percentage in [0, 100)",
+                                 f.min_improvement_pct));
   o.min_improvement_pct = f.min_improvement_pct;
   for (const auto& b : f.buckets) {
     auto spec = table::parse_bucket_spec(b);
@@ -61,7 +64,8 @@ int run_table_export(const GlobalOptions& g, const ExportFlags& f, table::Format
     o.buckets.push_back(*spec);
   }
   if (!f.bucket_edges.empty()) {
-    if (o.buckets.empty()) return bad_input("--bucket-edges needs --bucket AXIS (which attribute to bucket)");
+    if (o.buckets.empty())
+      return bad_input("--bucket-edges needs --bucket AXIS (which attribute to bucket)");
     auto edges = table::parse_bucket_edges(f.bucket_edges);
     if (!edges) return bad_input(edges.error().message());
     o.bucket_edges = *edges;
@@ -72,50 +76,62 @@ int run_table_export(const GlobalOptions& g, const ExportFlags& f, table::Format
   if (!store) return kExitBadInput;
   auto devices = store->devices();
   if (!devices) return bad_input(devices.error().message());
-  if (devices->empty()) return bad_input("no measurements in " + g.db + " (run attune tune first, or pass --db)");
+  if (devices->empty())
+    return bad_input("no measurements in " + g.db + " (run attune tune first, or pass --db)");
   std::vector<DeviceFingerprint> chosen;
   for (const auto& d : *devices)
     if (f.device.empty() || d.key() == f.device || d.slug() == f.device) chosen.push_back(d);
   if (chosen.empty()) {
     std::string known;
-    for (const auto& d : *devices) known += fmt::format("{}{} ({})", known.empty() ? "" : ", ", d.key(), d.name);
-    return bad_input(fmt::format("--device {}: no such device in {} (it has: {})", f.device, g.db, known));
+    for (const auto& d : *devices)
+      known += fmt::format("{}{} ({})", known.empty() ? "" : ", ", d.key(), d.name);
+    return bad_input(
+        fmt::format("--device {}: no such device in {} (it has: {})", f.device, g.db, known));
   }
 
   std::vector<table::ExportResult> results;
   std::set<std::pair<std::string, std::string>> bucketed;
   for (const auto& d : chosen) {
     auto r = table::export_table(*store, d, o);
-    if (!r) return r.error().kind() == Error::Kind::kInvalidArgument ? bad_input(r.error().message())
-                                                                      : failed(r.error().message());
+    if (!r)
+      return r.error().kind() == Error::Kind::kInvalidArgument ? bad_input(r.error().message())
+                                                               : failed(r.error().message());
     for (const auto& s : r->bucketed) bucketed.emplace(s.op, s.axis);
     results.push_back(std::move(*r));
   }
   for (const auto& s : o.buckets)
     if (!bucketed.count({s.op, s.axis}))
-      return bad_input(fmt::format("--bucket {}{}: no op table {}has the integer attribute '{}' on every problem",
-                                   s.op.empty() ? "" : s.op + ":", s.axis,
-                                   s.op.empty() ? "" : "of '" + s.op + "' ", s.axis));
+      return bad_input(fmt::format(
+          "--bucket {}{}: no op table {}has the integer attribute '{}' on every problem",
+          s.op.empty() ? "" : s.op + ":", s.axis, s.op.empty() ? "" : "of '" + s.op + "' ",
+          s.axis));
 
   // Devices with nothing to export are said so; the others are written.
   std::vector<const table::ExportResult*> tables;
   for (const auto& r : results) {
     if (g.verbose)
-      for (const auto& n : r.notes) fmt::print(stderr, "  {} {} {}: {}\n", n.op, n.dtype, n.what, n.why);
+      for (const auto& n : r.notes)
+        fmt::print(stderr, "  {} {} {}: {}\n", n.op, n.dtype, n.what, n.why);
     if (r.rows() > 0) {
       tables.push_back(&r);
       continue;
     }
-    std::string why = r.notes.empty() ? "no problem has deploy-regime measurements" : r.notes.front().why;
-    fmt::print(stderr, "attune: nothing to export for {} ({}): {} problems, no row passed the rules (first: {})\n",
-               r.table.device.name, r.table.device.key(), r.problems, why);
+    std::string why =
+        r.notes.empty() ? "no problem has deploy-regime measurements" : r.notes.front().why;
+    fmt::print(
+        stderr,
+        "attune: nothing to export for {} ({}): {} problems, no row passed the rules (first: {})\n",
+        r.table.device.name, r.table.device.key(), r.problems, why);
   }
   if (tables.empty()) return failed("nothing to export (-v lists why each problem was left out)");
   if (g.json && dest.kind == Destination::Kind::kStdout)
-    return bad_input("--json reports what was written: give -o DIR or -o FILE (without -o the table itself is stdout)");
+    return bad_input(
+        "--json reports what was written: give -o DIR or -o FILE (without -o the table itself is "
+        "stdout)");
   if (tables.size() > 1 && dest.kind != Destination::Kind::kDirectory)
-    return bad_input(fmt::format("{} devices have tuned rows: give -o DIR (one file per device) or --device KEY",
-                                 tables.size()));
+    return bad_input(
+        fmt::format("{} devices have tuned rows: give -o DIR (one file per device) or --device KEY",
+                    tables.size()));
 
   std::map<std::string, int> slugs;
   for (const auto* t : tables) ++slugs[t->table.device.slug()];
@@ -130,8 +146,10 @@ int run_table_export(const GlobalOptions& g, const ExportFlags& f, table::Format
     auto text = table::render(t->table, format);
     if (!text) return failed(text.error().message());
     const DeviceFingerprint& d = t->table.device;
-    const std::string what = fmt::format("{} rows in {} op tables for {} ({}); {} problems or buckets left to the baseline (-v: why)",
-                                         t->rows(), t->table.ops.size(), d.name, d.key(), t->notes.size());
+    const std::string what = fmt::format(
+        "{} rows in {} op tables for {} ({}); {} problems or buckets left to the baseline (-v: "
+        "why)",
+        t->rows(), t->table.ops.size(), d.name, d.key(), t->notes.size());
     if (dest.kind == Destination::Kind::kStdout) {
       fmt::print("{}", *text);
       fmt::print(stderr, "exported {}\n", what);
@@ -146,9 +164,14 @@ int run_table_export(const GlobalOptions& g, const ExportFlags& f, table::Format
     if (auto st = table::save_text(*text, path); !st.ok()) return bad_input(st.error().message());
     fmt::print(stderr, "wrote {}: {}\n", path, what);
     nlohmann::json left = nlohmann::json::array();
-    for (const auto& n : t->notes) left.push_back({{"op", n.op}, {"dtype", n.dtype}, {"what", n.what}, {"why", n.why}});
-    report["written"].push_back({{"path", path}, {"format", table::extension(format)}, {"device", d.name},
-                                 {"device_key", d.key()}, {"rows", t->rows()}, {"op_tables", t->table.ops.size()},
+    for (const auto& n : t->notes)
+      left.push_back({{"op", n.op}, {"dtype", n.dtype}, {"what", n.what}, {"why", n.why}});
+    report["written"].push_back({{"path", path},
+                                 {"format", table::extension(format)},
+                                 {"device", d.name},
+                                 {"device_key", d.key()},
+                                 {"rows", t->rows()},
+                                 {"op_tables", t->table.ops.size()},
                                  {"left_to_baseline", left}});
   }
   if (g.json) fmt::print("{}\n", report.dump(2));
@@ -158,17 +181,20 @@ int run_table_export(const GlobalOptions& g, const ExportFlags& f, table::Format
 int run_export(const GlobalOptions& g, const ExportFlags& f) {
   if (f.format == "kernel-tuner") return run_kernel_tuner_export(g, f);
   auto format = table::parse_format(f.format);
-  if (!format) return bad_input("--format '" + f.format + "': json, csv, cpp (tuned tables) or kernel-tuner");
+  if (!format)
+    return bad_input("--format '" + f.format + "': json, csv, cpp (tuned tables) or kernel-tuner");
   return run_table_export(g, f, *format);
 }
 
 int run_kernel_tuner_export(const GlobalOptions& g, const ExportFlags& f) {
-  if (f.problem.empty()) return bad_input("--format kernel-tuner needs --problem NAME (a cache holds one problem)");
+  if (f.problem.empty())
+    return bad_input("--format kernel-tuner needs --problem NAME (a cache holds one problem)");
   auto store = open_store_or_report(g, false);
   if (!store) return kExitBadInput;
   auto rec = store->find_problem(f.problem);
   if (!rec) return bad_input(rec.error().message());
-  if (!*rec) return bad_input("no problem '" + f.problem + "' in " + g.db + " (see attune eval variants)");
+  if (!*rec)
+    return bad_input("no problem '" + f.problem + "' in " + g.db + " (see attune eval variants)");
   MeasurementQuery q;
   q.problem = (*rec)->key;
   q.device_key = f.device;
@@ -227,7 +253,8 @@ int run_kernel_tuner_export(const GlobalOptions& g, const ExportFlags& f) {
     std::ofstream o(f.out);
     o << *json << "\n";
     if (!o) return bad_input("cannot write '" + f.out + "'");
-    fmt::print(stderr, "wrote {} configs of {} on {} to {}\n", out.size(), p.name(), device_name, f.out);
+    fmt::print(stderr, "wrote {} configs of {} on {} to {}\n", out.size(), p.name(), device_name,
+               f.out);
   }
   return kExitOk;
 }
@@ -235,24 +262,31 @@ int run_kernel_tuner_export(const GlobalOptions& g, const ExportFlags& f) {
 }  // namespace
 
 Command add_export_command(CLI::App& app, GlobalOptions& g) {
-  auto* sub = app.add_subcommand("export", "write the tuned table of each device, or one problem's measurements");
+  auto* sub = app.add_subcommand(
+      "export", "write the tuned table of each device, or one problem's measurements");
   auto f = std::make_shared<ExportFlags>();
-  sub->add_option("--format", f->format,
-                  "json | csv | cpp (a tuned table per device) | kernel-tuner (one problem's measurements)")
+  sub->add_option(
+         "--format", f->format,
+         "json | csv | cpp (a tuned table per device) | kernel-tuner (one problem's measurements)")
       ->required();
-  sub->add_option("-o,--output", f->out,
-                  "a directory (DIR/<device slug>.json|csv|h per device) or a file; default: stdout");
+  sub->add_option(
+      "-o,--output", f->out,
+      "a directory (DIR/<device slug>.json|csv|h per device) or a file; default: stdout");
   sub->add_option("--device", f->device,
-                  "a device key or slug (default: every device in the database; kernel-tuner: the one with the most rows)");
+                  "a device key or slug (default: every device in the database; kernel-tuner: the "
+                  "one with the most rows)");
   sub->add_option("--min-improvement-pct", f->min_improvement_pct,
                   "a row must save at least this % of its baseline's deploy time")
       ->capture_default_str();
-  sub->add_option("--bucket", f->buckets,
-                  "AXIS or OP:AXIS: one row per range of this integer attribute (e.g. m), chosen by no-harm "
-                  "and least max regret (repeatable)");
-  sub->add_option("--bucket-edges", f->bucket_edges,
-                  "ascending inclusive upper edges of the buckets, e.g. 1,2,4,8,16 (default: powers of two)");
-  sub->add_option("--problem", f->problem, "kernel-tuner: the problem to export (name or structural key)");
+  sub->add_option(
+      "--bucket", f->buckets,
+      "AXIS or OP:AXIS: one row per range of this integer attribute (e.g. m), chosen by no-harm "
+      "and least max regret (repeatable)");
+  sub->add_option(
+      "--bucket-edges", f->bucket_edges,
+      "ascending inclusive upper edges of the buckets, e.g. 1,2,4,8,16 (default: powers of two)");
+  sub->add_option("--problem", f->problem,
+                  "kernel-tuner: the problem to export (name or structural key)");
   return {sub, [&g, f] { return run_export(g, *f); }};
 }
 

@@ -48,7 +48,8 @@ int run_import(const GlobalOptions& g, const std::string& file, std::string name
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{}\n", name);
-    fmt::print(stderr, "imported {} recorded configs ({} ok) of {} on {}; tune it with: attune tune "
+    fmt::print(stderr,
+               "imported {} recorded configs ({} ok) of {} on {}; tune it with: attune tune "
                "--backend replay --problem {}\n",
                rs->points.size(), ok, rs->kernel_name, rs->device_name, name);
   }
@@ -60,7 +61,8 @@ int run_import(const GlobalOptions& g, const std::string& file, std::string name
 Command add_import_command(CLI::App& app, GlobalOptions& g) {
   auto* sub = app.add_subcommand("import", "bring recorded measurements into the tuning database");
   sub->require_subcommand(1);
-  auto* kt = sub->add_subcommand("kernel-tuner", "a Kernel Tuner cache file (JSON or .json.gz) as a replayable problem");
+  auto* kt = sub->add_subcommand(
+      "kernel-tuner", "a Kernel Tuner cache file (JSON or .json.gz) as a replayable problem");
   auto file = std::make_shared<std::string>();
   auto name = std::make_shared<std::string>();
   kt->add_option("FILE", *file, "the cache file")->required();

@@ -36,15 +36,16 @@ int main(int argc, char** argv) {
   // Global flags may come after the command too: attune tune ... --json -v.
   app.fallthrough();
   app.option_defaults()->always_capture_default();
-  app.add_option("--db", g.db, "tuning database: an SQLite file or a postgresql:// URL")->capture_default_str();
+  app.add_option("--db", g.db, "tuning database: an SQLite file or a postgresql:// URL")
+      ->capture_default_str();
   app.add_flag("-v,--verbose", g.verbose, "one line per step instead of a progress bar");
   app.add_flag("--json", g.json, "machine-readable report on stdout; logs stay on stderr");
 
   std::vector<Command> commands = {
       add_device_command(app, g), add_problems_command(app, g), add_tune_command(app, g),
-      add_eval_command(app, g), add_worker_command(app, g), add_stack_command(app, g),
-      add_import_command(app, g), add_export_command(app, g), add_prior_command(app, g),
-      add_ab_command(app, g), add_verify_command(app, g),
+      add_eval_command(app, g),   add_worker_command(app, g),   add_stack_command(app, g),
+      add_import_command(app, g), add_export_command(app, g),   add_prior_command(app, g),
+      add_ab_command(app, g),     add_verify_command(app, g),
   };
   try {
     app.parse(argc, argv);

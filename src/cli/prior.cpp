@@ -45,12 +45,14 @@ int run_fit(const GlobalOptions& g, const std::string& name, std::size_t reservo
     if (it == contexts.end()) {
       auto pk = by_key.find(r.problem_key);
       auto dk = dev_by_key.find(r.device_key);
-      Problem problem = pk != by_key.end() ? pk->second : Problem("unknown", {{"key", r.problem_key}});
+      Problem problem =
+          pk != by_key.end() ? pk->second : Problem("unknown", {{"key", r.problem_key}});
       DeviceFingerprint device = dk != dev_by_key.end() ? dk->second : DeviceFingerprint{};
       it = contexts.emplace(ck, prior::make_context(problem, device)).first;
     }
-    p.add(prior::make_row(*c, it->second, r.outcome.verdict,
-                          ok ? std::optional<double>(r.outcome.measurement->median_us) : std::nullopt));
+    p.add(prior::make_row(
+        *c, it->second, r.outcome.verdict,
+        ok ? std::optional<double>(r.outcome.measurement->median_us) : std::nullopt));
     ++used;
   }
   if (auto st = p.fit(); !st.ok()) return failed("fitting the prior: " + st.error().message());
@@ -69,13 +71,15 @@ int run_fit(const GlobalOptions& g, const std::string& name, std::size_t reservo
   auto id = store->put_prior(rec);
   if (!id) return failed("storing the prior: " + id.error().message());
   if (g.json) {
-    fmt::print("{}\n", nlohmann::json{{"name", name}, {"id", *id}, {"rows", rec.rows},
+    fmt::print("{}\n", nlohmann::json{{"name", name},
+                                      {"id", *id},
+                                      {"rows", rec.rows},
                                       {"calibration", rec.calibration},
                                       {"quarantined", rec.quarantined}}
                            .dump(2));
   } else {
-    fmt::print("prior '{}': {} rows from {} measurements, calibration {:.3f} ({})\n", name, rec.rows,
-               used, rec.calibration,
+    fmt::print("prior '{}': {} rows from {} measurements, calibration {:.3f} ({})\n", name,
+               rec.rows, used, rec.calibration,
                rec.quarantined ? "quarantined: mcts ignores it" : "usable: steers mcts");
   }
   return kExitOk;
@@ -87,8 +91,13 @@ int run_show(const GlobalOptions& g, const std::string& name) {
   auto rec = store->latest_prior(name);
   if (!rec) return bad_input(rec.error().message());
   if (!*rec) {
-    if (g.json) fmt::print("{}\n", nlohmann::json{{"name", name}, {"state", "cold"}}.dump(2));
-    else fmt::print("prior '{}': none fitted (cold: mcts scores forks uniformly); fit one with attune prior fit\n", name);
+    if (g.json)
+      fmt::print("{}\n", nlohmann::json{{"name", name}, {"state", "cold"}}.dump(2));
+    else
+      fmt::print(
+          "prior '{}': none fitted (cold: mcts scores forks uniformly); fit one with attune prior "
+          "fit\n",
+          name);
     return kExitOk;
   }
   const PriorRecord& r = **rec;
@@ -96,18 +105,24 @@ int run_show(const GlobalOptions& g, const std::string& name) {
   std::tm tm{};
   if (strptime(r.created_at.c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) {
     double s = std::difftime(std::time(nullptr), timegm(&tm));
-    age = s < 120 ? fmt::format("{:.0f} s", s)
-                  : s < 7200 ? fmt::format("{:.0f} min", s / 60) : fmt::format("{:.1f} h", s / 3600);
+    age = s < 120    ? fmt::format("{:.0f} s", s)
+          : s < 7200 ? fmt::format("{:.0f} min", s / 60)
+                     : fmt::format("{:.1f} h", s / 3600);
   }
   const char* state = r.quarantined ? "quarantined" : "usable";
   if (g.json) {
-    fmt::print("{}\n", nlohmann::json{{"name", r.name}, {"id", r.id}, {"created_at", r.created_at},
-                                      {"rows", r.rows}, {"calibration", r.calibration},
-                                      {"state", state}, {"model_bytes", r.model.size()}}
+    fmt::print("{}\n", nlohmann::json{{"name", r.name},
+                                      {"id", r.id},
+                                      {"created_at", r.created_at},
+                                      {"rows", r.rows},
+                                      {"calibration", r.calibration},
+                                      {"state", state},
+                                      {"model_bytes", r.model.size()}}
                            .dump(2));
   } else {
-    fmt::print("prior '{}' (#{}): {} rows, fitted {} ({} ago), calibration {:.3f}, {}, model {} bytes\n",
-               r.name, r.id, r.rows, r.created_at, age, r.calibration, state, r.model.size());
+    fmt::print(
+        "prior '{}' (#{}): {} rows, fitted {} ({} ago), calibration {:.3f}, {}, model {} bytes\n",
+        r.name, r.id, r.rows, r.created_at, age, r.calibration, state, r.model.size());
   }
   return kExitOk;
 }
@@ -119,7 +134,8 @@ Command add_prior_command(CLI::App& app, GlobalOptions& g) {
   sub->require_subcommand(1);
   auto name = std::make_shared<std::string>("default");
   auto reservoir = std::make_shared<std::size_t>(4096);
-  auto* fit = sub->add_subcommand("fit", "refit the prior from the database's measurements (no GPU needed)");
+  auto* fit = sub->add_subcommand(
+      "fit", "refit the prior from the database's measurements (no GPU needed)");
   fit->add_option("--name", *name, "the prior's name")->capture_default_str();
   fit->add_option("--reservoir", *reservoir, "training rows kept")->capture_default_str();
   auto* show = sub->add_subcommand("show", "the prior's size, age and calibration");

@@ -18,9 +18,11 @@ Command add_problems_command(CLI::App& app, GlobalOptions& g) {
               auto space = b->space(info.problem);
               std::uint64_t n = space ? space->count() : 0;
               if (g.json) {
-                out.push_back({{"name", info.problem.name()}, {"spec", info.problem.text()},
+                out.push_back({{"name", info.problem.name()},
+                               {"spec", info.problem.text()},
                                {"structural_key", info.problem.structural_key()},
-                               {"configs", n}, {"description", info.description}});
+                               {"configs", n},
+                               {"description", info.description}});
               } else {
                 fmt::print("{:<10} {:>6} configs  {}\n           {}\n", info.problem.name(), n,
                            info.problem.text(), info.description);

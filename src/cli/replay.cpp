@@ -8,8 +8,9 @@ namespace attune::cli {
 std::unique_ptr<Backend> open_replay_backend_or_report(const GlobalOptions& g,
                                                        const std::vector<std::string>& problems) {
   if (problems.size() != 1) {
-    bad_input("--backend replay serves one recorded space: give exactly one --problem NAME "
-              "(names are printed by attune import kernel-tuner)");
+    bad_input(
+        "--backend replay serves one recorded space: give exactly one --problem NAME "
+        "(names are printed by attune import kernel-tuner)");
     return nullptr;
   }
   auto store = open_store_or_report(g, false);

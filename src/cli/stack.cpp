@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "backends/command/stack_file.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "backends/command/stack_file.h"
 #include "platform/host.h"
 #include "runtime/stack/apply.h"
 #include "search/strategy.h"
@@ -78,7 +78,8 @@ int run_tune(const GlobalOptions& g, const StackFlags& f) {
   if (!yaml) return failed(yaml.error().message());
   std::error_code ec;
   if (fs::path(out).has_parent_path()) fs::create_directories(fs::path(out).parent_path(), ec);
-  if (ec) return failed("cannot create " + fs::path(out).parent_path().string() + ": " + ec.message());
+  if (ec)
+    return failed("cannot create " + fs::path(out).parent_path().string() + ": " + ec.message());
   if (auto s = table::save_text(*yaml, out); !s) return failed(s.error().message());
 
   if (g.json) {
@@ -129,8 +130,8 @@ int run_run(const GlobalOptions& g, const StackFlags& f) {
                  p.label.empty() ? "(no knobs)" : p.label, how, p.throughput, p.workdir);
     else
       fmt::print(stderr, "attune: {}: ran {} ({}): {}: {}; work dir {}\n", p.name,
-                 p.label.empty() ? "(no knobs)" : p.label, how, command::to_string(*p.failure), p.detail,
-                 p.workdir);
+                 p.label.empty() ? "(no knobs)" : p.label, how, command::to_string(*p.failure),
+                 p.detail, p.workdir);
     report.push_back({{"provider", p.name},
                       {"config", p.label},
                       {"tuned", p.tuned},
@@ -167,22 +168,26 @@ Command add_stack_command(CLI::App& app, GlobalOptions& g) {
                    "records in {sample}; 0 = each provider's records in the stack file");
   tune->add_option("--repeats", flags->repeats, "timed runs per candidate, after one warm-up")
       ->capture_default_str();
-  tune->add_option(
-          "--seed", flags->seed,
-          "seed of the strategy (random: shuffles the order the candidates run in, so drift does not "
-          "line up with a knob)")
+  tune->add_option("--seed", flags->seed,
+                   "seed of the strategy (random: shuffles the order the candidates run in, so "
+                   "drift does not "
+                   "line up with a knob)")
       ->capture_default_str();
   std::string names;
   for (const auto& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;
-  tune->add_option("--strategy", flags->strategy,
-                   "search strategy: " + names + " (random: the whole grid in an order the seed shuffles)")
+  tune->add_option(
+          "--strategy", flags->strategy,
+          "search strategy: " + names + " (random: the whole grid in an order the seed shuffles)")
       ->capture_default_str();
-  tune->add_option("--patience", flags->patience,
-                   "stop a provider after this many passing candidates without a new best; 0: never")
+  tune->add_option(
+          "--patience", flags->patience,
+          "stop a provider after this many passing candidates without a new best; 0: never")
       ->capture_default_str();
-  tune->add_option("--max-candidates", flags->max_candidates, "cap on candidates per provider; 0: none")
+  tune->add_option("--max-candidates", flags->max_candidates,
+                   "cap on candidates per provider; 0: none")
       ->capture_default_str();
-  tune->add_option("--shard", flags->shard, "i/n: this process takes shard i of n of the grid (--strategy grid)");
+  tune->add_option("--shard", flags->shard,
+                   "i/n: this process takes shard i of n of the grid (--strategy grid)");
   tune->add_option("--anchor-every", flags->anchor_every,
                    "re-run the defaults after this many new candidates to catch drift; 0: never")
       ->capture_default_str();

@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "backends/worker/worker.h"
 #include "cli/common.h"
@@ -53,7 +53,8 @@ class ProgressBar {
     const int width = 30;
     int fill = static_cast<int>(width * std::min(1.0, double(e.index) / double(total)));
     fmt::print(stderr, "\r{} [{}{}] {}/{} best {}   ", e.problem.name(), std::string(fill, '#'),
-               std::string(width - fill, ' '), e.index, e.space_size, best ? fmt::format("{:.2f} us", *best) : "-");
+               std::string(width - fill, ' '), e.index, e.space_size,
+               best ? fmt::format("{:.2f} us", *best) : "-");
     dirty_ = true;
   }
   void finish() {
@@ -75,12 +76,15 @@ int print_strategy_options(const std::string& strategy) {
   }
   fmt::print("--strategy-option NAME=VALUE for --strategy {}:\n", strategy);
   for (const auto& o : info->options)
-    fmt::print("  {:<18} {:<8} {:<14} default {:<6} {}\n", o.name, o.type, o.range, o.default_value, o.help);
+    fmt::print("  {:<18} {:<8} {:<14} default {:<6} {}\n", o.name, o.type, o.range, o.default_value,
+               o.help);
   return kExitOk;
 }
 
 int run_tune(const GlobalOptions& g, const TuneFlags& f) {
-  if (f.patience < 0) return bad_input(fmt::format("--patience {} is negative; use 0 to disable it or a positive count", f.patience));
+  if (f.patience < 0)
+    return bad_input(fmt::format(
+        "--patience {} is negative; use 0 to disable it or a positive count", f.patience));
   if (f.max_candidates < 0) return bad_input("--max-candidates must be positive");
   if (f.timeout_s < 0) return bad_input("--timeout must be positive (seconds)");
   TuneOptions o;
@@ -97,7 +101,8 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   o.arguments = nlohmann::json(g.argv).dump();
   if (f.deploy_band < 0) return bad_input("--deploy-band must be >= 0 (a fraction: 0.5 is 50%)");
   o.deploy_band = f.deploy_band;
-  if (f.anchor_every < 0) return bad_input("--anchor-every must be >= 0 (0 turns the drift check off)");
+  if (f.anchor_every < 0)
+    return bad_input("--anchor-every must be >= 0 (0 turns the drift check off)");
   o.drift.anchor_every = f.anchor_every;
   if (f.backoff_s < 0) return bad_input("--backoff must be >= 0 seconds");
   o.drift.backoff_s = f.backoff_s;
@@ -111,7 +116,8 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
     if (setting == "help") return print_strategy_options(f.strategy);
     auto eq = setting.find('=');
     if (eq == std::string::npos || eq == 0)
-      return bad_input("--strategy-option '" + setting + "' must be NAME=VALUE (--strategy-option help lists them)");
+      return bad_input("--strategy-option '" + setting +
+                       "' must be NAME=VALUE (--strategy-option help lists them)");
     o.strategy_options[setting.substr(0, eq)] = setting.substr(eq + 1);
   }
   if (auto st = check_strategy_settings(o.strategy, o.strategy_options); !st.ok())
@@ -124,11 +130,15 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   std::vector<std::string> user_sizes;
   const bool user_kernel = !f.spec_file.empty() || !f.kernel_file.empty();
   if (user_kernel) {
-    if (f.spec_file.empty()) return bad_input("--kernel needs --spec FILE.yaml describing its knobs, launch and arguments");
-    if (!f.backend.empty() && f.backend != "cuda") return bad_input("user kernels run on --backend cuda");
+    if (f.spec_file.empty())
+      return bad_input(
+          "--kernel needs --spec FILE.yaml describing its knobs, launch and arguments");
+    if (!f.backend.empty() && f.backend != "cuda")
+      return bad_input("user kernels run on --backend cuda");
     std::error_code ec;
     options.emplace_back("user_spec", std::filesystem::absolute(f.spec_file, ec).string());
-    if (!f.kernel_file.empty()) options.emplace_back("user_kernel", std::filesystem::absolute(f.kernel_file, ec).string());
+    if (!f.kernel_file.empty())
+      options.emplace_back("user_kernel", std::filesystem::absolute(f.kernel_file, ec).string());
     // --problem n=123 sets the spec's sizes.
     for (const auto& p : f.problems) user_sizes.push_back(p);
     if (!user_sizes.empty()) {
@@ -169,14 +179,16 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
     if (!r) return bad_input(r.error().message());
     problems.push_back(*r);
   }
-  if (problems.empty()) return bad_input("nothing to tune: give --problem NAME, --shapes FILE or --op/--shape");
+  if (problems.empty())
+    return bad_input("nothing to tune: give --problem NAME, --shapes FILE or --op/--shape");
   for (const auto& p : problems) {
     auto space = backend->space(p);
     if (!space) return bad_input(space.error().message());
     StrategyOptions so{o.seed, o.shard_index, o.shard_count, o.strategy_options};
     auto st = make_strategy(o.strategy, *space, so);
     if (!st) return bad_input(st.error().message());
-    if (auto pins = Tuner::check_pins(*space, o.pins); !pins.ok()) return bad_input(pins.error().message());
+    if (auto pins = Tuner::check_pins(*space, o.pins); !pins.ok())
+      return bad_input(pins.error().message());
   }
 
   auto store = open_store_or_report(g, true);
@@ -186,8 +198,9 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   const double timeout = f.timeout_s > 0 ? f.timeout_s : backend->default_timeout_s();
   if (backend->isolated()) {
     // The worker runs its candidates on the device the scheduler fingerprinted.
-    std::vector<std::string> argv{self_executable(), "worker", "--backend", backend->name(),
-                                  "--device", std::to_string(backend->device_index())};
+    std::vector<std::string> argv{self_executable(), "worker",
+                                  "--backend",       backend->name(),
+                                  "--device",        std::to_string(backend->device_index())};
     for (const auto& [key, value] : options) {
       argv.push_back("--option");
       argv.push_back(key + "=" + value);
@@ -208,12 +221,15 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
     }
     if (e.result.deploy_us && (!best || *e.result.deploy_us < *best)) best = e.result.deploy_us;
     if (g.verbose) {
-      std::string what = e.result.verdict == Verdict::kOk
-                             ? fmt::format("{:.2f} us{}", e.result.deploy_us.value_or(e.result.rank_us.value_or(0)),
-                                           e.result.deploy_us ? " (deploy)" : " (rank)")
-                             : fmt::format("{}: {}", to_string(e.result.verdict), e.result.message);
-      spdlog::info("[{} {}/{}] {} -> {}{}{}", e.problem.name(), e.index, e.space_size, e.result.config, what,
-                   e.result.replayed ? " [from database]" : "", e.new_best ? " new best" : "");
+      std::string what =
+          e.result.verdict == Verdict::kOk
+              ? fmt::format("{:.2f} us{}",
+                            e.result.deploy_us.value_or(e.result.rank_us.value_or(0)),
+                            e.result.deploy_us ? " (deploy)" : " (rank)")
+              : fmt::format("{}: {}", to_string(e.result.verdict), e.result.message);
+      spdlog::info("[{} {}/{}] {} -> {}{}{}", e.problem.name(), e.index, e.space_size,
+                   e.result.config, what, e.result.replayed ? " [from database]" : "",
+                   e.new_best ? " new best" : "");
     } else if (bar) {
       progress.update(e, best);
     }
@@ -237,11 +253,14 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
 }  // namespace
 
 Command add_tune_command(CLI::App& app, GlobalOptions& g) {
-  auto* sub = app.add_subcommand("tune", "search configs of problems on this device; every result goes to the database");
+  auto* sub = app.add_subcommand(
+      "tune", "search configs of problems on this device; every result goes to the database");
   auto f = std::make_shared<TuneFlags>();
   sub->add_option("--backend", f->backend, "sim, ... (default: the GPU backend, else sim)");
-  sub->add_option("--problem", f->problems, "a problem name (see attune problems) or spec 'op:key=value,...'; repeatable");
-  sub->add_option("--shapes", f->shapes_file, "a file of problem specs, one per line ('#' comments)");
+  sub->add_option("--problem", f->problems,
+                  "a problem name (see attune problems) or spec 'op:key=value,...'; repeatable");
+  sub->add_option("--shapes", f->shapes_file,
+                  "a file of problem specs, one per line ('#' comments)");
   std::string ops, shapes;
   for (const OpSignature* op : registered_ops()) {
     ops += (ops.empty() ? "" : ", ") + op->name;
@@ -254,24 +273,36 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   for (const auto& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;
   sub->add_option("--strategy", f->strategy, "search strategy: " + names)->capture_default_str();
   sub->add_option("--seed", f->seed, "seed of the strategy")->capture_default_str();
-  sub->add_option("--patience", f->patience, "stop after this many passing candidates without a new best; 0: never")->capture_default_str();
+  sub->add_option("--patience", f->patience,
+                  "stop after this many passing candidates without a new best; 0: never")
+      ->capture_default_str();
   sub->add_option("--max-candidates", f->max_candidates,
-                  "cap on candidates evaluated per problem, not counting variants refused before any build (default: none)");
-  sub->add_option("--shard", f->shard, "i/n: this process takes shard i of n of the grid (--strategy grid)");
-  sub->add_option("--kernel", f->kernel_file, "your CUDA kernel's .cu file (with --spec; see examples/user-kernel)");
-  sub->add_option("--spec", f->spec_file, "the YAML spec of your kernel: knobs, launch, arguments, reference");
-  sub->add_option("--pin", f->pins, "knob=value every searched config must have (repeatable); the baseline is still measured");
-  sub->add_option("--strategy-option", f->strategy_options,
-                  "NAME=VALUE: an option of the strategy (repeatable); 'help' lists the strategy's options");
+                  "cap on candidates evaluated per problem, not counting variants refused before "
+                  "any build (default: none)");
+  sub->add_option("--shard", f->shard,
+                  "i/n: this process takes shard i of n of the grid (--strategy grid)");
+  sub->add_option("--kernel", f->kernel_file,
+                  "your CUDA kernel's .cu file (with --spec; see examples/user-kernel)");
+  sub->add_option("--spec", f->spec_file,
+                  "the YAML spec of your kernel: knobs, launch, arguments, reference");
+  sub->add_option(
+      "--pin", f->pins,
+      "knob=value every searched config must have (repeatable); the baseline is still measured");
+  sub->add_option(
+      "--strategy-option", f->strategy_options,
+      "NAME=VALUE: an option of the strategy (repeatable); 'help' lists the strategy's options");
   sub->add_option("--deploy-band", f->deploy_band,
-                  "re-measure in the deploy regime candidates within this fraction of the best rank-regime time")
+                  "re-measure in the deploy regime candidates within this fraction of the best "
+                  "rank-regime time")
       ->capture_default_str();
   sub->add_option("--anchor-every", f->anchor_every,
                   "re-measure the baseline after this many new candidates to catch drift; 0: never")
       ->capture_default_str();
-  sub->add_option("--backoff", f->backoff_s, "first wait (seconds, doubling) for a drifted device to settle")
+  sub->add_option("--backoff", f->backoff_s,
+                  "first wait (seconds, doubling) for a drifted device to settle")
       ->capture_default_str();
-  sub->add_option("--timeout", f->timeout_s, "seconds before a candidate's worker is killed (default: the backend's)");
+  sub->add_option("--timeout", f->timeout_s,
+                  "seconds before a candidate's worker is killed (default: the backend's)");
   add_device_option(sub, &f->device, "to tune on (default: cuda $ATTUNE_DEVICE, else 0)");
   return {sub, [&g, f] { return run_tune(g, *f); }};
 }

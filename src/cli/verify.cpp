@@ -60,8 +60,8 @@ Result<RuntimeApi> load_runtime() {
       !sym(api.time_row, "attune_rt_time_row") || !sym(api.counters_get, "attune_rt_counters_get"))
     return Error::unsupported(path + " lacks an entry point attune verify needs");
   if (api.abi_version() != ATTUNE_RT_ABI_VERSION)
-    return Error::unsupported(fmt::format("{} has ABI version {}, this attune needs {}", path, api.abi_version(),
-                                          ATTUNE_RT_ABI_VERSION));
+    return Error::unsupported(fmt::format("{} has ABI version {}, this attune needs {}", path,
+                                          api.abi_version(), ATTUNE_RT_ABI_VERSION));
   return api;
 }
 
@@ -85,7 +85,8 @@ int run_verify(const GlobalOptions& g, const VerifyFlags& f) {
   attune_rt_counters counters{};
   api->counters_get(rt, &counters);
   if (counters.device_mismatch)
-    return failed(f.table + " was tuned for another device (its fingerprint key is not this device's): "
+    return failed(f.table +
+                  " was tuned for another device (its fingerprint key is not this device's): "
                   "every call would run the baseline; tune and export on this device");
 
   std::vector<Check> checks;
@@ -123,26 +124,40 @@ int run_verify(const GlobalOptions& g, const VerifyFlags& f) {
   for (const Check& c : checks) failing += !(c.time_ok && c.dispatch_ok);
 
   if (g.json) {
-    nlohmann::json j{{"table", f.table}, {"band", f.band}, {"hits", counters.hits}, {"misses", counters.misses},
-                     {"failing", failing}, {"rows", nlohmann::json::array()}};
+    nlohmann::json j{{"table", f.table},      {"band", f.band},
+                     {"hits", counters.hits}, {"misses", counters.misses},
+                     {"failing", failing},    {"rows", nlohmann::json::array()}};
     for (const Check& c : checks)
-      j["rows"].push_back({{"row", c.row}, {"problem", c.problem}, {"config", c.config}, {"dispatched", c.dispatched},
-                           {"why", c.why}, {"recorded_us", c.recorded_us}, {"measured_us", c.measured_us},
-                           {"noise", c.noise}, {"time_checked", c.timed}, {"time_ok", c.time_ok},
-                           {"dispatch_ok", c.dispatch_ok}, {"ok", c.time_ok && c.dispatch_ok}});
+      j["rows"].push_back({{"row", c.row},
+                           {"problem", c.problem},
+                           {"config", c.config},
+                           {"dispatched", c.dispatched},
+                           {"why", c.why},
+                           {"recorded_us", c.recorded_us},
+                           {"measured_us", c.measured_us},
+                           {"noise", c.noise},
+                           {"time_checked", c.timed},
+                           {"time_ok", c.time_ok},
+                           {"dispatch_ok", c.dispatch_ok},
+                           {"ok", c.time_ok && c.dispatch_ok}});
     fmt::print("{}\n", j.dump(2));
   } else {
-    fmt::print("{:>4}  {:<46} {:>11} {:>11} {:>7}  {}\n", "row", "problem", "recorded us", "measured us", "ratio", "verdict");
+    fmt::print("{:>4}  {:<46} {:>11} {:>11} {:>7}  {}\n", "row", "problem", "recorded us",
+               "measured us", "ratio", "verdict");
     for (const Check& c : checks) {
       std::string verdict = "ok";
-      if (!c.dispatch_ok) verdict = "FAIL: dispatched " + c.dispatched + " (" + c.why + ")";
-      else if (!c.time_ok) verdict = fmt::format("FAIL: slower than recorded by more than {:.0f}%", 100 * f.band);
-      else if (!c.timed) verdict = "ok (dispatch only: the table records no per-point times)";
-      fmt::print("{:>4}  {:<46} {:>11.2f} {:>11.2f} {:>7.3f}  {}\n", c.row, c.problem, c.recorded_us, c.measured_us,
+      if (!c.dispatch_ok)
+        verdict = "FAIL: dispatched " + c.dispatched + " (" + c.why + ")";
+      else if (!c.time_ok)
+        verdict = fmt::format("FAIL: slower than recorded by more than {:.0f}%", 100 * f.band);
+      else if (!c.timed)
+        verdict = "ok (dispatch only: the table records no per-point times)";
+      fmt::print("{:>4}  {:<46} {:>11.2f} {:>11.2f} {:>7.3f}  {}\n", c.row, c.problem,
+                 c.recorded_us, c.measured_us,
                  c.recorded_us > 0 ? c.measured_us / c.recorded_us : 0.0, verdict);
     }
-    fmt::print("{} rows, {} checks: {} hits, {} misses, {} failing (band {:.0f}%)\n", rows, checks.size(),
-               counters.hits, counters.misses, failing, 100 * f.band);
+    fmt::print("{} rows, {} checks: {} hits, {} misses, {} failing (band {:.0f}%)\n", rows,
+               checks.size(), counters.hits, counters.misses, failing, 100 * f.band);
   }
   return failing ? kExitFailed : kExitOk;
 }
@@ -151,9 +166,12 @@ int run_verify(const GlobalOptions& g, const VerifyFlags& f) {
 
 Command add_verify_command(CLI::App& app, GlobalOptions& g) {
   auto f = std::make_shared<VerifyFlags>();
-  CLI::App* sub = app.add_subcommand("verify", "time each row of a tuned table through libattune-rt and check what it dispatches");
-  sub->add_option("table", f->table, "a table written by attune export (tuned/<device>.json)")->required();
-  sub->add_option("--band", f->band, "a row fails when measured slower than recorded by more than this fraction")
+  CLI::App* sub = app.add_subcommand(
+      "verify", "time each row of a tuned table through libattune-rt and check what it dispatches");
+  sub->add_option("table", f->table, "a table written by attune export (tuned/<device>.json)")
+      ->required();
+  sub->add_option("--band", f->band,
+                  "a row fails when measured slower than recorded by more than this fraction")
       ->capture_default_str();
   return {sub, [&g, f] { return run_verify(g, *f); }};
 }

@@ -21,8 +21,12 @@ std::string Config::text() const {
   return out;
 }
 
-std::uint64_t Config::hash() const { return fnv1a64(text()); }
-std::string Config::hash_hex() const { return hex64(hash()); }
+std::uint64_t Config::hash() const {
+  return fnv1a64(text());
+}
+std::string Config::hash_hex() const {
+  return hex64(hash());
+}
 
 Result<Config> Config::parse(std::string_view text) {
   std::vector<Entry> entries;

@@ -13,7 +13,9 @@ std::string DeviceFingerprint::key_text() const {
   return fmt::format("{}|{}|{}|{}|{}", backend, name, arch, sm_count, memory_bytes);
 }
 
-std::string DeviceFingerprint::key() const { return hex64(fnv1a64(key_text())); }
+std::string DeviceFingerprint::key() const {
+  return hex64(fnv1a64(key_text()));
+}
 
 std::string DeviceFingerprint::slug() const {
   std::string s;

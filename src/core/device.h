@@ -15,9 +15,9 @@
 namespace attune {
 
 struct DeviceFingerprint {
-  std::string backend;          // sim, cuda, ...
-  std::string name;             // "NVIDIA H200"
-  std::string arch;             // "sm_90"
+  std::string backend;  // sim, cuda, ...
+  std::string name;     // "NVIDIA H200"
+  std::string arch;     // "sm_90"
   int sm_count = 0;
   std::uint64_t memory_bytes = 0;
   std::uint64_t l2_bytes = 0;

@@ -16,7 +16,7 @@ class Error {
     kIo,               // a file or pipe could not be read or written
     kCorrupt,          // stored data is damaged or not ours
     kNotFound,
-    kUnsupported,      // the request is well formed but cannot be served here
+    kUnsupported,  // the request is well formed but cannot be served here
     kInternal,
   };
 
@@ -44,22 +44,34 @@ class Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}          // NOLINT(google-explicit-constructor)
-  Result(Error error) : v_(std::move(error)) {}      // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
 
-  T& value() & { assert(ok()); return std::get<0>(v_); }
-  const T& value() const& { assert(ok()); return std::get<0>(v_); }
-  T&& value() && { assert(ok()); return std::get<0>(std::move(v_)); }
+  T& value() & {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<0>(std::move(v_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T&& operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const Error& error() const { assert(!ok()); return std::get<1>(v_); }
+  const Error& error() const {
+    assert(!ok());
+    return std::get<1>(v_);
+  }
 
  private:
   std::variant<T, Error> v_;
@@ -74,7 +86,10 @@ class [[nodiscard]] Status {
 
   bool ok() const { return ok_; }
   explicit operator bool() const { return ok_; }
-  const Error& error() const { assert(!ok_); return error_; }
+  const Error& error() const {
+    assert(!ok_);
+    return error_;
+  }
 
  private:
   Error error_ = Error::internal("");
@@ -93,7 +108,8 @@ class [[nodiscard]] Status {
 #define ATTUNE_CONCAT_INNER_(a, b) a##b
 #define ATTUNE_CONCAT_(a, b) ATTUNE_CONCAT_INNER_(a, b)
 // auto x = ATTUNE_ASSIGN_OR_RETURN-style: ATTUNE_ASSIGN(auto x, expr);
-#define ATTUNE_ASSIGN(decl, expr) ATTUNE_ASSIGN_IMPL_(ATTUNE_CONCAT_(attune_r_, __LINE__), decl, expr)
+#define ATTUNE_ASSIGN(decl, expr) \
+  ATTUNE_ASSIGN_IMPL_(ATTUNE_CONCAT_(attune_r_, __LINE__), decl, expr)
 #define ATTUNE_ASSIGN_IMPL_(tmp, decl, expr) \
   auto tmp = (expr);                         \
   if (!tmp) return tmp.error();              \

@@ -18,7 +18,7 @@ struct Expr::Node {
   // name for kName.
   std::string op;
   Value literal;
-  std::size_t column = 0;  // 1-based column of the operator or the first character
+  std::size_t column = 0;                   // 1-based column of the operator or the first character
   std::vector<std::unique_ptr<Node>> kids;  // kIn: the tested value, then the list
 };
 
@@ -48,9 +48,15 @@ bool is_keyword(std::string_view w) {
   return std::find(std::begin(kKeywords), std::end(kKeywords), w) != std::end(kKeywords);
 }
 
-bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-bool digit(char c) { return std::isdigit(static_cast<unsigned char>(c)); }
+bool ident_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+bool ident_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+bool digit(char c) {
+  return std::isdigit(static_cast<unsigned char>(c));
+}
 
 Error located(std::string_view what, std::size_t column, std::string_view text) {
   return Error::invalid_argument(fmt::format("{} at column {} in '{}'", what, column, text));
@@ -303,7 +309,8 @@ class Parser {
         if (!f) {
           pos_ = start;
           std::string known;
-          for (const auto& k : kFunctions) known += fmt::format("{}{}", known.empty() ? "" : ", ", k.name);
+          for (const auto& k : kFunctions)
+            known += fmt::format("{}{}", known.empty() ? "" : ", ", k.name);
           return fail(fmt::format("unknown function '{}' (known: {})", name, known));
         }
         ++pos_;
@@ -409,9 +416,15 @@ class Parser {
   }
 };
 
-bool is_number(Type t) { return t != Type::kString; }
-bool is_number(const Value& v) { return !v.is_word(); }
-Type type_of(const Value& v) { return v.is_int() ? Type::kInt : v.is_real() ? Type::kReal : Type::kString; }
+bool is_number(Type t) {
+  return t != Type::kString;
+}
+bool is_number(const Value& v) {
+  return !v.is_word();
+}
+Type type_of(const Value& v) {
+  return v.is_int() ? Type::kInt : v.is_real() ? Type::kReal : Type::kString;
+}
 // How an error names the operator of a node: '+', min(), '?'.
 std::string operator_name(const Node& n) {
   if (n.kind == Node::Kind::kCall) return n.op + "()";
@@ -422,7 +435,8 @@ std::string operator_name(const Node& n) {
 // The static types of a tree: the operators' rules of Evaluator, applied to types.
 class TypeChecker {
  public:
-  TypeChecker(const std::string& text, const Expr::TypeOf& type_of) : text_(text), type_of_(type_of) {}
+  TypeChecker(const std::string& text, const Expr::TypeOf& type_of)
+      : text_(text), type_of_(type_of) {}
 
   Result<Type> type(const Node& n) const {
     switch (n.kind) {
@@ -456,8 +470,10 @@ class TypeChecker {
         ATTUNE_ASSIGN(Type b, type(*n.kids[1]));
         if (n.op == "==" || n.op == "!=") return Type::kBool;
         if (!is_number(a) || !is_number(b))
-          return needs(n, n.op == "&&" || n.op == "||" ? "conditions or numbers" : "numbers on both sides");
-        if (n.op == "&&" || n.op == "||" || n.op == "<" || n.op == "<=" || n.op == ">" || n.op == ">=")
+          return needs(
+              n, n.op == "&&" || n.op == "||" ? "conditions or numbers" : "numbers on both sides");
+        if (n.op == "&&" || n.op == "||" || n.op == "<" || n.op == "<=" || n.op == ">" ||
+            n.op == ">=")
           return Type::kBool;
         return arithmetic(a, b);
       }
@@ -546,9 +562,12 @@ class Evaluator {
   }
 
   Error fail(const Node& n, std::string_view what) const { return located(what, n.column, text_); }
-  Error overflow(const Node& n) const { return fail(n, fmt::format("integer overflow in '{}'", n.op)); }
+  Error overflow(const Node& n) const {
+    return fail(n, fmt::format("integer overflow in '{}'", n.op));
+  }
   Error needs_number(const Node& n, const Value& got) const {
-    return fail(n, fmt::format("{} needs numbers, not the string '{}'", operator_name(n), got.text()));
+    return fail(n,
+                fmt::format("{} needs numbers, not the string '{}'", operator_name(n), got.text()));
   }
 
   Result<Value> binary(const Node& n) const {
@@ -677,7 +696,9 @@ Result<Value> Expr::eval(const Lookup& lookup) const {
   return Evaluator(text_, lookup).eval(*root_);
 }
 
-Result<Value> Expr::eval(const Vars& vars) const { return eval(lookup_in(vars)); }
+Result<Value> Expr::eval(const Vars& vars) const {
+  return eval(lookup_in(vars));
+}
 
 Result<std::int64_t> Expr::eval_int(const Lookup& lookup) const {
   ATTUNE_ASSIGN(Value v, eval(lookup));
@@ -687,7 +708,9 @@ Result<std::int64_t> Expr::eval_int(const Lookup& lookup) const {
   return v.as_int();
 }
 
-Result<std::int64_t> Expr::eval_int(const Vars& vars) const { return eval_int(lookup_in(vars)); }
+Result<std::int64_t> Expr::eval_int(const Vars& vars) const {
+  return eval_int(lookup_in(vars));
+}
 
 Result<bool> Expr::holds(const Lookup& lookup) const {
   ATTUNE_ASSIGN(Value v, eval(lookup));
@@ -765,7 +788,9 @@ Result<Constraint> make_constraint(const Expr& expr, const std::vector<Knob>& kn
   for (const auto& name : expr.names()) {
     if (constants.count(name)) continue;
     const Knob* k = find_knob(knobs, name);
-    if (!k) return Error::invalid_argument(fmt::format("'{}' is not a knob (quote a word: '{}')", name, name));
+    if (!k)
+      return Error::invalid_argument(
+          fmt::format("'{}' is not a knob (quote a word: '{}')", name, name));
     reads.push_back(name);
     if (knob_type(*k) == Expr::Type::kString) as_text->insert(name);
   }

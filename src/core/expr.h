@@ -66,7 +66,8 @@ class Expr {
   // "expected ')', found end of expression at column 18 in 'ceil_div(n, block'".
   // compound_names: the names holding '.' or '-' to read as one name ("torch.compile"); the
   // longest one that the text continues with wins, so with "a-b" known "a-b-1" is a-b minus 1.
-  static Result<Expr> parse(std::string_view text, std::span<const std::string> compound_names = {});
+  static Result<Expr> parse(std::string_view text,
+                            std::span<const std::string> compound_names = {});
 
   Result<Value> eval(const Lookup& lookup) const;
   Result<Value> eval(const Vars& vars) const;

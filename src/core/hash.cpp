@@ -13,7 +13,9 @@ std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t seed) {
   return h;
 }
 
-std::string hex64(std::uint64_t v) { return fmt::format("{:016x}", v); }
+std::string hex64(std::uint64_t v) {
+  return fmt::format("{:016x}", v);
+}
 
 std::uint64_t mix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;

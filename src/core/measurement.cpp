@@ -6,7 +6,9 @@
 
 namespace attune {
 
-std::string_view to_string(Regime r) { return r == Regime::kRank ? "rank" : "deploy"; }
+std::string_view to_string(Regime r) {
+  return r == Regime::kRank ? "rank" : "deploy";
+}
 
 std::optional<Regime> regime_from_string(std::string_view s) {
   if (s == "rank") return Regime::kRank;
@@ -14,7 +16,9 @@ std::optional<Regime> regime_from_string(std::string_view s) {
   return std::nullopt;
 }
 
-std::string_view to_string(CacheState c) { return c == CacheState::kWarm ? "warm" : "cold"; }
+std::string_view to_string(CacheState c) {
+  return c == CacheState::kWarm ? "warm" : "cold";
+}
 
 std::optional<CacheState> cache_state_from_string(std::string_view s) {
   if (s == "warm") return CacheState::kWarm;
@@ -23,10 +27,14 @@ std::optional<CacheState> cache_state_from_string(std::string_view s) {
 }
 
 void to_json(nlohmann::json& j, const Measurement& m) {
-  j = nlohmann::json{{"regime", to_string(m.regime)}, {"cache", to_string(m.cache)},
-                     {"samples", m.samples},          {"median_us", m.median_us},
-                     {"min_us", m.min_us},            {"max_us", m.max_us},
-                     {"noise", m.noise},              {"sm_clock_mhz", m.sm_clock_mhz},
+  j = nlohmann::json{{"regime", to_string(m.regime)},
+                     {"cache", to_string(m.cache)},
+                     {"samples", m.samples},
+                     {"median_us", m.median_us},
+                     {"min_us", m.min_us},
+                     {"max_us", m.max_us},
+                     {"noise", m.noise},
+                     {"sm_clock_mhz", m.sm_clock_mhz},
                      {"throttle", m.throttle}};
 }
 
@@ -68,8 +76,8 @@ Result<Outcome> outcome_from_json(const nlohmann::json& j) {
     if (j.contains("check")) {
       const auto& cj = j.at("check");
       double value = cj.at("value").is_null() ? std::nan("") : cj.at("value").get<double>();
-      o.check = ErrorCheck{cj.at("metric").get<std::string>(), value,
-                           cj.at("tolerance").get<double>()};
+      o.check =
+          ErrorCheck{cj.at("metric").get<std::string>(), value, cj.at("tolerance").get<double>()};
     }
     return o;
   } catch (const nlohmann::json::exception& e) {

@@ -29,14 +29,14 @@ struct Measurement {
   double median_us = 0;
   double min_us = 0;
   double max_us = 0;
-  double noise = 0;          // relative standard error of the median
-  int sm_clock_mhz = 0;      // 0: not known
-  std::string throttle;      // throttle reasons seen while measuring; "" none or not known
+  double noise = 0;      // relative standard error of the median
+  int sm_clock_mhz = 0;  // 0: not known
+  std::string throttle;  // throttle reasons seen while measuring; "" none or not known
 };
 
 // The correctness gate's finding for one candidate.
 struct ErrorCheck {
-  std::string metric;        // e.g. "max_rel_err"
+  std::string metric;  // e.g. "max_rel_err"
   double value = 0;
   double tolerance = 0;
 };

@@ -30,7 +30,8 @@ std::string OpSignature::shape_syntax() const {
   return out;
 }
 
-Result<Problem> OpSignature::problem_from_shape(const std::string& shape, const std::string& dtype) const {
+Result<Problem> OpSignature::problem_from_shape(const std::string& shape,
+                                                const std::string& dtype) const {
   std::string spec = name + ":";
   std::size_t pos = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -41,7 +42,8 @@ Result<Problem> OpSignature::problem_from_shape(const std::string& shape, const 
     auto r = std::from_chars(d.data(), d.data() + d.size(), v);
     if (d.empty() || r.ec != std::errc() || r.ptr != d.data() + d.size() || v <= 0 ||
         (i + 1 < sizes.size() && end == std::string::npos))
-      return Error::invalid_argument("--shape '" + shape + "' is not " + std::to_string(sizes.size()) +
+      return Error::invalid_argument("--shape '" + shape + "' is not " +
+                                     std::to_string(sizes.size()) +
                                      " positive integers joined by 'x' (" + shape_syntax() + ")");
     spec += (i ? "," : "") + sizes[i] + "=" + d;
     pos = end + 1;
@@ -53,7 +55,8 @@ Result<Problem> OpSignature::problem_from_shape(const std::string& shape, const 
 Result<Problem> OpSignature::resolve(const Problem& spec) const {
   std::map<std::string, std::string> a = {{"dtype", dtypes.front()}};
   for (const auto& f : flags) a.emplace(f, "0");
-  const std::string known = join(sizes, ", ") + ", dtype" + (flags.empty() ? "" : ", " + join(flags, ", "));
+  const std::string known =
+      join(sizes, ", ") + ", dtype" + (flags.empty() ? "" : ", " + join(flags, ", "));
   for (const auto& [k, v] : spec.attrs()) {
     if (k != "dtype" && !contains(sizes, k) && !contains(flags, k))
       return Error::invalid_argument(name + " has no attribute '" + k + "' (it has " + known + ")");
@@ -67,10 +70,11 @@ Result<Problem> OpSignature::resolve(const Problem& spec) const {
       return Error::invalid_argument(fmt::format("{} {}={} is out of range", name, k, *v));
   }
   if (!contains(dtypes, a["dtype"]))
-    return Error::invalid_argument(name + " dtype '" + a["dtype"] + "' is not supported (" + join(dtypes, ", ") +
-                                   ")");
+    return Error::invalid_argument(name + " dtype '" + a["dtype"] + "' is not supported (" +
+                                   join(dtypes, ", ") + ")");
   for (const auto& f : flags)
-    if (a[f] != "0" && a[f] != "1") return Error::invalid_argument(name + " " + f + " must be 0 or 1");
+    if (a[f] != "0" && a[f] != "1")
+      return Error::invalid_argument(name + " " + f + " must be 0 or 1");
   return p;
 }
 
@@ -80,10 +84,12 @@ const OpSignature* find_op(std::string_view name) {
   return nullptr;
 }
 
-Result<Problem> problem_from_shape(const std::string& op, const std::string& shape, const std::string& dtype) {
+Result<Problem> problem_from_shape(const std::string& op, const std::string& shape,
+                                   const std::string& dtype) {
   if (const OpSignature* sig = find_op(op)) return sig->problem_from_shape(shape, dtype);
   std::vector<std::string> known;
-  for (const OpSignature* s : registered_ops()) known.push_back(s->name + " (" + s->shape_syntax() + ")");
+  for (const OpSignature* s : registered_ops())
+    known.push_back(s->name + " (" + s->shape_syntax() + ")");
   std::string list = known.empty() ? "no op" : known.back();
   if (known.size() > 1) {
     known.pop_back();

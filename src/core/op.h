@@ -48,6 +48,7 @@ const std::vector<const OpSignature*>& registered_ops();
 const OpSignature* find_op(std::string_view name);
 // `--op OP --shape SHAPE [--dtype DTYPE]` as a problem; an op that is not registered is refused
 // with the ops that are and their shape syntax.
-Result<Problem> problem_from_shape(const std::string& op, const std::string& shape, const std::string& dtype);
+Result<Problem> problem_from_shape(const std::string& op, const std::string& shape,
+                                   const std::string& dtype);
 
 }  // namespace attune

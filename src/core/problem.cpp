@@ -43,13 +43,16 @@ std::string Problem::text() const {
   return out;
 }
 
-std::string Problem::structural_key() const { return hex64(fnv1a64(text())); }
+std::string Problem::structural_key() const {
+  return hex64(fnv1a64(text()));
+}
 
 Result<Problem> Problem::parse(const std::string& text) {
   auto colon = text.find(':');
   std::string op = text.substr(0, colon);
   if (!is_word(op))
-    return Error::invalid_argument("problem '" + text + "' must start with an op name, as in "
+    return Error::invalid_argument("problem '" + text +
+                                   "' must start with an op name, as in "
                                    "'gemm:m=1,n=4096,k=1024'");
   std::map<std::string, std::string> attrs;
   if (colon != std::string::npos) {

@@ -19,7 +19,8 @@ Result<std::vector<std::string>> parse_shapes(std::string_view text, const std::
     auto last = line.find_last_not_of(" \t\r");
     out.push_back(line.substr(first, last - first + 1));
     if (out.back().find(' ') != std::string::npos)
-      return Error::invalid_argument(fmt::format("{}:{}: '{}' is not a problem spec (op:key=value,...)", source, n, out.back()));
+      return Error::invalid_argument(fmt::format(
+          "{}:{}: '{}' is not a problem spec (op:key=value,...)", source, n, out.back()));
   }
   if (out.empty()) return Error::invalid_argument("shapes file " + source + " lists no problems");
   return out;

@@ -121,7 +121,10 @@ std::vector<std::uint32_t> Space::legal_options(const Point& prefix) const {
     p.back() = o;
     bool ok = true;
     for (std::size_t c : checks)
-      if (!holds(c, p)) { ok = false; break; }
+      if (!holds(c, p)) {
+        ok = false;
+        break;
+      }
     if (ok) out.push_back(o);
   }
   return out;
@@ -167,15 +170,16 @@ Config Space::config(const Point& point) const {
   assert(point.size() == depth());
   std::vector<Config::Entry> e;
   e.reserve(depth());
-  for (std::size_t i = 0; i < depth(); ++i) e.emplace_back(d_->knobs[i].name, d_->knobs[i].options[point[i]]);
+  for (std::size_t i = 0; i < depth(); ++i)
+    e.emplace_back(d_->knobs[i].name, d_->knobs[i].options[point[i]]);
   return Config(std::move(e));
 }
 
 Result<Point> Space::point(const Config& config) const {
   if (config.entries().size() != depth())
     return Error::invalid_argument("config '" + config.text() + "' sets " +
-                                   std::to_string(config.entries().size()) + " knobs; the space has " +
-                                   std::to_string(depth()));
+                                   std::to_string(config.entries().size()) +
+                                   " knobs; the space has " + std::to_string(depth()));
   Point p(depth());
   std::vector<bool> seen(depth(), false);
   for (const auto& [name, value] : config.entries()) {

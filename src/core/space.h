@@ -49,8 +49,8 @@ class Assignment {
 };
 
 struct Constraint {
-  std::string text;                 // shown to users: "block_m * block_n <= 16384"
-  std::vector<std::string> knobs;   // the knobs it reads; it runs once all are decided
+  std::string text;                // shown to users: "block_m * block_n <= 16384"
+  std::vector<std::string> knobs;  // the knobs it reads; it runs once all are decided
   std::function<bool(const Assignment&)> allows;
 };
 

@@ -16,7 +16,8 @@ Error driver_error(CUresult rc, const char* call, const char* file, int line) {
 }
 
 Error cublaslt_error(cublasStatus_t rc, const char* call, const char* file, int line) {
-  return Error::internal(fmt::format("{} failed: cuBLASLt status {} at {}:{}", call, static_cast<int>(rc), file, line));
+  return Error::internal(fmt::format("{} failed: cuBLASLt status {} at {}:{}", call,
+                                     static_cast<int>(rc), file, line));
 }
 
 bool is_sticky(CUresult rc) {

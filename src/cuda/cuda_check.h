@@ -24,18 +24,21 @@ bool is_sticky(CUresult rc);
 }  // namespace attune::cuda
 
 // Inside a function returning Result<T> or Status.
-#define ATTUNE_CU(call)                                                                          \
-  do {                                                                                           \
-    CUresult attune_rc_ = (call);                                                                \
-    if (attune_rc_ != CUDA_SUCCESS) return ::attune::cuda::driver_error(attune_rc_, #call, __FILE__, __LINE__); \
+#define ATTUNE_CU(call)                                                           \
+  do {                                                                            \
+    CUresult attune_rc_ = (call);                                                 \
+    if (attune_rc_ != CUDA_SUCCESS)                                               \
+      return ::attune::cuda::driver_error(attune_rc_, #call, __FILE__, __LINE__); \
   } while (0)
-#define ATTUNE_NVRTC(call)                                                                       \
-  do {                                                                                           \
-    nvrtcResult attune_rc_ = (call);                                                             \
-    if (attune_rc_ != NVRTC_SUCCESS) return ::attune::cuda::nvrtc_error(attune_rc_, #call, __FILE__, __LINE__); \
+#define ATTUNE_NVRTC(call)                                                       \
+  do {                                                                           \
+    nvrtcResult attune_rc_ = (call);                                             \
+    if (attune_rc_ != NVRTC_SUCCESS)                                             \
+      return ::attune::cuda::nvrtc_error(attune_rc_, #call, __FILE__, __LINE__); \
   } while (0)
-#define ATTUNE_CUBLASLT(call)                                                                    \
-  do {                                                                                           \
-    cublasStatus_t attune_rc_ = (call);                                                          \
-    if (attune_rc_ != CUBLAS_STATUS_SUCCESS) return ::attune::cuda::cublaslt_error(attune_rc_, #call, __FILE__, __LINE__); \
+#define ATTUNE_CUBLASLT(call)                                                       \
+  do {                                                                              \
+    cublasStatus_t attune_rc_ = (call);                                             \
+    if (attune_rc_ != CUBLAS_STATUS_SUCCESS)                                        \
+      return ::attune::cuda::cublaslt_error(attune_rc_, #call, __FILE__, __LINE__); \
   } while (0)

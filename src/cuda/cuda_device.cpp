@@ -27,7 +27,8 @@ Result<DeviceLimits> read_limits(CUdevice dev) {
     return Status::success();
   };
   ATTUNE_TRY(attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &l.max_threads_per_block));
-  ATTUNE_TRY(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &l.max_shared_per_block_optin));
+  ATTUNE_TRY(
+      attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &l.max_shared_per_block_optin));
   ATTUNE_TRY(attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, &l.max_registers_per_block));
   ATTUNE_TRY(attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &l.sm_count));
   ATTUNE_TRY(attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, &l.l2_bytes));
@@ -49,7 +50,8 @@ Result<int> device_count() {
 Result<DeviceFingerprint> fingerprint(int ordinal) {
   ATTUNE_ASSIGN(int count, device_count());
   if (ordinal < 0 || ordinal >= count)
-    return Error::unsupported(fmt::format("no CUDA device {} (this machine has {})", ordinal, count));
+    return Error::unsupported(
+        fmt::format("no CUDA device {} (this machine has {})", ordinal, count));
   CUdevice dev;
   ATTUNE_CU(cuDeviceGet(&dev, ordinal));
   char name[256] = {};
@@ -73,7 +75,8 @@ Result<DeviceFingerprint> fingerprint(int ordinal) {
   d.l2_bytes = static_cast<std::uint64_t>(l.l2_bytes);
   // The kernel driver's own version where NVML answers; else the CUDA version it supports.
   d.driver_version = driver_version();
-  if (d.driver_version.empty()) d.driver_version = fmt::format("cuda {}.{}", driver / 1000, (driver % 1000) / 10);
+  if (d.driver_version.empty())
+    d.driver_version = fmt::format("cuda {}.{}", driver / 1000, (driver % 1000) / 10);
   d.extra["driver_cuda_version"] = fmt::format("{}.{}", driver / 1000, (driver % 1000) / 10);
   d.runtime_version = fmt::format("{}.{}", CUDA_VERSION / 1000, (CUDA_VERSION % 1000) / 10);
   d.max_sm_clock_mhz = max_sm_clock_mhz(l.pci_bus_id);

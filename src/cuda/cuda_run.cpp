@@ -76,14 +76,17 @@ TimingOptions timing_options(Regime regime) {
 
 constexpr unsigned kFlushThreads = 512;  // per block of the read flush; 4 blocks per SM
 
-Result<L2Flush> L2Flush::create(const Compiler& compiler, std::int64_t l2_bytes, int sm_count, FlushKind kind) {
+Result<L2Flush> L2Flush::create(const Compiler& compiler, std::int64_t l2_bytes, int sm_count,
+                                FlushKind kind) {
   L2Flush f;
   f.kind_ = kind;
   // Twice the L2, so one pass evicts whatever a candidate left there.
-  ATTUNE_ASSIGN(f.buffer_, DeviceBuffer::alloc(std::max<size_t>(2 * static_cast<size_t>(l2_bytes), 64 << 20)));
+  ATTUNE_ASSIGN(f.buffer_,
+                DeviceBuffer::alloc(std::max<size_t>(2 * static_cast<size_t>(l2_bytes), 64 << 20)));
   ATTUNE_CU(cuMemsetD32(f.buffer_.ptr(), 0, f.buffer_.bytes() / 4));
   ATTUNE_ASSIGN(f.sink_, DeviceBuffer::alloc(16));
-  ATTUNE_ASSIGN(BuildResult built, compiler.build(BuildRequest{kernels::kL2FlushSource, "l2_flush.cu"}));
+  ATTUNE_ASSIGN(BuildResult built,
+                compiler.build(BuildRequest{kernels::kL2FlushSource, "l2_flush.cu"}));
   if (!built.ok) return Error::internal("the L2 flush kernel did not build: " + built.log);
   ATTUNE_ASSIGN(f.module_, Module::load(built.cubin));
   ATTUNE_ASSIGN(f.read_, f.module_.function("attune_l2_flush_read"));
@@ -128,23 +131,28 @@ Result<CUfunction> Module::function(const std::string& symbol) const {
 Result<FunctionResources> resources(CUfunction f) {
   FunctionResources r;
   ATTUNE_CU(cuFuncGetAttribute(&r.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
-  ATTUNE_CU(cuFuncGetAttribute(&r.max_threads_per_block, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f));
+  ATTUNE_CU(
+      cuFuncGetAttribute(&r.max_threads_per_block, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f));
   ATTUNE_CU(cuFuncGetAttribute(&r.static_shared_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f));
   ATTUNE_CU(cuFuncGetAttribute(&r.local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f));
   return r;
 }
 
-Result<std::string> check_launch(CUfunction f, unsigned threads, unsigned dynamic_smem, int max_smem_optin) {
+Result<std::string> check_launch(CUfunction f, unsigned threads, unsigned dynamic_smem,
+                                 int max_smem_optin) {
   ATTUNE_ASSIGN(FunctionResources r, resources(f));
   if (static_cast<int>(threads) > r.max_threads_per_block)
-    return fmt::format("{} threads per block, but the compiled kernel ({} registers per thread) allows at most {}",
-                       threads, r.registers, r.max_threads_per_block);
+    return fmt::format(
+        "{} threads per block, but the compiled kernel ({} registers per thread) allows at most {}",
+        threads, r.registers, r.max_threads_per_block);
   const long total = static_cast<long>(dynamic_smem) + r.static_shared_bytes;
   if (total > max_smem_optin)
-    return fmt::format("{} bytes of shared memory per block ({} static + {} dynamic), the device allows {}", total,
-                       r.static_shared_bytes, dynamic_smem, max_smem_optin);
+    return fmt::format(
+        "{} bytes of shared memory per block ({} static + {} dynamic), the device allows {}", total,
+        r.static_shared_bytes, dynamic_smem, max_smem_optin);
   if (dynamic_smem > 48 * 1024)
-    ATTUNE_CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(dynamic_smem)));
+    ATTUNE_CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 static_cast<int>(dynamic_smem)));
   return std::string();
 }
 
@@ -154,7 +162,8 @@ void exit_if_sticky(CUresult rc, const char* what) {
   const char* text = nullptr;
   cuGetErrorName(rc, &name);
   cuGetErrorString(rc, &text);
-  std::fprintf(stderr, "%s: %s (%s); the CUDA context is lost\n", what, name ? name : "?", text ? text : "?");
+  std::fprintf(stderr, "%s: %s (%s); the CUDA context is lost\n", what, name ? name : "?",
+               text ? text : "?");
   std::fflush(stderr);
   std::_Exit(70);
 }
@@ -185,7 +194,8 @@ using GraphExec = std::unique_ptr<CUgraphExec_st, GraphDestroy>;
 // `count` launches captured as one CUDA graph (every kernel a plan or cuBLASLt enqueues), as a
 // production decode loop replays them; nullptr when something in it cannot be captured.
 GraphExec capture(const std::function<CUresult(CUstream)>& launch, CUstream stream, int count) {
-  if (cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS) return nullptr;
+  if (cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS)
+    return nullptr;
   CUresult launched = CUDA_SUCCESS;
   for (int i = 0; i < count && launched == CUDA_SUCCESS; ++i) launched = launch(stream);
   CUgraph graph = nullptr;
@@ -199,8 +209,9 @@ GraphExec capture(const std::function<CUresult(CUstream)>& launch, CUstream stre
 
 }  // namespace
 
-Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch, CUstream stream, Regime regime,
-                                L2Flush& flush, const TimingOptions& options, const std::string& pci_bus_id) {
+Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch, CUstream stream,
+                                Regime regime, L2Flush& flush, const TimingOptions& options,
+                                const std::string& pci_bus_id) {
   ATTUNE_ASSIGN(Event start, make_event());
   ATTUNE_ASSIGN(Event stop, make_event());
   auto elapsed_us = [&]() -> Result<double> {

@@ -1,7 +1,7 @@
 // Running candidates on the device: RAII device buffers and modules, resource checks decided
-// before launch, and timing with CUDA events around graph replays (back-to-back launches in the rank regime; in the
-// deploy regime an L2 flush, then one replay of the launch captured as a CUDA graph, per sample).
-// One thread at a time.
+// before launch, and timing with CUDA events around graph replays (back-to-back launches in the
+// rank regime; in the deploy regime an L2 flush, then one replay of the launch captured as a CUDA
+// graph, per sample). One thread at a time.
 #pragma once
 
 #include <cuda.h>
@@ -9,9 +9,9 @@
 #include <functional>
 #include <string>
 
-#include "cuda/nvrtc_build.h"
 #include "core/error.h"
 #include "core/measurement.h"
+#include "cuda/nvrtc_build.h"
 #include "measure/stats.h"
 
 namespace attune::cuda {
@@ -21,7 +21,10 @@ class DeviceBuffer {
   DeviceBuffer() = default;
   static Result<DeviceBuffer> alloc(size_t bytes);
   ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = 0; o.bytes_ = 0; }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
+    o.ptr_ = 0;
+    o.bytes_ = 0;
+  }
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;

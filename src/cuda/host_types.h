@@ -40,14 +40,19 @@ inline std::uint16_t float_to_fp16(float f) {
   return h;
 }
 
-inline float half_to_float(Half t, std::uint16_t v) { return t == Half::kBf16 ? bf16_to_float(v) : fp16_to_float(v); }
-inline std::uint16_t float_to_half(Half t, float f) { return t == Half::kBf16 ? float_to_bf16(f) : float_to_fp16(f); }
+inline float half_to_float(Half t, std::uint16_t v) {
+  return t == Half::kBf16 ? bf16_to_float(v) : fp16_to_float(v);
+}
+inline std::uint16_t float_to_half(Half t, float f) {
+  return t == Half::kBf16 ? float_to_bf16(f) : float_to_fp16(f);
+}
 
 // A 16-bit NaN with a payload no arithmetic produces: an output still holding it was never written.
 inline constexpr std::uint16_t kPoison16 = 0x7fad;
 
 // Uniform values in [lo, hi), rounded to the format; fresh from the seed.
-inline std::vector<std::uint16_t> random_halves(Half t, std::size_t n, std::uint64_t seed, float lo = -1.f, float hi = 1.f) {
+inline std::vector<std::uint16_t> random_halves(Half t, std::size_t n, std::uint64_t seed,
+                                                float lo = -1.f, float hi = 1.f) {
   std::mt19937_64 g(seed);
   std::uniform_real_distribution<float> u(lo, hi);
   std::vector<std::uint16_t> v(n);

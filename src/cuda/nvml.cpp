@@ -36,14 +36,18 @@ const Api& api() {
       return;
     }
     a.init = reinterpret_cast<nvmlReturn_t (*)()>(dlsym(h, "nvmlInit_v2"));
-    a.by_pci = reinterpret_cast<nvmlReturn_t (*)(const char*, nvmlDevice_t*)>(dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2"));
-    a.clock = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>(dlsym(h, "nvmlDeviceGetClockInfo"));
-    a.max_clock = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>(dlsym(h, "nvmlDeviceGetMaxClockInfo"));
+    a.by_pci = reinterpret_cast<nvmlReturn_t (*)(const char*, nvmlDevice_t*)>(
+        dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2"));
+    a.clock = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>(
+        dlsym(h, "nvmlDeviceGetClockInfo"));
+    a.max_clock = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*)>(
+        dlsym(h, "nvmlDeviceGetMaxClockInfo"));
     // Renamed from ...ClocksThrottleReasons in newer drivers; either answers the same bits.
     void* r = dlsym(h, "nvmlDeviceGetCurrentClocksEventReasons");
     if (!r) r = dlsym(h, "nvmlDeviceGetCurrentClocksThrottleReasons");
     a.reasons = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*)>(r);
-    a.driver = reinterpret_cast<nvmlReturn_t (*)(char*, unsigned)>(dlsym(h, "nvmlSystemGetDriverVersion"));
+    a.driver =
+        reinterpret_cast<nvmlReturn_t (*)(char*, unsigned)>(dlsym(h, "nvmlSystemGetDriverVersion"));
     if (!a.init || !a.by_pci || !a.clock || !a.max_clock) {
       a.why = "libnvidia-ml.so.1 lacks the expected entry points";
       return;
@@ -67,9 +71,9 @@ nvmlDevice_t device(const std::string& pci) {
 std::string reason_names(unsigned long long bits) {
   // nvmlClocksEventReason* bit values.
   static const std::pair<unsigned long long, const char*> kNames[] = {
-      {0x1, "gpu_idle"},          {0x2, "applications_clocks"}, {0x4, "sw_power_cap"},
-      {0x8, "hw_slowdown"},       {0x10, "sync_boost"},         {0x20, "sw_thermal"},
-      {0x40, "hw_thermal"},       {0x80, "hw_power_brake"},     {0x100, "display_clocks"}};
+      {0x1, "gpu_idle"},    {0x2, "applications_clocks"}, {0x4, "sw_power_cap"},
+      {0x8, "hw_slowdown"}, {0x10, "sync_boost"},         {0x20, "sw_thermal"},
+      {0x40, "hw_thermal"}, {0x80, "hw_power_brake"},     {0x100, "display_clocks"}};
   std::string out;
   for (const auto& [bit, name] : kNames)
     if (bits & bit) out += (out.empty() ? "" : ",") + std::string(name);
@@ -96,7 +100,9 @@ int max_sm_clock_mhz(const std::string& pci_bus_id) {
   return static_cast<int>(mhz);
 }
 
-std::string nvml_status() { return api().why; }
+std::string nvml_status() {
+  return api().why;
+}
 
 std::string driver_version() {
   char buf[96] = {};

@@ -8,8 +8,9 @@
 namespace attune::cuda {
 
 struct ClockReading {
-  int sm_clock_mhz = 0;      // current SM clock; 0 when not known
-  std::string throttle;      // active clock-event reasons ("none", "sw_power_cap,hw_slowdown"); "" not known
+  int sm_clock_mhz = 0;  // current SM clock; 0 when not known
+  std::string
+      throttle;  // active clock-event reasons ("none", "sw_power_cap,hw_slowdown"); "" not known
 };
 
 // NVML's device whose PCI bus id is pci_bus_id ("0000:17:00.0").

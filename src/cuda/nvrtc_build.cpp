@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cuda/cuda_check.h"
 #include "core/hash.h"
+#include "cuda/cuda_check.h"
 
 namespace attune::cuda {
 
@@ -50,7 +50,8 @@ std::string toolkit_include_dir() {
 }  // namespace
 
 Error nvrtc_error(nvrtcResult rc, const char* call, const char* file, int line) {
-  return Error::internal(fmt::format("{} failed: {} at {}:{}", call, nvrtcGetErrorString(rc), file, line));
+  return Error::internal(
+      fmt::format("{} failed: {} at {}:{}", call, nvrtcGetErrorString(rc), file, line));
 }
 
 fs::path default_cache_dir() {
@@ -60,7 +61,8 @@ fs::path default_cache_dir() {
   return fs::temp_directory_path() / "attune-cubin";
 }
 
-Compiler::Compiler(std::string arch, fs::path cache_dir) : arch_(std::move(arch)), cache_dir_(std::move(cache_dir)) {
+Compiler::Compiler(std::string arch, fs::path cache_dir)
+    : arch_(std::move(arch)), cache_dir_(std::move(cache_dir)) {
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
   nvrtc_version_ = fmt::format("{}.{}", major, minor);
@@ -76,7 +78,8 @@ std::string Compiler::cache_key(const BuildRequest& r) const {
   for (const auto& o : r.options) k += "opt " + o + "\n";
   for (const auto& n : r.name_expressions) k += "name " + n + "\n";
   k += "source " + hex64(fnv1a64(r.source)) + "\n";
-  for (const auto& [name, text] : r.headers) k += "header " + name + " " + hex64(fnv1a64(text)) + "\n";
+  for (const auto& [name, text] : r.headers)
+    k += "header " + name + " " + hex64(fnv1a64(text)) + "\n";
   return hex64(fnv1a64(k)) + hex64(fnv1a64(k, 0x9e3779b97f4a7c15ULL));
 }
 
@@ -103,8 +106,9 @@ Result<BuildResult> Compiler::build(const BuildRequest& r) const {
     header_names.push_back(name.c_str());
     header_texts.push_back(text.c_str());
   }
-  ATTUNE_NVRTC(nvrtcCreateProgram(&raw, r.source.c_str(), r.source_name.c_str(), static_cast<int>(r.headers.size()),
-                                  header_texts.data(), header_names.data()));
+  ATTUNE_NVRTC(nvrtcCreateProgram(&raw, r.source.c_str(), r.source_name.c_str(),
+                                  static_cast<int>(r.headers.size()), header_texts.data(),
+                                  header_names.data()));
   std::unique_ptr<_nvrtcProgram, ProgramDestroy> prog(raw);
   for (const auto& n : r.name_expressions) ATTUNE_NVRTC(nvrtcAddNameExpression(raw, n.c_str()));
   std::vector<std::string> opts = r.options;
@@ -136,7 +140,8 @@ Result<BuildResult> Compiler::build(const BuildRequest& r) const {
   }
   if (!cache_dir_.empty()) {
     // Compile errors are cached too: a second run does not compile a broken config again.
-    nlohmann::json meta = {{"ok", b.ok}, {"log", b.log}, {"lowered_names", b.lowered_names}, {"arch", arch_}};
+    nlohmann::json meta = {
+        {"ok", b.ok}, {"log", b.log}, {"lowered_names", b.lowered_names}, {"arch", arch_}};
     publish(cubin_path, b.cubin);
     publish(meta_path, meta.dump());
   }

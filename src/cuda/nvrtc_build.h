@@ -33,9 +33,9 @@ struct BuildRequest {
 
 struct BuildResult {
   bool ok = false;
-  std::string cubin;                                   // when ok
-  std::map<std::string, std::string> lowered_names;   // name expression -> mangled symbol
-  std::string log;                                     // NVRTC's log (errors when !ok)
+  std::string cubin;                                 // when ok
+  std::map<std::string, std::string> lowered_names;  // name expression -> mangled symbol
+  std::string log;                                   // NVRTC's log (errors when !ok)
   bool from_cache = false;
 };
 

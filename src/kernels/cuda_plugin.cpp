@@ -12,7 +12,9 @@ ATTUNE_KERNEL_OPS(ATTUNE_DECLARE_FAMILY)
 #undef ATTUNE_DECLARE_FAMILY
 }  // namespace attune::kernels
 
-extern "C" int attune_plugin_abi() { return attune::kPluginAbi; }
+extern "C" int attune_plugin_abi() {
+  return attune::kPluginAbi;
+}
 
 extern "C" attune::Backend* attune_make_cuda_backend(std::string* error) {
   try {

@@ -5,9 +5,9 @@
 namespace attune::kernels {
 
 Result<Plan> plan(const Problem& problem, const Config& config) {
-#define ATTUNE_PLAN_OP(NAME)                                    \
-  if (problem.op() == NAME##_op().name) {                       \
-    return plan_##NAME(problem, config);                        \
+#define ATTUNE_PLAN_OP(NAME)              \
+  if (problem.op() == NAME##_op().name) { \
+    return plan_##NAME(problem, config);  \
   }
   ATTUNE_KERNEL_OPS(ATTUNE_PLAN_OP)
 #undef ATTUNE_PLAN_OP

@@ -10,10 +10,10 @@
 #include <variant>
 #include <vector>
 
-#include "cuda/nvrtc_build.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/problem.h"
+#include "cuda/nvrtc_build.h"
 #include "kernels/ops.h"
 
 namespace attune::kernels {
@@ -70,7 +70,8 @@ using GemmPlan = Plan;
 
 // Each registered op's plan, plan_NAME (kernels/ops.h), defined in its folder
 // (kernels/NAME/NAME_plan.cpp).
-#define ATTUNE_DECLARE_PLAN(NAME) Result<Plan> plan_##NAME(const Problem& problem, const Config& config);
+#define ATTUNE_DECLARE_PLAN(NAME) \
+  Result<Plan> plan_##NAME(const Problem& problem, const Config& config);
 ATTUNE_KERNEL_OPS(ATTUNE_DECLARE_PLAN)
 #undef ATTUNE_DECLARE_PLAN
 

@@ -18,7 +18,8 @@ namespace attune::kernels {
 
 inline Result<std::int64_t> knob(const Config& c, const char* name) {
   const Value* v = c.get(name);
-  if (!v) return Error::invalid_argument(fmt::format("config '{}' has no knob '{}'", c.text(), name));
+  if (!v)
+    return Error::invalid_argument(fmt::format("config '{}' has no knob '{}'", c.text(), name));
   return v->as_int();
 }
 
@@ -44,15 +45,20 @@ inline Result<HalfShape> half_shape(const Problem& p, const OpSignature& op) {
   }
   const std::string* dtype = p.attr("dtype");
   if (!dtype || (*dtype != "bf16" && *dtype != "fp16"))
-    return Error::invalid_argument(op.name + " problem " + p.text() + ": dtype must be bf16 or fp16");
+    return Error::invalid_argument(op.name + " problem " + p.text() +
+                                   ": dtype must be bf16 or fp16");
   h.bf16 = *dtype == "bf16";
   const std::string* flag = op.flags.empty() ? nullptr : p.attr(op.flags.front());
   h.flag = flag && *flag == "1";
   return h;
 }
 
-inline const char* type_of(bool bf16) { return bf16 ? "__nv_bfloat16" : "__half"; }
+inline const char* type_of(bool bf16) {
+  return bf16 ? "__nv_bfloat16" : "__half";
+}
 
-inline unsigned ceil_div(std::int64_t a, std::int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
+inline unsigned ceil_div(std::int64_t a, std::int64_t b) {
+  return static_cast<unsigned>((a + b - 1) / b);
+}
 
 }  // namespace attune::kernels

@@ -27,21 +27,25 @@ void* bind(const std::string& name, PlanArgs& a) {
 Status check_args(const KernelPlan& plan) {
   PlanArgs probe;
   for (const auto& step : plan.steps) {
-    if (step.args.size() > kMaxArgs) return Error::internal("plan step " + step.kernel + " has too many arguments");
+    if (step.args.size() > kMaxArgs)
+      return Error::internal("plan step " + step.kernel + " has too many arguments");
     for (const auto& name : step.args)
-      if (!bind(name, probe)) return Error::internal("plan step " + step.kernel + " names an unknown argument '" + name + "'");
+      if (!bind(name, probe))
+        return Error::internal("plan step " + step.kernel + " names an unknown argument '" + name +
+                               "'");
   }
   return Status::success();
 }
 
-CUresult enqueue(const KernelPlan& plan, const std::vector<CUfunction>& fns, PlanArgs& args, CUstream stream) {
+CUresult enqueue(const KernelPlan& plan, const std::vector<CUfunction>& fns, PlanArgs& args,
+                 CUstream stream) {
   for (std::size_t i = 0; i < plan.steps.size(); ++i) {
     const LaunchStep& s = plan.steps[i];
     void* params[kMaxArgs];
     std::size_t n = 0;
     for (const auto& name : s.args) params[n++] = bind(name, args);
-    CUresult rc = cuLaunchKernel(fns[i], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z, s.shared_bytes,
-                                 stream, params, nullptr);
+    CUresult rc = cuLaunchKernel(fns[i], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y,
+                                 s.block.z, s.shared_bytes, stream, params, nullptr);
     if (rc != CUDA_SUCCESS) return rc;
   }
   return CUDA_SUCCESS;
@@ -60,16 +64,16 @@ Result<PlanBinding> bind_args(const KernelPlan& plan) {
   return b;
 }
 
-CUresult enqueue(const KernelPlan& plan, const PlanBinding& binding, const std::vector<CUfunction>& fns,
-                 PlanArgs& args, CUstream stream) {
+CUresult enqueue(const KernelPlan& plan, const PlanBinding& binding,
+                 const std::vector<CUfunction>& fns, PlanArgs& args, CUstream stream) {
   char* base = reinterpret_cast<char*>(&args);
   for (std::size_t i = 0; i < plan.steps.size(); ++i) {
     const LaunchStep& s = plan.steps[i];
     void* params[kMaxArgs];
     std::size_t n = 0;
     for (std::size_t off : binding.offsets[i]) params[n++] = base + off;
-    CUresult rc = cuLaunchKernel(fns[i], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z, s.shared_bytes,
-                                 stream, params, nullptr);
+    CUresult rc = cuLaunchKernel(fns[i], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y,
+                                 s.block.z, s.shared_bytes, stream, params, nullptr);
     if (rc != CUDA_SUCCESS) return rc;
   }
   return CUDA_SUCCESS;

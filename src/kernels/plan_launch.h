@@ -25,7 +25,8 @@ struct PlanArgs {
 Status check_args(const KernelPlan& plan);
 
 // fns[i] is the loaded function of plan.steps[i].
-CUresult enqueue(const KernelPlan& plan, const std::vector<CUfunction>& fns, PlanArgs& args, CUstream stream);
+CUresult enqueue(const KernelPlan& plan, const std::vector<CUfunction>& fns, PlanArgs& args,
+                 CUstream stream);
 
 // A plan's argument names resolved once to their places in PlanArgs, for a launcher that enqueues
 // one plan many times (libattune-rt): the same launches as enqueue() above, without comparing
@@ -34,7 +35,7 @@ struct PlanBinding {
   std::vector<std::vector<std::size_t>> offsets;  // per step, per argument: offset in PlanArgs
 };
 Result<PlanBinding> bind_args(const KernelPlan& plan);
-CUresult enqueue(const KernelPlan& plan, const PlanBinding& binding, const std::vector<CUfunction>& fns,
-                 PlanArgs& args, CUstream stream);
+CUresult enqueue(const KernelPlan& plan, const PlanBinding& binding,
+                 const std::vector<CUfunction>& fns, PlanArgs& args, CUstream stream);
 
 }  // namespace attune::kernels

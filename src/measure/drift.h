@@ -16,11 +16,11 @@
 namespace attune::measure {
 
 struct DriftPolicy {
-  int anchor_every = 8;        // newly measured candidates between anchor checks; 0: never check
-  double drift_bound = 0.10;   // a reading further than this from the reference is drift
-  double recover_bound = 0.03; // the back-off ends once the anchor is this close to its reference
-  double backoff_s = 1.0;      // first wait; doubles at each round
-  int max_backoffs = 6;        // rounds before measuring against the anchor's new level
+  int anchor_every = 8;         // newly measured candidates between anchor checks; 0: never check
+  double drift_bound = 0.10;    // a reading further than this from the reference is drift
+  double recover_bound = 0.03;  // the back-off ends once the anchor is this close to its reference
+  double backoff_s = 1.0;       // first wait; doubles at each round
+  int max_backoffs = 6;         // rounds before measuring against the anchor's new level
 };
 
 // One anchor reading in microseconds; nullopt when the anchor failed to run.
@@ -36,21 +36,22 @@ struct Pending {
 struct AnchorCheck {
   enum class Result { kClean, kUnreadable, kDrifted };
   Result result = Result::kClean;
-  double reference_us = 0;     // the level the reading was compared with
-  double reading_us = 0;       // kDrifted: the confirmed reading
-  std::vector<Pending> redo;   // kDrifted: discard these rows and measure the points again
+  double reference_us = 0;    // the level the reading was compared with
+  double reading_us = 0;      // kDrifted: the confirmed reading
+  std::vector<Pending> redo;  // kDrifted: discard these rows and measure the points again
   double drift() const { return reading_us / reference_us - 1; }
 };
 
 // How the back-off after a drift ended.
 struct Settling {
-  bool recovered = false;                 // the anchor came back within recover_bound
-  std::optional<double> new_reference_us; // not recovered: the level now measured against
+  bool recovered = false;                  // the anchor came back within recover_bound
+  std::optional<double> new_reference_us;  // not recovered: the level now measured against
 };
 
 class DriftGuard {
  public:
-  DriftGuard(DriftPolicy policy, ReadAnchor read, platform::Clock& clock = platform::system_clock());
+  DriftGuard(DriftPolicy policy, ReadAnchor read,
+             platform::Clock& clock = platform::system_clock());
 
   // Takes a newly measured candidate into the pending list; whether an anchor check is due. The
   // first call takes the anchor's reference reading; while the anchor cannot be read, nothing is

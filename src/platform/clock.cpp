@@ -7,7 +7,9 @@ namespace attune::platform {
 namespace {
 class SystemClock final : public Clock {
  public:
-  std::chrono::steady_clock::time_point now() const override { return std::chrono::steady_clock::now(); }
+  std::chrono::steady_clock::time_point now() const override {
+    return std::chrono::steady_clock::now();
+  }
   void sleep_for(std::chrono::duration<double> d) override {
     if (d.count() > 0) std::this_thread::sleep_for(d);
   }

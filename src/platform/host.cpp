@@ -70,7 +70,9 @@ std::optional<std::string> probe_version(const std::string& program, const std::
   return line;
 }
 
-std::string show(const std::optional<std::string>& s) { return s ? "'" + *s + "'" : "absent"; }
+std::string show(const std::optional<std::string>& s) {
+  return s ? "'" + *s + "'" : "absent";
+}
 
 std::string show_gpus(const std::optional<std::vector<GpuInfo>>& g) {
   if (!g) return "absent";

@@ -50,7 +50,9 @@ class Fd {
   int fd_ = -1;
 };
 
-Error sys_error(const std::string& what) { return Error::io(what + ": " + std::strerror(errno)); }
+Error sys_error(const std::string& what) {
+  return Error::io(what + ": " + std::strerror(errno));
+}
 
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
@@ -125,7 +127,8 @@ class Sentinel {
  private:
   void send(std::int32_t add, pid_t pgid) {
     std::lock_guard lock(mu_);
-    // A forked copy of attune (a test, a daemon) starts its own: the copy's groups must die with it.
+    // A forked copy of attune (a test, a daemon) starts its own: the copy's groups must die with
+    // it.
     if (owner_ != ::getpid() && !start()) return;
     SentinelMessage m{add, pgid};
     if (::send(fd_, &m, sizeof m, MSG_NOSIGNAL) == sizeof m) return;
@@ -219,7 +222,8 @@ int open_pidfd(pid_t pid) {
   return -1;
 }
 
-// The directories of this process's PATH (`fallback` where it is unset), an empty entry meaning ".".
+// The directories of this process's PATH (`fallback` where it is unset), an empty entry meaning
+// ".".
 std::vector<std::string> path_dirs(const char* fallback) {
   const char* path = std::getenv("PATH");
   std::string dirs = path ? path : fallback;
@@ -371,8 +375,14 @@ Result<Child> Child::spawn(const ProcessSpec& spec, Stdin in) {
 }
 
 Child::Child(Child&& o) noexcept
-    : pid_(o.pid_), in_(o.in_), out_(o.out_), err_(o.err_), pidfd_(o.pidfd_), status_(o.status_),
-      vanished_(o.vanished_), slot_(o.slot_) {
+    : pid_(o.pid_),
+      in_(o.in_),
+      out_(o.out_),
+      err_(o.err_),
+      pidfd_(o.pidfd_),
+      status_(o.status_),
+      vanished_(o.vanished_),
+      slot_(o.slot_) {
   o.pid_ = -1;
   o.in_ = o.out_ = o.err_ = o.pidfd_ = -1;
   o.slot_ = -1;
@@ -393,7 +403,9 @@ Child& Child::operator=(Child&& o) noexcept {
   return *this;
 }
 
-Child::~Child() { release(); }
+Child::~Child() {
+  release();
+}
 
 void Child::release() {
   if (pid_ > 0) {
@@ -407,7 +419,9 @@ void Child::release() {
   slot_ = -1;
 }
 
-void Child::close_stdin() { close_fd(in_); }
+void Child::close_stdin() {
+  close_fd(in_);
+}
 
 void Child::kill_group() {
   if (pid_ > 0) ::kill(-pid_, SIGKILL);
@@ -431,7 +445,8 @@ std::optional<int> Child::try_wait() {
 std::optional<int> Child::wait_until(Clock::time_point deadline) {
   for (;;) {
     if (auto s = try_wait()) return s;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) return std::nullopt;
     if (pidfd_ >= 0) {
       pollfd p{pidfd_, POLLIN, 0};

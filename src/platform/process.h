@@ -17,9 +17,9 @@
 namespace attune::platform {
 
 struct ProcessSpec {
-  std::vector<std::string> argv;           // argv[0]: a path (with '/') or a name found on PATH
-  std::map<std::string, std::string> env;  // added to (and overriding) this process's environment
-  std::string cwd;                         // "" = this process's working directory
+  std::vector<std::string> argv;             // argv[0]: a path (with '/') or a name found on PATH
+  std::map<std::string, std::string> env;    // added to (and overriding) this process's environment
+  std::string cwd;                           // "" = this process's working directory
   std::chrono::milliseconds timeout{60000};  // run_process only: a Child runs until it is stopped
 };
 
@@ -60,7 +60,7 @@ class Child {
   Child& operator=(const Child&) = delete;
   ~Child();
 
-  pid_t pid() const { return pid_; }  // also its process group's id
+  pid_t pid() const { return pid_; }    // also its process group's id
   int stdin_fd() const { return in_; }  // -1 with Stdin::kNull or after close_stdin()
   int stdout_fd() const { return out_; }
   int stderr_fd() const { return err_; }

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <unordered_map>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <set>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -26,7 +26,9 @@ constexpr float kMissing = std::numeric_limits<float>::quiet_NaN();
 // in its context: the prior steers away from it without one failure dominating the scale.
 constexpr double kFailurePenalty = 0.7;
 
-std::string xgb_error(const std::string& what) { return what + ": " + XGBGetLastError(); }
+std::string xgb_error(const std::string& what) {
+  return what + ": " + XGBGetLastError();
+}
 
 struct BoosterDeleter {
   void operator()(void* h) const {
@@ -93,13 +95,16 @@ Context make_context(const Problem& problem, const DeviceFingerprint& device) {
       std::string part = v.substr(start, x == std::string::npos ? std::string::npos : x - start);
       char* end = nullptr;
       double d = part.empty() ? 0 : std::strtod(part.c_str(), &end);
-      if (part.empty() || *end != '\0') numeric = false;
-      else nums.push_back(d);
+      if (part.empty() || *end != '\0')
+        numeric = false;
+      else
+        nums.push_back(d);
       if (x == std::string::npos) break;
       start = x + 1;
     }
     if (!numeric) continue;
-    if (nums.size() == 1) c.features.emplace_back("problem." + k, nums[0]);
+    if (nums.size() == 1)
+      c.features.emplace_back("problem." + k, nums[0]);
     else
       for (std::size_t i = 0; i < nums.size(); ++i)
         c.features.emplace_back("problem." + k + "." + std::to_string(i), nums[i]);
@@ -110,7 +115,8 @@ Context make_context(const Problem& problem, const DeviceFingerprint& device) {
                           static_cast<double>(fnv1a64(device.key()) % 1000003) / 1000003.0);
   if (device.sm_count) c.features.emplace_back("device.sm_count", device.sm_count);
   if (device.memory_bytes)
-    c.features.emplace_back("device.memory_gib", static_cast<double>(device.memory_bytes) / (1 << 30));
+    c.features.emplace_back("device.memory_gib",
+                            static_cast<double>(device.memory_bytes) / (1 << 30));
   if (device.l2_bytes)
     c.features.emplace_back("device.l2_mib", static_cast<double>(device.l2_bytes) / (1 << 20));
   return c;
@@ -199,11 +205,21 @@ Prior::~Prior() = default;
 Prior::Prior(Prior&&) noexcept = default;
 Prior& Prior::operator=(Prior&&) noexcept = default;
 
-std::size_t Prior::rows() const { return s_->reservoir.size(); }
-bool Prior::trained() const { return s_->booster != nullptr; }
-bool Prior::quarantined() const { return s_->quarantined; }
-double Prior::calibration() const { return s_->calibration; }
-std::uint64_t Prior::generation() const { return s_->generation; }
+std::size_t Prior::rows() const {
+  return s_->reservoir.size();
+}
+bool Prior::trained() const {
+  return s_->booster != nullptr;
+}
+bool Prior::quarantined() const {
+  return s_->quarantined;
+}
+double Prior::calibration() const {
+  return s_->calibration;
+}
+std::uint64_t Prior::generation() const {
+  return s_->generation;
+}
 
 void Prior::add(Row row) {
   State& s = *s_;
@@ -267,8 +283,10 @@ Status Prior::fit() {
     for (std::size_t d = 1; d <= r.knobs.size(); ++d) {
       key = mix64(key ^ State::bits(r.knobs[d - 1].second) ^ d);
       auto [it, fresh] = groups.emplace(key, Group{&r, d, y});
-      if (fresh) order.push_back(key);
-      else if (y < it->second.y) it->second = Group{&r, d, y};
+      if (fresh)
+        order.push_back(key);
+      else if (y < it->second.y)
+        it->second = Group{&r, d, y};
     }
   }
   if (groups.empty()) return Status::success();
@@ -320,7 +338,8 @@ Status Prior::fit() {
     bst_ulong const* shape = nullptr;
     bst_ulong dim = 0;
     float const* out = nullptr;
-    const char* cfg = R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0, "strict_shape": false})";
+    const char* cfg =
+        R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0, "strict_shape": false})";
     if (XGBoosterPredictFromDMatrix(s.booster.get(), hm.get(), cfg, &shape, &dim, &out) != 0)
       return Error::internal(xgb_error("predicting held-back rows"));
     std::vector<double> pred(out, out + check.size()), actual;
@@ -350,15 +369,15 @@ std::optional<std::vector<double>> predict_with(const Prior::State& s, const Spa
   bst_ulong const* shape = nullptr;
   bst_ulong dim = 0;
   float const* out = nullptr;
-  const char* cfg = R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0, "strict_shape": false})";
+  const char* cfg =
+      R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0, "strict_shape": false})";
   if (XGBoosterPredictFromDMatrix(s.booster.get(), m->get(), cfg, &shape, &dim, &out) != 0)
     return std::nullopt;
   return std::vector<double>(out, out + prefixes.size());
 }
 
 std::vector<double> scores_with(const Prior::State& s, const Space& space, const Point& prefix,
-                                const std::vector<std::uint32_t>& options,
-                                const Context& context) {
+                                const std::vector<std::uint32_t>& options, const Context& context) {
   std::vector<double> uniform(options.size(), 1.0);
   if (!s.booster || s.quarantined || options.empty()) return uniform;
   std::vector<Point> ps;
@@ -408,7 +427,10 @@ Result<Checkpoint> Prior::save() const {
   }
   json rows = json::array();
   for (const auto& r : s.reservoir)
-    rows.push_back({{"c", r.context}, {"k", r.knobs}, {"x", r.context_features}, {"ok", r.ok},
+    rows.push_back({{"c", r.context},
+                    {"k", r.knobs},
+                    {"x", r.context_features},
+                    {"ok", r.ok},
                     {"y", r.log_us}});
   // The refit schedule is not saved: it belongs to the search that loads the prior.
   json res = {{"version", 1}, {"schema", s.schema}, {"seen", s.seen}, {"rows", rows}};

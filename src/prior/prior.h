@@ -37,7 +37,7 @@ struct Row {
   std::vector<std::pair<std::string, double>> knobs;  // in Space order: knob name, numeric value
   std::vector<std::pair<std::string, double>> context_features;
   bool ok = true;
-  double log_us = 0;                                  // log(time in us) when ok
+  double log_us = 0;  // log(time in us) when ok
 };
 // A knob value as a feature: the number itself, or a stable hash in [0, 1) for a word (so a
 // row built from a stored config text and one built from a Space agree).
@@ -50,15 +50,15 @@ Row make_row(const Config& config, const Context& context, Verdict verdict,
              std::optional<double> time_us);
 
 struct PriorOptions {
-  std::size_t reservoir = 4096;     // training rows kept (reservoir sampling beyond that)
+  std::size_t reservoir = 4096;  // training rows kept (reservoir sampling beyond that)
   std::uint64_t seed = 0;
-  double holdout = 0.2;             // share of rows held back for the calibration check
-  double min_calibration = 0.3;     // Spearman below this quarantines the model
-  std::size_t min_rows = 24;        // fewer rows: stay cold
+  double holdout = 0.2;          // share of rows held back for the calibration check
+  double min_calibration = 0.3;  // Spearman below this quarantines the model
+  std::size_t min_rows = 24;     // fewer rows: stay cold
   int trees = 50;
   int max_depth = 6;
   double learning_rate = 0.2;
-  double temperature = 0.15;        // child score = exp(-(predicted - best predicted) / T), log units
+  double temperature = 0.15;  // child score = exp(-(predicted - best predicted) / T), log units
   // Online refits: after this many new rows, then doubling (0: never refit by itself).
   std::size_t first_refit = 32;
 };
@@ -88,7 +88,7 @@ class Prior {
   // train is an error; a poor calibration is not (the prior is quarantined instead).
   Status fit();
 
-  bool trained() const;       // a model exists (quarantined or not)
+  bool trained() const;  // a model exists (quarantined or not)
   bool quarantined() const;
   bool usable() const { return trained() && !quarantined(); }
   double calibration() const;

@@ -28,7 +28,8 @@ std::vector<std::pair<std::string, std::string>> shared_values(const std::vector
   return out;
 }
 
-void split(std::vector<Failing> fs, const std::string& key, Verdict v, std::vector<FailureGroup>& out) {
+void split(std::vector<Failing> fs, const std::string& key, Verdict v,
+           std::vector<FailureGroup>& out) {
   auto shared = shared_values(fs);
   if (!shared.empty() || fs.size() == 1) {
     FailureGroup g{key, v, shared, {}, fs.front().message};

@@ -7,14 +7,17 @@ namespace attune {
 namespace {
 
 nlohmann::json candidate_json(const CandidateResult& c, const std::string& backend) {
-  nlohmann::json j = {{"config", c.config}, {"backend", backend}, {"verdict", to_string(c.verdict)}};
+  nlohmann::json j = {
+      {"config", c.config}, {"backend", backend}, {"verdict", to_string(c.verdict)}};
   j["median_us"] = c.deploy_us ? nlohmann::json(*c.deploy_us) : nlohmann::json(nullptr);
   j["rank_median_us"] = c.rank_us ? nlohmann::json(*c.rank_us) : nlohmann::json(nullptr);
   if (!c.message.empty()) j["message"] = c.message;
   return j;
 }
 
-std::string us(std::optional<double> t) { return t ? fmt::format("{:.2f} us", *t) : "-"; }
+std::string us(std::optional<double> t) {
+  return t ? fmt::format("{:.2f} us", *t) : "-";
+}
 
 }  // namespace
 
@@ -44,7 +47,8 @@ nlohmann::json report_json(const TuneReport& r) {
     pj["verdicts"] = v;
     nlohmann::json rej = nlohmann::json::array();
     for (const auto& c : p.rejected)
-      rej.push_back({{"config", c.config}, {"verdict", to_string(c.verdict)}, {"message", c.message}});
+      rej.push_back(
+          {{"config", c.config}, {"verdict", to_string(c.verdict)}, {"message", c.message}});
     pj["rejected"] = rej;
     j["problems"].push_back(pj);
   }
@@ -59,7 +63,8 @@ std::string report_text(const TuneReport& r) {
     if (p.baseline) {
       out += fmt::format("  baseline  {:>12}  {}", us(p.baseline->deploy_us), p.baseline->config);
       if (p.baseline->verdict != Verdict::kOk)
-        out += fmt::format("  FAILED: {} ({}) - not trusted", to_string(p.baseline->verdict), p.baseline->message);
+        out += fmt::format("  FAILED: {} ({}) - not trusted", to_string(p.baseline->verdict),
+                           p.baseline->message);
       out += "\n";
     }
     if (p.best) {
@@ -68,15 +73,19 @@ std::string report_text(const TuneReport& r) {
     } else {
       out += "  best      none: no candidate passed\n";
     }
-    out += fmt::format("  candidates: {} evaluated ({} measured, {} from the database) of {} in the space; stopped: {}\n",
-                       p.evaluated, p.measured, p.replayed, p.space_size, p.stopped_by);
+    out += fmt::format(
+        "  candidates: {} evaluated ({} measured, {} from the database) of {} in the space; "
+        "stopped: {}\n",
+        p.evaluated, p.measured, p.replayed, p.space_size, p.stopped_by);
     std::string rejected;
     for (const auto& [v, n] : p.verdicts)
-      if (v != Verdict::kOk && n > 0) rejected += fmt::format("{}{} {}", rejected.empty() ? "" : ", ", n, to_string(v));
+      if (v != Verdict::kOk && n > 0)
+        rejected += fmt::format("{}{} {}", rejected.empty() ? "" : ", ", n, to_string(v));
     out += fmt::format("  rejected: {}\n", rejected.empty() ? "none" : rejected);
     if (p.drift_events)
-      out += fmt::format("  drift: the anchor moved {} time(s); {} measurements discarded and taken again\n",
-                         p.drift_events, p.discarded);
+      out += fmt::format(
+          "  drift: the anchor moved {} time(s); {} measurements discarded and taken again\n",
+          p.drift_events, p.discarded);
   }
   return out;
 }

@@ -66,8 +66,10 @@ Slot* SlotMap::insert(std::unique_ptr<Slot> slot) {
   return s;
 }
 
-Result<std::unique_ptr<Selector>> Selector::open(const std::string& table_path, const DeviceFingerprint& here,
-                                                 const SelectorOptions& options, const RowCheck& check) {
+Result<std::unique_ptr<Selector>> Selector::open(const std::string& table_path,
+                                                 const DeviceFingerprint& here,
+                                                 const SelectorOptions& options,
+                                                 const RowCheck& check) {
   std::unique_ptr<Selector> s(new Selector());
   s->table_path_ = table_path;
   s->options_ = options;
@@ -88,17 +90,21 @@ Result<std::unique_ptr<Selector>> Selector::open(const std::string& table_path, 
         auto config = Config::parse(r.row->config);
         if (!config) return config.error().with_context(table_path + ": " + r.label);
         if (Status st = check(p, *config); !st)
-          return Error::invalid_argument(fmt::format("{}: {}: config '{}' cannot run: {}", table_path, r.label,
-                                                     r.row->config, st.error().message()));
+          return Error::invalid_argument(fmt::format("{}: {}: config '{}' cannot run: {}",
+                                                     table_path, r.label, r.row->config,
+                                                     st.error().message()));
       }
     }
     for (const std::string& unused : s->index_.unused_op_tables())
-      fmt::print(stderr, "attune-rt: {}: libattune-rt has no entry point for '{}'; those rows are not used\n",
-                 table_path, unused);
+      fmt::print(
+          stderr,
+          "attune-rt: {}: libattune-rt has no entry point for '{}'; those rows are not used\n",
+          table_path, unused);
     if (s->table_->device.key() != here.key()) {
       s->device_mismatch_ = true;
       fmt::print(stderr,
-                 "attune-rt: {} was tuned for another device ({}); this is {}. Every call runs the baseline.\n",
+                 "attune-rt: {} was tuned for another device ({}); this is {}. Every call runs the "
+                 "baseline.\n",
                  table_path, describe(s->table_->device), describe(here));
     }
   }
@@ -123,8 +129,8 @@ Result<std::unique_ptr<Selector>> Selector::open(const std::string& table_path, 
 Selector::~Selector() {
   if (!options_.log_tuned) return;
   Counters c = counters();
-  fmt::print(stderr, "attune-rt: {} hits, {} misses over {} distinct shapes{}\n", c.hits, c.misses, c.shapes,
-             table_path_.empty() ? " (no table)" : " with " + table_path_);
+  fmt::print(stderr, "attune-rt: {} hits, {} misses over {} distinct shapes{}\n", c.hits, c.misses,
+             c.shapes, table_path_.empty() ? " (no table)" : " with " + table_path_);
 }
 
 Slot& Selector::first_call(const ShapeKey& key) {
@@ -147,7 +153,9 @@ Slot& Selector::first_call(const ShapeKey& key) {
     slot->why = "miss: the table was tuned for another device";
   } else if (const IndexedRow* r = index_.find(key)) {
     slot->matched = r;
-    slot->why = r->bucketed ? fmt::format("hit: {}={} in bucket [{}, {}]", axis, key.m, r->lo, r->hi) : "hit";
+    slot->why = r->bucketed
+                    ? fmt::format("hit: {}={} in bucket [{}, {}]", axis, key.m, r->lo, r->hi)
+                    : "hit";
   } else {
     slot->why = "miss: no row for this shape";
   }
@@ -156,11 +164,13 @@ Slot& Selector::first_call(const ShapeKey& key) {
   if (options_.log_tuned) {
     if (const IndexedRow* r = slot->matched)
       fmt::print(stderr, "attune-rt: hit {} -> {}{}: {} {}\n", slot->problem, r->label,
-                 r->bucketed ? fmt::format(", bucketed: {}={} in [{}, {}]", axis, key.m, r->lo, r->hi) : "",
+                 r->bucketed
+                     ? fmt::format(", bucketed: {}={} in [{}, {}]", axis, key.m, r->lo, r->hi)
+                     : "",
                  r->row->backend, r->row->config);
     else
-      fmt::print(stderr, "attune-rt: miss {} ({}) -> baseline {}\n", slot->problem, slot->why.substr(6),
-                 op ? op->baseline_config : "(none)");
+      fmt::print(stderr, "attune-rt: miss {} ({}) -> baseline {}\n", slot->problem,
+                 slot->why.substr(6), op ? op->baseline_config : "(none)");
   }
   if (!slot->matched && problem) harvest(slot->problem);
   return *slots_.insert(std::move(slot));
@@ -169,9 +179,11 @@ Slot& Selector::first_call(const ShapeKey& key) {
 void Selector::harvest(const std::string& problem) {
   if (options_.harvest_path.empty() || !harvested_.insert(problem).second) return;
   std::string line = (harvest_needs_newline_ ? "\n" : "") + problem + "\n";
-  const int fd = ::open(options_.harvest_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  const int fd =
+      ::open(options_.harvest_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   // One write per line with O_APPEND: processes sharing the file do not interleave lines.
-  const bool ok = fd >= 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  const bool ok =
+      fd >= 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
   const int err = errno;
   if (fd >= 0) ::close(fd);
   if (!ok) {
@@ -188,7 +200,8 @@ void Selector::demote(Slot& slot, const std::string& why) {
   const IndexedRow* r = slot.row.exchange(nullptr, std::memory_order_acq_rel);
   if (!r) return;
   // Always said, not only with ATTUNE_LOG_TUNED: a tuned row that does not run is a finding.
-  fmt::print(stderr, "attune-rt: {} cannot run {} here: {}; the baseline runs instead\n", r->label, slot.problem, why);
+  fmt::print(stderr, "attune-rt: {} cannot run {} here: {}; the baseline runs instead\n", r->label,
+             slot.problem, why);
 }
 
 Counters Selector::counters() const {

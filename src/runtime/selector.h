@@ -40,17 +40,19 @@ using RowCheck = std::function<Status(const Problem& problem, const Config& conf
 // One distinct shape this process ran. Everything but the atomics is fixed once published.
 struct Slot {
   ShapeKey key;
-  std::string problem;                  // the call's canonical problem text
-  const IndexedRow* matched = nullptr;  // the index's answer (nullptr: a miss, or the guard refused)
-  std::string why;                      // "hit", "hit: m=3 in bucket [1, 16]", "miss: ...", for reports
+  std::string problem;  // the call's canonical problem text
+  const IndexedRow* matched =
+      nullptr;      // the index's answer (nullptr: a miss, or the guard refused)
+  std::string why;  // "hit", "hit: m=3 in bucket [1, 16]", "miss: ...", for reports
   std::atomic<const IndexedRow*> row{nullptr};  // the row in effect; nullptr: the baseline runs
   std::atomic<std::uint64_t> calls{0};
   std::atomic<void*> exec{nullptr};  // the execution layer's prepared launch, published once
 };
 
 struct Counters {
-  std::uint64_t hits = 0;    // calls that ran a table row
-  std::uint64_t misses = 0;  // calls that ran the baseline (no row, the guard, a row refused at first use)
+  std::uint64_t hits = 0;  // calls that ran a table row
+  std::uint64_t misses =
+      0;  // calls that ran the baseline (no row, the guard, a row refused at first use)
   std::uint64_t shapes = 0;  // distinct shapes
 };
 
@@ -87,8 +89,10 @@ class Selector {
  public:
   // table_path "" opens no table: every call runs the baseline (and is harvested). A table that
   // fails any check is refused with an error naming the file and the first violation.
-  static Result<std::unique_ptr<Selector>> open(const std::string& table_path, const DeviceFingerprint& here,
-                                                const SelectorOptions& options, const RowCheck& check = {});
+  static Result<std::unique_ptr<Selector>> open(const std::string& table_path,
+                                                const DeviceFingerprint& here,
+                                                const SelectorOptions& options,
+                                                const RowCheck& check = {});
   ~Selector();  // with log_tuned: a summary line of the counters
   Selector(const Selector&) = delete;
   Selector& operator=(const Selector&) = delete;

@@ -38,7 +38,8 @@ inline std::uint64_t mix(std::uint64_t x) noexcept {
 }
 
 inline std::uint64_t hash(const ShapeKey& s) noexcept {
-  const std::uint64_t tag = static_cast<std::uint64_t>(s.op) | static_cast<std::uint64_t>(s.dtype) << 8 |
+  const std::uint64_t tag = static_cast<std::uint64_t>(s.op) |
+                            static_cast<std::uint64_t>(s.dtype) << 8 |
                             static_cast<std::uint64_t>(s.flag) << 16;
   return mix(mix(mix(tag ^ static_cast<std::uint64_t>(s.m)) ^ static_cast<std::uint64_t>(s.n)) ^
              static_cast<std::uint64_t>(s.k));

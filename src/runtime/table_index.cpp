@@ -20,14 +20,18 @@ std::string label_of(const table::OpTable& t, std::size_t i) {
 // The row's key and axis range, or why libattune-rt cannot dispatch it.
 Status key_row(const table::OpTable& t, const OpSignature& op, std::size_t i, IndexedRow& out) {
   const table::Row& r = t.rows[i];
-  auto bad = [&](const std::string& why) { return Error::invalid_argument(label_of(t, i) + ": " + why); };
-  if (r.backend != "cuda") return bad(fmt::format("backend '{}' is not one libattune-rt runs (cuda)", r.backend));
+  auto bad = [&](const std::string& why) {
+    return Error::invalid_argument(label_of(t, i) + ": " + why);
+  };
+  if (r.backend != "cuda")
+    return bad(fmt::format("backend '{}' is not one libattune-rt runs (cuda)", r.backend));
   // A bucket row's problem leaves its axis to the bucket; a stand-in size keys the rest.
   const std::string& axis = op.sizes.front();
   Problem problem = r.problem;
   if (r.bucket) {
     if (r.bucket->axis != axis)
-      return bad(fmt::format("a bucket over '{}': libattune-rt buckets {} over '{}' only", r.bucket->axis, t.op, axis));
+      return bad(fmt::format("a bucket over '{}': libattune-rt buckets {} over '{}' only",
+                             r.bucket->axis, t.op, axis));
     if (r.bucket->lo < 1) return bad("a bucket starting below 1");
     auto attrs = problem.attrs();
     attrs.insert_or_assign(axis, std::string("1"));
@@ -57,7 +61,8 @@ Result<TableIndex> TableIndex::build(const table::Table& table) {
       continue;
     }
     if (t.dtype != "bf16" && t.dtype != "fp16")
-      return Error::invalid_argument(fmt::format("{} {}: libattune-rt runs bf16 and fp16 only", t.op, t.dtype));
+      return Error::invalid_argument(
+          fmt::format("{} {}: libattune-rt runs bf16 and fp16 only", t.op, t.dtype));
     for (std::size_t i = 0; i < t.rows.size(); ++i) {
       IndexedRow r;
       ATTUNE_TRY(key_row(t, *op, i, r));
@@ -70,18 +75,25 @@ Result<TableIndex> TableIndex::build(const table::Table& table) {
   std::map<GroupKey, std::vector<Span>> grouped;
   for (std::size_t i = 0; i < ix.rows_.size(); ++i) {
     const IndexedRow& r = ix.rows_[i];
-    grouped[{static_cast<int>(r.key.op), static_cast<int>(r.key.dtype), r.key.flag, r.key.n, r.key.k}].push_back(
-        {r.lo, r.hi, static_cast<std::int32_t>(i)});
+    grouped[{static_cast<int>(r.key.op), static_cast<int>(r.key.dtype), r.key.flag, r.key.n,
+             r.key.k}]
+        .push_back({r.lo, r.hi, static_cast<std::int32_t>(i)});
   }
   for (auto& [key, spans] : grouped) {
     std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
     for (std::size_t i = 1; i < spans.size(); ++i)
       if (spans[i].lo <= spans[i - 1].hi)
-        return Error::invalid_argument(fmt::format("{} and {} answer the same shapes",
-                                                   ix.rows_[static_cast<std::size_t>(spans[i - 1].row)].label,
-                                                   ix.rows_[static_cast<std::size_t>(spans[i].row)].label));
-    Group g{static_cast<OpKind>(std::get<0>(key)), static_cast<Dtype>(std::get<1>(key)), std::get<2>(key),
-            std::get<3>(key), std::get<4>(key), ix.spans_.size(), ix.spans_.size() + spans.size()};
+        return Error::invalid_argument(
+            fmt::format("{} and {} answer the same shapes",
+                        ix.rows_[static_cast<std::size_t>(spans[i - 1].row)].label,
+                        ix.rows_[static_cast<std::size_t>(spans[i].row)].label));
+    Group g{static_cast<OpKind>(std::get<0>(key)),
+            static_cast<Dtype>(std::get<1>(key)),
+            std::get<2>(key),
+            std::get<3>(key),
+            std::get<4>(key),
+            ix.spans_.size(),
+            ix.spans_.size() + spans.size()};
     ix.spans_.insert(ix.spans_.end(), spans.begin(), spans.end());
     ix.groups_.push_back(g);
   }

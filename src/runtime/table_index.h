@@ -19,9 +19,9 @@ namespace attune::runtime {
 struct IndexedRow {
   const table::Row* row = nullptr;  // in the indexed Table
   OpKind op{};
-  int number = 0;                   // 1-based, over the table's op tables in order
-  std::string label;                // "gemm bf16 row 3 (gemm:bias=0,...,n=4096 m=[1, 16])"
-  ShapeKey key;                     // key.m unused; [lo, hi] is the axis range
+  int number = 0;     // 1-based, over the table's op tables in order
+  std::string label;  // "gemm bf16 row 3 (gemm:bias=0,...,n=4096 m=[1, 16])"
+  ShapeKey key;       // key.m unused; [lo, hi] is the axis range
   std::int64_t lo = 0, hi = 0;
   bool bucketed = false;
 };
@@ -45,7 +45,8 @@ class TableIndex {
       const std::int32_t g = cells_[i];
       if (g < 0) return nullptr;
       const Group& grp = groups_[static_cast<std::size_t>(g)];
-      if (grp.op == key.op && grp.dtype == key.dtype && grp.flag == key.flag && grp.n == key.n && grp.k == key.k)
+      if (grp.op == key.op && grp.dtype == key.dtype && grp.flag == key.flag && grp.n == key.n &&
+          grp.k == key.k)
         return find_in(grp, key.m);
     }
   }
@@ -77,8 +78,10 @@ class TableIndex {
     std::size_t lo = g.begin, hi = g.end;
     while (lo < hi) {
       const std::size_t mid = (lo + hi) / 2;
-      if (spans_[mid].lo <= m) lo = mid + 1;
-      else hi = mid;
+      if (spans_[mid].lo <= m)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     if (lo == g.begin) return nullptr;
     const Span& s = spans_[lo - 1];

@@ -71,14 +71,19 @@ class Annealing final : public Strategy {
 }  // namespace
 
 const OptionList<AnnealingOptions>& annealing_option_list() {
-  static const OptionList<AnnealingOptions> list = OptionList<AnnealingOptions>()
-      .add("start_temperature", &AnnealingOptions::start_temperature, above(0),
-           "starting temperature in log-time units (0.3: a 30% slower move is taken ~37% of the time)")
-      .add("end_temperature", &AnnealingOptions::end_temperature, at_least(0), "the temperature it cools to")
-      .add("cooling", &AnnealingOptions::cooling, {0, 1, true}, "temperature factor per evaluation")
-      .add("max_step", &AnnealingOptions::max_step, at_least(0), "option positions one move may jump; 0: any")
-      .add("restart_after", &AnnealingOptions::restart_after, at_least(1),
-           "evaluations without a new best before restarting from the best");
+  static const OptionList<AnnealingOptions> list =
+      OptionList<AnnealingOptions>()
+          .add("start_temperature", &AnnealingOptions::start_temperature, above(0),
+               "starting temperature in log-time units (0.3: a 30% slower move is taken ~37% of "
+               "the time)")
+          .add("end_temperature", &AnnealingOptions::end_temperature, at_least(0),
+               "the temperature it cools to")
+          .add("cooling", &AnnealingOptions::cooling, {0, 1, true},
+               "temperature factor per evaluation")
+          .add("max_step", &AnnealingOptions::max_step, at_least(0),
+               "option positions one move may jump; 0: any")
+          .add("restart_after", &AnnealingOptions::restart_after, at_least(1),
+               "evaluations without a new best before restarting from the best");
   return list;
 }
 

@@ -11,11 +11,11 @@
 namespace attune::search {
 
 struct AnnealingOptions {
-  double start_temperature = 0.3;   // in log-time units: a 30% slower move is taken ~37% of the time
+  double start_temperature = 0.3;  // in log-time units: a 30% slower move is taken ~37% of the time
   double end_temperature = 0.005;
-  double cooling = 0.99;            // per evaluation
-  std::uint32_t max_step = 2;       // option positions one move may jump (0 = any)
-  int restart_after = 60;           // evaluations without a new best before restarting from the best
+  double cooling = 0.99;       // per evaluation
+  std::uint32_t max_step = 2;  // option positions one move may jump (0 = any)
+  int restart_after = 60;      // evaluations without a new best before restarting from the best
 };
 
 // The AnnealingOptions --strategy-option sets.

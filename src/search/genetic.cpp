@@ -22,7 +22,8 @@ class Genetic final : public Strategy {
     if (g_.population < 2) g_.population = 2;
     g_.elite = std::min(g_.elite, g_.population - 1);
     g_.tournament = std::max<std::size_t>(1, g_.tournament);
-    if (g_.mutation <= 0) g_.mutation = space_.depth() ? 1.0 / static_cast<double>(space_.depth()) : 0;
+    if (g_.mutation <= 0)
+      g_.mutation = space_.depth() ? 1.0 / static_cast<double>(space_.depth()) : 0;
   }
 
   std::string name() const override { return "genetic"; }
@@ -61,8 +62,8 @@ class Genetic final : public Strategy {
     std::sort(pool.begin(), pool.end(),
               [](const Member& a, const Member& b) { return a.cost < b.cost; });
     if (pool.size() > g_.population) pool.resize(g_.population);
-    elite_.assign(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(
-                                                   std::min(g_.elite, pool.size())));
+    elite_.assign(pool.begin(),
+                  pool.begin() + static_cast<std::ptrdiff_t>(std::min(g_.elite, pool.size())));
     for (std::size_t n = 0; n < g_.population && !pool.empty(); ++n) {
       std::optional<Point> child;
       for (int t = 0; t < 16 && !child; ++t) {
@@ -121,12 +122,16 @@ class Genetic final : public Strategy {
 }  // namespace
 
 const OptionList<GeneticOptions>& genetic_option_list() {
-  static const OptionList<GeneticOptions> list = OptionList<GeneticOptions>()
-      .add("population", &GeneticOptions::population, at_least(2), "configs bred per generation")
-      .add("elite", &GeneticOptions::elite, at_least(0),
-           "survivors copied into the next generation's parents (at most population - 1)")
-      .add("tournament", &GeneticOptions::tournament, at_least(1), "configs drawn per parent selection")
-      .add("mutation", &GeneticOptions::mutation, between(0, 1), "per-knob mutation probability; 0: 1 / knobs");
+  static const OptionList<GeneticOptions> list =
+      OptionList<GeneticOptions>()
+          .add("population", &GeneticOptions::population, at_least(2),
+               "configs bred per generation")
+          .add("elite", &GeneticOptions::elite, at_least(0),
+               "survivors copied into the next generation's parents (at most population - 1)")
+          .add("tournament", &GeneticOptions::tournament, at_least(1),
+               "configs drawn per parent selection")
+          .add("mutation", &GeneticOptions::mutation, between(0, 1),
+               "per-knob mutation probability; 0: 1 / knobs");
   return list;
 }
 

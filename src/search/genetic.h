@@ -13,9 +13,9 @@ namespace attune::search {
 
 struct GeneticOptions {
   std::size_t population = 20;
-  std::size_t elite = 2;           // survivors copied into the next generation's parents
+  std::size_t elite = 2;  // survivors copied into the next generation's parents
   std::size_t tournament = 3;
-  double mutation = 0.0;           // per-knob probability; 0: 1 / number of knobs
+  double mutation = 0.0;  // per-knob probability; 0: 1 / number of knobs
 };
 
 // The GeneticOptions --strategy-option sets.

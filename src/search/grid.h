@@ -8,7 +8,10 @@ namespace attune {
 class GridStrategy final : public Strategy {
  public:
   GridStrategy(const Space& space, std::uint32_t shard_index, std::uint32_t shard_count)
-      : space_(space), it_(space_.enumerate()), shard_index_(shard_index), shard_count_(shard_count) {}
+      : space_(space),
+        it_(space_.enumerate()),
+        shard_index_(shard_index),
+        shard_count_(shard_count) {}
   std::string name() const override { return "grid"; }
   std::optional<Point> propose() override;
   void observe(const Point&, Verdict, std::optional<double>) override {}

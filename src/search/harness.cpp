@@ -21,8 +21,7 @@ Result<Trace> run_strategy(Strategy& strategy, const Space& space, const Evaluat
       return Error::internal(strategy.name() + " proposed an illegal point after " +
                              std::to_string(trace.proposed.size()) + " evaluations");
     if (!seen.insert(*p).second)
-      return Error::internal(strategy.name() + " proposed '" + space.config(*p).text() +
-                             "' twice");
+      return Error::internal(strategy.name() + " proposed '" + space.config(*p).text() + "' twice");
     Evaluation e = evaluate(*p);
     if (e.verdict == Verdict::kOk && e.time_us && *e.time_us < best) best = *e.time_us;
     strategy.observe(*p, e.verdict, e.verdict == Verdict::kOk ? e.time_us : std::nullopt);

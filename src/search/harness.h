@@ -23,9 +23,9 @@ struct Evaluation {
 using Evaluate = std::function<Evaluation(const Point&)>;
 
 struct Trace {
-  std::vector<Point> proposed;          // in order
-  std::vector<double> best_us;          // best ok time after each evaluation; +inf while none
-  bool exhausted = false;               // the strategy stopped proposing before the budget
+  std::vector<Point> proposed;  // in order
+  std::vector<double> best_us;  // best ok time after each evaluation; +inf while none
+  bool exhausted = false;       // the strategy stopped proposing before the budget
   std::size_t evaluations() const { return proposed.size(); }
 };
 

@@ -25,7 +25,7 @@ struct Node {
   bool have_options = false;
   std::vector<std::uint32_t> options;  // legal options of the next knob
   std::uint64_t prior_generation = ~0ULL;
-  std::vector<double> prior;           // normalised, parallel to options
+  std::vector<double> prior;  // normalised, parallel to options
 };
 }  // namespace
 
@@ -162,11 +162,10 @@ struct Mcts::State {
         const bool on_incumbent_path =
             incumbent && std::equal(prefix.begin(), prefix.end(), incumbent->begin());
         // An untried child is worth, in expectation, what one result below its parent was.
-        const double first_play =
-            std::isfinite(best_us) && n->visits > 0
-                ? o.first_play * std::pow(best_us, o.value_power) * n->value_sum /
-                      static_cast<double>(n->visits)
-                : 0.0;
+        const double first_play = std::isfinite(best_us) && n->visits > 0
+                                      ? o.first_play * std::pow(best_us, o.value_power) *
+                                            n->value_sum / static_cast<double>(n->visits)
+                                      : 0.0;
         double best_score = -kInf;
         std::size_t pick = n->options.size();
         bool pick_untried = false;
@@ -192,8 +191,8 @@ struct Mcts::State {
             double q = std::isfinite(cn.best_us) && std::isfinite(best_us)
                            ? std::pow(best_us / cn.best_us, o.value_power)
                            : 0.0;
-            score = q + o.exploration * pr[i] * width * sqrt_n /
-                            (1.0 + static_cast<double>(cn.visits));
+            score =
+                q + o.exploration * pr[i] * width * sqrt_n / (1.0 + static_cast<double>(cn.visits));
           }
           // A tiny seeded jitter breaks ties (an uniform prior's untried siblings) at random
           // instead of always by option order.
@@ -251,20 +250,22 @@ struct Mcts::State {
 };
 
 const OptionList<MctsOptions>& mcts_option_list() {
-  static const OptionList<MctsOptions> list = OptionList<MctsOptions>()
-      .add("exploration", &MctsOptions::exploration, at_least(0), "weight of the prior-weighted exploration bonus")
-      .add("value_power", &MctsOptions::value_power, above(0),
-           "value = (best overall / best below)^power; higher sharpens near-ties")
-      .add("incumbent_bias", &MctsOptions::incumbent_bias, between(0, 1),
-           "rollout: chance to keep the incumbent's option at each fork")
-      .add("incumbent_tail", &MctsOptions::incumbent_tail, between(0, 1),
-           "rollout: chance to complete a config with the incumbent's options")
-      .add("neighbour_bias", &MctsOptions::neighbour_bias, between(0, 1),
-           "rollout, otherwise: chance to take an option next to the incumbent's")
-      .add("initial_samples", &MctsOptions::initial_samples, at_least(0),
-           "points drawn by the prior after the baseline, before the first descent")
-      .add("first_play", &MctsOptions::first_play, at_least(0),
-           "an untried child's value, as a fraction of the mean value below its parent");
+  static const OptionList<MctsOptions> list =
+      OptionList<MctsOptions>()
+          .add("exploration", &MctsOptions::exploration, at_least(0),
+               "weight of the prior-weighted exploration bonus")
+          .add("value_power", &MctsOptions::value_power, above(0),
+               "value = (best overall / best below)^power; higher sharpens near-ties")
+          .add("incumbent_bias", &MctsOptions::incumbent_bias, between(0, 1),
+               "rollout: chance to keep the incumbent's option at each fork")
+          .add("incumbent_tail", &MctsOptions::incumbent_tail, between(0, 1),
+               "rollout: chance to complete a config with the incumbent's options")
+          .add("neighbour_bias", &MctsOptions::neighbour_bias, between(0, 1),
+               "rollout, otherwise: chance to take an option next to the incumbent's")
+          .add("initial_samples", &MctsOptions::initial_samples, at_least(0),
+               "points drawn by the prior after the baseline, before the first descent")
+          .add("first_play", &MctsOptions::first_play, at_least(0),
+               "an untried child's value, as a fraction of the mean value below its parent");
   return list;
 }
 
@@ -341,14 +342,17 @@ Status Mcts::import_nodes(const std::vector<TreeNode>& rows) {
     const std::string& t = r.path;
     while (start < t.size()) {
       std::size_t comma = t.find(',', start);
-      std::string part = t.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      std::string part =
+          t.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       std::size_t eq = part.find('=');
       std::size_t k = p.size();
-      if (eq == std::string::npos || k >= space.depth() || part.substr(0, eq) != space.knobs()[k].name)
+      if (eq == std::string::npos || k >= space.depth() ||
+          part.substr(0, eq) != space.knobs()[k].name)
         return Error::invalid_argument("search node '" + t + "' does not match the space's knobs");
       std::string value = part.substr(eq + 1);
       const auto& opts = space.knobs()[k].options;
-      auto it = std::find_if(opts.begin(), opts.end(), [&](const Value& v) { return v.text() == value; });
+      auto it =
+          std::find_if(opts.begin(), opts.end(), [&](const Value& v) { return v.text() == value; });
       if (it == opts.end())
         return Error::invalid_argument("search node '" + t + "': knob '" + space.knobs()[k].name +
                                        "' has no option '" + value + "'");

@@ -1,14 +1,14 @@
 // mcts: Monte Carlo tree search over a Space's forks (knob 0 at the root, one level per knob).
 // After the baseline, a few points drawn at random by the prior (uniform when cold) seed the
-// tree's statistics. Then descent picks the child maximising value + exploration bonus, where value is the best time
-// found below the child relative to the best found overall, and the bonus is weighted by the
-// prior's score for the child. An untried child is attractive by its prior alone (siblings are
-// not forced to be tried once). Below the chosen untried child, the config is completed by a
-// rollout that prefers the incumbent's options and then the prior's. Results are backed up along
-// the path, with the mean value below each node, which an untried child inherits in part (first-
-// play urgency); fully explored subtrees and dead-end prefixes are closed, so no point is proposed
-// twice. The tree exports to and imports from SearchNode-like rows so a later run continues.
-// Deterministic for a seed. One thread at a time.
+// tree's statistics. Then descent picks the child maximising value + exploration bonus, where value
+// is the best time found below the child relative to the best found overall, and the bonus is
+// weighted by the prior's score for the child. An untried child is attractive by its prior alone
+// (siblings are not forced to be tried once). Below the chosen untried child, the config is
+// completed by a rollout that prefers the incumbent's options and then the prior's. Results are
+// backed up along the path, with the mean value below each node, which an untried child inherits in
+// part (first- play urgency); fully explored subtrees and dead-end prefixes are closed, so no point
+// is proposed twice. The tree exports to and imports from SearchNode-like rows so a later run
+// continues. Deterministic for a seed. One thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -25,15 +25,15 @@ namespace attune::search {
 
 // Scores (any non-negative scale; normalised per fork) for the legal options of the knob after
 // `prefix`. The prior layer provides this; empty means uniform.
-using ChildScores =
-    std::function<std::vector<double>(const Point& prefix, const std::vector<std::uint32_t>& options)>;
+using ChildScores = std::function<std::vector<double>(const Point& prefix,
+                                                      const std::vector<std::uint32_t>& options)>;
 
 struct MctsOptions {
-  double exploration = 0.25;      // weight of the bonus (prior relative to uniform)
-  double value_power = 4.0;       // value = (best overall / best below)^power: sharpens near-ties
-  double incumbent_bias = 0.7;    // rollout: chance to keep the incumbent's option at each fork
-  double incumbent_tail = 0.5;    // rollout: chance to complete with the incumbent's options
-  double neighbour_bias = 0.5;    // rollout, otherwise: chance to take an option next to it
+  double exploration = 0.25;    // weight of the bonus (prior relative to uniform)
+  double value_power = 4.0;     // value = (best overall / best below)^power: sharpens near-ties
+  double incumbent_bias = 0.7;  // rollout: chance to keep the incumbent's option at each fork
+  double incumbent_tail = 0.5;  // rollout: chance to complete with the incumbent's options
+  double neighbour_bias = 0.5;  // rollout, otherwise: chance to take an option next to it
   // Points drawn after the baseline and before the first descent, each fork's option by the
   // prior's weight (uniform when cold). Without them the descent stays in the baseline's
   // subtree for its first ~15 evaluations and varies the deepest knobs first: on dedispersion
@@ -46,7 +46,7 @@ struct MctsOptions {
   // the descent tries new options sooner, and where they are far it keeps to the best child.
   // 0: an untried child is attractive by the bonus alone. 0.25 was chosen on seeds 100..119.
   double first_play = 0.25;
-  ChildScores prior;              // empty: a cold (uniform) prior
+  ChildScores prior;  // empty: a cold (uniform) prior
   // Changes whenever the prior's scores may have changed (a refit), dropping cached scores.
   std::function<std::uint64_t()> prior_generation;
 };

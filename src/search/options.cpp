@@ -12,8 +12,9 @@ std::string Range::text() const {
   return lo_open ? fmt::format("> {} and <= {}", lo, hi) : fmt::format("{}..{}", lo, hi);
 }
 
-Result<double> parse_option_value(const std::string& strategy, const std::string& name, const std::string& text,
-                                  bool integer, const Range& range, double limit) {
+Result<double> parse_option_value(const std::string& strategy, const std::string& name,
+                                  const std::string& text, bool integer, const Range& range,
+                                  double limit) {
   const char* first = text.data();
   const char* last = text.data() + text.size();
   double v = 0;
@@ -27,22 +28,25 @@ Result<double> parse_option_value(const std::string& strategy, const std::string
     auto r = std::from_chars(first, last, v);
     parsed = !text.empty() && r.ec == std::errc() && r.ptr == last && std::isfinite(v);
   }
-  const std::string what = fmt::format("{} ({} {})", name, integer ? "an integer" : "a real number", range.text());
+  const std::string what =
+      fmt::format("{} ({} {})", name, integer ? "an integer" : "a real number", range.text());
   if (!parsed)
-    return Error::invalid_argument(
-        fmt::format("--strategy-option {}={}: '{}' is not {}", name, text, text, integer ? "an integer" : "a number") +
-        "; " + strategy + " takes " + what);
+    return Error::invalid_argument(fmt::format("--strategy-option {}={}: '{}' is not {}", name,
+                                               text, text, integer ? "an integer" : "a number") +
+                                   "; " + strategy + " takes " + what);
   if (!range.contains(v) || v > limit)
-    return Error::invalid_argument(fmt::format("--strategy-option {}={} is out of range; {} takes {}", name, text,
-                                               strategy, what));
+    return Error::invalid_argument(fmt::format(
+        "--strategy-option {}={} is out of range; {} takes {}", name, text, strategy, what));
   return v;
 }
 
-Error unknown_option(const std::string& strategy, const std::string& name, const std::vector<std::string>& known) {
+Error unknown_option(const std::string& strategy, const std::string& name,
+                     const std::vector<std::string>& known) {
   std::string list;
   for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-  return Error::invalid_argument("--strategy-option '" + name + "': " + strategy + " has no such option (known: " +
-                                 (list.empty() ? "none" : list) + ")");
+  return Error::invalid_argument("--strategy-option '" + name + "': " + strategy +
+                                 " has no such option (known: " + (list.empty() ? "none" : list) +
+                                 ")");
 }
 
 std::string option_default_text(double value, bool integer) {

@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <type_traits>
-#include <functional>
 #include <vector>
 
 #include "search/strategy.h"
@@ -26,18 +26,25 @@ struct Range {
   bool contains(double v) const { return (lo_open ? v > lo : v >= lo) && v <= hi; }
   std::string text() const;
 };
-inline Range at_least(double lo) { return {lo}; }
-inline Range above(double lo) { return {lo, std::numeric_limits<double>::infinity(), true}; }
-inline Range between(double lo, double hi) { return {lo, hi}; }
+inline Range at_least(double lo) {
+  return {lo};
+}
+inline Range above(double lo) {
+  return {lo, std::numeric_limits<double>::infinity(), true};
+}
+inline Range between(double lo, double hi) {
+  return {lo, hi};
+}
 
 // The number `text` stands for, as an option of `strategy` named `name` takes it (an integer
 // when `integer`), checked against `range` and `limit` (its field type's largest value);
 // invalid_argument naming the option and what it takes otherwise.
-Result<double> parse_option_value(const std::string& strategy, const std::string& name, const std::string& text,
-                                  bool integer, const Range& range,
+Result<double> parse_option_value(const std::string& strategy, const std::string& name,
+                                  const std::string& text, bool integer, const Range& range,
                                   double limit = std::numeric_limits<double>::infinity());
 // The invalid_argument for a setting no option of the strategy is called, listing the known ones.
-Error unknown_option(const std::string& strategy, const std::string& name, const std::vector<std::string>& known);
+Error unknown_option(const std::string& strategy, const std::string& name,
+                     const std::vector<std::string>& known);
 std::string option_default_text(double value, bool integer);
 
 template <typename Options>
@@ -68,13 +75,15 @@ class OptionList {
   // Sets the fields named in settings; the others keep their values.
   Status apply(const std::string& strategy, const StrategySettings& settings, Options& out) const {
     for (const auto& [name, text] : settings) {
-      auto e = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& x) { return x.name == name; });
+      auto e = std::find_if(entries_.begin(), entries_.end(),
+                            [&](const Entry& x) { return x.name == name; });
       if (e == entries_.end()) {
         std::vector<std::string> known;
         for (const auto& k : entries_) known.push_back(k.name);
         return unknown_option(strategy, name, known);
       }
-      ATTUNE_ASSIGN(double v, parse_option_value(strategy, name, text, e->integer, e->range, e->limit));
+      ATTUNE_ASSIGN(double v,
+                    parse_option_value(strategy, name, text, e->integer, e->range, e->limit));
       e->set(out, v);
     }
     return Status::success();

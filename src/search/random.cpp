@@ -6,7 +6,8 @@ std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t n) {
   // Rejection sampling removes the modulo bias.
   const std::uint64_t limit = UINT64_MAX - UINT64_MAX % n;
   std::uint64_t x;
-  do x = rng(); while (x >= limit);
+  do x = rng();
+  while (x >= limit);
   return x % n;
 }
 

@@ -15,16 +15,17 @@ namespace {
 // A strategy whose options struct O is set from its option list, then made by make(space,
 // options, O, context).
 template <typename O, typename Make>
-Registration registration(std::string name, bool shardable, bool takes_prior, const OptionList<O>& list,
-                          Make make) {
+Registration registration(std::string name, bool shardable, bool takes_prior,
+                          const OptionList<O>& list, Make make) {
   Registration r;
   r.info = {name, shardable, takes_prior, list.info()};
   r.check = [name, &list](const StrategySettings& settings) {
     O o;
     return list.apply(name, settings, o);
   };
-  r.make = [name, &list, make](const Space& space, const StrategyOptions& options,
-                               const StrategyContext& context) -> Result<std::unique_ptr<Strategy>> {
+  r.make = [name, &list, make](
+               const Space& space, const StrategyOptions& options,
+               const StrategyContext& context) -> Result<std::unique_ptr<Strategy>> {
     O o;
     ATTUNE_TRY(list.apply(name, options.settings, o));
     return make(space, options, std::move(o), context);
@@ -55,27 +56,27 @@ const std::vector<Registration>& registrations() {
   static const std::vector<Registration> table = {
       without_options("grid", true,
                       [](const Space& s, const StrategyOptions& o) {
-                        return std::unique_ptr<Strategy>(new GridStrategy(s, o.shard_index, o.shard_count));
+                        return std::unique_ptr<Strategy>(
+                            new GridStrategy(s, o.shard_index, o.shard_count));
                       }),
       without_options("random", false,
                       [](const Space& s, const StrategyOptions& o) {
                         return std::unique_ptr<Strategy>(new RandomStrategy(s, o.seed));
                       }),
       // mcts is the one a prior steers (the store's newest usable one, see tune/tuner.cpp).
-      registration("mcts", false, true, mcts_option_list(),
-                   [](const Space& s, const StrategyOptions& o, MctsOptions m, const StrategyContext& c) {
-                     m.prior = c.prior;
-                     m.prior_generation = c.prior_generation;
-                     return std::unique_ptr<Strategy>(new Mcts(s, o, std::move(m)));
-                   }),
+      registration(
+          "mcts", false, true, mcts_option_list(),
+          [](const Space& s, const StrategyOptions& o, MctsOptions m, const StrategyContext& c) {
+            m.prior = c.prior;
+            m.prior_generation = c.prior_generation;
+            return std::unique_ptr<Strategy>(new Mcts(s, o, std::move(m)));
+          }),
       registration("annealing", false, false, annealing_option_list(),
-                   [](const Space& s, const StrategyOptions& o, AnnealingOptions a, const StrategyContext&) {
-                     return make_annealing(s, o, a);
-                   }),
+                   [](const Space& s, const StrategyOptions& o, AnnealingOptions a,
+                      const StrategyContext&) { return make_annealing(s, o, a); }),
       registration("genetic", false, false, genetic_option_list(),
-                   [](const Space& s, const StrategyOptions& o, GeneticOptions g, const StrategyContext&) {
-                     return make_genetic(s, o, g);
-                   }),
+                   [](const Space& s, const StrategyOptions& o, GeneticOptions g,
+                      const StrategyContext&) { return make_genetic(s, o, g); }),
   };
   return table;
 }
@@ -86,7 +87,9 @@ const Registration* find_registration(const std::string& name) {
   return nullptr;
 }
 
-std::vector<std::string> search_strategy_names() { return {"mcts", "annealing", "genetic"}; }
+std::vector<std::string> search_strategy_names() {
+  return {"mcts", "annealing", "genetic"};
+}
 
 std::unique_ptr<Strategy> make_search_strategy(const std::string& name, const Space& space,
                                                const StrategyOptions& options) {

@@ -16,7 +16,9 @@ struct Registration {
   StrategyInfo info;
   // Checks settings against info.options without making the strategy.
   std::function<Status(const StrategySettings&)> check;
-  std::function<Result<std::unique_ptr<Strategy>>(const Space&, const StrategyOptions&, const StrategyContext&)> make;
+  std::function<Result<std::unique_ptr<Strategy>>(const Space&, const StrategyOptions&,
+                                                  const StrategyContext&)>
+      make;
 };
 
 // grid, random, mcts, annealing, genetic.

@@ -30,7 +30,8 @@ Status check_strategy_settings(const std::string& name, const StrategySettings& 
 }
 
 Result<std::unique_ptr<Strategy>> make_strategy(const std::string& name, const Space& space,
-                                                const StrategyOptions& o, const StrategyContext& context) {
+                                                const StrategyOptions& o,
+                                                const StrategyContext& context) {
   if (o.shard_count == 0 || o.shard_index >= o.shard_count)
     return Error::invalid_argument("shard " + std::to_string(o.shard_index) + "/" +
                                    std::to_string(o.shard_count) +

@@ -37,7 +37,8 @@ struct StrategyOptions {
 struct StrategyContext {
   // Scores (any non-negative scale) for the legal options of the knob after a prefix; empty: a
   // cold (uniform) prior.
-  std::function<std::vector<double>(const Point& prefix, const std::vector<std::uint32_t>& options)> prior;
+  std::function<std::vector<double>(const Point& prefix, const std::vector<std::uint32_t>& options)>
+      prior;
   // Changes whenever the prior's scores may have changed (a refit).
   std::function<std::uint64_t()> prior_generation;
 };
@@ -86,8 +87,8 @@ struct StrategyOptionInfo {
 
 struct StrategyInfo {
   std::string name;
-  bool shardable = false;     // takes --shard
-  bool takes_prior = false;   // steered by StrategyContext::prior
+  bool shardable = false;    // takes --shard
+  bool takes_prior = false;  // steered by StrategyContext::prior
   std::vector<StrategyOptionInfo> options;
 };
 

@@ -38,7 +38,9 @@ std::uint64_t Rng::below(std::uint64_t n) {
   }
 }
 
-double Rng::real() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+double Rng::real() {
+  return static_cast<double>(next() >> 11) * 0x1.0p-53;
+}
 
 std::size_t PointHasher::operator()(const Point& p) const {
   std::uint64_t h = 0x9e3779b97f4a7c15ULL;
@@ -47,8 +49,9 @@ std::size_t PointHasher::operator()(const Point& p) const {
 }
 
 double log_cost(Verdict verdict, std::optional<double> time_us) {
-  return verdict == Verdict::kOk && time_us && *time_us > 0 ? std::log(*time_us)
-                                                            : std::numeric_limits<double>::infinity();
+  return verdict == Verdict::kOk && time_us && *time_us > 0
+             ? std::log(*time_us)
+             : std::numeric_limits<double>::infinity();
 }
 
 bool legal(const Space& space, const Point& point) {
@@ -66,7 +69,10 @@ std::optional<Point> random_completion(const Space& space, const Point& prefix, 
   }
   Point p = prefix;
   std::vector<std::uint32_t> opts = space.legal_options(p);
-  if (order) order(p, opts); else rng.shuffle(opts);
+  if (order)
+    order(p, opts);
+  else
+    rng.shuffle(opts);
   for (std::uint32_t o : opts) {
     p.push_back(o);
     auto r = random_completion(space, p, rng, visited, order);

@@ -12,7 +12,8 @@ namespace {
 // file name, as in "runs:2024.db").
 std::string url_scheme(const std::string& url) {
   const auto sep = url.find("://");
-  if (sep == std::string::npos || sep == 0 || !std::isalpha(static_cast<unsigned char>(url[0]))) return "";
+  if (sep == std::string::npos || sep == 0 || !std::isalpha(static_cast<unsigned char>(url[0])))
+    return "";
   for (std::size_t i = 0; i < sep; ++i) {
     const unsigned char c = static_cast<unsigned char>(url[i]);
     if (!std::isalnum(c) && c != '+' && c != '-' && c != '.') return "";
@@ -27,10 +28,14 @@ Result<std::unique_ptr<Store>> open_store(const std::string& url, bool create_if
   std::string path = url;
   if (path.rfind("sqlite:", 0) == 0) {
     path = path.substr(7);
-    if (path.rfind("//", 0) == 0) path = path.substr(2);  // sqlite:///abs/a.db as a file URL writes it
-    if (path.empty()) return Error::invalid_argument("--db '" + url + "' names no file; give sqlite:PATH");
-  } else if (const std::string scheme = url_scheme(url); scheme == "postgresql" || scheme == "postgres") {
-    return Error::unsupported("--db " + scheme + "://...: this attune was built without PostgreSQL support; "
+    if (path.rfind("//", 0) == 0)
+      path = path.substr(2);  // sqlite:///abs/a.db as a file URL writes it
+    if (path.empty())
+      return Error::invalid_argument("--db '" + url + "' names no file; give sqlite:PATH");
+  } else if (const std::string scheme = url_scheme(url);
+             scheme == "postgresql" || scheme == "postgres") {
+    return Error::unsupported("--db " + scheme +
+                              "://...: this attune was built without PostgreSQL support; "
                               "use an SQLite file path (or sqlite:PATH)");
   } else if (!scheme.empty()) {
     return Error::invalid_argument("--db '" + url + "': unknown database scheme '" + scheme +

@@ -19,15 +19,15 @@ namespace attune {
 // One tuning run: written when it starts, closed when it ends.
 struct RunInfo {
   std::int64_t id = 0;
-  std::string command;      // "tune"
-  std::string arguments;    // the argv as JSON
+  std::string command;    // "tune"
+  std::string arguments;  // the argv as JSON
   std::string strategy;
   std::uint64_t seed = 0;
-  std::string version;      // attune's version
+  std::string version;  // attune's version
   std::string device_key;
-  std::string started_at;   // ISO 8601 UTC, filled by the store
+  std::string started_at;  // ISO 8601 UTC, filled by the store
   std::string finished_at;
-  std::string status;       // running, done, failed, interrupted
+  std::string status;  // running, done, failed, interrupted
 };
 
 // One candidate's result, whatever its verdict.
@@ -37,16 +37,16 @@ struct MeasurementRow {
   std::string device_key;
   std::string problem_key;  // structural key
   std::string backend;
-  std::string config;       // canonical text
+  std::string config;  // canonical text
   std::string config_hash;
   Regime regime = Regime::kRank;  // the regime it was run in (also for failures)
   Outcome outcome;
-  std::string created_at;   // filled by the store
+  std::string created_at;  // filled by the store
 };
 
 // Filter for listing rows; empty fields match everything.
 struct MeasurementQuery {
-  std::string problem;        // a structural key, a problem name, or an op
+  std::string problem;  // a structural key, a problem name, or an op
   std::string device_key;
   std::string backend;
   std::optional<Regime> regime;
@@ -61,10 +61,10 @@ struct ProblemRecord {
 
 // A search-tree node of a strategy for one (device, problem): persisted so later runs continue.
 struct SearchNode {
-  std::string path;         // the node's prefix, canonical text of the decided knobs
+  std::string path;  // the node's prefix, canonical text of the decided knobs
   std::int64_t visits = 0;
-  double best_us = 0;       // best time found below this node; 0: none yet
-  std::string payload;      // strategy-specific JSON
+  double best_us = 0;   // best time found below this node; 0: none yet
+  std::string payload;  // strategy-specific JSON
 };
 
 // The config a backend's space names as the baseline of a problem: what runs where no tuned row
@@ -73,7 +73,7 @@ struct BaselineRecord {
   std::string device_key;
   std::string problem_key;  // structural key
   std::string backend;
-  std::string config;       // canonical text
+  std::string config;  // canonical text
   std::string config_hash;
   std::string recorded_at;  // filled by the store
 };
@@ -83,10 +83,10 @@ struct PriorRecord {
   std::string name;
   std::string created_at;
   std::int64_t rows = 0;
-  double calibration = 0;   // rank correlation on held-back rows
+  double calibration = 0;  // rank correlation on held-back rows
   bool quarantined = false;
-  std::string model;        // serialized model bytes
-  std::string reservoir;    // training rows
+  std::string model;      // serialized model bytes
+  std::string reservoir;  // training rows
 };
 
 // The contract every implementation keeps; tests/store/conformance.h checks it on each of them.

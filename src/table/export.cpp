@@ -59,7 +59,9 @@ std::string now_utc() {
   return buf;
 }
 
-double saved_pct(double us, double baseline_us) { return 100 * (1 - us / baseline_us); }
+double saved_pct(double us, double baseline_us) {
+  return 100 * (1 - us / baseline_us);
+}
 
 // Gathers the evidence of every problem measured on `device`. Problems that cannot be exported
 // at all (unknown backend, no trusted baseline) get a note.
@@ -81,8 +83,10 @@ Result<std::vector<Evidence>> collect(Store& store, const DeviceFingerprint& dev
   std::map<std::pair<std::string, std::string>, std::map<std::string, PerConfig>> groups;
   for (const auto& r : rows) {  // ascending id: a later row replaces an earlier one
     PerConfig& c = groups[{r.problem_key, r.backend}][r.config];
-    if (r.outcome.verdict != Verdict::kOk || (r.regime == Regime::kDeploy && !passed_gate(r))) c.failed = true;
-    else if (r.regime == Regime::kDeploy) c.deploy = &r;
+    if (r.outcome.verdict != Verdict::kOk || (r.regime == Regime::kDeploy && !passed_gate(r)))
+      c.failed = true;
+    else if (r.regime == Regime::kDeploy)
+      c.deploy = &r;
   }
 
   std::set<std::string> seen_problems;
@@ -105,15 +109,17 @@ Result<std::vector<Evidence>> collect(Store& store, const DeviceFingerprint& dev
     }
     ATTUNE_ASSIGN(auto baseline, store.find_baseline(device.key(), key, backend));
     if (!baseline) {
-      note("no baseline recorded (tuned before attune recorded baselines); run `attune tune` on it "
-           "again: it is answered from the database and records the baseline");
+      note(
+          "no baseline recorded (tuned before attune recorded baselines); run `attune tune` on it "
+          "again: it is answered from the database and records the baseline");
       continue;
     }
     auto b = configs.find(baseline->config);
     if (b == configs.end() || b->second.failed || !b->second.deploy) {
-      note(fmt::format("its baseline {} has no deploy-regime time that passed the gate: nothing can be "
-                       "shown to beat it",
-                       baseline->config));
+      note(fmt::format(
+          "its baseline {} has no deploy-regime time that passed the gate: nothing can be "
+          "shown to beat it",
+          baseline->config));
       continue;
     }
     Evidence ev;
@@ -123,7 +129,8 @@ Result<std::vector<Evidence>> collect(Store& store, const DeviceFingerprint& dev
     ev.baseline_us = b->second.deploy->outcome.measurement->median_us;
     for (const auto& [config, c] : configs)
       if (!c.failed && c.deploy)
-        ev.passing.emplace(config, Timing{c.deploy->outcome.measurement->median_us, *c.deploy->outcome.check});
+        ev.passing.emplace(
+            config, Timing{c.deploy->outcome.measurement->median_us, *c.deploy->outcome.check});
     out.push_back(std::move(ev));
   }
   *problems = seen_problems.size();
@@ -140,8 +147,10 @@ Result<std::vector<Evidence>> collect(Store& store, const DeviceFingerprint& dev
     Evidence& old = unique[it->second];
     const bool faster = ev.best().second.median_us < old.best().second.median_us;
     Evidence& dropped = faster ? old : ev;
-    notes->push_back({ev.problem.op(), dtype_of(ev.problem), ev.problem.text(),
-                      fmt::format("also measured on backend '{}'; the table keeps the faster backend", dropped.backend)});
+    notes->push_back(
+        {ev.problem.op(), dtype_of(ev.problem), ev.problem.text(),
+         fmt::format("also measured on backend '{}'; the table keeps the faster backend",
+                     dropped.backend)});
     if (faster) old = std::move(ev);
   }
   return unique;
@@ -169,9 +178,10 @@ std::optional<Row> best_row(const Evidence& ev, double min_pct, std::string* why
   }
   const double saved = saved_pct(t.median_us, ev.baseline_us);
   if (saved < min_pct) {
-    *why = fmt::format("the best config {} saves {:.1f}% of the baseline's {:.3g} us, under "
-                       "--min-improvement-pct {:g}: within noise; the runtime runs the baseline",
-                       config, saved, ev.baseline_us, min_pct);
+    *why = fmt::format(
+        "the best config {} saves {:.1f}% of the baseline's {:.3g} us, under "
+        "--min-improvement-pct {:g}: within noise; the runtime runs the baseline",
+        config, saved, ev.baseline_us, min_pct);
     return std::nullopt;
   }
   return exact_row(ev, config, t);
@@ -181,7 +191,8 @@ std::string edges_text(const std::vector<std::int64_t>& edges) {
   if (edges.empty()) return "powers of two ([1, 1], [2, 2], [3, 4], [5, 8], ...)";
   std::string s;
   for (auto e : edges) s += (s.empty() ? "" : ",") + std::to_string(e);
-  return "upper edges " + s + " (bucket i covers (edge[i-1], edge[i]]; points past the last edge share one bucket)";
+  return "upper edges " + s +
+         " (bucket i covers (edge[i-1], edge[i]]; points past the last edge share one bucket)";
 }
 
 std::string bucket_rule(const ExportOptions& o, const std::string& axis) {
@@ -210,8 +221,10 @@ std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int64_t>> assig
   std::vector<std::int64_t> past_last;
   for (std::int64_t v : points) {
     auto it = std::lower_bound(edges.begin(), edges.end(), v);
-    if (it == edges.end()) past_last.push_back(v);
-    else out[{it == edges.begin() ? floor : *std::prev(it) + 1, *it}].push_back(v);
+    if (it == edges.end())
+      past_last.push_back(v);
+    else
+      out[{it == edges.begin() ? floor : *std::prev(it) + 1, *it}].push_back(v);
   }
   if (!past_last.empty()) out[{edges.back() + 1, past_last.back()}] = past_last;
   return out;
@@ -224,7 +237,8 @@ void bucket_rows(const std::map<std::int64_t, const Evidence*>& points, const Pr
   std::vector<std::int64_t> values;
   for (const auto& [v, _] : points) values.push_back(v);
   for (const auto& [range, pts] : assign_buckets(values, o.bucket_edges)) {
-    const std::string where = fmt::format("{} {}=[{}, {}]", rest.text(), axis, range.first, range.second);
+    const std::string where =
+        fmt::format("{} {}=[{}, {}]", rest.text(), axis, range.first, range.second);
     auto note = [&](std::string what, std::string why) {
       notes->push_back({table->op, table->dtype, std::move(what), std::move(why)});
     };
@@ -246,7 +260,8 @@ void bucket_rows(const std::map<std::int64_t, const Evidence*>& points, const Pr
         const Evidence& ev = *points.at(p);
         auto t = ev.passing.find(config);
         // No-harm: measured here in the deploy regime, and no slower than this point's baseline.
-        if (ev.backend != c.backend || t == ev.passing.end() || t->second.median_us > ev.baseline_us) {
+        if (ev.backend != c.backend || t == ev.passing.end() ||
+            t->second.median_us > ev.baseline_us) {
           admissible = false;
           break;
         }
@@ -273,7 +288,8 @@ void bucket_rows(const std::map<std::int64_t, const Evidence*>& points, const Pr
       r.max_regret = chosen->max_regret;
       for (auto p : pts) {  // the worst error over the points: what the row can promise
         const Timing& t = points.at(p)->passing.at(chosen->config);
-        if (t.check.value / t.check.tolerance > r.error.value / r.error.tolerance) r.error = t.check;
+        if (t.check.value / t.check.tolerance > r.error.value / r.error.tolerance)
+          r.error = t.check;
         r.bucket->point_us.push_back(t.median_us);
         r.bucket->baseline_point_us.push_back(points.at(p)->baseline_us);
       }
@@ -300,7 +316,8 @@ void bucket_rows(const std::map<std::int64_t, const Evidence*>& points, const Pr
 
 // The bucket spec that applies to an op table, or nullopt (exact). An explicit OP:AXIS spec that
 // does not fit its op's problems is an error.
-Result<std::optional<BucketSpec>> bucketing_of(const std::string& op, const std::vector<const Evidence*>& evs,
+Result<std::optional<BucketSpec>> bucketing_of(const std::string& op,
+                                               const std::vector<const Evidence*>& evs,
                                                const std::vector<BucketSpec>& specs) {
   auto fits = [&](const std::string& axis) -> const Evidence* {
     for (const Evidence* ev : evs)
@@ -310,8 +327,9 @@ Result<std::optional<BucketSpec>> bucketing_of(const std::string& op, const std:
   for (const auto& s : specs)
     if (s.op == op) {
       if (const Evidence* bad = fits(s.axis))
-        return Error::invalid_argument(fmt::format("--bucket {}:{}: problem {} has no integer attribute '{}'",
-                                                   s.op, s.axis, bad->problem.text(), s.axis));
+        return Error::invalid_argument(
+            fmt::format("--bucket {}:{}: problem {} has no integer attribute '{}'", s.op, s.axis,
+                        bad->problem.text(), s.axis));
       return std::optional<BucketSpec>(s);
     }
   for (const auto& s : specs)
@@ -340,13 +358,14 @@ Result<BucketSpec> parse_bucket_spec(std::string_view text) {
     s.op = std::string(text.substr(0, colon));
     text.remove_prefix(colon + 1);
     if (!is_word(s.op))
-      return Error::invalid_argument(fmt::format("--bucket '{}:{}': '{}' is not an op name (e.g. --bucket gemm:m)",
-                                                 s.op, text, s.op));
+      return Error::invalid_argument(fmt::format(
+          "--bucket '{}:{}': '{}' is not an op name (e.g. --bucket gemm:m)", s.op, text, s.op));
   }
   s.axis = std::string(text);
   if (!is_word(s.axis))
-    return Error::invalid_argument(fmt::format("--bucket '{}': name an integer attribute, AXIS or OP:AXIS (e.g. m, gemm:m)",
-                                               s.op.empty() ? s.axis : s.op + ":" + s.axis));
+    return Error::invalid_argument(
+        fmt::format("--bucket '{}': name an integer attribute, AXIS or OP:AXIS (e.g. m, gemm:m)",
+                    s.op.empty() ? s.axis : s.op + ":" + s.axis));
   return s;
 }
 
@@ -359,13 +378,15 @@ Result<std::vector<std::int64_t>> parse_bucket_edges(std::string_view text) {
     std::int64_t v = 0;
     auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (ec != std::errc() || end != item.data() + item.size() || v <= 0)
-      return Error::invalid_argument(fmt::format("--bucket-edges '{}': '{}' is not a positive integer "
-                                                 "(give ascending upper edges, e.g. 1,2,4,8,16)",
-                                                 text, item));
+      return Error::invalid_argument(
+          fmt::format("--bucket-edges '{}': '{}' is not a positive integer "
+                      "(give ascending upper edges, e.g. 1,2,4,8,16)",
+                      text, item));
     if (!edges.empty() && v <= edges.back())
-      return Error::invalid_argument(fmt::format("--bucket-edges '{}': edges must be strictly ascending "
-                                                 "({} after {})",
-                                                 text, v, edges.back()));
+      return Error::invalid_argument(
+          fmt::format("--bucket-edges '{}': edges must be strictly ascending "
+                      "({} after {})",
+                      text, v, edges.back()));
     edges.push_back(v);
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
@@ -373,9 +394,11 @@ Result<std::vector<std::int64_t>> parse_bucket_edges(std::string_view text) {
   return edges;
 }
 
-Result<ExportResult> export_table(Store& store, const DeviceFingerprint& device, const ExportOptions& o) {
+Result<ExportResult> export_table(Store& store, const DeviceFingerprint& device,
+                                  const ExportOptions& o) {
   ExportResult res;
-  res.table.attune_version = o.attune_version.empty() ? std::string(ATTUNE_VERSION) : o.attune_version;
+  res.table.attune_version =
+      o.attune_version.empty() ? std::string(ATTUNE_VERSION) : o.attune_version;
   res.table.created_at = now_utc();
   res.table.device = device;
   ATTUNE_ASSIGN(std::vector<Evidence> evidence, collect(store, device, &res.notes, &res.problems));
@@ -391,8 +414,10 @@ Result<ExportResult> export_table(Store& store, const DeviceFingerprint& device,
     if (!spec) {
       for (const Evidence* ev : evs) {
         std::string why;
-        if (auto r = best_row(*ev, o.min_improvement_pct, &why)) t.rows.push_back(std::move(*r));
-        else res.notes.push_back({t.op, t.dtype, ev->problem.text(), why});
+        if (auto r = best_row(*ev, o.min_improvement_pct, &why))
+          t.rows.push_back(std::move(*r));
+        else
+          res.notes.push_back({t.op, t.dtype, ev->problem.text(), why});
       }
     } else {
       applied.emplace(spec->op, spec->axis);
@@ -400,10 +425,12 @@ Result<ExportResult> export_table(Store& store, const DeviceFingerprint& device,
       std::map<std::string, std::pair<Problem, std::map<std::int64_t, const Evidence*>>> groups;
       for (const Evidence* ev : evs) {
         Problem rest = without(ev->problem, spec->axis);
-        auto& g = groups.try_emplace(rest.text(), rest, std::map<std::int64_t, const Evidence*>{}).first->second;
+        auto& g = groups.try_emplace(rest.text(), rest, std::map<std::int64_t, const Evidence*>{})
+                      .first->second;
         g.second[*ev->problem.int_attr(spec->axis)] = ev;
       }
-      for (const auto& [_, g] : groups) bucket_rows(g.second, g.first, spec->axis, o, &t, &res.notes);
+      for (const auto& [_, g] : groups)
+        bucket_rows(g.second, g.first, spec->axis, o, &t, &res.notes);
     }
     if (t.rows.empty()) continue;
     std::sort(t.rows.begin(), t.rows.end(), [](const Row& a, const Row& b) {

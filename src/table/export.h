@@ -46,7 +46,7 @@ struct ExportNote {
 struct ExportResult {
   Table table;
   std::vector<ExportNote> notes;
-  std::size_t problems = 0;       // problems with deploy-regime rows on this device
+  std::size_t problems = 0;          // problems with deploy-regime rows on this device
   std::vector<BucketSpec> bucketed;  // the specs that bucketed at least one op table
   std::size_t rows() const;
 };

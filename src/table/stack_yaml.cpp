@@ -38,9 +38,11 @@ Result<std::string> to_stack_yaml(const Table& table, const StackNotes& r) {
   for (const auto& op : table.ops)
     for (const auto& row : op.rows) {
       if (!(row.median_us > 0) || row.median_us > row.baseline_us)
-        return Error::invalid_argument(fmt::format("{}: {} is slower than its baseline", row.problem.name(), row.config));
+        return Error::invalid_argument(
+            fmt::format("{}: {} is slower than its baseline", row.problem.name(), row.config));
       if (row.error.metric.empty() || !(row.error.value <= row.error.tolerance))
-        return Error::invalid_argument(fmt::format("{}: {} did not pass the correctness gate", row.problem.name(), row.config));
+        return Error::invalid_argument(fmt::format("{}: {} did not pass the correctness gate",
+                                                   row.problem.name(), row.config));
     }
   YAML::Emitter e;
   e.SetDoublePrecision(6);
@@ -94,7 +96,8 @@ Result<std::string> to_stack_yaml(const Table& table, const StackNotes& r) {
     e << YAML::Key << "name" << YAML::Value << p.name;
     e << YAML::Key << "status" << YAML::Value << stack_status(table, p);
     e << YAML::Key << "knobs" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    for (const auto& [k, v] : p.knobs) e << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
+    for (const auto& [k, v] : p.knobs)
+      e << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
     e << YAML::EndMap;
     e << YAML::Key << "config" << YAML::Value << (row ? row->config : p.baseline_config);
     e << YAML::Key << "records" << YAML::Value << p.records;

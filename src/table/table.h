@@ -45,13 +45,13 @@ struct Row {
   // and `bucket` says which values of it the row covers.
   Problem problem;
   std::optional<Bucket> bucket;
-  std::string backend;         // "cuda"
-  std::string config;          // canonical Config text
-  double median_us = 0;        // deploy regime; for a bucket: at its worst-regret point
-  double baseline_us = 0;      // the baseline's deploy-regime time at the same point
+  std::string backend;     // "cuda"
+  std::string config;      // canonical Config text
+  double median_us = 0;    // deploy regime; for a bucket: at its worst-regret point
+  double baseline_us = 0;  // the baseline's deploy-regime time at the same point
   std::string baseline_config;
-  ErrorCheck error;            // the correctness gate's finding (value <= tolerance)
-  double max_regret = 0;       // bucket rows: max over points of time / best time at the point - 1
+  ErrorCheck error;       // the correctness gate's finding (value <= tolerance)
+  double max_regret = 0;  // bucket rows: max over points of time / best time at the point - 1
 };
 
 // How a query's shape finds its row.

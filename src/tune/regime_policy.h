@@ -22,7 +22,8 @@ class RegimePolicy {
   // the ranking regime is deploy: it already was).
   bool deploys(bool is_baseline, double ranking_us, std::optional<double> best_ranking_us) const;
   // A candidate's ranking time from its two regimes' times.
-  std::optional<double> ranking_us(std::optional<double> rank_us, std::optional<double> deploy_us) const {
+  std::optional<double> ranking_us(std::optional<double> rank_us,
+                                   std::optional<double> deploy_us) const {
     return ranking_ == Regime::kRank ? rank_us : deploy_us;
   }
 

@@ -14,15 +14,19 @@ namespace attune {
 namespace {
 
 // A provider without knobs has one config, whose canonical text is empty.
-std::string shown(const std::string& label) { return label.empty() ? "(no knobs)" : label; }
+std::string shown(const std::string& label) {
+  return label.empty() ? "(no knobs)" : label;
+}
 
 // The rejection's reason and detail from the stored message ("REASON: DETAIL").
 table::StackRejection rejection(const CandidateResult& c) {
-  if (auto r = command::rejection_of(c.message)) return {c.config, std::string(to_string(r->first)), r->second};
+  if (auto r = command::rejection_of(c.message))
+    return {c.config, std::string(to_string(r->first)), r->second};
   return {c.config, std::string(to_string(c.verdict)), c.message};
 }
 
-std::vector<std::pair<std::string, std::string>> knobs_as_written(const command::Provider& p, const Point& point) {
+std::vector<std::pair<std::string, std::string>> knobs_as_written(const command::Provider& p,
+                                                                  const Point& point) {
   std::vector<std::pair<std::string, std::string>> out;
   for (std::size_t k = 0; k < p.space.depth(); ++k)
     out.emplace_back(p.space.knobs()[k].name, p.option_text[k][point[k]]);
@@ -34,15 +38,17 @@ std::string join_changed(const command::Provider& p, const Point& winner) {
   const Point base = p.space.baseline();
   for (std::size_t k = 0; k < winner.size(); ++k)
     if (winner[k] != base[k])
-      out += fmt::format("{}{}={}", out.empty() ? "" : ", ", p.space.knobs()[k].name, p.option_text[k][winner[k]]);
+      out += fmt::format("{}{}={}", out.empty() ? "" : ", ", p.space.knobs()[k].name,
+                         p.option_text[k][winner[k]]);
   return out.empty() ? "none" : out;
 }
 
 }  // namespace
 
 bool StackTune::ok() const {
-  return std::all_of(notes.providers.begin(), notes.providers.end(),
-                     [&](const table::StackProviderNotes& p) { return table::stack_row(table, p) != nullptr; });
+  return std::all_of(
+      notes.providers.begin(), notes.providers.end(),
+      [&](const table::StackProviderNotes& p) { return table::stack_row(table, p) != nullptr; });
 }
 
 Status check_stack_tune_options(const command::StackFile& stack, const StackTuneOptions& o) {
@@ -55,10 +61,12 @@ Status check_stack_tune_options(const command::StackFile& stack, const StackTune
   }
   if (o.tuning.shard_count > 1 && o.tuning.strategy != "grid")
     return Error::invalid_argument("--shard divides the grid: give --strategy grid with it");
-  if (o.tuning.patience < 0) return Error::invalid_argument("--patience must be >= 0 (0: never stop early)");
+  if (o.tuning.patience < 0)
+    return Error::invalid_argument("--patience must be >= 0 (0: never stop early)");
   if (o.tuning.max_candidates && *o.tuning.max_candidates < 1)
     return Error::invalid_argument("--max-candidates must be positive");
-  if (o.tuning.drift.anchor_every < 0) return Error::invalid_argument("--anchor-every must be >= 0 (0 turns the drift check off)");
+  if (o.tuning.drift.anchor_every < 0)
+    return Error::invalid_argument("--anchor-every must be >= 0 (0 turns the drift check off)");
   return Status::success();
 }
 
@@ -72,13 +80,14 @@ Result<StackTune> tune_stack(const command::StackFile& stack, const platform::Ho
     if (!options.log) return;
     const CandidateResult& c = ev.result;
     const command::Provider* p = backend->provider_of(ev.problem);
-    std::string head = fmt::format("{}: [{}/{}] {}", p ? p->name : ev.problem.name(), ev.index, ev.space_size,
-                                   shown(c.config));
+    std::string head = fmt::format("{}: [{}/{}] {}", p ? p->name : ev.problem.name(), ev.index,
+                                   ev.space_size, shown(c.config));
     if (c.verdict != Verdict::kOk) {
       auto r = rejection(c);
       options.log(fmt::format("{} rejected: {} ({})", head, r.reason, r.detail));
     } else if (c.deploy_us) {
-      options.log(fmt::format("{} {:.4g} records/s{}", head, 1e6 / *c.deploy_us, c.replayed ? " (from the database)" : ""));
+      options.log(fmt::format("{} {:.4g} records/s{}", head, 1e6 / *c.deploy_us,
+                              c.replayed ? " (from the database)" : ""));
     }
   };
   const std::vector<Problem> problems = backend->stack_problems();
@@ -106,13 +115,15 @@ Result<StackTune> tune_stack(const command::StackFile& stack, const platform::Ho
     // The rejections in the space's order, whatever order the strategy visited them in.
     std::map<std::string, std::uint64_t> position;
     std::uint64_t i = 0;
-    for (auto e = space.enumerate(); auto point = e.next();) position[space.config(*point).text()] = i++;
+    for (auto e = space.enumerate(); auto point = e.next();)
+      position[space.config(*point).text()] = i++;
     for (const CandidateResult& c : rep.rejected) n.rejected.push_back(rejection(c));
     std::stable_sort(n.rejected.begin(), n.rejected.end(), [&](const auto& a, const auto& b) {
       return position[a.config] < position[b.config];
     });
     Point shipped = space.baseline();
-    const bool baseline_ok = rep.baseline && rep.baseline->verdict == Verdict::kOk && rep.baseline->deploy_us;
+    const bool baseline_ok =
+        rep.baseline && rep.baseline->verdict == Verdict::kOk && rep.baseline->deploy_us;
     if (!baseline_ok) {
       n.baseline_failure = rep.baseline ? rep.baseline->message : "the baseline was not measured";
     } else {
@@ -143,24 +154,30 @@ std::string format_stack_report(const StackTune& r) {
   const platform::HostFingerprint& f = r.notes.host;
   std::string gpus = !f.gpus ? "absent" : f.gpus->empty() ? "none" : "";
   if (f.gpus)
-    for (const auto& g : *f.gpus) gpus += fmt::format("{}{} ({} MiB)", gpus.empty() ? "" : ", ", g.name, g.memory_mib);
-  std::string out = fmt::format("stack {} on {} ({} logical CPUs), GPU: {}; seed {}, {} timed runs per candidate\n",
-                                r.notes.stack, f.cpu_model.value_or("CPU model absent"),
-                                f.logical_cpus ? std::to_string(*f.logical_cpus) : "absent", gpus, r.notes.seed,
-                                r.notes.repeats);
+    for (const auto& g : *f.gpus)
+      gpus += fmt::format("{}{} ({} MiB)", gpus.empty() ? "" : ", ", g.name, g.memory_mib);
+  std::string out = fmt::format(
+      "stack {} on {} ({} logical CPUs), GPU: {}; seed {}, {} timed runs per candidate\n",
+      r.notes.stack, f.cpu_model.value_or("CPU model absent"),
+      f.logical_cpus ? std::to_string(*f.logical_cpus) : "absent", gpus, r.notes.seed,
+      r.notes.repeats);
   for (std::size_t i = 0; i < r.notes.providers.size(); ++i) {
     const table::StackProviderNotes& p = r.notes.providers[i];
     const table::Row* row = table::stack_row(r.table, p);
-    out += fmt::format("provider {}: {} config(s) evaluated over {} records, {} rejected, status {}\n", p.name,
-                       p.evaluated, p.records, p.rejected.size(), table::stack_status(r.table, p));
+    out += fmt::format(
+        "provider {}: {} config(s) evaluated over {} records, {} rejected, status {}\n", p.name,
+        p.evaluated, p.records, p.rejected.size(), table::stack_status(r.table, p));
     if (!row) {
-      out += fmt::format("  baseline  {}  FAILED {}\n", shown(p.baseline_config), p.baseline_failure);
+      out +=
+          fmt::format("  baseline  {}  FAILED {}\n", shown(p.baseline_config), p.baseline_failure);
       out += "  ships its defaults; nothing else was run (no reference output)\n";
       continue;
     }
-    out += fmt::format("  baseline  {}  {:.4g} records/s\n", shown(p.baseline_config), 1e6 / row->baseline_us);
-    out += fmt::format("  tuned     {}  {:.4g} records/s  speedup {:.2f}x  (changed: {})\n", shown(row->config),
-                       1e6 / row->median_us, row->baseline_us / row->median_us, r.changed[i]);
+    out += fmt::format("  baseline  {}  {:.4g} records/s\n", shown(p.baseline_config),
+                       1e6 / row->baseline_us);
+    out += fmt::format("  tuned     {}  {:.4g} records/s  speedup {:.2f}x  (changed: {})\n",
+                       shown(row->config), 1e6 / row->median_us, row->baseline_us / row->median_us,
+                       r.changed[i]);
     for (const auto& c : p.rejected)
       out += fmt::format("  rejected  {}  {}: {}\n", shown(c.config), c.reason, c.detail);
   }
@@ -169,42 +186,47 @@ std::string format_stack_report(const StackTune& r) {
 
 nlohmann::json stack_json(const StackTune& r, const std::string& tuned_path) {
   const platform::HostFingerprint& f = r.notes.host;
-  nlohmann::json fp = {{"cpu_model", f.cpu_model ? nlohmann::json(*f.cpu_model) : nlohmann::json()},
-                       {"logical_cpus", f.logical_cpus ? nlohmann::json(*f.logical_cpus) : nlohmann::json()},
-                       {"gpus", nlohmann::json()},
-                       {"tools", nlohmann::json::object()}};
+  nlohmann::json fp = {
+      {"cpu_model", f.cpu_model ? nlohmann::json(*f.cpu_model) : nlohmann::json()},
+      {"logical_cpus", f.logical_cpus ? nlohmann::json(*f.logical_cpus) : nlohmann::json()},
+      {"gpus", nlohmann::json()},
+      {"tools", nlohmann::json::object()}};
   if (f.gpus) {
     fp["gpus"] = nlohmann::json::array();
-    for (const auto& g : *f.gpus) fp["gpus"].push_back({{"name", g.name}, {"memory_mib", g.memory_mib}});
+    for (const auto& g : *f.gpus)
+      fp["gpus"].push_back({{"name", g.name}, {"memory_mib", g.memory_mib}});
   }
-  for (const auto& [tool, version] : f.tools) fp["tools"][tool] = version ? nlohmann::json(*version) : nlohmann::json();
+  for (const auto& [tool, version] : f.tools)
+    fp["tools"][tool] = version ? nlohmann::json(*version) : nlohmann::json();
   nlohmann::json providers = nlohmann::json::array();
   for (std::size_t i = 0; i < r.notes.providers.size(); ++i) {
     const table::StackProviderNotes& p = r.notes.providers[i];
     const table::Row* row = table::stack_row(r.table, p);
     const ProblemReport& rep = r.report.problems.at(i);
     nlohmann::json rejected = nlohmann::json::array();
-    for (const auto& c : p.rejected) rejected.push_back({{"config", c.config}, {"reason", c.reason}, {"detail", c.detail}});
+    for (const auto& c : p.rejected)
+      rejected.push_back({{"config", c.config}, {"reason", c.reason}, {"detail", c.detail}});
     nlohmann::json knobs = nlohmann::json::object();
     for (const auto& [k, v] : p.knobs) knobs[k] = v;
-    providers.push_back(
-        {{"provider", p.name},
-         {"problem", p.problem.name()},
-         {"structural_key", p.problem.structural_key()},
-         {"status", table::stack_status(r.table, p)},
-         {"records", p.records},
-         {"baseline", {{"config", p.baseline_config}, {"records_per_second", row ? 1e6 / row->baseline_us : 0.0}}},
-         {"tuned",
-          {{"config", row ? row->config : p.baseline_config},
-           {"knobs", knobs},
-           {"records_per_second", row ? 1e6 / row->median_us : 0.0}}},
-         {"speedup", row ? row->baseline_us / row->median_us : 0.0},
-         {"evaluated", p.evaluated},
-         {"measured", rep.measured},
-         {"replayed", rep.replayed},
-         {"stopped_by", rep.stopped_by},
-         {"drift_events", rep.drift_events},
-         {"rejected", rejected}});
+    providers.push_back({{"provider", p.name},
+                         {"problem", p.problem.name()},
+                         {"structural_key", p.problem.structural_key()},
+                         {"status", table::stack_status(r.table, p)},
+                         {"records", p.records},
+                         {"baseline",
+                          {{"config", p.baseline_config},
+                           {"records_per_second", row ? 1e6 / row->baseline_us : 0.0}}},
+                         {"tuned",
+                          {{"config", row ? row->config : p.baseline_config},
+                           {"knobs", knobs},
+                           {"records_per_second", row ? 1e6 / row->median_us : 0.0}}},
+                         {"speedup", row ? row->baseline_us / row->median_us : 0.0},
+                         {"evaluated", p.evaluated},
+                         {"measured", rep.measured},
+                         {"replayed", rep.replayed},
+                         {"stopped_by", rep.stopped_by},
+                         {"drift_events", rep.drift_events},
+                         {"rejected", rejected}});
   }
   return {{"stack", r.notes.stack},
           {"fingerprint", fp},

@@ -44,7 +44,8 @@ Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOp
     if (!seen.insert(p.structural_key()).second) continue;
     auto r = tune_one(p, options, observer);
     if (!r) {
-      (void)store_.finish_run(run_id_, interrupted_ && interrupted_->load() ? "interrupted" : "failed");
+      (void)store_.finish_run(run_id_,
+                              interrupted_ && interrupted_->load() ? "interrupted" : "failed");
       return r.error();
     }
     report.problems.push_back(std::move(*r));
@@ -59,7 +60,8 @@ Status Tuner::check_pins(const Space& space, const std::map<std::string, std::st
     if (!i) return Error::invalid_argument("--pin names unknown knob '" + name + "'");
     const auto& opts = space.knobs()[*i].options;
     if (std::none_of(opts.begin(), opts.end(), [&](const Value& v) { return v.text() == value; }))
-      return Error::invalid_argument("--pin " + name + "=" + value + ": '" + value + "' is not an option of " + name);
+      return Error::invalid_argument("--pin " + name + "=" + value + ": '" + value +
+                                     "' is not an option of " + name);
   }
   return Status::success();
 }
@@ -68,7 +70,8 @@ Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Re
                                 bool* replayed, std::int64_t* row_id) {
   *row_id = 0;
   const std::string hash = config.hash_hex();
-  ATTUNE_ASSIGN(auto stored, store_.find(device_.key(), problem.structural_key(), backend_.name(), regime, hash));
+  ATTUNE_ASSIGN(auto stored, store_.find(device_.key(), problem.structural_key(), backend_.name(),
+                                         regime, hash));
   if (stored) {
     *replayed = true;
     return stored->outcome;
@@ -81,8 +84,9 @@ Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Re
   } else {
     if (!(interrupted_ && interrupted_->load())) o = runner_.run(problem, config, regime);
     if (interrupted_ && interrupted_->load())
-      return Error::internal(fmt::format("interrupted while running {} {}; what was measured before is in the database",
-                                         problem.name(), config.text()));
+      return Error::internal(fmt::format(
+          "interrupted while running {} {}; what was measured before is in the database",
+          problem.name(), config.text()));
   }
   MeasurementRow row;
   row.run_id = run_id_;
@@ -97,9 +101,10 @@ Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Re
   return o;
 }
 
-Result<std::unique_ptr<Strategy>> Tuner::make_strategy_for(const Problem& problem, const Space& space,
-                                                             const TuneOptions& options,
-                                                             std::optional<prior::Prior>& prior) {
+Result<std::unique_ptr<Strategy>> Tuner::make_strategy_for(const Problem& problem,
+                                                           const Space& space,
+                                                           const TuneOptions& options,
+                                                           std::optional<prior::Prior>& prior) {
   StrategyOptions so;
   so.seed = options.seed;
   so.shard_index = options.shard_index;
@@ -115,10 +120,13 @@ Result<std::unique_ptr<Strategy>> Tuner::make_strategy_for(const Problem& proble
     if (record) {
       prior::PriorOptions po;
       po.first_refit = 0;
-      auto loaded = prior::Prior::load({record->model, record->reservoir, record->rows, record->calibration,
-                                        record->quarantined}, po);
-      if (loaded) prior.emplace(std::move(*loaded));
-      else spdlog::warn("ignoring the stored prior: {}", loaded.error().message());
+      auto loaded = prior::Prior::load({record->model, record->reservoir, record->rows,
+                                        record->calibration, record->quarantined},
+                                       po);
+      if (loaded)
+        prior.emplace(std::move(*loaded));
+      else
+        spdlog::warn("ignoring the stored prior: {}", loaded.error().message());
     }
     if (prior && prior->usable()) {
       const prior::Prior* p = &*prior;
@@ -130,10 +138,12 @@ Result<std::unique_ptr<Strategy>> Tuner::make_strategy_for(const Problem& proble
 }
 
 Result<bool> Tuner::load_state(Strategy& strategy, const Problem& problem) {
-  ATTUNE_ASSIGN(auto rows, store_.search_nodes(device_.key(), problem.structural_key(), strategy.name()));
+  ATTUNE_ASSIGN(auto rows,
+                store_.search_nodes(device_.key(), problem.structural_key(), strategy.name()));
   if (rows.empty()) return false;
   std::vector<StateNode> nodes;
-  for (auto& n : rows) nodes.push_back({std::move(n.path), n.visits, n.best_us, std::move(n.payload)});
+  for (auto& n : rows)
+    nodes.push_back({std::move(n.path), n.visits, n.best_us, std::move(n.payload)});
   Status st = strategy.load_state(nodes);
   if (!st.ok()) {
     spdlog::warn("starting a fresh {} search: {}", strategy.name(), st.error().message());
@@ -144,7 +154,8 @@ Result<bool> Tuner::load_state(Strategy& strategy, const Problem& problem) {
 
 Status Tuner::save_state(const Strategy& strategy, const Problem& problem) {
   std::vector<SearchNode> rows;
-  for (auto& n : strategy.save_state()) rows.push_back({std::move(n.path), n.visits, n.best_us, std::move(n.payload)});
+  for (auto& n : strategy.save_state())
+    rows.push_back({std::move(n.path), n.visits, n.best_us, std::move(n.payload)});
   if (rows.empty()) return Status::success();
   return store_.put_search_nodes(device_.key(), problem.structural_key(), strategy.name(), rows);
 }
@@ -154,11 +165,20 @@ Status Tuner::save_state(const Strategy& strategy, const Problem& problem) {
 // --max-candidates, and checked by the drift guard; then the report.
 class Tuner::ProblemSearch {
  public:
-  ProblemSearch(Tuner& tuner, const Problem& problem, const Space& space, const TuneOptions& options,
-                const TuneObserver& observer, Strategy& strategy, bool continued, RegimePolicy regimes)
-      : t_(tuner), problem_(problem), space_(space), options_(options), observer_(observer),
-        strategy_(strategy), continued_(continued), regimes_(regimes), anchor_(space.config(space.baseline())),
-        guard_(options.drift, [this] { return read_anchor(); }, tuner.clock_) {
+  ProblemSearch(Tuner& tuner, const Problem& problem, const Space& space,
+                const TuneOptions& options, const TuneObserver& observer, Strategy& strategy,
+                bool continued, RegimePolicy regimes)
+      : t_(tuner),
+        problem_(problem),
+        space_(space),
+        options_(options),
+        observer_(observer),
+        strategy_(strategy),
+        continued_(continued),
+        regimes_(regimes),
+        anchor_(space.config(space.baseline())),
+        guard_(
+            options.drift, [this] { return read_anchor(); }, tuner.clock_) {
     rep_.problem = problem;
     rep_.backend = t_.backend_.name();
     rep_.space_size = space.count();
@@ -169,8 +189,9 @@ class Tuner::ProblemSearch {
     // The baseline is measured first whatever the strategy or shard: the speedup is against it.
     // A strategy continuing an earlier run has already seen it. The store learns which config it
     // is: a tuned table's rows must beat it (src/table/export.h).
-    ATTUNE_TRY(t_.store_.put_baseline({t_.device_.key(), problem_.structural_key(), t_.backend_.name(),
-                                       anchor_.text(), anchor_.hash_hex(), ""}));
+    ATTUNE_TRY(
+        t_.store_.put_baseline({t_.device_.key(), problem_.structural_key(), t_.backend_.name(),
+                                anchor_.text(), anchor_.hash_hex(), ""}));
     ATTUNE_TRY(visit(space_.baseline(), true, continued_));
     // A backend whose baseline is the reference (a whole program: no independent reference)
     // can check nothing else when the baseline fails.
@@ -192,7 +213,8 @@ class Tuner::ProblemSearch {
       ++(c.replayed ? rep_.replayed : rep_.measured);
       ++rep_.verdicts[c.verdict];
       if (c.verdict != Verdict::kOk) rep_.rejected.push_back(c);
-      if (c.verdict == Verdict::kOk && c.deploy_us && (!rep_.best || ranks_before(c, *rep_.best))) rep_.best = c;
+      if (c.verdict == Verdict::kOk && c.deploy_us && (!rep_.best || ranks_before(c, *rep_.best)))
+        rep_.best = c;
     }
     if (rep_.best && rep_.baseline && rep_.baseline->deploy_us && *rep_.best->deploy_us > 0)
       rep_.speedup = *rep_.baseline->deploy_us / *rep_.best->deploy_us;
@@ -238,7 +260,8 @@ class Tuner::ProblemSearch {
       while (static_cast<int>(ahead.size()) < std::max(1, backend.prefetch_depth())) {
         auto next = strategy_.propose();
         if (!next) break;
-        if (done_.count(*next) || !pinned(*next) || std::find(ahead.begin(), ahead.end(), *next) != ahead.end())
+        if (done_.count(*next) || !pinned(*next) ||
+            std::find(ahead.begin(), ahead.end(), *next) != ahead.end())
           continue;
         if (backend.prefetch_depth() > 0) backend.prepare(problem_, space_.config(*next));
         ahead.push_back(std::move(*next));
@@ -263,12 +286,14 @@ class Tuner::ProblemSearch {
   }
 
   // The ranking regime, then deploy when the policy asks. rows receives the rows written now.
-  Result<CandidateResult> measure(const Point& point, bool is_baseline, std::vector<std::int64_t>* rows) {
+  Result<CandidateResult> measure(const Point& point, bool is_baseline,
+                                  std::vector<std::int64_t>* rows) {
     const Config config = space_.config(point);
     CandidateResult c;
     c.config = config.text();
     std::int64_t id = 0;
-    ATTUNE_ASSIGN(Outcome first, t_.evaluate(problem_, config, regimes_.ranking(), &c.replayed, &id));
+    ATTUNE_ASSIGN(Outcome first,
+                  t_.evaluate(problem_, config, regimes_.ranking(), &c.replayed, &id));
     if (id) rows->push_back(id);
     c.verdict = first.verdict;
     c.message = first.message;
@@ -315,7 +340,8 @@ class Tuner::ProblemSearch {
     if (!(known && continued_)) strategy_.observe(point, c.verdict, t);
     done_.insert(point);
     if (observer_)
-      observer_(TuneEvent{problem_, static_cast<std::int64_t>(results_.size()), rep_.space_size, c, new_best});
+      observer_(TuneEvent{problem_, static_cast<std::int64_t>(results_.size()), rep_.space_size, c,
+                          new_best});
   }
 
   // The anchor: the baseline config, run fresh in the ranking regime.
@@ -333,8 +359,9 @@ class Tuner::ProblemSearch {
       spdlog::warn("the anchor config failed to run; drift is not checked for these candidates");
     if (check.result != measure::AnchorCheck::Result::kDrifted) return Status::success();
     ++rep_.drift_events;
-    const std::string why = fmt::format("the anchor {} moved {:+.1f}% ({:.2f} -> {:.2f} us) while this was measured",
-                                        anchor_.text(), 100 * check.drift(), check.reference_us, check.reading_us);
+    const std::string why =
+        fmt::format("the anchor {} moved {:+.1f}% ({:.2f} -> {:.2f} us) while this was measured",
+                    anchor_.text(), 100 * check.drift(), check.reference_us, check.reading_us);
     spdlog::warn("{}; discarding {} candidates and backing off", why, check.redo.size());
     std::vector<std::int64_t> ids;
     for (const auto& c : check.redo) ids.insert(ids.end(), c.rows.begin(), c.rows.end());
@@ -342,8 +369,9 @@ class Tuner::ProblemSearch {
     rep_.discarded += static_cast<std::int64_t>(ids.size());
     measure::Settling settled = guard_.settle();
     if (settled.new_reference_us)
-      spdlog::warn("the anchor did not come back within {:.0f}%; measuring against its new level {:.2f} us",
-                   100 * options_.drift.recover_bound, *settled.new_reference_us);
+      spdlog::warn(
+          "the anchor did not come back within {:.0f}%; measuring against its new level {:.2f} us",
+          100 * options_.drift.recover_bound, *settled.new_reference_us);
     for (auto& c : check.redo) {
       std::vector<std::int64_t> rows;
       ATTUNE_ASSIGN(CandidateResult r, measure(c.point, c.point == space_.baseline(), &rows));
@@ -381,7 +409,9 @@ class Tuner::ProblemSearch {
     return n;
   }
 
-  bool budget_spent() const { return options_.max_candidates && counted_ >= *options_.max_candidates; }
+  bool budget_spent() const {
+    return options_.max_candidates && counted_ >= *options_.max_candidates;
+  }
 
   Tuner& t_;
   const Problem& problem_;
@@ -413,7 +443,8 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
   ATTUNE_TRY(store_.put_problem(problem));
   ATTUNE_ASSIGN(RegimePolicy regimes, RegimePolicy::make(backend_.regimes(), options.deploy_band));
   std::optional<prior::Prior> prior;  // declared first: the strategy may hold on to it
-  ATTUNE_ASSIGN(std::unique_ptr<Strategy> strategy, make_strategy_for(problem, space, options, prior));
+  ATTUNE_ASSIGN(std::unique_ptr<Strategy> strategy,
+                make_strategy_for(problem, space, options, prior));
   ATTUNE_ASSIGN(bool continued, load_state(*strategy, problem));
   ProblemSearch search(*this, problem, space, options, observer, *strategy, continued, regimes);
   ATTUNE_TRY(search.run());

@@ -29,7 +29,7 @@ namespace attune {
 struct TuneOptions {
   std::string strategy = "mcts";
   std::uint64_t seed = 0;
-  int patience = 50;                     // stop after this many ok candidates without a new best; 0: never
+  int patience = 50;  // stop after this many ok candidates without a new best; 0: never
   // Cap on candidates evaluated per problem; refusals before any build (verdict unsupported) are
   // not counted, as they cost neither a build nor GPU time.
   std::optional<std::int64_t> max_candidates;
@@ -43,8 +43,8 @@ struct TuneOptions {
   // Knob values every searched config must have (the baseline is measured regardless): narrows
   // a search to part of the space, e.g. kernel=cublaslt.
   std::map<std::string, std::string> pins;
-  std::string arguments = "[]";          // the command line, recorded with the run
-  std::string command = "tune";          // the command, recorded with the run ("stack tune")
+  std::string arguments = "[]";  // the command line, recorded with the run
+  std::string command = "tune";  // the command, recorded with the run ("stack tune")
   // Set (by a SIGINT handler, after killing the programs in flight) to stop: the candidate in
   // flight is not recorded (its death was ours, not its own), the run is closed as
   // "interrupted" and run() returns an error. nullptr: never interrupted.
@@ -62,10 +62,10 @@ struct TuneOptions {
 struct CandidateResult {
   std::string config;
   Verdict verdict = Verdict::kOk;
-  std::optional<double> rank_us;     // rank-regime median
-  std::optional<double> deploy_us;   // deploy-regime median (what tables use)
+  std::optional<double> rank_us;    // rank-regime median
+  std::optional<double> deploy_us;  // deploy-regime median (what tables use)
   std::string message;
-  bool replayed = false;             // answered from the store
+  bool replayed = false;  // answered from the store
 };
 
 struct ProblemReport {
@@ -75,7 +75,7 @@ struct ProblemReport {
   // Fastest ok candidate in the deploy regime; on equal times, the one with fewer knobs changed
   // from the baseline, then the lower config text, so the winner does not depend on visit order.
   std::optional<CandidateResult> best;
-  double speedup = 0;                   // baseline deploy time / best deploy time; 0: not known
+  double speedup = 0;  // baseline deploy time / best deploy time; 0: not known
   std::int64_t evaluated = 0;
   std::int64_t measured = 0;
   std::int64_t replayed = 0;
@@ -84,8 +84,8 @@ struct ProblemReport {
   // exhausted, patience, max_candidates, baseline_failed (a backend whose baseline is the
   // reference: nothing else could be checked)
   std::string stopped_by;
-  int drift_events = 0;                   // anchor checks that found the device drifted
-  std::int64_t discarded = 0;             // measurements discarded because of drift
+  int drift_events = 0;        // anchor checks that found the device drifted
+  std::int64_t discarded = 0;  // measurements discarded because of drift
   std::uint64_t space_size = 0;
 };
 
@@ -102,7 +102,7 @@ struct TuneReport {
 // Called once per evaluated candidate (after its result is stored).
 struct TuneEvent {
   const Problem& problem;
-  std::int64_t index;        // candidates evaluated so far for this problem
+  std::int64_t index;  // candidates evaluated so far for this problem
   std::uint64_t space_size;
   const CandidateResult& result;
   bool new_best;
@@ -137,8 +137,8 @@ class Tuner {
   Status save_state(const Strategy& strategy, const Problem& problem);
   // The outcome of config in regime: from the store when known, else run and stored.
   // row_id: the stored row when it was measured now, else 0.
-  Result<Outcome> evaluate(const Problem& problem, const Config& config, Regime regime, bool* replayed,
-                           std::int64_t* row_id);
+  Result<Outcome> evaluate(const Problem& problem, const Config& config, Regime regime,
+                           bool* replayed, std::int64_t* row_id);
 
   Store& store_;
   Backend& backend_;

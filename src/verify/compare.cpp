@@ -53,7 +53,8 @@ Comparison compare_widened(std::span<const double> out, std::span<const std::uin
   }
   double sum_sq = 0;
   for (double r : ref) sum_sq += r * r;
-  const double floor = std::max(tol.floor, ref.empty() ? 0.0 : std::sqrt(sum_sq / static_cast<double>(ref.size())));
+  const double floor =
+      std::max(tol.floor, ref.empty() ? 0.0 : std::sqrt(sum_sq / static_cast<double>(ref.size())));
   double worst = 0;
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (unwritten[i]) {
@@ -82,9 +83,10 @@ Comparison compare_widened(std::span<const double> out, std::span<const std::uin
     c.message = fmt::format("{} of {} outputs are NaN or Inf", c.non_finite, out.size());
   } else if (c.mismatched) {
     c.verdict = Verdict::kWrongOutput;
-    c.message = fmt::format("{} of {} outputs off; worst at [{}]: {} vs reference {} (rel err {:.3g} > {:.3g})",
-                            c.mismatched, out.size(), c.worst_index, out[c.worst_index], ref[c.worst_index], worst,
-                            tol.rtol);
+    c.message = fmt::format(
+        "{} of {} outputs off; worst at [{}]: {} vs reference {} (rel err {:.3g} > {:.3g})",
+        c.mismatched, out.size(), c.worst_index, out[c.worst_index], ref[c.worst_index], worst,
+        tol.rtol);
   }
   return c;
 }

@@ -33,7 +33,7 @@ void poison(std::span<float> out);
 struct Comparison {
   Verdict verdict = Verdict::kOk;  // ok, wrong_output or non_finite
   ErrorCheck check;
-  std::string message;             // "" when ok
+  std::string message;  // "" when ok
   std::size_t unwritten = 0;
   std::size_t non_finite = 0;
   std::size_t mismatched = 0;

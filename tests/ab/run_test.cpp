@@ -24,10 +24,10 @@ TEST(AbMetric, TheLastOccurrenceInEitherFormWins) {
 }
 
 TEST(AbMetric, OnlyAWholeNameFollowedByASeparatorAndANumberCounts) {
-  EXPECT_FALSE(find_metric("at=3", "t"));          // part of another name
+  EXPECT_FALSE(find_metric("at=3", "t"));  // part of another name
   EXPECT_FALSE(find_metric("step_t=3", "t"));
-  EXPECT_FALSE(find_metric("t = 3", "t"));         // no blank before the separator
-  EXPECT_FALSE(find_metric("t=fast", "t"));        // no number
+  EXPECT_FALSE(find_metric("t = 3", "t"));   // no blank before the separator
+  EXPECT_FALSE(find_metric("t=fast", "t"));  // no number
   EXPECT_FALSE(find_metric("time=3", "t"));
   EXPECT_FALSE(find_metric("", "t"));
   EXPECT_EQ(find_metric("t=4 then t=unknown", "t"), 4);  // an occurrence without a number skipped
@@ -88,7 +88,9 @@ TEST(AbRun, RefAndCandAlternateWithEveryCandBetweenTwoRefsAfterTheWarmUp) {
   auto r = run_ab(o);
   ASSERT_TRUE(r.ok()) << r.error().message();
   ASSERT_FALSE(r->failure) << format_failure(*r->failure);
-  EXPECT_EQ(read_bytes(order), "r\nc\n" "r\nc\nr\nc\nr\nc\nr\n");
+  EXPECT_EQ(read_bytes(order),
+            "r\nc\n"
+            "r\nc\nr\nc\nr\nc\nr\n");
   ASSERT_EQ(r->runs.size(), 9u);
   EXPECT_TRUE(r->runs[0].warmup);
   EXPECT_TRUE(r->runs[1].warmup);
@@ -174,17 +176,18 @@ TEST_P(AbRunFailure, StopsAtTheRunAndSaysWhy) {
 
 INSTANTIATE_TEST_SUITE_P(
     Ab, AbRunFailure,
-    ::testing::Values(
-        Failing{"echo out of memory >&2; exit 3", 1, "warm-up cand run 1/1",
-                "exited with code 3; stderr: 'out of memory'"},
-        Failing{"echo line one >&2; echo line two >&2; exit 3", 0, "cand run 1/2",
-                "stderr: 'line one line two'"},
-        Failing{"echo time=5", 0, "cand run 1/2",
-                "printed no t=<number> or t: <number> on stdout; stdout: 'time=5'"},
-        Failing{"echo t=nan", 0, "cand run 1/2", "not a finite number"},
-        Failing{"kill -9 $$", 0, "cand run 1/2", "killed by signal 9 (SIGKILL)"},
-        Failing{"sleep 30", 0, "cand run 1/2", "timed out after 2 s", 2}),
-    [](const ::testing::TestParamInfo<Failing>& info) { return "case" + std::to_string(info.index); });
+    ::testing::Values(Failing{"echo out of memory >&2; exit 3", 1, "warm-up cand run 1/1",
+                              "exited with code 3; stderr: 'out of memory'"},
+                      Failing{"echo line one >&2; echo line two >&2; exit 3", 0, "cand run 1/2",
+                              "stderr: 'line one line two'"},
+                      Failing{"echo time=5", 0, "cand run 1/2",
+                              "printed no t=<number> or t: <number> on stdout; stdout: 'time=5'"},
+                      Failing{"echo t=nan", 0, "cand run 1/2", "not a finite number"},
+                      Failing{"kill -9 $$", 0, "cand run 1/2", "killed by signal 9 (SIGKILL)"},
+                      Failing{"sleep 30", 0, "cand run 1/2", "timed out after 2 s", 2}),
+    [](const ::testing::TestParamInfo<Failing>& info) {
+      return "case" + std::to_string(info.index);
+    });
 
 TEST(AbRun, AnInterruptedAbStopsBeforeTheNextRun) {
   std::atomic<bool> interrupted{true};

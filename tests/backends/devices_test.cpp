@@ -25,8 +25,9 @@ TEST(Devices, TheSimHasOneDeviceByDefault) {
   Status st = sim.select_device(1);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().kind(), Error::Kind::kInvalidArgument);
-  EXPECT_EQ(st.error().message(),
-            "the sim backend has 1 device (index 0), not device 1; attune device --list shows them");
+  EXPECT_EQ(
+      st.error().message(),
+      "the sim backend has 1 device (index 0), not device 1; attune device --list shows them");
 }
 
 TEST(Devices, ATestMachineOfSeveralIdenticalSimDevices) {
@@ -41,7 +42,8 @@ TEST(Devices, ATestMachineOfSeveralIdenticalSimDevices) {
   EXPECT_EQ(sim.device_index(), 2);
   Status st = sim.select_device(3);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message().find("has 3 devices (indexes 0..2), not device 3"), std::string::npos)
+  EXPECT_NE(st.error().message().find("has 3 devices (indexes 0..2), not device 3"),
+            std::string::npos)
       << st.error().message();
   EXPECT_FALSE(sim.select_device(-1).ok());
   EXPECT_EQ(sim.device_index(), 2);  // a refused index changes nothing
@@ -60,7 +62,9 @@ TEST(Devices, ABadSimDeviceCountIsOneLine) {
 class OneDevice final : public Backend {
  public:
   std::string name() const override { return "one"; }
-  Result<DeviceFingerprint> fingerprint() override { return DeviceFingerprint{"one", "only", "x", 1, 1}; }
+  Result<DeviceFingerprint> fingerprint() override {
+    return DeviceFingerprint{"one", "only", "x", 1, 1};
+  }
   std::vector<ProblemInfo> problems() const override { return {}; }
   Result<Problem> resolve(const std::string&) const override { return Error::not_found("none"); }
   Result<Space> space(const Problem&) const override { return Error::not_found("none"); }
@@ -75,8 +79,9 @@ TEST(Devices, ABackendWithoutEnumerationHasItsOneDevice) {
   EXPECT_EQ((*all)[0].name, "only");
   EXPECT_TRUE(b.select_device(0).ok());
   ASSERT_FALSE(b.select_device(4).ok());
-  EXPECT_EQ(b.select_device(4).error().message(),
-            "the one backend has 1 device (index 0), not device 4; attune device --list shows them");
+  EXPECT_EQ(
+      b.select_device(4).error().message(),
+      "the one backend has 1 device (index 0), not device 4; attune device --list shows them");
 }
 
 struct WorkerDevice : ::testing::Test {
@@ -105,7 +110,8 @@ TEST_F(WorkerDevice, AWorkerGivenAnIndexOutOfRangeRefusesToStartInOneLine) {
   Outcome o = run_on("2");
   EXPECT_EQ(o.verdict, Verdict::kCrashed);
   EXPECT_NE(o.message.find("exited with status 2"), std::string::npos) << o.message;
-  EXPECT_NE(o.message.find("has 2 devices (indexes 0..1), not device 2"), std::string::npos) << o.message;
+  EXPECT_NE(o.message.find("has 2 devices (indexes 0..1), not device 2"), std::string::npos)
+      << o.message;
   EXPECT_TRUE(testing::read_bytes(dir.file("trace")).empty());  // nothing ran
 }
 

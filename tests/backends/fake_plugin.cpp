@@ -7,9 +7,13 @@
 #include "backends/plugin.h"
 
 #if defined(ATTUNE_FAKE_PLUGIN_wrong_abi)
-extern "C" int attune_plugin_abi() { return attune::kPluginAbi + 1; }
+extern "C" int attune_plugin_abi() {
+  return attune::kPluginAbi + 1;
+}
 #elif defined(ATTUNE_FAKE_PLUGIN_right_abi)
-extern "C" int attune_plugin_abi() { return attune::kPluginAbi; }
+extern "C" int attune_plugin_abi() {
+  return attune::kPluginAbi;
+}
 #endif
 
 extern "C" attune::Backend* attune_make_cuda_backend(std::string* error) {

@@ -99,7 +99,8 @@ TEST_P(BadCache, IsOneClearInvalidArgumentLine) {
 
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, BadCache,
-    ::testing::Values(BadCase{"truncated.json.gz", "gzip"}, BadCase{"truncated.json", "not valid JSON"},
+    ::testing::Values(BadCase{"truncated.json.gz", "gzip"},
+                      BadCase{"truncated.json", "not valid JSON"},
                       BadCase{"not_json.json", "not valid JSON"},
                       BadCase{"unknown_field.json", "unknown field 'extra_field'"},
                       BadCase{"missing_field.json", "missing field 'tune_params'"},

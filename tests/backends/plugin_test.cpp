@@ -13,17 +13,21 @@ namespace {
 
 using testing::ScopedEnv;
 
-std::string fake_plugin_dir(const std::string& kind) { return std::string(ATTUNE_FAKE_PLUGINS) + "/" + kind; }
+std::string fake_plugin_dir(const std::string& kind) {
+  return std::string(ATTUNE_FAKE_PLUGINS) + "/" + kind;
+}
 
 TEST(Plugin, AnotherAbiIsRefusedInOneLineBeforeItsFactoryIsCalled) {
   ScopedEnv dir("ATTUNE_PLUGIN_DIR", fake_plugin_dir("wrong_abi"));
   auto b = make_backend("cuda");  // the fake's factory aborts: reaching it fails the test
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.error().kind(), Error::Kind::kUnsupported);
-  EXPECT_EQ(b.error().message(),
-            fmt::format("the cuda backend is unavailable: libattune_cuda.so speaks plugin ABI {} but this attune "
-                        "speaks {}: rebuild both from one tree",
-                        kPluginAbi + 1, kPluginAbi));
+  EXPECT_EQ(
+      b.error().message(),
+      fmt::format(
+          "the cuda backend is unavailable: libattune_cuda.so speaks plugin ABI {} but this attune "
+          "speaks {}: rebuild both from one tree",
+          kPluginAbi + 1, kPluginAbi));
 }
 
 TEST(Plugin, APluginThatNamesNoAbiIsRefusedInOneLine) {
@@ -31,7 +35,8 @@ TEST(Plugin, APluginThatNamesNoAbiIsRefusedInOneLine) {
   auto b = make_backend("cuda");
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.error().message(),
-            fmt::format("the cuda backend is unavailable: libattune_cuda.so names no plugin ABI (attune_plugin_abi) "
+            fmt::format("the cuda backend is unavailable: libattune_cuda.so names no plugin ABI "
+                        "(attune_plugin_abi) "
                         "but this attune speaks {}: rebuild both from one tree",
                         kPluginAbi));
 }
@@ -40,7 +45,8 @@ TEST(Plugin, TheSameAbiReachesTheFactory) {
   ScopedEnv dir("ATTUNE_PLUGIN_DIR", fake_plugin_dir("right_abi"));
   auto b = make_backend("cuda");
   ASSERT_FALSE(b.ok());
-  EXPECT_EQ(b.error().message(), "the cuda backend failed to start: the fake plugin's factory was reached");
+  EXPECT_EQ(b.error().message(),
+            "the cuda backend failed to start: the fake plugin's factory was reached");
 }
 
 TEST(Plugin, TheDefaultBackendFallsBackToSimWithTheRefusal) {

@@ -50,7 +50,7 @@ TEST(Sim, LandscapeIsDeterministicWithAKnownOptimumAndCliffs) {
     worst = std::max(worst, t);
   }
   EXPECT_GT(distinct.size(), s.count() / 2);  // rugged, not flat
-  EXPECT_GT(worst / opt->second, 10.0);      // cliffs exist
+  EXPECT_GT(worst / opt->second, 10.0);       // cliffs exist
   // A different landscape seed moves the times.
   Problem q = *sim.resolve("gemm:landscape=9");
   EXPECT_NE(*sim.true_time_us(q, opt->first, Regime::kRank), opt->second);

@@ -21,7 +21,9 @@ struct Fixture : ::testing::Test {
   SimBackend sim;
   Problem faults = *sim.resolve("faults");
   WorkerRunner runner{{ATTUNE_BINARY, "worker", "--backend", "sim"}, 5.0};
-  Outcome run(const std::string& config) { return runner.run(faults, *Config::parse(config), Regime::kRank); }
+  Outcome run(const std::string& config) {
+    return runner.run(faults, *Config::parse(config), Regime::kRank);
+  }
 };
 
 TEST_F(Fixture, OkCandidateRunsAndIsMeasured) {
@@ -76,7 +78,8 @@ TEST_F(Fixture, WorkerKilledFromOutsideIsCrashedAndTheRunGoesOn) {
   killer.join();
   EXPECT_EQ(o.verdict, Verdict::kCrashed) << o.message;
   EXPECT_NE(o.message.find("signal 9"), std::string::npos) << o.message;
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));  // not the 5 s deadline
+  EXPECT_LT(std::chrono::steady_clock::now() - t0,
+            std::chrono::seconds(4));  // not the 5 s deadline
   EXPECT_EQ(run("block=128,vec=2,unroll=1,stages=1").verdict, Verdict::kOk);
   EXPECT_NE(runner.worker_pid(), pid);
 }
@@ -102,7 +105,8 @@ TEST(Worker, AWorkerInAHangingCandidateDiesWithAKilledScheduler) {
     SimBackend sim;
     Problem faults = *sim.resolve("faults");
     WorkerRunner runner{{ATTUNE_BINARY, "worker", "--backend", "sim"}, 60.0};
-    if (runner.run(faults, *Config::parse("block=128,vec=2,unroll=1,stages=1"), Regime::kRank).verdict != Verdict::kOk)
+    if (runner.run(faults, *Config::parse("block=128,vec=2,unroll=1,stages=1"), Regime::kRank)
+            .verdict != Verdict::kOk)
       ::_exit(1);
     pid_t worker = runner.worker_pid();
     if (::write(report[1], &worker, sizeof worker) != sizeof worker) ::_exit(1);
@@ -122,7 +126,8 @@ TEST(Worker, AWorkerInAHangingCandidateDiesWithAKilledScheduler) {
 TEST(Worker, AMissingWorkerBinaryIsALaunchFailureNotACrashOfTheScheduler) {
   SimBackend sim;
   WorkerRunner runner({"/nonexistent/attune", "worker"}, 1.0);
-  Outcome o = runner.run(*sim.resolve("faults"), *Config::parse("block=128,vec=1,unroll=1,stages=1"), Regime::kRank);
+  Outcome o = runner.run(*sim.resolve("faults"),
+                         *Config::parse("block=128,vec=1,unroll=1,stages=1"), Regime::kRank);
   EXPECT_EQ(o.verdict, Verdict::kLaunchFailed);
   EXPECT_EQ(o.message, "cannot start worker /nonexistent/attune: No such file or directory");
 }

@@ -22,7 +22,8 @@ std::vector<std::string> kept(const std::string& text) {
 }
 
 TEST(Constraint, PrunesTheGridByArithmeticAndComparisons) {
-  // 3 * 2 * 2 * 3 = 36 configs; batch * threads <= 16 keeps (1,1)(1,2)(1,8)(4,1)(4,2)(16,1) = 6 of 9.
+  // 3 * 2 * 2 * 3 = 36 configs; batch * threads <= 16 keeps (1,1)(1,2)(1,8)(4,1)(4,2)(16,1) = 6
+  // of 9.
   EXPECT_EQ(kept("batch * threads <= 16").size(), 24u);
   EXPECT_EQ(kept("batch * threads <= 16").front(), "batch=1,dtype=fp32,compile=0,threads=1");
 }
@@ -62,7 +63,8 @@ TEST(Constraint, ErrorsNameWhatIsWrong) {
 }
 
 TEST(Constraint, TheMergedLanguageWorksInStackConstraints) {
-  EXPECT_EQ(kept("dtype in ['fp32'] && batch in [1, 4, 16]"), kept("dtype == 'fp32' and batch <= 16"));
+  EXPECT_EQ(kept("dtype in ['fp32'] && batch in [1, 4, 16]"),
+            kept("dtype == 'fp32' and batch <= 16"));
   EXPECT_EQ(kept("dtype in ['fp32'] || batch in [1, 4]").size(), 18u + 12u);
   EXPECT_EQ(kept("dtype not in ['bf16']").size(), 18u);
   EXPECT_EQ(kept("not batch == 16").size(), 24u);  // not is looser than ==
@@ -116,7 +118,8 @@ TEST(MakeConstraint, ConstantsAreFixedAndAConfigThatCannotBeEvaluatedIsExcluded)
   auto space = Space::make(ks, {*c});
   ASSERT_TRUE(space.ok());
   std::vector<std::string> kept_configs;
-  for (auto en = space->enumerate(); auto p = en.next();) kept_configs.push_back(space->config(*p).text());
+  for (auto en = space->enumerate(); auto p = en.next();)
+    kept_configs.push_back(space->config(*p).text());
   // block 0 divides by zero: excluded, not a crash; 256 does not divide 384.
   EXPECT_EQ(kept_configs, (std::vector<std::string>{"block=64", "block=128"}));
 
@@ -125,7 +128,7 @@ TEST(MakeConstraint, ConstantsAreFixedAndAConfigThatCannotBeEvaluatedIsExcluded)
   ASSERT_TRUE(truthy.ok());
   EXPECT_EQ(Space::make(ks, {*truthy}).ok(), true);
   EXPECT_FALSE(make_constraint(*Expr::parse("n > 1"), ks, {{"n", 2}}).ok());  // reads no knob
-  EXPECT_FALSE(make_constraint(*Expr::parse("block < 'x'"), ks).ok());       // types checked
+  EXPECT_FALSE(make_constraint(*Expr::parse("block < 'x'"), ks).ok());        // types checked
 }
 
 }  // namespace

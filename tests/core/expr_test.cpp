@@ -47,14 +47,14 @@ TEST(Expr, Literals) {
 TEST(Expr, PrecedenceFollowsC) {
   EXPECT_EQ(eval("2 + 3 * 4"), 14);
   EXPECT_EQ(eval("(2 + 3) * 4"), 20);
-  EXPECT_EQ(eval("10 - 4 - 3"), 3);      // left associative
+  EXPECT_EQ(eval("10 - 4 - 3"), 3);  // left associative
   EXPECT_EQ(eval("64 / 4 / 2"), 8);
   EXPECT_EQ(eval("-2 * 3"), -6);
   EXPECT_EQ(eval("- -5"), 5);
-  EXPECT_EQ(eval("1 + 2 < 4"), 1);       // arithmetic binds tighter than comparison
-  EXPECT_EQ(eval("1 < 2 == 1"), 1);      // relational tighter than equality
-  EXPECT_EQ(eval("1 || 0 && 0"), 1);     // && tighter than ||
-  EXPECT_EQ(eval("!0 + 1"), 2);          // unary tighter than binary
+  EXPECT_EQ(eval("1 + 2 < 4"), 1);    // arithmetic binds tighter than comparison
+  EXPECT_EQ(eval("1 < 2 == 1"), 1);   // relational tighter than equality
+  EXPECT_EQ(eval("1 || 0 && 0"), 1);  // && tighter than ||
+  EXPECT_EQ(eval("!0 + 1"), 2);       // unary tighter than binary
   EXPECT_EQ(eval("!(2 > 1)"), 0);
   EXPECT_EQ(eval("0 ? 1 : 2 ? 3 : 4"), 3);  // ?: is right associative
   EXPECT_EQ(eval("1 + 1 ? 10 : 20"), 10);   // ?: is the loosest
@@ -119,10 +119,12 @@ TEST(Expr, NamesAreListedOnceInOrder) {
 TEST(Expr, ParseErrorsNameTheColumnAndQuoteTheText) {
   EXPECT_EQ(parse_error("ceil_div(n, block"),
             "expected ')', found end of expression at column 18 in 'ceil_div(n, block'");
-  EXPECT_EQ(parse_error("2 +"), "expected a number, a name or '(', found end of expression at column 4 in '2 +'");
+  EXPECT_EQ(parse_error("2 +"),
+            "expected a number, a name or '(', found end of expression at column 4 in '2 +'");
   EXPECT_EQ(parse_error("a b"), "unexpected 'b' at column 3 in 'a b'");
   EXPECT_EQ(parse_error("(a + 1"), "expected ')', found end of expression at column 7 in '(a + 1'");
-  EXPECT_EQ(parse_error("a = 1"), "'=' is not an operator (compare with '==') at column 3 in 'a = 1'");
+  EXPECT_EQ(parse_error("a = 1"),
+            "'=' is not an operator (compare with '==') at column 3 in 'a = 1'");
   EXPECT_EQ(parse_error(""), "empty expression");
   EXPECT_NE(parse_error("12abc").find("malformed number '12abc' at column 1"), std::string::npos);
   EXPECT_NE(parse_error("0x").find("malformed number"), std::string::npos);
@@ -137,7 +139,8 @@ TEST(Expr, FunctionErrorsAtParseTime) {
             "unknown function 'floor' (known: min, max, ceil_div, round_up, is_pow2, abs) at "
             "column 1 in 'floor(n, 2)'");
   EXPECT_NE(parse_error("min(n)").find("min() takes 2 arguments, given 1"), std::string::npos);
-  EXPECT_NE(parse_error("is_pow2(a, b)").find("is_pow2() takes 1 argument, given 2"), std::string::npos);
+  EXPECT_NE(parse_error("is_pow2(a, b)").find("is_pow2() takes 1 argument, given 2"),
+            std::string::npos);
 }
 
 TEST(Expr, DeepNestingIsRefusedNotAStackOverflow) {
@@ -244,7 +247,8 @@ TEST(Expr, InTestsMembershipOfAList) {
   EXPECT_EQ(eval("bs in ['64']", v), 1);  // the == of the language, text for strings
   // Evaluation stops at the first match, like ||.
   EXPECT_EQ(eval("bs in [64, 1 / 0]", v), 1);
-  EXPECT_NE(parse_error("bs in 64").find("expected '[', found '64' at column 7"), std::string::npos);
+  EXPECT_NE(parse_error("bs in 64").find("expected '[', found '64' at column 7"),
+            std::string::npos);
   EXPECT_NE(parse_error("bs in [1, 2").find("expected ']'"), std::string::npos);
   EXPECT_NE(parse_error("bs not 3").find("unexpected 'not' at column 4"), std::string::npos);
 }
@@ -269,8 +273,10 @@ TEST(Expr, RealsFollowCPromotion) {
 
 TEST(Expr, StringErrors) {
   Vars v{{"dtype", "bf16"}};
-  EXPECT_EQ(parse_error("dtype == 'bf16"), "string not closed (no ' after it) at column 10 in 'dtype == 'bf16'");
-  EXPECT_EQ(eval_error("dtype < 3", v), "'<' needs numbers, not the string 'bf16' at column 7 in 'dtype < 3'");
+  EXPECT_EQ(parse_error("dtype == 'bf16"),
+            "string not closed (no ' after it) at column 10 in 'dtype == 'bf16'");
+  EXPECT_EQ(eval_error("dtype < 3", v),
+            "'<' needs numbers, not the string 'bf16' at column 7 in 'dtype < 3'");
   EXPECT_NE(eval_error("dtype + 1", v).find("'+' needs numbers"), std::string::npos);
   EXPECT_NE(eval_error("dtype && 1", v).find("'&&' needs numbers"), std::string::npos);
   EXPECT_NE(eval_error("not dtype", v).find("'not' needs numbers"), std::string::npos);
@@ -326,8 +332,10 @@ TEST(Expr, StaticTypesCatchAtLoadWhatEvalWouldRefuse) {
   EXPECT_NE(type_of("bs + dtype").error().message().find("'+' needs numbers"), std::string::npos);
   EXPECT_NE(type_of("dtype or bs").error().message().find("'||' needs conditions or numbers"),
             std::string::npos);
-  EXPECT_NE(type_of("!dtype").error().message().find("'!' needs a number or a condition"), std::string::npos);
-  EXPECT_NE(type_of("bs ? 1 : 'b'").error().message().find("'?' needs both branches"), std::string::npos);
+  EXPECT_NE(type_of("!dtype").error().message().find("'!' needs a number or a condition"),
+            std::string::npos);
+  EXPECT_NE(type_of("bs ? 1 : 'b'").error().message().find("'?' needs both branches"),
+            std::string::npos);
   EXPECT_NE(type_of("round_up(lr, 2)").error().message().find("round_up() needs integers"),
             std::string::npos);
   EXPECT_EQ(type_of("bs + x").error().message(), "unknown name 'x' at column 6 in 'bs + x'");

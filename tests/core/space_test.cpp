@@ -15,7 +15,9 @@ Space tiles_space() {
       {"stages", {2, 3}, 0, KnobKind::kInPlace},
   };
   std::vector<Constraint> cs = {
-      {"bm * bn <= 8192", {"bm", "bn"}, [](const Assignment& a) { return a.i("bm") * a.i("bn") <= 8192; }},
+      {"bm * bn <= 8192",
+       {"bm", "bn"},
+       [](const Assignment& a) { return a.i("bm") * a.i("bn") <= 8192; }},
   };
   return Space::make(std::move(knobs), std::move(cs)).value();
 }
@@ -49,18 +51,22 @@ TEST(Space, IllegalPrefixIsPrunedAtItsFork) {
   Space s = tiles_space();
   int calls = 0;
   std::vector<Knob> knobs = {{"a", {1, 2}, 0}, {"b", {1, 2, 3}, 0}, {"c", {1, 2, 3, 4}, 0}};
-  std::vector<Constraint> cs = {{"a == 1", {"a"}, [&](const Assignment& x) { ++calls; return x.i("a") == 1; }}};
+  std::vector<Constraint> cs = {{"a == 1", {"a"}, [&](const Assignment& x) {
+                                   ++calls;
+                                   return x.i("a") == 1;
+                                 }}};
   Space t = Space::make(knobs, cs).value();
   EXPECT_EQ(t.count(), 12u);
   // The constraint reads only 'a', so it runs once per option of 'a' per walk, not per leaf.
-  EXPECT_LE(calls, 2 + 1);  // +1 for the baseline check in make()
+  EXPECT_LE(calls, 2 + 1);                        // +1 for the baseline check in make()
   EXPECT_TRUE(s.legal_options({3}).size() == 1);  // bm=256 allows only bn=32
 }
 
 TEST(Space, DeadEndPrefixesAreSkipped) {
   // b's only legal options with a=2 are none: a=2 is a dead end.
   std::vector<Knob> knobs = {{"a", {1, 2, 3}, 0}, {"b", {1, 2}, 0}};
-  std::vector<Constraint> cs = {{"a != 2", {"a", "b"}, [](const Assignment& x) { return x.i("a") != 2; }}};
+  std::vector<Constraint> cs = {
+      {"a != 2", {"a", "b"}, [](const Assignment& x) { return x.i("a") != 2; }}};
   Space s = Space::make(knobs, cs).value();
   EXPECT_EQ(s.count(), 4u);
   std::vector<std::string> texts;
@@ -81,13 +87,13 @@ TEST(Space, ConfigRoundTripsThroughText) {
 
 TEST(Space, ParseRejectsUnknownKnobsValuesAndIllegalConfigs) {
   Space s = tiles_space();
-  EXPECT_FALSE(s.parse("bm=64,bn=32").ok());                  // missing knob
-  EXPECT_FALSE(s.parse("bm=64,bn=32,stages=9").ok());         // no such option
-  EXPECT_FALSE(s.parse("bm=64,bn=32,stages=2,x=1").ok());     // unknown knob
+  EXPECT_FALSE(s.parse("bm=64,bn=32").ok());               // missing knob
+  EXPECT_FALSE(s.parse("bm=64,bn=32,stages=9").ok());      // no such option
+  EXPECT_FALSE(s.parse("bm=64,bn=32,stages=2,x=1").ok());  // unknown knob
   auto illegal = s.parse("bm=256,bn=128,stages=2");
   ASSERT_FALSE(illegal.ok());
   EXPECT_NE(illegal.error().message().find("bm * bn <= 8192"), std::string::npos);
-  EXPECT_TRUE(s.parse("stages=3,bn=64,bm=32").ok());          // any order
+  EXPECT_TRUE(s.parse("stages=3,bn=64,bm=32").ok());  // any order
 }
 
 TEST(Space, MakeRejectsBadDeclarations) {
@@ -97,9 +103,11 @@ TEST(Space, MakeRejectsBadDeclarations) {
   EXPECT_FALSE(Space::make({{"a b", {1}, 0}}).ok());
   EXPECT_FALSE(Space::make({{"a", {"x,y"}, 0}}).ok());
   EXPECT_FALSE(Space::make({{"a", {1, 1}, 0}}).ok());
-  EXPECT_FALSE(Space::make({{"a", {1}, 0}}, {{"b>0", {"b"}, [](const Assignment&) { return true; }}}).ok());
+  EXPECT_FALSE(
+      Space::make({{"a", {1}, 0}}, {{"b>0", {"b"}, [](const Assignment&) { return true; }}}).ok());
   // A baseline that violates a constraint is refused with the constraint named.
-  auto r = Space::make({{"a", {1, 2}, 0}}, {{"a > 1", {"a"}, [](const Assignment& x) { return x.i("a") > 1; }}});
+  auto r = Space::make({{"a", {1, 2}, 0}},
+                       {{"a > 1", {"a"}, [](const Assignment& x) { return x.i("a") > 1; }}});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message().find("a > 1"), std::string::npos);
 }

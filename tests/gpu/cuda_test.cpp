@@ -39,12 +39,14 @@ TEST(CudaGpu, EnumeratesItsDevicesAndRefusesAnIndexPastThem) {
   ASSERT_TRUE(all.ok()) << all.error().message();
   ASSERT_GE(all->size(), 1u);
   ASSERT_LT(static_cast<std::size_t>(cuda->device_index()), all->size());
-  EXPECT_EQ((*all)[static_cast<std::size_t>(cuda->device_index())].key(), cuda->fingerprint()->key());
+  EXPECT_EQ((*all)[static_cast<std::size_t>(cuda->device_index())].key(),
+            cuda->fingerprint()->key());
   for (const auto& d : *all) EXPECT_EQ(d.backend, "cuda");
   const int count = static_cast<int>(all->size());
   Status past = cuda->select_device(count);
   ASSERT_FALSE(past.ok());
-  EXPECT_NE(past.error().message().find("has " + std::to_string(count) + " device"), std::string::npos)
+  EXPECT_NE(past.error().message().find("has " + std::to_string(count) + " device"),
+            std::string::npos)
       << past.error().message();
   ASSERT_TRUE(cuda->select_device(count - 1).ok());
   EXPECT_EQ(cuda->device_index(), count - 1);
@@ -63,7 +65,8 @@ bool must_pass(const Config& c) {
 
 // Every config of the space, except the tiled GEMM's thousands: a seeded sample of `tiled` of
 // them, compiled ahead on the backend's compile threads.
-void every_config_passes(Backend& cuda, const std::string& spec, std::size_t expect_min, std::size_t tiled = 24) {
+void every_config_passes(Backend& cuda, const std::string& spec, std::size_t expect_min,
+                         std::size_t tiled = 24) {
   auto p = cuda.resolve(spec);
   ASSERT_TRUE(p.ok()) << p.error().message();
   auto space = cuda.space(*p);
@@ -77,7 +80,8 @@ void every_config_passes(Backend& cuda, const std::string& spec, std::size_t exp
   std::mt19937_64 rng(20261129);
   std::shuffle(tiled_configs.begin(), tiled_configs.end(), rng);
   if (tiled_configs.size() > tiled) tiled_configs.resize(tiled);
-  std::cout << spec << ": " << configs.size() << " configs + " << tiled_configs.size() << " sampled tiled configs\n";
+  std::cout << spec << ": " << configs.size() << " configs + " << tiled_configs.size()
+            << " sampled tiled configs\n";
   configs.insert(configs.end(), tiled_configs.begin(), tiled_configs.end());
   for (const Config& c : configs) cuda.prepare(*p, c);
   std::size_t n = 0;
@@ -88,8 +92,10 @@ void every_config_passes(Backend& cuda, const std::string& spec, std::size_t exp
     if (must_pass(c)) {
       EXPECT_EQ(o.verdict, Verdict::kOk) << spec << " " << c.text() << ": " << o.message;
     } else {
-      EXPECT_TRUE(o.verdict == Verdict::kOk || o.verdict == Verdict::kWrongOutput) << c.text() << ": " << o.message;
-      if (o.verdict != Verdict::kOk) std::cout << "gate rejected " << spec << " " << c.text() << ": " << o.message << "\n";
+      EXPECT_TRUE(o.verdict == Verdict::kOk || o.verdict == Verdict::kWrongOutput)
+          << c.text() << ": " << o.message;
+      if (o.verdict != Verdict::kOk)
+        std::cout << "gate rejected " << spec << " " << c.text() << ": " << o.message << "\n";
     }
     if (o.verdict == Verdict::kOk) {
       EXPECT_TRUE(o.measurement && o.measurement->median_us > 0);
@@ -134,11 +140,12 @@ TEST(CudaGpu, RmsnormEveryConfigOnOddShapes) {
 
 TEST(CudaGpu, GemmEveryConfigOnOddShapes) {
   ATTUNE_REQUIRE_GPU(cuda);
-  every_config_passes(*cuda, "gemm:m=3,n=1001,k=1000,bias=1", 100);      // skinny and cuBLASLt
-  every_config_passes(*cuda, "gemm:m=7,n=517,k=999,dtype=fp16", 20);     // odd K: scalar loads only
-  every_config_passes(*cuda, "gemm:m=77,n=129,k=1000", 5);               // cuBLASLt and tiled
-  every_config_passes(*cuda, "gemm:m=1000,n=1000,k=2056,bias=1", 5);     // fp32-output reference path
-  every_config_passes(*cuda, "gemm:m=333,n=1031,k=4104,dtype=fp16", 5, 32);  // tiled tails on every side
+  every_config_passes(*cuda, "gemm:m=3,n=1001,k=1000,bias=1", 100);   // skinny and cuBLASLt
+  every_config_passes(*cuda, "gemm:m=7,n=517,k=999,dtype=fp16", 20);  // odd K: scalar loads only
+  every_config_passes(*cuda, "gemm:m=77,n=129,k=1000", 5);            // cuBLASLt and tiled
+  every_config_passes(*cuda, "gemm:m=1000,n=1000,k=2056,bias=1", 5);  // fp32-output reference path
+  every_config_passes(*cuda, "gemm:m=333,n=1031,k=4104,dtype=fp16", 5,
+                      32);  // tiled tails on every side
 }
 
 TEST(CudaGpu, DeployRegimeIsColdAndMeasured) {
@@ -151,8 +158,8 @@ TEST(CudaGpu, DeployRegimeIsColdAndMeasured) {
   EXPECT_EQ(o.measurement->cache, CacheState::kCold);
   EXPECT_GE(o.measurement->samples, 10);
   std::cout << "rmsnorm 8192x4096 baseline deploy: " << o.measurement->median_us << " us, noise "
-            << o.measurement->noise << ", SM clock " << o.measurement->sm_clock_mhz << " MHz, throttle '"
-            << o.measurement->throttle << "'\n";
+            << o.measurement->noise << ", SM clock " << o.measurement->sm_clock_mhz
+            << " MHz, throttle '" << o.measurement->throttle << "'\n";
 }
 
 }  // namespace
@@ -172,8 +179,10 @@ TEST(CudaGpu, UserKernelFaultsAreVerdictsAndTheRunCompletes) {
   const std::string root = src ? src : ATTUNE_SOURCE_DIR;
   const std::string db = ::testing::TempDir() + "/faults.db";
   std::remove(db.c_str());
-  const std::string cmd = "'" + attune + "' tune --spec '" + root + "/tests/gpu/faults/faults.yaml' --strategy grid "
-                          "--patience 0 --timeout 10 --backoff 0.2 --json --db '" + db + "' 2>/dev/null";
+  const std::string cmd = "'" + attune + "' tune --spec '" + root +
+                          "/tests/gpu/faults/faults.yaml' --strategy grid "
+                          "--patience 0 --timeout 10 --backoff 0.2 --json --db '" +
+                          db + "' 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;
@@ -189,10 +198,11 @@ TEST(CudaGpu, UserKernelFaultsAreVerdictsAndTheRunCompletes) {
   EXPECT_EQ(v["timeout"], 2);        // mode 2
   EXPECT_EQ(v["launch_failed"], 2);  // mode 3
   for (const auto& r : j["problems"][0]["rejected"]) {
-    std::cout << "  " << r["config"].get<std::string>() << ": " << r["verdict"].get<std::string>() << ": "
-              << r["message"].get<std::string>() << "\n";
+    std::cout << "  " << r["config"].get<std::string>() << ": " << r["verdict"].get<std::string>()
+              << ": " << r["message"].get<std::string>() << "\n";
     if (r["verdict"] == "crashed") {
-      EXPECT_NE(r["message"].get<std::string>().find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos);
+      EXPECT_NE(r["message"].get<std::string>().find("CUDA_ERROR_ILLEGAL_ADDRESS"),
+                std::string::npos);
     }
     if (r["verdict"] == "launch_failed") {
       EXPECT_NE(r["message"].get<std::string>().find("shared memory"), std::string::npos);

@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   auto init = reinterpret_cast<Init>(dlsym(driver, "cuInit"));
   auto count = reinterpret_cast<Count>(dlsym(driver, "cuDeviceGetCount"));
   int n = 0;
-  if (!init || !count || init(0) != 0 || count(&n) != 0 || n == 0) return skip("the CUDA driver sees no GPU");
+  if (!init || !count || init(0) != 0 || count(&n) != 0 || n == 0)
+    return skip("the CUDA driver sees no GPU");
   dlclose(driver);
   std::fflush(stdout);
   execv(argv[1], argv + 1);

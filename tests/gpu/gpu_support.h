@@ -24,8 +24,8 @@ inline std::unique_ptr<Backend> cuda_backend_or_skip(std::string* why) {
   return std::move(*b);
 }
 
-#define ATTUNE_REQUIRE_GPU(backend)                              \
-  std::string attune_why_;                                       \
+#define ATTUNE_REQUIRE_GPU(backend)                                     \
+  std::string attune_why_;                                              \
   auto backend = ::attune::testing::cuda_backend_or_skip(&attune_why_); \
   if (!backend) GTEST_SKIP() << "no GPU: " << attune_why_
 

@@ -29,13 +29,16 @@ namespace fs = std::filesystem;
 using rt::DType;
 
 constexpr const char* kTiled =
-    "kernel=tiled,lt_algo=0,lt_split=0,lt_tile=0,sk_warps=4,sk_nb=2,sk_vec=8,sk_unroll=1,tc_warps=4,tc_nt=1,"
+    "kernel=tiled,lt_algo=0,lt_split=0,lt_tile=0,sk_warps=4,sk_nb=2,sk_vec=8,sk_unroll=1,tc_warps="
+    "4,tc_nt=1,"
     "tc_unroll=1,tl_bm=64,tl_bn=64,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_split=2,tl_group=8";
 constexpr const char* kSkinnyTc =
-    "kernel=skinny_tc,lt_algo=0,lt_split=0,lt_tile=0,sk_warps=4,sk_nb=2,sk_vec=8,sk_unroll=1,tc_warps=2,tc_nt=2,"
+    "kernel=skinny_tc,lt_algo=0,lt_split=0,lt_tile=0,sk_warps=4,sk_nb=2,sk_vec=8,sk_unroll=1,tc_"
+    "warps=2,tc_nt=2,"
     "tc_unroll=2,tl_bm=128,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_split=1,tl_group=8";
 constexpr const char* kLt =
-    "kernel=cublaslt,lt_algo=1,lt_split=0,lt_tile=0,sk_warps=4,sk_nb=2,sk_vec=8,sk_unroll=1,tc_warps=4,tc_nt=1,"
+    "kernel=cublaslt,lt_algo=1,lt_split=0,lt_tile=0,sk_warps=4,sk_nb=2,sk_vec=8,sk_unroll=1,tc_"
+    "warps=4,tc_nt=1,"
     "tc_unroll=1,tl_bm=128,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_split=1,tl_group=8";
 constexpr const char* kRms = "threads=64,rows_per_block=2,vec=4,unroll=1";
 constexpr const char* kGemmBaseline = "kernel=cublaslt,lt_algo=0,lt_split=0,lt_tile=0";
@@ -51,7 +54,9 @@ double to_double(std::uint16_t bits, bool bf16) {
     return f;
   }
   const int sign = bits >> 15, exp = (bits >> 10) & 31, man = bits & 1023;
-  double v = exp == 0 ? std::ldexp(man, -24) : exp == 31 ? (man ? NAN : INFINITY) : std::ldexp(1024 + man, exp - 25);
+  double v = exp == 0    ? std::ldexp(man, -24)
+             : exp == 31 ? (man ? NAN : INFINITY)
+                         : std::ldexp(1024 + man, exp - 25);
   return sign ? -v : v;
 }
 
@@ -61,8 +66,12 @@ std::vector<std::uint16_t> random_bits(std::size_t n, bool bf16, std::mt19937& r
   for (auto& x : v) {
     const std::uint32_t r = rng();
     const std::uint16_t sign = (r & 1) << 15;
-    if (bf16) x = sign | static_cast<std::uint16_t>((121 + (r >> 1) % 6) << 7) | static_cast<std::uint16_t>((r >> 8) & 0x70);
-    else x = sign | static_cast<std::uint16_t>((9 + (r >> 1) % 6) << 10) | static_cast<std::uint16_t>((r >> 8) & 0x3f0);
+    if (bf16)
+      x = sign | static_cast<std::uint16_t>((121 + (r >> 1) % 6) << 7) |
+          static_cast<std::uint16_t>((r >> 8) & 0x70);
+    else
+      x = sign | static_cast<std::uint16_t>((9 + (r >> 1) % 6) << 10) |
+          static_cast<std::uint16_t>((r >> 8) & 0x3f0);
   }
   return v;
 }
@@ -74,8 +83,10 @@ struct Buffer {
   std::size_t elements = 0;
   Buffer(std::size_t n, const std::vector<std::uint16_t>* init) : elements(n) {
     EXPECT_EQ(cuMemAlloc(&ptr, std::max<std::size_t>(n, 8) * 2), CUDA_SUCCESS);
-    if (init) EXPECT_EQ(cuMemcpyHtoD(ptr, init->data(), n * 2), CUDA_SUCCESS);
-    else EXPECT_EQ(cuMemsetD16(ptr, 0xffff, n), CUDA_SUCCESS);  // NaN poison: unwritten outputs fail
+    if (init)
+      EXPECT_EQ(cuMemcpyHtoD(ptr, init->data(), n * 2), CUDA_SUCCESS);
+    else
+      EXPECT_EQ(cuMemsetD16(ptr, 0xffff, n), CUDA_SUCCESS);  // NaN poison: unwritten outputs fail
   }
   ~Buffer() { cuMemFree(ptr); }
   Buffer(const Buffer&) = delete;
@@ -90,13 +101,15 @@ struct Buffer {
 
 // Every element finite and within 2% of the reference (plus 0.02 absolute): a wrong kernel, a
 // wrong shape or an unwritten element is off by far more.
-void expect_close(const std::vector<std::uint16_t>& got, const std::vector<double>& want, bool bf16, const std::string& what) {
+void expect_close(const std::vector<std::uint16_t>& got, const std::vector<double>& want, bool bf16,
+                  const std::string& what) {
   ASSERT_EQ(got.size(), want.size());
   std::size_t bad = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
     const double g = to_double(got[i], bf16);
     if (!std::isfinite(g) || std::fabs(g - want[i]) > 0.02 * std::fabs(want[i]) + 0.02) {
-      if (++bad <= 3) ADD_FAILURE() << what << ": element " << i << " is " << g << ", want " << want[i];
+      if (++bad <= 3)
+        ADD_FAILURE() << what << ": element " << i << " is " << g << ", want " << want[i];
     }
   }
   EXPECT_EQ(bad, 0u) << what;
@@ -109,12 +122,14 @@ struct Gemm {
 
 // Runs C = A . B^T (+ bias) through the runtime and checks it; returns what ran.
 rt::Dispatch run_gemm(rt::Runtime& runtime, const Gemm& g, std::mt19937& rng) {
-  const auto m = static_cast<std::size_t>(g.m), n = static_cast<std::size_t>(g.n), k = static_cast<std::size_t>(g.k);
-  auto a = random_bits(m * k, g.bf16, rng), b = random_bits(n * k, g.bf16, rng), bias = random_bits(n, g.bf16, rng);
+  const auto m = static_cast<std::size_t>(g.m), n = static_cast<std::size_t>(g.n),
+             k = static_cast<std::size_t>(g.k);
+  auto a = random_bits(m * k, g.bf16, rng), b = random_bits(n * k, g.bf16, rng),
+       bias = random_bits(n, g.bf16, rng);
   Buffer da(m * k, &a), db(n * k, &b), dbias(n, &bias), dc(m * n, nullptr);
   const rt::Dispatch* d = nullptr;
-  rt::Status s = runtime.gemm(g.m, g.n, g.k, g.bf16 ? DType::kBf16 : DType::kFp16, da.p(), db.p(), dc.p(),
-                              g.bias ? dbias.p() : nullptr, nullptr, &d);
+  rt::Status s = runtime.gemm(g.m, g.n, g.k, g.bf16 ? DType::kBf16 : DType::kFp16, da.p(), db.p(),
+                              dc.p(), g.bias ? dbias.p() : nullptr, nullptr, &d);
   EXPECT_TRUE(s.ok()) << s.message();
   if (!s.ok() || !d) return {};
   EXPECT_EQ(runtime.last_dispatch(), d);
@@ -122,7 +137,8 @@ rt::Dispatch run_gemm(rt::Runtime& runtime, const Gemm& g, std::mt19937& rng) {
   for (std::size_t i = 0; i < m; ++i)
     for (std::size_t j = 0; j < n; ++j) {
       double acc = g.bias ? to_double(bias[j], g.bf16) : 0.0;
-      for (std::size_t p = 0; p < k; ++p) acc += to_double(a[i * k + p], g.bf16) * to_double(b[j * k + p], g.bf16);
+      for (std::size_t p = 0; p < k; ++p)
+        acc += to_double(a[i * k + p], g.bf16) * to_double(b[j * k + p], g.bf16);
       want[i * n + j] = acc;
     }
   expect_close(dc.get(), want, g.bf16, d->problem + " (" + d->config + ")");
@@ -135,24 +151,29 @@ struct Rms {
 };
 
 rt::Dispatch run_rmsnorm(rt::Runtime& runtime, const Rms& r, std::mt19937& rng) {
-  const auto rows = static_cast<std::size_t>(r.rows), hidden = static_cast<std::size_t>(r.hidden), count = rows * hidden;
-  auto x = random_bits(count, r.bf16, rng), res = random_bits(count, r.bf16, rng), w = random_bits(hidden, r.bf16, rng);
+  const auto rows = static_cast<std::size_t>(r.rows), hidden = static_cast<std::size_t>(r.hidden),
+             count = rows * hidden;
+  auto x = random_bits(count, r.bf16, rng), res = random_bits(count, r.bf16, rng),
+       w = random_bits(hidden, r.bf16, rng);
   Buffer dx(count, &x), dr(count, &res), dw(hidden, &w), dy(count, nullptr), dh(count, nullptr);
   const rt::Dispatch* d = nullptr;
   rt::Status s = runtime.rmsnorm(r.rows, r.hidden, r.bf16 ? DType::kBf16 : DType::kFp16, dy.p(),
-                                 r.residual ? dh.p() : nullptr, dx.p(), r.residual ? dr.p() : nullptr, dw.p(), nullptr, &d);
+                                 r.residual ? dh.p() : nullptr, dx.p(),
+                                 r.residual ? dr.p() : nullptr, dw.p(), nullptr, &d);
   EXPECT_TRUE(s.ok()) << s.message();
   if (!s.ok() || !d) return {};
   std::vector<double> want_y(count), want_h(count);
   for (std::size_t i = 0; i < rows; ++i) {
     double ss = 0;
     for (std::size_t j = 0; j < hidden; ++j) {
-      double h = to_double(x[i * hidden + j], r.bf16) + (r.residual ? to_double(res[i * hidden + j], r.bf16) : 0.0);
+      double h = to_double(x[i * hidden + j], r.bf16) +
+                 (r.residual ? to_double(res[i * hidden + j], r.bf16) : 0.0);
       want_h[i * hidden + j] = h;
       ss += h * h;
     }
     const double scale = 1.0 / std::sqrt(ss / static_cast<double>(hidden) + 1e-6);
-    for (std::size_t j = 0; j < hidden; ++j) want_y[i * hidden + j] = want_h[i * hidden + j] * scale * to_double(w[j], r.bf16);
+    for (std::size_t j = 0; j < hidden; ++j)
+      want_y[i * hidden + j] = want_h[i * hidden + j] * scale * to_double(w[j], r.bf16);
   }
   expect_close(dy.get(), want_y, r.bf16, d->problem + " y (" + d->config + ")");
   if (r.residual) expect_close(dh.get(), want_h, r.bf16, d->problem + " h");
@@ -179,7 +200,8 @@ table::Table hand_made(const DeviceFingerprint& device) {
   g.rows.push_back(row("gemm:bias=0,dtype=bf16,k=264,m=37,n=200", kTiled));
   g.rows.push_back(row("gemm:bias=1,dtype=bf16,k=256,m=64,n=512", kLt));
   t.ops.push_back(g);
-  table::OpTable f{"gemm", "fp16", {table::MatchPolicy::Kind::kBucketed, "m", "no-harm, least max regret"}, {}};
+  table::OpTable f{
+      "gemm", "fp16", {table::MatchPolicy::Kind::kBucketed, "m", "no-harm, least max regret"}, {}};
   table::Row b = row("gemm:bias=1,dtype=fp16,k=136,n=300", kSkinnyTc);
   b.bucket = table::Bucket{"m", 1, 8, {1, 4, 8}};
   f.rows.push_back(b);
@@ -228,7 +250,8 @@ TEST_F(RuntimeGpu, RowsRunTheirConfigsAndMissesRunTheBaseline) {
   EXPECT_EQ(d.config, kTiled);
   EXPECT_EQ(d.kernels, (std::vector<std::string>{"gemm_tiled", "gemm_tiled_reduce"}));
   ASSERT_EQ(d.cache_key.size(), 32u) << d.cache_key;
-  EXPECT_TRUE(fs::exists(fs::path(path + ".cubin") / (d.cache_key + ".cubin"))) << "the cubin went to the table's directory";
+  EXPECT_TRUE(fs::exists(fs::path(path + ".cubin") / (d.cache_key + ".cubin")))
+      << "the cubin went to the table's directory";
 
   d = run_gemm(*runtime, {64, 512, 256, true, true}, rng);
   EXPECT_TRUE(d.tuned);
@@ -253,7 +276,8 @@ TEST_F(RuntimeGpu, RowsRunTheirConfigsAndMissesRunTheBaseline) {
   EXPECT_EQ(d.kernels, std::vector<std::string>{"rmsnorm"});
 
   // Misses: a gemm outside the bucket, other shapes, an rmsnorm without a residual, fp16.
-  for (const Gemm& g : {Gemm{9, 300, 136, false, true}, Gemm{3, 100, 72, true, false}, Gemm{37, 200, 264, true, true}}) {
+  for (const Gemm& g : {Gemm{9, 300, 136, false, true}, Gemm{3, 100, 72, true, false},
+                        Gemm{37, 200, 264, true, true}}) {
     d = run_gemm(*runtime, g, rng);
     EXPECT_FALSE(d.tuned) << d.problem;
     EXPECT_EQ(d.row, 0);
@@ -302,7 +326,8 @@ TEST_F(RuntimeGpu, CApiRunsAndTimesRows) {
 
   for (int row = 1; row <= 4; ++row) {
     attune_rt_timing t{};
-    ASSERT_EQ(attune_rt_time_row(h, row, 0, &t), ATTUNE_RT_OK) << row << ": " << attune_rt_last_error();
+    ASSERT_EQ(attune_rt_time_row(h, row, 0, &t), ATTUNE_RT_OK)
+        << row << ": " << attune_rt_last_error();
     EXPECT_GT(t.median_us, 0);
     EXPECT_EQ(t.dispatch.tuned, 1) << t.dispatch.why;
     EXPECT_EQ(t.dispatch.row, row);
@@ -312,23 +337,28 @@ TEST_F(RuntimeGpu, CApiRunsAndTimesRows) {
   attune_rt_timing t{};
   EXPECT_EQ(attune_rt_time_row(h, 3, 9, &t), ATTUNE_RT_INVALID_ARGUMENT);  // outside the bucket
   EXPECT_NE(std::string(attune_rt_last_error()).find("outside"), std::string::npos);
-  ASSERT_EQ(attune_rt_time_problem(h, "rmsnorm:dtype=fp16,hidden=999,residual=0,rows=5", &t), ATTUNE_RT_OK)
+  ASSERT_EQ(attune_rt_time_problem(h, "rmsnorm:dtype=fp16,hidden=999,residual=0,rows=5", &t),
+            ATTUNE_RT_OK)
       << attune_rt_last_error();
   EXPECT_EQ(t.dispatch.tuned, 0);
   EXPECT_STREQ(t.dispatch.config, kRmsBaseline);
 
   {  // A call through the C entry point, and its report (buffers freed before the close).
-  std::mt19937 rng(7);
-  const auto a = random_bits(64 * 256, true, rng), b = random_bits(512 * 256, true, rng), bias = random_bits(512, true, rng);
-  Buffer da(a.size(), &a), db(b.size(), &b), dbias(bias.size(), &bias), dc(64 * 512, nullptr);
-  const attune_rt_dispatch* d = nullptr;
-  ASSERT_EQ(attune_rt_gemm(h, 64, 512, 256, ATTUNE_RT_BF16, da.p(), db.p(), dc.p(), dbias.p(), nullptr, &d), ATTUNE_RT_OK)
-      << attune_rt_last_error();
-  ASSERT_NE(d, nullptr);
-  EXPECT_EQ(attune_rt_last_dispatch(h), d);
-  EXPECT_STREQ(d->config, kLt);
-  EXPECT_EQ(attune_rt_gemm(h, 0, 512, 256, ATTUNE_RT_BF16, da.p(), db.p(), dc.p(), nullptr, nullptr, nullptr),
-            ATTUNE_RT_INVALID_ARGUMENT);
+    std::mt19937 rng(7);
+    const auto a = random_bits(64 * 256, true, rng), b = random_bits(512 * 256, true, rng),
+               bias = random_bits(512, true, rng);
+    Buffer da(a.size(), &a), db(b.size(), &b), dbias(bias.size(), &bias), dc(64 * 512, nullptr);
+    const attune_rt_dispatch* d = nullptr;
+    ASSERT_EQ(attune_rt_gemm(h, 64, 512, 256, ATTUNE_RT_BF16, da.p(), db.p(), dc.p(), dbias.p(),
+                             nullptr, &d),
+              ATTUNE_RT_OK)
+        << attune_rt_last_error();
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(attune_rt_last_dispatch(h), d);
+    EXPECT_STREQ(d->config, kLt);
+    EXPECT_EQ(attune_rt_gemm(h, 0, 512, 256, ATTUNE_RT_BF16, da.p(), db.p(), dc.p(), nullptr,
+                             nullptr, nullptr),
+              ATTUNE_RT_INVALID_ARGUMENT);
   }
   attune_rt_counters c{};
   ASSERT_EQ(attune_rt_counters_get(h, &c), ATTUNE_RT_OK);
@@ -341,7 +371,8 @@ TEST_F(RuntimeGpu, CApiRunsAndTimesRows) {
   h = nullptr;
   EXPECT_EQ(attune_rt_open(bad.c_str(), -1, &h), ATTUNE_RT_BAD_TABLE);
   EXPECT_EQ(h, nullptr);
-  EXPECT_NE(std::string(attune_rt_last_error()).find("truncated"), std::string::npos) << attune_rt_last_error();
+  EXPECT_NE(std::string(attune_rt_last_error()).find("truncated"), std::string::npos)
+      << attune_rt_last_error();
 }
 
 TEST_F(RuntimeGpu, AnotherDevicesTableRunsTheBaselineCorrectly) {

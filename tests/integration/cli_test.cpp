@@ -27,8 +27,8 @@ TEST(Cli, FaultsRunCompletesWithEveryFailureClassCountedThenReplaysWithNothingMe
   EXPECT_EQ(j["device"]["backend"], "sim");
   EXPECT_EQ(j["run"]["strategy"], "mcts");  // the default
   const auto& p = j["problems"][0];
-  for (const char* v : {"ok", "unsupported", "build_failed", "launch_failed", "crashed", "timeout", "oom",
-                        "wrong_output", "non_finite"})
+  for (const char* v : {"ok", "unsupported", "build_failed", "launch_failed", "crashed", "timeout",
+                        "oom", "wrong_output", "non_finite"})
     EXPECT_GT(p["verdicts"][v].get<int>(), 0) << v << " not counted: " << p["verdicts"].dump();
   EXPECT_EQ(p["evaluated"], 54);
   EXPECT_EQ(p["measured"], 54);
@@ -54,14 +54,15 @@ TEST(Cli, FaultsRunCompletesWithEveryFailureClassCountedThenReplaysWithNothingMe
   for (const auto& g : groups) {
     seen.insert(g["verdict"].get<std::string>());
     if (g["verdict"] == "timeout") {
-      EXPECT_EQ(g["shared"], (nlohmann::json{{"block", "64"}, {"vec", "1"}, {"unroll", "1"}, {"stages", "2"}}));
+      EXPECT_EQ(g["shared"],
+                (nlohmann::json{{"block", "64"}, {"vec", "1"}, {"unroll", "1"}, {"stages", "2"}}));
     }
     if (g["verdict"] == "build_failed") {
       EXPECT_EQ(g["shared"], (nlohmann::json{{"vec", "4"}, {"unroll", "4"}}));
     }
   }
-  EXPECT_EQ(seen, (std::set<std::string>{"unsupported", "build_failed", "launch_failed", "crashed", "timeout", "oom",
-                                         "wrong_output", "non_finite"}));
+  EXPECT_EQ(seen, (std::set<std::string>{"unsupported", "build_failed", "launch_failed", "crashed",
+                                         "timeout", "oom", "wrong_output", "non_finite"}));
   auto text = run_attune("eval failures", dir.path());
   EXPECT_NE(text.out.find("block=64,vec=2,unroll=2"), std::string::npos) << text.out;
 
@@ -75,9 +76,11 @@ TEST(Cli, MaxCandidatesDoesNotCountVariantsRefusedBeforeAnyBuild) {
   TempDir dir;
   // block=256 with vec=4 is refused before any build; the pins leave six such configs after the
   // baseline, and a budget of two candidates still goes through all of them.
-  auto r = run_attune("tune --backend sim --problem faults --strategy grid --patience 0 --pin block=256 --pin vec=4 "
-                      "--max-candidates 2 --json",
-                      dir.path());
+  auto r = run_attune(
+      "tune --backend sim --problem faults --strategy grid --patience 0 --pin block=256 --pin "
+      "vec=4 "
+      "--max-candidates 2 --json",
+      dir.path());
   ASSERT_EQ(r.code, 0) << r.err;
   const auto p = nlohmann::json::parse(r.out)["problems"][0];
   EXPECT_EQ(p["verdicts"]["unsupported"], 6) << p["verdicts"].dump();
@@ -90,9 +93,10 @@ TEST(Cli, GridShardsAreDisjointAndTheirUnionIsTheWholeSpace) {
   std::multiset<std::string> configs;
   for (int i = 0; i < 3; ++i) {
     std::string db = "shard" + std::to_string(i) + ".db";
-    auto r = run_attune("tune --backend sim --problem rmsnorm --strategy grid --patience 0 --shard " +
-                            std::to_string(i) + "/3 --db " + db,
-                        dir.path());
+    auto r =
+        run_attune("tune --backend sim --problem rmsnorm --strategy grid --patience 0 --shard " +
+                       std::to_string(i) + "/3 --db " + db,
+                   dir.path());
     ASSERT_EQ(r.code, 0) << r.err;
     auto store = SqliteStore::open(dir.file(db), false);
     ASSERT_TRUE(store.ok());
@@ -119,7 +123,8 @@ TEST(Cli, DeviceAndProblems) {
   EXPECT_EQ(j["key"].get<std::string>().size(), 16u);
   auto p = run_attune("problems --backend sim", dir.path());
   ASSERT_EQ(p.code, 0);
-  for (const char* name : {"faults", "gemm", "rmsnorm"}) EXPECT_NE(p.out.find(name), std::string::npos);
+  for (const char* name : {"faults", "gemm", "rmsnorm"})
+    EXPECT_NE(p.out.find(name), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir.file("attune.db")));  // listing creates no database
 }
 
@@ -128,7 +133,8 @@ TEST(Cli, DevicesAreListedAndOneIsChosenByIndex) {
   auto one = run_attune("device --backend sim --list", dir.path());
   ASSERT_EQ(one.code, 0) << one.err;
   EXPECT_EQ(lines(one.out), 1u) << one.out;
-  EXPECT_EQ(one.out.rfind("0  attune simulated GPU  sim_90  132 SMs  80.0 GiB  key ", 0), 0u) << one.out;
+  EXPECT_EQ(one.out.rfind("0  attune simulated GPU  sim_90  132 SMs  80.0 GiB  key ", 0), 0u)
+      << one.out;
 
   const std::string two = "ATTUNE_SIM_DEVICES=2";
   auto listed = run_attune("device --backend sim --list --json", dir.path(), two);
@@ -141,11 +147,12 @@ TEST(Cli, DevicesAreListedAndOneIsChosenByIndex) {
   EXPECT_EQ(run_attune("device --backend sim --device 1", dir.path(), two).code, 0);
   auto beyond = run_attune("device --backend sim --device 2", dir.path(), two);
   EXPECT_EQ(beyond.code, 2);
-  EXPECT_NE(beyond.err.find("has 2 devices (indexes 0..1), not device 2"), std::string::npos) << beyond.err;
+  EXPECT_NE(beyond.err.find("has 2 devices (indexes 0..1), not device 2"), std::string::npos)
+      << beyond.err;
 
   // The tuner's workers run every candidate on the device chosen.
-  auto tuned = run_attune("tune --backend sim --problem rmsnorm --max-candidates 3 --device 1", dir.path(),
-                          two + " ATTUNE_SIM_TRACE=trace");
+  auto tuned = run_attune("tune --backend sim --problem rmsnorm --max-candidates 3 --device 1",
+                          dir.path(), two + " ATTUNE_SIM_TRACE=trace");
   ASSERT_EQ(tuned.code, 0) << tuned.err;
   const std::string trace = read_bytes(dir.file("trace"));
   EXPECT_GE(lines(trace), 3u) << trace;
@@ -160,36 +167,43 @@ class CliBadInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(CliBadInput, OneLineExitTwoAndTheDatabaseUntouched) {
   TempDir dir;
-  ASSERT_EQ(run_attune("tune --backend sim --problem rmsnorm --max-candidates 3", dir.path()).code, 0);
+  ASSERT_EQ(run_attune("tune --backend sim --problem rmsnorm --max-candidates 3", dir.path()).code,
+            0);
   testing::expect_refused(GetParam(), dir, "attune.db");
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Cli, CliBadInput,
-    ::testing::Values(BadInput{"tune --backend sim --problem rmsnorm --frobnicate", "frobnicate"},
-                      BadInput{"tune --backend sim --problem rmsnorm --patience -1", "--patience -1 is negative"},
-                      BadInput{"tune --backend sim --problem rmsnorm --strategy grid --shard 3/2", "--shard '3/2'"},
-                      BadInput{"tune --backend sim --problem rmsnorm --strategy grid --shard x", "--shard 'x'"},
-                      BadInput{"tune --backend sim --problem 'gemm:m'", "not of the form key=value"},
-                      BadInput{"tune --backend sim --problem conv", "no problem 'conv'"},
-                      BadInput{"tune --backend sim --op gemm --shape 4x4", "MxNxK"},
-                      // An op no signature registers is refused, never taken for another op.
-                      BadInput{"tune --backend sim --op conv --shape 4x4",
-                               "--shape is understood for --op gemm (MxNxK) and rmsnorm (ROWSxHIDDEN), not 'conv'"},
-                      BadInput{"tune --backend warp9 --problem rmsnorm", "unknown backend 'warp9'"},
-                      BadInput{"tune --backend sim --problem rmsnorm --strategy luck", "unknown strategy 'luck'"},
-                      BadInput{"tune --backend sim --shapes missing.txt", "cannot read shapes file"},
-                      BadInput{"eval variants --kernel conv", "no problem or op named 'conv'"},
-                      BadInput{"tune --backend sim", "nothing to tune"},
-                      BadInput{"verify missing.json", "cannot read table missing.json"},
-                      BadInput{"verify attune.db", "not a complete JSON document"},
-                      BadInput{"verify --band 0 attune.db", "--band must be a positive fraction"},
-                      BadInput{"tune --backend sim --problem rmsnorm --device 1", "has 1 device (index 0), not device 1"},
-                      BadInput{"device --backend sim --device 3", "has 1 device (index 0), not device 3"},
-                      BadInput{"tune --backend sim --problem rmsnorm --device -1", "'-1' is not a device index"},
-                      BadInput{"tune --backend sim --problem rmsnorm --db postgresql://db/attune",
-                               "this attune was built without PostgreSQL support"}),
-    [](const ::testing::TestParamInfo<BadInput>& info) { return "case" + std::to_string(info.index); });
+    ::testing::Values(
+        BadInput{"tune --backend sim --problem rmsnorm --frobnicate", "frobnicate"},
+        BadInput{"tune --backend sim --problem rmsnorm --patience -1", "--patience -1 is negative"},
+        BadInput{"tune --backend sim --problem rmsnorm --strategy grid --shard 3/2",
+                 "--shard '3/2'"},
+        BadInput{"tune --backend sim --problem rmsnorm --strategy grid --shard x", "--shard 'x'"},
+        BadInput{"tune --backend sim --problem 'gemm:m'", "not of the form key=value"},
+        BadInput{"tune --backend sim --problem conv", "no problem 'conv'"},
+        BadInput{"tune --backend sim --op gemm --shape 4x4", "MxNxK"},
+        // An op no signature registers is refused, never taken for another op.
+        BadInput{
+            "tune --backend sim --op conv --shape 4x4",
+            "--shape is understood for --op gemm (MxNxK) and rmsnorm (ROWSxHIDDEN), not 'conv'"},
+        BadInput{"tune --backend warp9 --problem rmsnorm", "unknown backend 'warp9'"},
+        BadInput{"tune --backend sim --problem rmsnorm --strategy luck", "unknown strategy 'luck'"},
+        BadInput{"tune --backend sim --shapes missing.txt", "cannot read shapes file"},
+        BadInput{"eval variants --kernel conv", "no problem or op named 'conv'"},
+        BadInput{"tune --backend sim", "nothing to tune"},
+        BadInput{"verify missing.json", "cannot read table missing.json"},
+        BadInput{"verify attune.db", "not a complete JSON document"},
+        BadInput{"verify --band 0 attune.db", "--band must be a positive fraction"},
+        BadInput{"tune --backend sim --problem rmsnorm --device 1",
+                 "has 1 device (index 0), not device 1"},
+        BadInput{"device --backend sim --device 3", "has 1 device (index 0), not device 3"},
+        BadInput{"tune --backend sim --problem rmsnorm --device -1", "'-1' is not a device index"},
+        BadInput{"tune --backend sim --problem rmsnorm --db postgresql://db/attune",
+                 "this attune was built without PostgreSQL support"}),
+    [](const ::testing::TestParamInfo<BadInput>& info) {
+      return "case" + std::to_string(info.index);
+    });
 
 TEST(Cli, CorruptAndForeignDatabasesAreRefusedAndLeftAlone) {
   TempDir dir;
@@ -225,7 +239,9 @@ TEST(Cli, AnOlderDatabaseIsMigratedAndKeepsItsRows) {
     sqlite::Db db{sqlite::DbHandle(raw)};
     ASSERT_TRUE(db.exec("PRAGMA application_id = " + std::to_string(sqlite::kApplicationId)).ok());
     ASSERT_TRUE(sqlite::migrate(db, 0, 1).ok());
-    ASSERT_TRUE(db.exec("INSERT INTO runs (command, arguments, started_at, status) VALUES ('tune', '[]', 't', 'done')").ok());
+    ASSERT_TRUE(db.exec("INSERT INTO runs (command, arguments, started_at, status) VALUES ('tune', "
+                        "'[]', 't', 'done')")
+                    .ok());
   }
   auto r = run_attune("tune --backend sim --problem rmsnorm --max-candidates 2", dir.path());
   ASSERT_EQ(r.code, 0) << r.err;
@@ -244,9 +260,10 @@ namespace {
 // Logs stay on stderr: a drifting device's warnings must not break --json on stdout.
 TEST(Cli, DriftWarningsGoToStderrAndTheJsonStaysClean) {
   TempDir dir;
-  auto r = run_attune("tune --backend sim --problem rmsnorm --strategy grid --patience 0 --max-candidates 12 "
-                      "--anchor-every 2 --backoff 0.001 --json",
-                      dir.path(), "ATTUNE_SIM_DRIFT=5:14:1.5");
+  auto r = run_attune(
+      "tune --backend sim --problem rmsnorm --strategy grid --patience 0 --max-candidates 12 "
+      "--anchor-every 2 --backoff 0.001 --json",
+      dir.path(), "ATTUNE_SIM_DRIFT=5:14:1.5");
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);  // throws (fails the test) if anything else is on stdout
   EXPECT_GE(j["problems"][0]["drift_events"].get<int>(), 1);
@@ -265,15 +282,22 @@ INSTANTIATE_TEST_SUITE_P(
     StrategyOptions, CliBadInput,
     ::testing::Values(
         BadInput{"tune --backend sim --problem rmsnorm --strategy-option explore=1",
-                 "known: exploration, value_power, incumbent_bias, incumbent_tail, neighbour_bias, initial_samples, "
+                 "known: exploration, value_power, incumbent_bias, incumbent_tail, neighbour_bias, "
+                 "initial_samples, "
                  "first_play"},
-        BadInput{"tune --backend sim --problem rmsnorm --strategy grid --strategy-option population=3",
-                 "grid has no such option (known: none)"},
-        BadInput{"tune --backend sim --problem rmsnorm --strategy genetic --strategy-option population=many",
+        BadInput{
+            "tune --backend sim --problem rmsnorm --strategy grid --strategy-option population=3",
+            "grid has no such option (known: none)"},
+        BadInput{"tune --backend sim --problem rmsnorm --strategy genetic --strategy-option "
+                 "population=many",
                  "population=many"},
-        BadInput{"tune --backend sim --problem rmsnorm --strategy-option exploration=-1", "out of range"},
-        BadInput{"tune --backend sim --problem rmsnorm --strategy-option exploration", "must be NAME=VALUE"}),
-    [](const ::testing::TestParamInfo<BadInput>& info) { return "case" + std::to_string(info.index); });
+        BadInput{"tune --backend sim --problem rmsnorm --strategy-option exploration=-1",
+                 "out of range"},
+        BadInput{"tune --backend sim --problem rmsnorm --strategy-option exploration",
+                 "must be NAME=VALUE"}),
+    [](const ::testing::TestParamInfo<BadInput>& info) {
+      return "case" + std::to_string(info.index);
+    });
 
 TEST(Cli, StrategyOptionsReachTheStrategyAndHelpListsThem) {
   TempDir dir;
@@ -285,9 +309,11 @@ TEST(Cli, StrategyOptionsReachTheStrategyAndHelpListsThem) {
 
   // The configs a run visits, in order, from its -v log.
   auto visited = [&](const std::string& db, const std::string& options) {
-    auto r = run_attune("tune --backend sim --problem gemm --strategy genetic --patience 0 --max-candidates 10 -v "
-                        "--db " + db + " " + options,
-                        dir.path());
+    auto r = run_attune(
+        "tune --backend sim --problem gemm --strategy genetic --patience 0 --max-candidates 10 -v "
+        "--db " +
+            db + " " + options,
+        dir.path());
     EXPECT_EQ(r.code, 0) << r.err;
     std::string configs;
     std::istringstream log(r.err);
@@ -299,7 +325,8 @@ TEST(Cli, StrategyOptionsReachTheStrategyAndHelpListsThem) {
     return configs;
   };
   const std::string plain = visited("a.db", "");
-  const std::string small = visited("b.db", "--strategy-option population=3 --strategy-option elite=1");
+  const std::string small =
+      visited("b.db", "--strategy-option population=3 --strategy-option elite=1");
   EXPECT_FALSE(plain.empty());
   EXPECT_NE(plain, small);
   EXPECT_EQ(small, visited("c.db", "--strategy-option population=3 --strategy-option elite=1"));

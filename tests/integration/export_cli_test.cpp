@@ -25,7 +25,8 @@ using testing::lines;
 // Four sizes of the sim's GEMM, tuned briefly: enough for rows that beat the baseline.
 void tune_gemms(const TempDir& dir) {
   write_bytes(dir.file("shapes.txt"), "gemm:m=1\ngemm:m=2\ngemm:m=4\ngemm:m=8\n");
-  auto r = run_attune("tune --backend sim --shapes shapes.txt --max-candidates 40 --seed 1", dir.path());
+  auto r =
+      run_attune("tune --backend sim --shapes shapes.txt --max-candidates 40 --seed 1", dir.path());
   ASSERT_EQ(r.code, 0) << r.err;
 }
 
@@ -80,7 +81,8 @@ TEST(ExportCli, ASimTuneExportsAValidTableInEveryFormat) {
   EXPECT_EQ(nlohmann::json::parse(out.out)["device_key"], t->device.key());
 
   // Bucketed over m: the rule is written into the table, and every row covers a range.
-  auto b = run_attune("export --format json --bucket m --bucket-edges 2,8 -o bucketed.json", dir.path());
+  auto b =
+      run_attune("export --format json --bucket m --bucket-edges 2,8 -o bucketed.json", dir.path());
   ASSERT_EQ(b.code, 0) << b.err;
   auto bt = table::load_table(dir.file("bucketed.json"));
   ASSERT_TRUE(bt.ok()) << bt.error().message();
@@ -96,7 +98,8 @@ TEST(ExportCli, ASimTuneExportsAValidTableInEveryFormat) {
 TEST(ExportCli, NothingToExportIsExitOneAndWritesNothing) {
   TempDir dir;
   // Only the baseline measured: nothing can beat it.
-  ASSERT_EQ(run_attune("tune --backend sim --problem rmsnorm --max-candidates 1", dir.path()).code, 0);
+  ASSERT_EQ(run_attune("tune --backend sim --problem rmsnorm --max-candidates 1", dir.path()).code,
+            0);
   auto r = run_attune("export --format json -o tuned/", dir.path());
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.err.find("nothing to export"), std::string::npos) << r.err;
@@ -115,8 +118,10 @@ void two_devices(const std::string& path, DeviceFingerprint* a, DeviceFingerprin
   ASSERT_TRUE((*store)->put_problem(p).ok());
   for (const DeviceFingerprint* d : {a, b}) {
     ASSERT_TRUE((*store)->put_device(*d).ok());
-    ASSERT_TRUE((*store)->put_baseline({d->key(), p.structural_key(), "cuda", "kernel=base", "", ""}).ok());
-    for (auto [config, us] : {std::pair<std::string, double>{"kernel=base", 10}, {"kernel=fast", 6}}) {
+    ASSERT_TRUE(
+        (*store)->put_baseline({d->key(), p.structural_key(), "cuda", "kernel=base", "", ""}).ok());
+    for (auto [config, us] :
+         {std::pair<std::string, double>{"kernel=base", 10}, {"kernel=fast", 6}}) {
       MeasurementRow r;
       r.device_key = d->key();
       r.problem_key = p.structural_key();
@@ -171,24 +176,29 @@ TEST_P(ExportBadInput, OneLineExitTwoAndTheDatabaseUntouched) {
 
 INSTANTIATE_TEST_SUITE_P(
     ExportCli, ExportBadInput,
-    ::testing::Values(BadInput{"export --format yaml", "--format 'yaml'"},
-                      BadInput{"export --format json --device 0123456789abcdef -o out/", "no such device"},
-                      BadInput{"export --format json --bucket gemm: -o out/", "--bucket 'gemm:'"},
-                      BadInput{"export --format json --bucket m --bucket-edges 4,2 -o out/", "ascending"},
-                      BadInput{"export --format json --bucket-edges 4 -o out/", "needs --bucket"},
-                      BadInput{"export --format json --bucket q -o out/", "integer attribute 'q'"},
-                      BadInput{"export --format json --bucket rmsnorm:m -o out/", "integer attribute 'm'"},
-                      BadInput{"export --format json --min-improvement-pct 120 -o out/", "not a percentage"},
-                      BadInput{"export --format json --problem x -o out/", "--problem is for --format kernel-tuner"},
-                      BadInput{"export --format json -o out.json", "give -o DIR"},
-                      BadInput{"export --format json --json --device " +
-                                   DeviceFingerprint{"cuda", "NVIDIA H200", "sm_90", 132, 150ull << 30}.key(),
-                               "--json reports what was written"},
-                      BadInput{"export --format json --device " + DeviceFingerprint{"cuda", "NVIDIA H200", "sm_90", 132, 150ull << 30}.key() +
-                                   " -o no/such/dir/t.json",
-                               "cannot write"},
-                      BadInput{"export --format json --db missing.db", "does not exist"}),
-    [](const ::testing::TestParamInfo<BadInput>& info) { return "case" + std::to_string(info.index); });
+    ::testing::Values(
+        BadInput{"export --format yaml", "--format 'yaml'"},
+        BadInput{"export --format json --device 0123456789abcdef -o out/", "no such device"},
+        BadInput{"export --format json --bucket gemm: -o out/", "--bucket 'gemm:'"},
+        BadInput{"export --format json --bucket m --bucket-edges 4,2 -o out/", "ascending"},
+        BadInput{"export --format json --bucket-edges 4 -o out/", "needs --bucket"},
+        BadInput{"export --format json --bucket q -o out/", "integer attribute 'q'"},
+        BadInput{"export --format json --bucket rmsnorm:m -o out/", "integer attribute 'm'"},
+        BadInput{"export --format json --min-improvement-pct 120 -o out/", "not a percentage"},
+        BadInput{"export --format json --problem x -o out/",
+                 "--problem is for --format kernel-tuner"},
+        BadInput{"export --format json -o out.json", "give -o DIR"},
+        BadInput{"export --format json --json --device " +
+                     DeviceFingerprint{"cuda", "NVIDIA H200", "sm_90", 132, 150ull << 30}.key(),
+                 "--json reports what was written"},
+        BadInput{"export --format json --device " +
+                     DeviceFingerprint{"cuda", "NVIDIA H200", "sm_90", 132, 150ull << 30}.key() +
+                     " -o no/such/dir/t.json",
+                 "cannot write"},
+        BadInput{"export --format json --db missing.db", "does not exist"}),
+    [](const ::testing::TestParamInfo<BadInput>& info) {
+      return "case" + std::to_string(info.index);
+    });
 
 }  // namespace
 }  // namespace attune

@@ -20,8 +20,9 @@ std::string fixture(const std::string& name) {
 
 TEST(ReplayCli, ImportThenTuneThenExportRoundTrips) {
   TempDir dir;
-  auto imp = run_attune("import kernel-tuner '" + fixture("tiny_all_failures.json.gz") + "' --name tiny",
-                        dir.path().string());
+  auto imp =
+      run_attune("import kernel-tuner '" + fixture("tiny_all_failures.json.gz") + "' --name tiny",
+                 dir.path().string());
   ASSERT_EQ(imp.code, 0) << imp.err;
   EXPECT_EQ(imp.out, "tiny\n");
 
@@ -39,7 +40,8 @@ TEST(ReplayCli, ImportThenTuneThenExportRoundTrips) {
   EXPECT_EQ(p["verdicts"]["unsupported"], 1);
   EXPECT_EQ(p["verdicts"]["ok"], 3);
 
-  auto exp = run_attune("export --format kernel-tuner --problem tiny -o out.json", dir.path().string());
+  auto exp =
+      run_attune("export --format kernel-tuner --problem tiny -o out.json", dir.path().string());
   ASSERT_EQ(exp.code, 0) << exp.err;
   auto back = replay::load_kernel_tuner_cache((dir.path() / "out.json").string());
   ASSERT_TRUE(back) << back.error().message();
@@ -51,22 +53,27 @@ TEST(ReplayCli, ImportThenTuneThenExportRoundTrips) {
 TEST(ReplayCli, BadCacheIsOneLineExitTwoAndNothingImported) {
   TempDir dir;
   ASSERT_EQ(run_attune("import kernel-tuner '" + fixture("tiny.json") + "' --name good",
-                       dir.path().string()).code, 0);
-  for (const char* bad : {"truncated.json.gz", "not_json.json", "unknown_field.json",
-                          "config_not_an_option.json"}) {
-    auto r = run_attune("import kernel-tuner '" + fixture(bad) + "' --name bad", dir.path().string());
+                       dir.path().string())
+                .code,
+            0);
+  for (const char* bad :
+       {"truncated.json.gz", "not_json.json", "unknown_field.json", "config_not_an_option.json"}) {
+    auto r =
+        run_attune("import kernel-tuner '" + fixture(bad) + "' --name bad", dir.path().string());
     EXPECT_EQ(r.code, 2) << bad;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_EQ(r.out, "");
   }
   // Only the good one is there: tuning 'bad' is refused, 'good' still works.
   EXPECT_EQ(run_attune("tune --backend replay --problem bad", dir.path().string()).code, 2);
-  EXPECT_EQ(run_attune("tune --backend replay --problem good --patience 0", dir.path().string()).code, 0);
+  EXPECT_EQ(
+      run_attune("tune --backend replay --problem good --patience 0", dir.path().string()).code, 0);
 }
 
 TEST(ReplayCli, BadCacheCreatesNoDatabase) {
   TempDir dir;
-  auto r = run_attune("import kernel-tuner '" + fixture("missing_field.json") + "'", dir.path().string());
+  auto r = run_attune("import kernel-tuner '" + fixture("missing_field.json") + "'",
+                      dir.path().string());
   EXPECT_EQ(r.code, 2);
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "attune.db"));
 }
@@ -74,12 +81,15 @@ TEST(ReplayCli, BadCacheCreatesNoDatabase) {
 TEST(ReplayCli, PriorShowIsColdThenFitReportsCalibration) {
   TempDir dir;
   ASSERT_EQ(run_attune("import kernel-tuner '" + fixture("tiny.json") + "' --name tiny",
-                       dir.path().string()).code, 0);
+                       dir.path().string())
+                .code,
+            0);
   auto show = run_attune("prior show --json", dir.path().string());
   ASSERT_EQ(show.code, 0) << show.err;
   EXPECT_EQ(nlohmann::json::parse(show.out)["state"], "cold");
   // Five configs are far too few rows for a model: fit says so and fails.
-  ASSERT_EQ(run_attune("tune --backend replay --problem tiny --patience 0", dir.path().string()).code, 0);
+  ASSERT_EQ(
+      run_attune("tune --backend replay --problem tiny --patience 0", dir.path().string()).code, 0);
   auto fit = run_attune("prior fit", dir.path().string());
   EXPECT_EQ(fit.code, 1);
   EXPECT_NE(fit.err.find("stays cold"), std::string::npos) << fit.err;
@@ -93,8 +103,10 @@ TEST(ReplayCli, PriorFitOnARealSpaceStoresACheckpoint) {
   ASSERT_EQ(run_attune("import kernel-tuner '" + file + "'", dir.path().string()).code, 0);
   // Every result within 15% of the best so far is re-measured in the deploy regime:
   // enough deploy rows for a model.
-  auto tune = run_attune("tune --backend replay --problem pnpoly_RTX_3090 --strategy random "
-                         "--patience 0 --max-candidates 1500", dir.path().string());
+  auto tune = run_attune(
+      "tune --backend replay --problem pnpoly_RTX_3090 --strategy random "
+      "--patience 0 --max-candidates 1500",
+      dir.path().string());
   ASSERT_EQ(tune.code, 0) << tune.err;
   auto fit = run_attune("prior fit --json", dir.path().string());
   ASSERT_EQ(fit.code, 0) << fit.err;

@@ -2,9 +2,9 @@
 // family passes, on a machine without a GPU; the cache answers a second build without compiling.
 #include <gtest/gtest.h>
 
-#include "cuda/nvrtc_build.h"
 #include "core/config.h"
 #include "core/problem.h"
+#include "cuda/nvrtc_build.h"
 #include "kernels/plan.h"
 #include "support/temp_dir.h"
 
@@ -32,10 +32,15 @@ void expect_builds(const cuda::Compiler& c, const BuildRequest& r, const std::st
   EXPECT_EQ(b->lowered_names.count(name), 1u);
 }
 
-// A source with explicit options, given the header the skinny GEMMs include (as their plans give it).
-void expect_builds(const cuda::Compiler& c, const char* source, std::vector<std::string> options, std::string name) {
-  expect_builds(c, BuildRequest{source, name + ".cu", options, {name}, {{"attune_cluster.cuh", kernels::kClusterHeader}}},
-                name);
+// A source with explicit options, given the header the skinny GEMMs include (as their plans give
+// it).
+void expect_builds(const cuda::Compiler& c, const char* source, std::vector<std::string> options,
+                   std::string name) {
+  expect_builds(
+      c,
+      BuildRequest{
+          source, name + ".cu", options, {name}, {{"attune_cluster.cuh", kernels::kClusterHeader}}},
+      name);
 }
 
 TEST(KernelSources, CompileForHopper) {
@@ -43,16 +48,21 @@ TEST(KernelSources, CompileForHopper) {
   expect_builds(c, kernels::kGateSource, {}, "check_half");
   expect_builds(c, kernels::kRmsnormRefSource, {}, "rmsnorm_ref");
   expect_builds(c, kernels::kGemmRefSource, {}, "gemm_ref");
-  expect_builds(c, BuildRequest{kernels::kL2FlushSource, "l2_flush.cu", {}, {"attune_l2_flush_read"}}, "attune_l2_flush_read");
+  expect_builds(c,
+                BuildRequest{kernels::kL2FlushSource, "l2_flush.cu", {}, {"attune_l2_flush_read"}},
+                "attune_l2_flush_read");
   expect_builds(c, kernels::kRmsnormSource,
-                {"-DT=__nv_bfloat16", "-DHIDDEN=999", "-DTHREADS=32", "-DROWS_PER_BLOCK=2", "-DVEC=1", "-DUNROLL=4", "-DRESIDUAL=1"},
+                {"-DT=__nv_bfloat16", "-DHIDDEN=999", "-DTHREADS=32", "-DROWS_PER_BLOCK=2",
+                 "-DVEC=1", "-DUNROLL=4", "-DRESIDUAL=1"},
                 "rmsnorm");
   expect_builds(c, kernels::kGemmSkinnySource,
-                {"-DT=__half", "-DM=7", "-DN=517", "-DK=999", "-DWARPS=2", "-DNB=4", "-DVEC=1", "-DUNROLL=2", "-DBIAS=1"},
+                {"-DT=__half", "-DM=7", "-DN=517", "-DK=999", "-DWARPS=2", "-DNB=4", "-DVEC=1",
+                 "-DUNROLL=2", "-DBIAS=1"},
                 "gemm_skinny");
   for (const char* m : {"-DM=1", "-DM=16"})
     expect_builds(c, kernels::kGemmSkinnyTcSource,
-                  {"-DT=__nv_bfloat16", "-DTNAME=\"bf16\"", m, "-DN=1001", "-DK=1000", "-DWARPS=4", "-DNT=2", "-DUNROLL=2", "-DBIAS=1"},
+                  {"-DT=__nv_bfloat16", "-DTNAME=\"bf16\"", m, "-DN=1001", "-DK=1000", "-DWARPS=4",
+                   "-DNT=2", "-DUNROLL=2", "-DBIAS=1"},
                   "gemm_skinny_tc");
 }
 
@@ -67,13 +77,18 @@ TEST(KernelSources, TiledGemmPlansCompile) {
   };
   const Case cases[] = {
       {"gemm:bias=1,dtype=bf16,k=1000,m=77,n=517",
-       "kernel=tiled,tl_bm=64,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_split=1,tl_group=8", 1},
+       "kernel=tiled,tl_bm=64,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_split=1,tl_group=8",
+       1},
       {"gemm:bias=0,dtype=fp16,k=1032,m=300,n=1001",
-       "kernel=tiled,tl_bm=128,tl_bn=64,tl_bk=64,tl_wm=4,tl_wn=1,tl_stages=4,tl_split=4,tl_group=1", 2},
+       "kernel=tiled,tl_bm=128,tl_bn=64,tl_bk=64,tl_wm=4,tl_wn=1,tl_stages=4,tl_split=4,tl_group=1",
+       2},
       {"gemm:bias=1,dtype=fp16,k=4096,m=5,n=333",
-       "kernel=tiled,tl_bm=16,tl_bn=256,tl_bk=64,tl_wm=1,tl_wn=4,tl_stages=2,tl_split=8,tl_group=4", 2},
+       "kernel=tiled,tl_bm=16,tl_bn=256,tl_bk=64,tl_wm=1,tl_wn=4,tl_stages=2,tl_split=8,tl_group=4",
+       2},
       {"gemm:bias=0,dtype=bf16,k=64,m=2049,n=4097",
-       "kernel=tiled,tl_bm=256,tl_bn=128,tl_bk=32,tl_wm=4,tl_wn=2,tl_stages=5,tl_split=1,tl_group=16", 1},
+       "kernel=tiled,tl_bm=256,tl_bn=128,tl_bk=32,tl_wm=4,tl_wn=2,tl_stages=5,tl_split=1,tl_group="
+       "16",
+       1},
   };
   for (const Case& k : cases) {
     auto plan = kernels::plan_gemm(*Problem::parse(k.problem), *Config::parse(k.config));
@@ -81,7 +96,8 @@ TEST(KernelSources, TiledGemmPlansCompile) {
     const auto& kp = std::get<kernels::KernelPlan>(*plan);
     EXPECT_EQ(kp.steps.size(), k.steps) << k.config;
     EXPECT_EQ(kp.workspace_bytes > 0, k.steps == 2) << k.config;
-    for (const auto& step : kp.steps) expect_builds(c, kp.build.source.c_str(), kp.build.options, step.kernel);
+    for (const auto& step : kp.steps)
+      expect_builds(c, kp.build.source.c_str(), kp.build.options, step.kernel);
   }
 }
 
@@ -95,11 +111,15 @@ TEST(KernelSources, SkinnySplitPlansCompileAsClusters) {
     unsigned grid;
   };
   const Case cases[] = {
-      {"gemm:bias=1,dtype=bf16,k=1000,m=3,n=1001", "kernel=skinny,sk_warps=2,sk_nb=4,sk_vec=8,sk_unroll=2,sk_split=4", 251 * 4},
-      {"gemm:bias=0,dtype=fp16,k=3072,m=16,n=1024", "kernel=skinny_tc,tc_warps=4,tc_nt=2,tc_unroll=2,tc_split=8", 32 * 8},
-      {"gemm:bias=1,dtype=bf16,k=1000,m=9,n=1001", "kernel=skinny_tc,tc_warps=1,tc_nt=1,tc_unroll=1,tc_split=2", 63 * 2},
+      {"gemm:bias=1,dtype=bf16,k=1000,m=3,n=1001",
+       "kernel=skinny,sk_warps=2,sk_nb=4,sk_vec=8,sk_unroll=2,sk_split=4", 251 * 4},
+      {"gemm:bias=0,dtype=fp16,k=3072,m=16,n=1024",
+       "kernel=skinny_tc,tc_warps=4,tc_nt=2,tc_unroll=2,tc_split=8", 32 * 8},
+      {"gemm:bias=1,dtype=bf16,k=1000,m=9,n=1001",
+       "kernel=skinny_tc,tc_warps=1,tc_nt=1,tc_unroll=1,tc_split=2", 63 * 2},
       // A config from before the split knob existed means no split.
-      {"gemm:bias=0,dtype=bf16,k=1024,m=1,n=512", "kernel=skinny_tc,tc_warps=4,tc_nt=1,tc_unroll=1", 32},
+      {"gemm:bias=0,dtype=bf16,k=1024,m=1,n=512", "kernel=skinny_tc,tc_warps=4,tc_nt=1,tc_unroll=1",
+       32},
   };
   for (const Case& k : cases) {
     auto plan = kernels::plan_gemm(*Problem::parse(k.problem), *Config::parse(k.config));
@@ -140,8 +160,12 @@ TEST(KernelSources, CompileErrorsComeBackWithTheLogAndAreCached) {
   good.options = {"-DUNUSED=1"};
   EXPECT_FALSE(c.build(good)->from_cache);
   // So is another text of a header the source includes.
-  BuildRequest with_header{"#include \"h.cuh\"\nextern \"C\" __global__ void k(int* p) { *p = VALUE; }", "k.cu", {}, {"k"},
-                           {{"h.cuh", "#define VALUE 1\n"}}};
+  BuildRequest with_header{
+      "#include \"h.cuh\"\nextern \"C\" __global__ void k(int* p) { *p = VALUE; }",
+      "k.cu",
+      {},
+      {"k"},
+      {{"h.cuh", "#define VALUE 1\n"}}};
   auto h1 = c.build(with_header);
   ASSERT_TRUE(h1.ok());
   EXPECT_TRUE(h1->ok) << h1->log;

@@ -29,7 +29,8 @@ std::vector<std::string> split_x(const std::string& shape) {
   return out;
 }
 
-// The op's example shape as its signature says it reads: sizes in order, dtype and flags left to resolve().
+// The op's example shape as its signature says it reads: sizes in order, dtype and flags left to
+// resolve().
 Problem example_spec(const OpSignature& op) {
   const std::vector<std::string> dims = split_x(op.example_shape);
   std::map<std::string, std::string> attrs;
@@ -90,7 +91,8 @@ TEST(Ops, EveryConsumerKnowsEveryRegisteredOp) {
     EXPECT_EQ(*resolved->attr("dtype"), op->dtypes.front());
     for (const auto& f : op->flags) EXPECT_EQ(*resolved->attr(f), "0");
 
-    // libattune-rt's key: a problem of the op round-trips through it, in every dtype it runs, flag set or not.
+    // libattune-rt's key: a problem of the op round-trips through it, in every dtype it runs, flag
+    // set or not.
     if (op->runtime_key) {
       for (const std::string& dtype : op->dtypes) {
         for (const char* flag : {"0", "1"}) {
@@ -111,19 +113,23 @@ TEST(Ops, EveryConsumerKnowsEveryRegisteredOp) {
 
     // The sim offers the op with the signature's sizes, or says it does not simulate it.
     const auto& unsimulated = SimBackend::unsimulated_ops();
-    const bool declined = std::find(unsimulated.begin(), unsimulated.end(), op->name) != unsimulated.end();
-    EXPECT_NE(offered.count(op->name) == 1, declined) << "the sim must offer it or name it in unsimulated_ops()";
+    const bool declined =
+        std::find(unsimulated.begin(), unsimulated.end(), op->name) != unsimulated.end();
+    EXPECT_NE(offered.count(op->name) == 1, declined)
+        << "the sim must offer it or name it in unsimulated_ops()";
     auto in_sim = sim.resolve(cli->text());
     if (declined) {
       ASSERT_FALSE(in_sim.ok());
-      EXPECT_NE(in_sim.error().message().find("does not simulate op '" + op->name + "'"), std::string::npos);
+      EXPECT_NE(in_sim.error().message().find("does not simulate op '" + op->name + "'"),
+                std::string::npos);
     } else {
       ASSERT_TRUE(in_sim.ok()) << in_sim.error().message();
       for (const auto& s : op->sizes) EXPECT_EQ(*in_sim->attr(s), *cli->attr(s));
     }
 
 #ifdef ATTUNE_TEST_PLANS
-    // The kernel plans plan the signature's baseline, and libattune-rt's open-time check accepts it.
+    // The kernel plans plan the signature's baseline, and libattune-rt's open-time check accepts
+    // it.
     const Config baseline = *Config::parse(op->baseline_config);
     auto plan = kernels::plan(*resolved, baseline);
     EXPECT_TRUE(plan.ok()) << plan.error().message();
@@ -164,7 +170,8 @@ TEST(Ops, AnUnknownOpIsRefusedNotTakenForAnother) {
   EXPECT_NE(in_sim.error().message().find("no problem 'conv'"), std::string::npos);
 #ifdef ATTUNE_TEST_PLANS
   const Problem conv("conv", {{"rows", "4"}, {"hidden", "4"}, {"dtype", "bf16"}});
-  EXPECT_FALSE(kernels::plan(conv, *Config::parse("threads=256,rows_per_block=1,vec=1,unroll=1")).ok());
+  EXPECT_FALSE(
+      kernels::plan(conv, *Config::parse("threads=256,rows_per_block=1,vec=1,unroll=1")).ok());
   Status st = runtime::check_row_plan(conv, *Config::parse("threads=256"));
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message().find("no entry point for op 'conv'"), std::string::npos);
@@ -190,8 +197,8 @@ TEST(Ops, TheShapeMustHaveOneSizePerAttribute) {
   for (const char* shape : {"4x4", "4x4x4x4", "4xx4", "0x4x4", "4x4x", "axbxc"}) {
     auto p = problem_from_shape("gemm", shape, "");
     ASSERT_FALSE(p.ok()) << shape;
-    EXPECT_EQ(p.error().message(),
-              std::string("--shape '") + shape + "' is not 3 positive integers joined by 'x' (MxNxK)");
+    EXPECT_EQ(p.error().message(), std::string("--shape '") + shape +
+                                       "' is not 3 positive integers joined by 'x' (MxNxK)");
   }
 }
 

@@ -25,19 +25,19 @@ template <typename T, int B> __global__ void scaled(T* c, int n) {}
 // numbers in their expected messages are the numbers here.
 std::vector<std::string> base_lines() {
   return {
-      "kernel: vector_add",                                                        // 1
-      "problem: {n: 1000}",                                                        // 2
-      "knobs:",                                                                    // 3
-      "  block_size: {values: [64, 128, 256], default: 128}",                      // 4
-      "  items: {values: [1, 2, 4], default: 1}",                                  // 5
-      "constraints: [\"block_size * items <= 512\"]",                              // 6
-      "grid: [\"ceil_div(n, block_size * items)\"]",                               // 7
-      "block: [block_size]",                                                       // 8
-      "args:",                                                                     // 9
-      "  - {name: c, type: float32, buffer: output, size: n}",                     // 10
-      "  - {name: a, type: float32, buffer: input, size: n}",                      // 11
-      "  - {name: n, type: int32, scalar: n}",                                     // 12
-      "reference:",                                                                // 13
+      "kernel: vector_add",                                                            // 1
+      "problem: {n: 1000}",                                                            // 2
+      "knobs:",                                                                        // 3
+      "  block_size: {values: [64, 128, 256], default: 128}",                          // 4
+      "  items: {values: [1, 2, 4], default: 1}",                                      // 5
+      "constraints: [\"block_size * items <= 512\"]",                                  // 6
+      "grid: [\"ceil_div(n, block_size * items)\"]",                                   // 7
+      "block: [block_size]",                                                           // 8
+      "args:",                                                                         // 9
+      "  - {name: c, type: float32, buffer: output, size: n}",                         // 10
+      "  - {name: a, type: float32, buffer: input, size: n}",                          // 11
+      "  - {name: n, type: int32, scalar: n}",                                         // 12
+      "reference:",                                                                    // 13
       "  kernel: {name: vector_add_ref, grid: [\"ceil_div(n, 256)\"], block: [256]}",  // 14
   };
 }
@@ -171,7 +171,8 @@ TEST(UserKernelExample, TransposeIsTwoDimensionalWithTemplateKnobsAndDynamicShar
   EXPECT_EQ(spec->pass_knobs_as, KnobPassing::kTemplate);
   auto space = make_space(*spec);
   ASSERT_TRUE(space.ok()) << space.error().message();
-  // tile 16: block_rows 1..16 (5), tile 32: 1..32 (6), tile 64: 1..16 (5, 64 x 32 > 1024); x 2 pads.
+  // tile 16: block_rows 1..16 (5), tile 32: 1..32 (6), tile 64: 1..16 (5, 64 x 32 > 1024); x 2
+  // pads.
   EXPECT_EQ(space->count(), 32u);
   auto inst = instantiate(*spec, space->config(space->baseline()));
   ASSERT_TRUE(inst.ok()) << inst.error().message();
@@ -204,7 +205,7 @@ TEST(UserKernelExample, TransposeIsTwoDimensionalWithTemplateKnobsAndDynamicShar
 struct BadCase {
   const char* name;
   std::string yaml;
-  int line;               // expected line in the message
+  int line;                       // expected line in the message
   std::vector<std::string> says;  // substrings of the message
 };
 
@@ -219,85 +220,144 @@ TEST_P(BadSpec, IsOneLineWithFileAndLine) {
   EXPECT_EQ(m.find('\n'), std::string::npos) << m;
   const std::string where = spec_path().string() + ":" + std::to_string(c.line) + ":";
   EXPECT_EQ(m.rfind(where, 0), 0u) << "expected to start with " << where << "\n  got: " << m;
-  for (const auto& part : c.says) EXPECT_NE(m.find(part), std::string::npos) << "missing '" << part << "' in: " << m;
+  for (const auto& part : c.says)
+    EXPECT_NE(m.find(part), std::string::npos) << "missing '" << part << "' in: " << m;
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadSpec,
     ::testing::Values(
-        BadCase{"UnknownTopLevelKey", with_line(8, "blok: [block_size]"), 8,
+        BadCase{"UnknownTopLevelKey",
+                with_line(8, "blok: [block_size]"),
+                8,
                 {"unknown key 'blok'", "did you mean 'block'?", "expected one of"}},
-        BadCase{"UnknownKnobKey", with_line(4, "  block_size: {values: [64], defualt: 64}"), 4,
+        BadCase{"UnknownKnobKey",
+                with_line(4, "  block_size: {values: [64], defualt: 64}"),
+                4,
                 {"knob 'block_size'", "unknown key 'defualt'", "did you mean 'default'?"}},
         BadCase{"DefaultNotAmongValues",
-                with_line(4, "  block_size: {values: [64, 128, 256], default: 96}"), 4,
+                with_line(4, "  block_size: {values: [64, 128, 256], default: 96}"),
+                4,
                 {"default 96 is not among its values [64, 128, 256]"}},
-        BadCase{"KnobWithoutValues", with_line(4, "  block_size: {default: 64}"), 4,
+        BadCase{"KnobWithoutValues",
+                with_line(4, "  block_size: {default: 64}"),
+                4,
                 {"missing 'values'"}},
-        BadCase{"DuplicateKnobValue", with_line(5, "  items: [1, 2, 2]"), 5, {"lists value 2 twice"}},
-        BadCase{"RealKnobValue", with_line(5, "  items: [1, 2.5]"), 5,
+        BadCase{
+            "DuplicateKnobValue", with_line(5, "  items: [1, 2, 2]"), 5, {"lists value 2 twice"}},
+        BadCase{"RealKnobValue",
+                with_line(5, "  items: [1, 2.5]"),
+                5,
                 {"'2.5' must be an integer or a C identifier"}},
-        BadCase{"MissingKernel", with_line(1, "description: no kernel here"), 1,
-                {"missing 'kernel'"}},
+        BadCase{
+            "MissingKernel", with_line(1, "description: no kernel here"), 1, {"missing 'kernel'"}},
         BadCase{"MissingGrid", with_line(7, "description: no grid"), 1, {"missing 'grid'"}},
-        BadCase{"MissingBufferSize", with_line(11, "  - {name: a, type: float32, buffer: input}"), 11,
+        BadCase{"MissingBufferSize",
+                with_line(11, "  - {name: a, type: float32, buffer: input}"),
+                11,
                 {"args[1] 'a' is missing 'size'"}},
-        BadCase{"GridDoesNotParse", with_line(7, "grid: [\"ceil_div(n, block_size\"]"), 7,
+        BadCase{"GridDoesNotParse",
+                with_line(7, "grid: [\"ceil_div(n, block_size\"]"),
+                7,
                 {"grid.x", "expected ')'", "column 23", "'ceil_div(n, block_size'"}},
-        BadCase{"GridNamesUnknown", with_line(7, "grid: [\"ceil_div(n, blok_size)\"]"), 7,
+        BadCase{"GridNamesUnknown",
+                with_line(7, "grid: [\"ceil_div(n, blok_size)\"]"),
+                7,
                 {"grid.x: unknown name 'blok_size'", "did you mean 'block_size'?",
                  "known names: block_size, items, n"}},
-        BadCase{"ConstraintNamesUnknown", with_line(6, "constraints: [\"block_size * item <= 512\"]"), 6,
+        BadCase{"ConstraintNamesUnknown",
+                with_line(6, "constraints: [\"block_size * item <= 512\"]"),
+                6,
                 {"constraints[0]: unknown name 'item'", "did you mean 'items'?"}},
-        BadCase{"ConstraintDoesNotParse", with_line(6, "constraints: [\"block_size <= \"]"), 6,
+        BadCase{"ConstraintDoesNotParse",
+                with_line(6, "constraints: [\"block_size <= \"]"),
+                6,
                 {"constraints[0]", "expected a number, a name or '('"}},
-        BadCase{"NoOutput", with_line(10, "  - {name: c, type: float32, buffer: input, size: n}"), 10,
+        BadCase{"NoOutput",
+                with_line(10, "  - {name: c, type: float32, buffer: input, size: n}"),
+                10,
                 {"no output to check", "'output' or 'inout'"}},
-        BadCase{"UnknownType", with_line(11, "  - {name: a, type: float, buffer: input, size: n}"), 11,
+        BadCase{"UnknownType",
+                with_line(11, "  - {name: a, type: float, buffer: input, size: n}"),
+                11,
                 {"unknown type 'float'", "did you mean 'float32'?", "bfloat16"}},
-        BadCase{"UnknownRole", with_line(11, "  - {name: a, type: float32, buffer: in, size: n}"), 11,
+        BadCase{"UnknownRole",
+                with_line(11, "  - {name: a, type: float32, buffer: in, size: n}"),
+                11,
                 {"'in' must be input, output, inout or scratch"}},
         BadCase{"BufferAndScalar",
-                with_line(12, "  - {name: n, type: int32, scalar: n, buffer: input, size: n}"), 12,
+                with_line(12, "  - {name: n, type: int32, scalar: n, buffer: input, size: n}"),
+                12,
                 {"exactly one of"}},
         BadCase{"BufferSizeReadsAKnob",
-                with_line(11, "  - {name: a, type: float32, buffer: input, size: n * items}"), 11,
+                with_line(11, "  - {name: a, type: float32, buffer: input, size: n * items}"),
+                11,
                 {"reads knob 'items'", "only scratch buffers may depend on knobs"}},
-        BadCase{"DuplicateArg", with_line(12, "  - {name: a, type: int32, scalar: n}"), 12,
+        BadCase{"DuplicateArg",
+                with_line(12, "  - {name: a, type: int32, scalar: n}"),
+                12,
                 {"argument 'a' is listed twice"}},
         BadCase{"ReferenceReadsAKnob",
-                with_line(14, "  kernel: {name: vector_add_ref, grid: [\"ceil_div(n, block_size)\"], block: [256]}"),
-                14, {"reference.kernel.grid.x reads knob 'block_size'", "without knobs"}},
+                with_line(14,
+                          "  kernel: {name: vector_add_ref, grid: [\"ceil_div(n, block_size)\"], "
+                          "block: [256]}"),
+                14,
+                {"reference.kernel.grid.x reads knob 'block_size'", "without knobs"}},
         BadCase{"ReferenceBothKinds",
-                with_line(14, "  {kernel: {name: vector_add_ref, grid: [1], block: [1]}, library: {path: a.so, function: f}}"),
-                14, {"exactly one of 'kernel' or 'library'"}},
+                with_line(14,
+                          "  {kernel: {name: vector_add_ref, grid: [1], block: [1]}, library: "
+                          "{path: a.so, function: f}}"),
+                14,
+                {"exactly one of 'kernel' or 'library'"}},
         BadCase{"ReferenceLibraryMissing",
-                with_line(14, "  library: {path: ./libnope.so, function: ref}"), 14,
+                with_line(14, "  library: {path: ./libnope.so, function: ref}"),
+                14,
                 {"libnope.so' does not exist"}},
         BadCase{"ReferenceKernelNotInSource",
-                with_line(14, "  kernel: {name: vector_add_reff, grid: [1], block: [1]}"), 14,
+                with_line(14, "  kernel: {name: vector_add_reff, grid: [1], block: [1]}"),
+                14,
                 {"'vector_add_reff' does not appear in"}},
-        BadCase{"KernelNotInSource", with_line(1, "kernel: vector_sub"), 1,
+        BadCase{"KernelNotInSource",
+                with_line(1, "kernel: vector_sub"),
+                1,
                 {"kernel: 'vector_sub' does not appear in"}},
-        BadCase{"BadPassKnobsAs", with_line(15, "pass_knobs_as: macros"), 15,
+        BadCase{"BadPassKnobsAs",
+                with_line(15, "pass_knobs_as: macros"),
+                15,
                 {"'macros' must be 'defines'", "or 'template'"}},
-        BadCase{"TemplateArgsInDefinesMode", with_line(15, "template_args: [block_size]"), 15,
+        BadCase{"TemplateArgsInDefinesMode",
+                with_line(15, "template_args: [block_size]"),
+                15,
                 {"template_args only applies with pass_knobs_as: template"}},
-        BadCase{"ProblemSizeNotInteger", with_line(2, "problem: {n: 1e3}"), 2,
+        BadCase{"ProblemSizeNotInteger",
+                with_line(2, "problem: {n: 1e3}"),
+                2,
                 {"problem.n: '1e3' is not an integer"}},
-        BadCase{"KnobNamedLikeASize", with_line(5, "  n: [1, 2]"), 5,
+        BadCase{"KnobNamedLikeASize",
+                with_line(5, "  n: [1, 2]"),
+                5,
                 {"knob 'n' has the name of a problem size"}},
-        BadCase{"NegativeTolerance", with_line(15, "tolerance: {rtol: -1}"), 15,
+        BadCase{"NegativeTolerance",
+                with_line(15, "tolerance: {rtol: -1}"),
+                15,
                 {"tolerance.rtol: '-1' must be a number >= 0"}},
-        BadCase{"DuplicateTopLevelKey", with_line(15, "grid: [1]"), 15, {"key 'grid' is given twice"}},
-        BadCase{"WordKnobInAnExpression", with_line(5, "  items: {values: [one, two]}"), 6,
+        BadCase{
+            "DuplicateTopLevelKey", with_line(15, "grid: [1]"), 15, {"key 'grid' is given twice"}},
+        BadCase{"WordKnobInAnExpression",
+                with_line(5, "  items: {values: [one, two]}"),
+                6,
                 {"reads knob 'items'", "'one' is not an integer"}},
-        BadCase{"NotYaml", with_line(4, "  block_size: {values: [64, 128, default: 128}"), 4,
+        BadCase{"NotYaml",
+                with_line(4, "  block_size: {values: [64, 128, default: 128}"),
+                4,
                 {"not valid YAML"}},
-        BadCase{"GridWithFourDimensions", with_line(7, "grid: [1, 1, 1, 1]"), 7,
-                {"1 to 3 dimensions"}},
-        BadCase{"ScalarNotAnExpression", with_line(12, "  - {name: n, type: int32, scalar: 0.5}"), 12,
-                {"args[2] 'n'.scalar", "'0.5' is a real; expressions in a spec are integer arithmetic"}}),
+        BadCase{
+            "GridWithFourDimensions", with_line(7, "grid: [1, 1, 1, 1]"), 7, {"1 to 3 dimensions"}},
+        BadCase{"ScalarNotAnExpression",
+                with_line(12, "  - {name: n, type: int32, scalar: 0.5}"),
+                12,
+                {"args[2] 'n'.scalar",
+                 "'0.5' is a real; expressions in a spec are integer arithmetic"}}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
 
 TEST_F(SpecTest, MissingReferenceIsNamed) {
@@ -305,7 +365,9 @@ TEST_F(SpecTest, MissingReferenceIsNamed) {
   lines.resize(12);
   auto s = load(join_lines(lines));
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error().message().rfind(spec_path().string() + ":1:1: the spec is missing 'reference'", 0), 0u)
+  EXPECT_EQ(
+      s.error().message().rfind(spec_path().string() + ":1:1: the spec is missing 'reference'", 0),
+      0u)
       << s.error().message();
 }
 
@@ -313,7 +375,8 @@ TEST_F(SpecTest, NoKernelSourceAnywhere) {
   write_bytes(spec_path().string(), join_lines(base_lines()));
   auto s = load_spec(spec_path());
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().message().find("pass --kernel my.cu or add 'source: my.cu'"), std::string::npos);
+  EXPECT_NE(s.error().message().find("pass --kernel my.cu or add 'source: my.cu'"),
+            std::string::npos);
   auto missing = load_spec(spec_path(), dir_.path() / "nope.cu");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().kind(), Error::Kind::kIo);
@@ -332,7 +395,8 @@ TEST_F(SpecTest, RelativePathsResolveAgainstTheSpecDirectory) {
   ASSERT_TRUE(s.ok()) << s.error().message();
   EXPECT_EQ(s->source, kSource);
   ASSERT_TRUE(std::holds_alternative<ReferenceLibrary>(s->reference));
-  EXPECT_EQ(std::get<ReferenceLibrary>(s->reference).path, dir_.path() / "specs" / ".." / "libref.so");
+  EXPECT_EQ(std::get<ReferenceLibrary>(s->reference).path,
+            dir_.path() / "specs" / ".." / "libref.so");
   auto ref = instantiate_reference(*s);
   ASSERT_TRUE(ref.ok());
   EXPECT_EQ(ref->args.size(), 3u);
@@ -351,9 +415,8 @@ TEST_F(SpecTest, KnobShorthandDefaultsToTheFirstValueAndDefineCanBeRenamed) {
   ASSERT_TRUE(space.ok()) << space.error().message();
   auto inst = instantiate(s, space->config(space->baseline()));
   ASSERT_TRUE(inst.ok()) << inst.error().message();
-  EXPECT_EQ(inst->compile_options,
-            (std::vector<std::string>{"-DBLOCK_SIZE=128", "-DITEMS=2", "-DTOTAL=256",
-                                      "-use_fast_math"}));
+  EXPECT_EQ(inst->compile_options, (std::vector<std::string>{"-DBLOCK_SIZE=128", "-DITEMS=2",
+                                                             "-DTOTAL=256", "-use_fast_math"}));
   // The reference gets the knobs' baseline macros and the extra defines, not the tuned
   // kernel's compile options.
   auto ref = instantiate_reference(s);
@@ -369,29 +432,35 @@ TEST_F(SpecTest, KnobsThatReachTheKernelNowhere) {
   lines.insert(lines.begin() + 5, "  unroll: [1, 2]");
   auto s = load_ok(join_lines(lines));
   ASSERT_EQ(s.warnings.size(), 1u);
-  EXPECT_EQ(s.warnings[0], spec_path().string() + ":6:3: warning: knob 'unroll': macro UNROLL "
-                           "does not appear in " + (dir_.path() / "kernel.cu").string() +
-                           "; unless a header reads it, the knob changes nothing (set 'define:' "
-                           "to the macro the kernel uses)");
+  EXPECT_EQ(s.warnings[0],
+            spec_path().string() +
+                ":6:3: warning: knob 'unroll': macro UNROLL "
+                "does not appear in " +
+                (dir_.path() / "kernel.cu").string() +
+                "; unless a header reads it, the knob changes nothing (set 'define:' "
+                "to the macro the kernel uses)");
   write_bytes(dir_.file("kernel.cu"), std::string(kSource) + "// #pragma unroll UNROLL\n");
   EXPECT_TRUE(load_ok(join_lines(lines)).warnings.empty());
   // With template arguments it is certain: an error.
-  auto t = load("kernel: scaled<float>\n"
-                "problem: {n: 100}\n"
-                "knobs: {block: [128, 256], unroll: [1, 2]}\n"
-                "pass_knobs_as: template\n"
-                "template_args: [block]\n"
-                "grid: [1]\n"
-                "block: [block]\n"
-                "args: [{name: c, type: float32, buffer: output, size: n}]\n"
-                "reference: {kernel: {name: vector_add_ref, grid: [1], block: [1]}}\n");
+  auto t = load(
+      "kernel: scaled<float>\n"
+      "problem: {n: 100}\n"
+      "knobs: {block: [128, 256], unroll: [1, 2]}\n"
+      "pass_knobs_as: template\n"
+      "template_args: [block]\n"
+      "grid: [1]\n"
+      "block: [block]\n"
+      "args: [{name: c, type: float32, buffer: output, size: n}]\n"
+      "reference: {kernel: {name: vector_add_ref, grid: [1], block: [1]}}\n");
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.error().message().find(":3:28: knob 'unroll' reaches the kernel nowhere"),
-            std::string::npos) << t.error().message();
+            std::string::npos)
+      << t.error().message();
 }
 
 TEST_F(SpecTest, KnobValuesAsRanges) {
-  auto s = load_ok(with_line(4, "  block_size: {values: {from: 32, to: 256, step: 32}, default: 128}"));
+  auto s =
+      load_ok(with_line(4, "  block_size: {values: {from: 32, to: 256, step: 32}, default: 128}"));
   std::vector<std::string> texts;
   for (const auto& v : s.knobs[0].values) texts.push_back(v.text());
   EXPECT_EQ(texts, (std::vector<std::string>{"32", "64", "96", "128", "160", "192", "224", "256"}));
@@ -408,13 +477,15 @@ TEST_F(SpecTest, KnobValuesAsRanges) {
                           "  items: {values: {from: 1, upto: 8, step: 1}}"}) {
     auto r = load(with_line(5, bad));
     ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_EQ(r.error().message().rfind(spec_path().string() + ":5:", 0), 0u) << r.error().message();
+    EXPECT_EQ(r.error().message().rfind(spec_path().string() + ":5:", 0), 0u)
+        << r.error().message();
   }
 }
 
 TEST_F(SpecTest, ConstraintsReadOnlyTheKnobsTheyName) {
-  auto s = load_ok(with_line(6, "constraints: [\"items <= 2\", \"block_size <= n\", "
-                                "\"block_size * items <= 512\"]"));
+  auto s = load_ok(with_line(6,
+                             "constraints: [\"items <= 2\", \"block_size <= n\", "
+                             "\"block_size * items <= 512\"]"));
   auto space = make_space(s);
   ASSERT_TRUE(space.ok()) << space.error().message();
   ASSERT_EQ(space->constraints().size(), 3u);
@@ -443,7 +514,8 @@ TEST_F(SpecTest, AConstraintWithoutKnobsIsARequirementOnTheProblem) {
   ASSERT_TRUE(set_problem_sizes(s, "n=1001").ok());
   auto bad = make_space(s);
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().message().rfind(spec_path().string() + ":6:", 0), 0u) << bad.error().message();
+  EXPECT_EQ(bad.error().message().rfind(spec_path().string() + ":6:", 0), 0u)
+      << bad.error().message();
   EXPECT_NE(bad.error().message().find("'n % 8 == 0' does not hold for problem n=1001"),
             std::string::npos);
 }
@@ -452,9 +524,11 @@ TEST_F(SpecTest, IllegalDefaultsAreNamedAtTheConstraintsLine) {
   auto s = load_ok(with_line(6, "constraints: [\"items == 1\", \"block_size * items <= 64\"]"));
   auto space = make_space(s);
   ASSERT_FALSE(space.ok());
-  EXPECT_EQ(space.error().message(),
-            spec_path().string() + ":6:29: the defaults (block_size=128,items=1) violate "
-            "constraint 'block_size * items <= 64' for problem n=1000; change a knob's default");
+  EXPECT_EQ(
+      space.error().message(),
+      spec_path().string() +
+          ":6:29: the defaults (block_size=128,items=1) violate "
+          "constraint 'block_size * items <= 64' for problem n=1000; change a knob's default");
 }
 
 TEST_F(SpecTest, AConstraintComparesAWordKnobAsAString) {
@@ -469,7 +543,8 @@ TEST_F(SpecTest, AConstraintComparesAWordKnobAsAString) {
   EXPECT_TRUE(instantiate(s, space->parse("block_size=128,vec=float4").value()).ok());
   auto r = instantiate(s, Config({{"block_size", Value(64)}, {"vec", Value("float4")}}));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message().find("violates constraint"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("violates constraint"), std::string::npos)
+      << r.error().message();
 
   // Only as a string: ordering it, or reading it in a launch expression, is refused at load.
   lines[5] = "constraints: [\"vec < 2\"]";
@@ -482,17 +557,21 @@ TEST_F(SpecTest, AConstraintComparesAWordKnobAsAString) {
   auto launch = load(join_lines(lines));
   ASSERT_FALSE(launch.ok());
   EXPECT_NE(launch.error().message().find("only integer knobs can appear in expressions"),
-            std::string::npos) << launch.error().message();
+            std::string::npos)
+      << launch.error().message();
 }
 
 TEST_F(SpecTest, ExpressionsAreIntegerArithmetic) {
   auto real = load(with_line(7, "grid: [\"n * 0.5\"]"));
   ASSERT_FALSE(real.ok());
-  EXPECT_NE(real.error().message().find("grid.x: 'n * 0.5' is a real; expressions in a spec are integer"),
-            std::string::npos) << real.error().message();
+  EXPECT_NE(
+      real.error().message().find("grid.x: 'n * 0.5' is a real; expressions in a spec are integer"),
+      std::string::npos)
+      << real.error().message();
   auto word = load(with_line(8, "block: [\"'x'\"]"));
   ASSERT_FALSE(word.ok());
-  EXPECT_NE(word.error().message().find("is a string"), std::string::npos) << word.error().message();
+  EXPECT_NE(word.error().message().find("is a string"), std::string::npos)
+      << word.error().message();
   // The merged language's word forms and 'in' work in every expression.
   auto s = load_ok(with_line(6, "constraints: [\"not block_size == 64 and items in [1, 2]\"]"));
   EXPECT_EQ(make_space(s)->count(), 4u);
@@ -535,7 +614,8 @@ TEST_F(SpecTest, ImpossibleLaunchesAreUnsupportedData) {
   auto threads = unsupported_reason(s, cfg("block_size=64,items=1"), few);
   EXPECT_FALSE(threads.has_value());
   auto s2 = load_ok(with_line(8, "block: [block_size, 2]"));
-  auto threads2 = unsupported_reason(s2, make_space(s2)->parse("block_size=64,items=1").value(), few);
+  auto threads2 =
+      unsupported_reason(s2, make_space(s2)->parse("block_size=64,items=1").value(), few);
   ASSERT_TRUE(threads2.has_value());
   EXPECT_NE(threads2->find("128 threads"), std::string::npos) << *threads2;
 }
@@ -588,7 +668,8 @@ TEST_F(SpecTest, ScalarEncodings) {
   // 4 x 100 does not fit in a uint8: that config cannot run.
   auto overflow = unsupported_reason(s, space->parse("block_size=128,items=4").value());
   ASSERT_TRUE(overflow.has_value());
-  EXPECT_NE(overflow->find("scalar 'u8' = 400 does not fit in uint8"), std::string::npos) << *overflow;
+  EXPECT_NE(overflow->find("scalar 'u8' = 400 does not fit in uint8"), std::string::npos)
+      << *overflow;
 }
 
 TEST_F(SpecTest, TemplateModeWithWordKnobs) {
@@ -711,18 +792,21 @@ TEST_F(SpecTest, IntegerOutputsCompareExactly) {
 }
 
 TEST_F(SpecTest, InputRangesDefaultPerTypeAndCanBeSet) {
-  auto s = load_ok(with_line(11, "  - {name: a, type: int32, buffer: input, size: n, range: [0, 999]}"));
+  auto s =
+      load_ok(with_line(11, "  - {name: a, type: int32, buffer: input, size: n, range: [0, 999]}"));
   EXPECT_EQ(s.args[1].range, (std::pair<double, double>{0, 999}));
   auto d = load_ok(join_lines(base_lines()));
   EXPECT_EQ(d.args[1].range, (std::pair<double, double>{-1, 1}));
-  auto bad = load(with_line(10, "  - {name: c, type: float32, buffer: output, size: n, range: [0, 1]}"));
+  auto bad =
+      load(with_line(10, "  - {name: c, type: float32, buffer: output, size: n, range: [0, 1]}"));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("range only applies to input and inout"), std::string::npos);
 }
 
 TEST_F(SpecTest, ScratchBuffersMayDependOnKnobs) {
   auto lines = base_lines();
-  lines.insert(lines.begin() + 12, "  - {name: ws, type: float32, buffer: scratch, size: \"n * items\"}");
+  lines.insert(lines.begin() + 12,
+               "  - {name: ws, type: float32, buffer: scratch, size: \"n * items\"}");
   auto s = load_ok(join_lines(lines));
   auto space = make_space(s);
   ASSERT_TRUE(space.ok());

@@ -57,11 +57,11 @@ Driver& driver() {
       d.why = "no libcuda.so.1";
       return d;
     }
-#define ATTUNE_LOAD_(name)                                                              \
-  d.name##_ = reinterpret_cast<decltype(&name)>(dlsym(h, ATTUNE_STR_(name)));           \
-  if (!d.name##_) {                                                                     \
-    d.why = std::string("libcuda lacks ") + ATTUNE_STR_(name);                          \
-    return d;                                                                           \
+#define ATTUNE_LOAD_(name)                                                    \
+  d.name##_ = reinterpret_cast<decltype(&name)>(dlsym(h, ATTUNE_STR_(name))); \
+  if (!d.name##_) {                                                           \
+    d.why = std::string("libcuda lacks ") + ATTUNE_STR_(name);                \
+    return d;                                                                 \
   }
     ATTUNE_LOAD_(cuInit)
     ATTUNE_LOAD_(cuDeviceGetCount)
@@ -103,10 +103,10 @@ std::string cu_error(CUresult rc) {
   return s ? s : "unknown CUDA error";
 }
 
-#define CU_ASSERT(call)                                                   \
-  do {                                                                    \
-    CUresult rc_ = (call);                                                \
-    ASSERT_EQ(rc_, CUDA_SUCCESS) << #call << ": " << cu_error(rc_);       \
+#define CU_ASSERT(call)                                             \
+  do {                                                              \
+    CUresult rc_ = (call);                                          \
+    ASSERT_EQ(rc_, CUDA_SUCCESS) << #call << ": " << cu_error(rc_); \
   } while (0)
 
 using Bytes = std::vector<unsigned char>;
@@ -119,10 +119,22 @@ Bytes random_input(const ArgInstance& a, std::mt19937_64& rng) {
     double v = u(rng);
     unsigned char* p = out.data() + i * static_cast<std::int64_t>(size_of(a.type));
     switch (a.type) {
-      case ElementType::kFloat32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
-      case ElementType::kFloat64: std::memcpy(p, &v, 8); break;
-      case ElementType::kInt32: { auto x = static_cast<std::int32_t>(v); std::memcpy(p, &x, 4); break; }
-      default: ADD_FAILURE() << "this test fills float32, float64 and int32 only"; return out;
+      case ElementType::kFloat32: {
+        float f = static_cast<float>(v);
+        std::memcpy(p, &f, 4);
+        break;
+      }
+      case ElementType::kFloat64:
+        std::memcpy(p, &v, 8);
+        break;
+      case ElementType::kInt32: {
+        auto x = static_cast<std::int32_t>(v);
+        std::memcpy(p, &x, 4);
+        break;
+      }
+      default:
+        ADD_FAILURE() << "this test fills float32, float64 and int32 only";
+        return out;
     }
   }
   return out;
@@ -139,7 +151,8 @@ void run(const cuda::Compiler& compiler, const std::string& source, const Instan
   CUmodule module;
   CU_ASSERT(d.cuModuleLoadData_(&module, built->cubin.data()));
   CUfunction fn;
-  CU_ASSERT(d.cuModuleGetFunction_(&fn, module, built->lowered_names.at(inst.name_expression).c_str()));
+  CU_ASSERT(
+      d.cuModuleGetFunction_(&fn, module, built->lowered_names.at(inst.name_expression).c_str()));
   if (inst.launch.shared_memory_bytes > 48 * 1024)
     CU_ASSERT(d.cuFuncSetAttribute_(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                     static_cast<int>(inst.launch.shared_memory_bytes)));
@@ -159,11 +172,11 @@ void run(const cuda::Compiler& compiler, const std::string& source, const Instan
     params.push_back(&ptrs[i]);
   }
   const auto& l = inst.launch;
-  CU_ASSERT(d.cuLaunchKernel_(fn, static_cast<unsigned>(l.grid[0]), static_cast<unsigned>(l.grid[1]),
-                              static_cast<unsigned>(l.grid[2]), static_cast<unsigned>(l.block[0]),
-                              static_cast<unsigned>(l.block[1]), static_cast<unsigned>(l.block[2]),
-                              static_cast<unsigned>(l.shared_memory_bytes), nullptr, params.data(),
-                              nullptr));
+  CU_ASSERT(d.cuLaunchKernel_(
+      fn, static_cast<unsigned>(l.grid[0]), static_cast<unsigned>(l.grid[1]),
+      static_cast<unsigned>(l.grid[2]), static_cast<unsigned>(l.block[0]),
+      static_cast<unsigned>(l.block[1]), static_cast<unsigned>(l.block[2]),
+      static_cast<unsigned>(l.shared_memory_bytes), nullptr, params.data(), nullptr));
   CU_ASSERT(d.cuCtxSynchronize_());
   after->assign(inst.args.size(), {});
   for (std::size_t i = 0; i < inst.args.size(); ++i) {
@@ -177,7 +190,8 @@ void run(const cuda::Compiler& compiler, const std::string& source, const Instan
 
 std::filesystem::path examples_dir() {
   if (const char* e = std::getenv("ATTUNE_EXAMPLES_DIR")) return e;
-  const char* root = std::getenv("ATTUNE_SOURCE_ROOT");  // set by tools/gpu-check on the GPU machine
+  const char* root =
+      std::getenv("ATTUNE_SOURCE_ROOT");  // set by tools/gpu-check on the GPU machine
   return std::filesystem::path(root ? root : ATTUNE_SOURCE_DIR) / "examples" / "user-kernel";
 }
 
@@ -196,7 +210,8 @@ TEST_P(UserExampleGpu, EveryConfigMatchesTheReferenceExactly) {
   std::mt19937_64 rng(42);
   std::vector<Bytes> inputs;
   for (const auto& a : ref->args)
-    inputs.push_back(a.role == ArgRole::kInput || a.role == ArgRole::kInOut ? random_input(a, rng) : Bytes{});
+    inputs.push_back(a.role == ArgRole::kInput || a.role == ArgRole::kInOut ? random_input(a, rng)
+                                                                            : Bytes{});
   std::vector<Bytes> expected;
   run(compiler, std::get<ReferenceKernel>(spec->reference).source, *ref, inputs, &expected);
   if (HasFatalFailure()) return;
@@ -211,7 +226,8 @@ TEST_P(UserExampleGpu, EveryConfigMatchesTheReferenceExactly) {
       for (std::size_t b = 0; b < width; ++b) ones = ones && expected[i][j + b] == 0xff;
       unwritten += ones;
     }
-    ASSERT_EQ(unwritten, 0u) << "the reference left elements of '" << ref->args[i].name << "' unwritten";
+    ASSERT_EQ(unwritten, 0u) << "the reference left elements of '" << ref->args[i].name
+                             << "' unwritten";
   }
 
   int ran = 0;
@@ -225,8 +241,8 @@ TEST_P(UserExampleGpu, EveryConfigMatchesTheReferenceExactly) {
     for (std::size_t i = 0; i < inst->args.size(); ++i) {
       const auto role = inst->args[i].role;
       if (role != ArgRole::kOutput && role != ArgRole::kInOut) continue;
-      EXPECT_TRUE(got[i] == expected[i]) << c.text() << ": output '" << inst->args[i].name
-                                         << "' differs from the reference";
+      EXPECT_TRUE(got[i] == expected[i])
+          << c.text() << ": output '" << inst->args[i].name << "' differs from the reference";
     }
     ++ran;
   }

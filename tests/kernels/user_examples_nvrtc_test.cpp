@@ -11,8 +11,8 @@ namespace {
 
 void expect_builds(const cuda::Compiler& c, const std::string& source,
                    const std::filesystem::path& path, const Instance& inst) {
-  cuda::BuildRequest r{source, path.filename().string(), inst.compile_options,
-                       {inst.name_expression}};
+  cuda::BuildRequest r{
+      source, path.filename().string(), inst.compile_options, {inst.name_expression}};
   auto b = c.build(r);
   ASSERT_TRUE(b.ok()) << b.error().message();
   EXPECT_TRUE(b->ok) << inst.name_expression << ": " << b->log;

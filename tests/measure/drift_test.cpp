@@ -29,7 +29,8 @@ struct DriftGuardTest : ::testing::Test {
   ScriptedAnchor anchor;
   DriftPolicy policy;
   DriftGuard guard() {
-    return DriftGuard(policy, [this] { return anchor(); }, clock);
+    return DriftGuard(
+        policy, [this] { return anchor(); }, clock);
   }
   std::vector<double> sleeps() const {
     std::vector<double> s;
@@ -65,7 +66,8 @@ TEST_F(DriftGuardTest, OneSlowReadingIsOverruledByTwoConfirmingOnes) {
   EXPECT_TRUE(clock.sleeps().empty());
 }
 
-TEST_F(DriftGuardTest, DriftHandsBackTheCandidatesSinceTheLastCleanAnchorAndBacksOffUntilItRecovers) {
+TEST_F(DriftGuardTest,
+       DriftHandsBackTheCandidatesSinceTheLastCleanAnchorAndBacksOffUntilItRecovers) {
   policy.anchor_every = 2;
   policy.backoff_s = 1.0;
   DriftGuard g = guard();
@@ -116,7 +118,7 @@ TEST_F(DriftGuardTest, AnAnchorThatStaysAtANewLevelBecomesTheReference) {
   EXPECT_EQ(sleeps(), (std::vector<double>{0.5, 1.0, 2.0, 4.0}));
   ASSERT_TRUE(g.add({1}, {2}));
   EXPECT_EQ(g.check().result, Result::kClean);  // 13 is the level now
-  anchor.level = 10;                              // and back to 10 is drift again
+  anchor.level = 10;                            // and back to 10 is drift again
   ASSERT_TRUE(g.add({2}, {3}));
   EXPECT_EQ(g.check().result, Result::kDrifted);
 }

@@ -29,12 +29,22 @@ TEST(Stats, SamplingStopsOnceTheMedianIsQuiet) {
   SamplingPolicy p;
   p.min_samples = 5;
   p.noise_bound = 0.01;
-  auto s = sample_until_stable([&] { ++calls; return 100.0 + (calls % 2 ? 0.1 : -0.1); }, p);
+  auto s = sample_until_stable(
+      [&] {
+        ++calls;
+        return 100.0 + (calls % 2 ? 0.1 : -0.1);
+      },
+      p);
   EXPECT_EQ(s.n, 5);  // quiet from the start: stops at the minimum
   calls = 0;
   p.max_samples = 50;
   p.time_cap_s = 100;
-  auto noisy = sample_until_stable([&] { ++calls; return calls % 2 ? 50.0 : 150.0; }, p);
+  auto noisy = sample_until_stable(
+      [&] {
+        ++calls;
+        return calls % 2 ? 50.0 : 150.0;
+      },
+      p);
   EXPECT_EQ(noisy.n, 50);  // never quiet: stops at the cap
 }
 

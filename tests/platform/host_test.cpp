@@ -17,8 +17,9 @@ using testing::write_bytes;
 class HostTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    write_bytes(dir_.file("cpuinfo"), "processor\t: 0\nmodel name\t: Test CPU 9000\n\nprocessor\t: 1\n"
-                                      "model name\t: Test CPU 9000\n\nprocessor\t: 2\n");
+    write_bytes(dir_.file("cpuinfo"),
+                "processor\t: 0\nmodel name\t: Test CPU 9000\n\nprocessor\t: 1\n"
+                "model name\t: Test CPU 9000\n\nprocessor\t: 2\n");
     program("tool", "echo; echo 'tool 2.1 (built today)'; echo second line");
     program("old-tool", "echo 'old-tool 0.9' >&2");
     program("broken-tool", "exit 3");

@@ -47,8 +47,9 @@ std::string await_file(const std::string& path) {
 // A program that starts a hanging grandchild and writes "<its pid> <the grandchild's pid>" to
 // `pidfile` (renamed into place, so a reader never sees half of it).
 std::vector<std::string> tree(const std::string& pidfile) {
-  return {"/bin/sh", "-c", "sleep 60 & echo $$ $! > " + pidfile + ".tmp; mv " + pidfile + ".tmp " +
-                               pidfile + "; wait"};
+  return {
+      "/bin/sh", "-c",
+      "sleep 60 & echo $$ $! > " + pidfile + ".tmp; mv " + pidfile + ".tmp " + pidfile + "; wait"};
 }
 
 std::pair<pid_t, pid_t> read_pids(const std::string& text) {
@@ -144,8 +145,10 @@ TEST(Child, TalksOverPipesInItsOwnProcessGroup) {
   std::string out, err;
   char buf[256];
   ssize_t n;
-  while ((n = ::read(c->stdout_fd(), buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-  while ((n = ::read(c->stderr_fd(), buf, sizeof buf)) > 0) err.append(buf, static_cast<std::size_t>(n));
+  while ((n = ::read(c->stdout_fd(), buf, sizeof buf)) > 0)
+    out.append(buf, static_cast<std::size_t>(n));
+  while ((n = ::read(c->stderr_fd(), buf, sizeof buf)) > 0)
+    err.append(buf, static_cast<std::size_t>(n));
   EXPECT_EQ(out, "got hello\n");
   EXPECT_EQ(err, "oops\n");
 }

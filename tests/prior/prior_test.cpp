@@ -17,8 +17,8 @@ Space grid_space() {
 // Fastest at x=6, y=3, mode=b; mode=c fails when x > 6.
 std::optional<double> landscape(const Point& p) {
   if (p[2] == 2 && p[0] >= 6) return std::nullopt;
-  double t = 20 + 3 * std::pow(double(p[0]) - 5, 2) + std::pow(double(p[1]) - 2, 2) +
-             (p[2] == 1 ? 0 : 8);
+  double t =
+      20 + 3 * std::pow(double(p[0]) - 5, 2) + std::pow(double(p[1]) - 2, 2) + (p[2] == 1 ? 0 : 8);
   return t;
 }
 
@@ -121,7 +121,8 @@ TEST(Prior, ReservoirIsBounded) {
   o.first_refit = 0;
   Prior p(o);
   for (int i = 0; i < 3; ++i)
-    for (auto e = s.enumerate(); auto pt = e.next();) p.add(make_row(s, *pt, ctx(), Verdict::kOk, 1.0));
+    for (auto e = s.enumerate(); auto pt = e.next();)
+      p.add(make_row(s, *pt, ctx(), Verdict::kOk, 1.0));
   EXPECT_EQ(p.rows(), 50u);
 }
 
@@ -135,10 +136,18 @@ TEST(Prior, RefitsOnlineOnItsSchedule) {
   for (auto e = s.enumerate(); auto pt = e.next();) {
     auto t = landscape(*pt);
     p.add(make_row(s, *pt, ctx(), t ? Verdict::kOk : Verdict::kLaunchFailed, t));
-    if (++added == 31) { EXPECT_EQ(p.generation(), gen); }
-    if (added == 32) { EXPECT_EQ(p.generation(), gen + 1); }
-    if (added == 95) { EXPECT_EQ(p.generation(), gen + 1); }  // next refit after 64 more
-    if (added == 96) { EXPECT_EQ(p.generation(), gen + 2); }
+    if (++added == 31) {
+      EXPECT_EQ(p.generation(), gen);
+    }
+    if (added == 32) {
+      EXPECT_EQ(p.generation(), gen + 1);
+    }
+    if (added == 95) {
+      EXPECT_EQ(p.generation(), gen + 1);
+    }  // next refit after 64 more
+    if (added == 96) {
+      EXPECT_EQ(p.generation(), gen + 2);
+    }
   }
 }
 

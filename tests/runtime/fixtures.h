@@ -33,10 +33,12 @@ inline DeviceFingerprint a100() {
 }
 
 inline constexpr const char* kTiled =
-    "kernel=tiled,lt_algo=0,lt_split=0,lt_tile=0,sk_warps=4,sk_nb=2,sk_vec=8,sk_unroll=1,tc_warps=4,tc_nt=1,"
+    "kernel=tiled,lt_algo=0,lt_split=0,lt_tile=0,sk_warps=4,sk_nb=2,sk_vec=8,sk_unroll=1,tc_warps="
+    "4,tc_nt=1,"
     "tc_unroll=1,tl_bm=64,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_split=1,tl_group=8";
 inline constexpr const char* kSkinnyTc =
-    "kernel=skinny_tc,lt_algo=0,lt_split=0,lt_tile=0,sk_warps=4,sk_nb=2,sk_vec=8,sk_unroll=1,tc_warps=4,tc_nt=2,"
+    "kernel=skinny_tc,lt_algo=0,lt_split=0,lt_tile=0,sk_warps=4,sk_nb=2,sk_vec=8,sk_unroll=1,tc_"
+    "warps=4,tc_nt=2,"
     "tc_unroll=1,tl_bm=128,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_split=1,tl_group=8";
 inline constexpr const char* kRms = "threads=128,rows_per_block=2,vec=8,unroll=1";
 
@@ -64,7 +66,8 @@ inline table::Table sample_table(const DeviceFingerprint& device = h200()) {
   g.rows.push_back(row("gemm:bias=0,dtype=bf16,k=4096,m=64,n=4096", kTiled, 20));
   g.rows.push_back(row("gemm:bias=1,dtype=bf16,k=4096,m=1,n=4096", kSkinnyTc, 9.5));
   t.ops.push_back(g);
-  table::OpTable b{"gemm", "fp16", {table::MatchPolicy::Kind::kBucketed, "m", "no-harm, least max regret"}, {}};
+  table::OpTable b{
+      "gemm", "fp16", {table::MatchPolicy::Kind::kBucketed, "m", "no-harm, least max regret"}, {}};
   table::Row r = row("gemm:bias=0,dtype=fp16,k=4096,n=4096", kSkinnyTc);
   r.bucket = table::Bucket{"m", 1, 16, {1, 8, 16}};
   b.rows.push_back(r);

@@ -18,7 +18,9 @@ std::string refusal(const table::Table& t) {
   return s ? "" : s.error().message();
 }
 
-TEST(RuntimeRowPlan, EveryRowOfTheSampleTablePlans) { EXPECT_EQ(refusal(sample_table()), ""); }
+TEST(RuntimeRowPlan, EveryRowOfTheSampleTablePlans) {
+  EXPECT_EQ(refusal(sample_table()), "");
+}
 
 TEST(RuntimeRowPlan, AConfigThatDoesNotPlanRefusesTheTable) {
   table::Table t = sample_table();

@@ -22,7 +22,8 @@ namespace {
 
 using namespace attune::runtime::testing;
 
-ShapeKey gemm(std::int64_t m, std::int64_t n = 4096, std::int64_t k = 4096, Dtype d = Dtype::kBf16, bool bias = false) {
+ShapeKey gemm(std::int64_t m, std::int64_t n = 4096, std::int64_t k = 4096, Dtype d = Dtype::kBf16,
+              bool bias = false) {
   return ShapeKey{*op_kind("gemm"), d, bias, m, n, k};
 }
 ShapeKey rmsnorm(std::int64_t rows, std::int64_t hidden = 4096, bool residual = true) {
@@ -63,7 +64,8 @@ TEST(RuntimeOpen, RefusesMalformedTablesWhole) {
   EXPECT_NE(refusal(dir.write("newer.json", newer.dump())).find("newer attune"), std::string::npos);
   auto older = j;
   older["version"] = 0;
-  EXPECT_NE(refusal(dir.write("older.json", older.dump())).find("table version 0"), std::string::npos);
+  EXPECT_NE(refusal(dir.write("older.json", older.dump())).find("table version 0"),
+            std::string::npos);
 
   auto dup = j;
   dup["ops"][0]["rows"].push_back(dup["ops"][0]["rows"][0]);
@@ -71,7 +73,8 @@ TEST(RuntimeOpen, RefusesMalformedTablesWhole) {
 
   auto backend = j;
   backend["ops"][0]["rows"][0]["backend"] = "opencl";
-  EXPECT_NE(refusal(dir.write("backend.json", backend.dump())).find("unknown backend 'opencl'"), std::string::npos);
+  EXPECT_NE(refusal(dir.write("backend.json", backend.dump())).find("unknown backend 'opencl'"),
+            std::string::npos);
 
   EXPECT_NE(refusal(dir.file("absent.json")).find("cannot read table"), std::string::npos);
 }
@@ -116,8 +119,10 @@ TEST(RuntimeOpen, RefusesRowsItCannotDispatch) {
   // The execution layer's plan check refuses a config: the whole table is refused.
   const std::string path = dir.write("plan.json", table::to_json_text(sample_table()));
   why = refusal(path, [](const Problem& p, const Config& c) -> Status {
-    if (c.get("kernel") && c.get("kernel")->as_word() == "tiled") return Error::invalid_argument("no tiled kernel here");
-    EXPECT_TRUE(p.attr("m") || p.attr("rows"));  // bucket rows are checked at a point of their bucket
+    if (c.get("kernel") && c.get("kernel")->as_word() == "tiled")
+      return Error::invalid_argument("no tiled kernel here");
+    EXPECT_TRUE(p.attr("m") ||
+                p.attr("rows"));  // bucket rows are checked at a point of their bucket
     return Status::success();
   });
   EXPECT_NE(why.find("cannot run: no tiled kernel here"), std::string::npos) << why;
@@ -152,7 +157,8 @@ TEST(RuntimeGuard, AnotherDevicesTableRunsTheBaselineForEveryCallWarnedOnce) {
   }
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(count(err, "attune-rt:"), 1u) << err;
-  EXPECT_NE(err.find("was tuned for another device (NVIDIA A100-SXM4-80GB"), std::string::npos) << err;
+  EXPECT_NE(err.find("was tuned for another device (NVIDIA A100-SXM4-80GB"), std::string::npos)
+      << err;
   EXPECT_NE(err.find("this is NVIDIA H200"), std::string::npos) << err;
   EXPECT_TRUE(s->device_mismatch());
   Counters c = s->counters();
@@ -181,8 +187,8 @@ TEST(RuntimeIndex, ExactRowsAndBuckets) {
   EXPECT_EQ(row_of(gemm(2)), 0);
   EXPECT_EQ(row_of(gemm(65)), 0);
   EXPECT_EQ(row_of(gemm(16, 4096, 4096, Dtype::kBf16, true)), 0);  // bias differs
-  EXPECT_EQ(row_of(gemm(1, 4096, 1024)), 0);                          // k differs
-  EXPECT_EQ(row_of(gemm(1, 1024, 4096)), 0);                          // n differs
+  EXPECT_EQ(row_of(gemm(1, 4096, 1024)), 0);                       // k differs
+  EXPECT_EQ(row_of(gemm(1, 1024, 4096)), 0);                       // n differs
   // Buckets: lo and hi inclusive, gaps and other groups miss.
   for (std::int64_t m : {1, 5, 16}) EXPECT_EQ(row_of(gemm(m, 4096, 4096, Dtype::kFp16)), 5) << m;
   for (std::int64_t m : {17, 33, 64}) EXPECT_EQ(row_of(gemm(m, 4096, 4096, Dtype::kFp16)), 6) << m;
@@ -253,12 +259,18 @@ TEST(RuntimeLog, OneLinePerDistinctShapeWithRowAndBucket) {
   }
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(count(err, "\n"), 4u) << err;  // three shapes and the summary
-  EXPECT_EQ(count(err, "hit gemm:bias=0,dtype=bf16,k=4096,m=1,n=4096 -> gemm bf16 row 1"), 1u) << err;
-  EXPECT_EQ(count(err, "hit gemm:bias=0,dtype=fp16,k=4096,m=9,n=4096 -> gemm fp16 row 1"), 1u) << err;
+  EXPECT_EQ(count(err, "hit gemm:bias=0,dtype=bf16,k=4096,m=1,n=4096 -> gemm bf16 row 1"), 1u)
+      << err;
+  EXPECT_EQ(count(err, "hit gemm:bias=0,dtype=fp16,k=4096,m=9,n=4096 -> gemm fp16 row 1"), 1u)
+      << err;
   EXPECT_EQ(count(err, "bucketed: m=9 in [1, 16]"), 1u) << err;
   EXPECT_EQ(count(err, kSkinnyTc), 2u) << err;
-  EXPECT_EQ(count(err, "miss gemm:bias=0,dtype=bf16,k=4096,m=3,n=4096 (no row for this shape) -> baseline "
-                       "kernel=cublaslt,lt_algo=0,lt_split=0,lt_tile=0"), 1u) << err;
+  EXPECT_EQ(
+      count(err,
+            "miss gemm:bias=0,dtype=bf16,k=4096,m=3,n=4096 (no row for this shape) -> baseline "
+            "kernel=cublaslt,lt_algo=0,lt_split=0,lt_tile=0"),
+      1u)
+      << err;
   EXPECT_NE(err.find("8 hits, 4 misses over 3 distinct shapes"), std::string::npos) << err;
 
   // Off by default: nothing but warnings.
@@ -289,10 +301,10 @@ TEST(RuntimeHarvest, MissedShapesAppendedOnceAndReadBackByTheTuner) {
   {
     auto s = open_ok(table_path, h200(), o);
     for (int i = 0; i < 3; ++i) {
-      s->select(gemm(3));                               // miss
-      s->select(gemm(1));                               // hit: not harvested
-      s->select(rmsnorm(7, 1000, false));               // miss
-      s->select(gemm(70, 4096, 4096, Dtype::kFp16));    // outside every bucket: miss
+      s->select(gemm(3));                             // miss
+      s->select(gemm(1));                             // hit: not harvested
+      s->select(rmsnorm(7, 1000, false));             // miss
+      s->select(gemm(70, 4096, 4096, Dtype::kFp16));  // outside every bucket: miss
     }
   }
   {
@@ -315,7 +327,8 @@ TEST(RuntimeHarvest, MissedShapesAppendedOnceAndReadBackByTheTuner) {
   }
 
   // A file someone edited without a final newline still gets whole lines.
-  std::ofstream(harvest, std::ios::binary | std::ios::trunc) << "# mine\ngemm:bias=0,dtype=bf16,k=4096,m=3,n=4096";
+  std::ofstream(harvest, std::ios::binary | std::ios::trunc)
+      << "# mine\ngemm:bias=0,dtype=bf16,k=4096,m=3,n=4096";
   {
     auto s = open_ok(table_path, h200(), o);
     s->select(gemm(3));
@@ -335,7 +348,9 @@ TEST(RuntimeHarvest, MissedShapesAppendedOnceAndReadBackByTheTuner) {
     auto s = open_ok(dir.write("a100.json", table::to_json_text(sample_table(a100()))), h200(), g);
     s->select(gemm(1));
   }
-  EXPECT_EQ(slurp(other).find("gemm:bias=0,dtype=bf16,k=4096,m=1,n=4096\n") != std::string::npos, true) << slurp(other);
+  EXPECT_EQ(slurp(other).find("gemm:bias=0,dtype=bf16,k=4096,m=1,n=4096\n") != std::string::npos,
+            true)
+      << slurp(other);
 }
 
 TEST(RuntimeSlots, ConcurrentCallsMakeOneSlotPerShapeAndCountEveryCall) {

@@ -31,7 +31,8 @@ TEST(MctsStore, TreeSurvivesTheDatabaseAndTheNextRunContinues) {
   auto t1 = run_strategy(first, s, eval, 9);
   ASSERT_TRUE(t1);
   std::vector<SearchNode> rows;
-  for (const auto& n : first.export_nodes()) rows.push_back({n.path, n.visits, n.best_us, n.payload});
+  for (const auto& n : first.export_nodes())
+    rows.push_back({n.path, n.visits, n.best_us, n.payload});
   auto put = (*store)->put_search_nodes("dev", key, "mcts", rows);
   ASSERT_TRUE(put.ok()) << put.error().message();
 

@@ -21,7 +21,9 @@ Space cube() {
                              {"c", {0, 1, 2, 3, 4, 5, 6, 7}, 0}};
   return Space::make(std::move(knobs)).value();
 }
-search::Evaluation slope(const Point& p) { return {Verdict::kOk, 10.0 + p[0] + p[1] + p[2]}; }
+search::Evaluation slope(const Point& p) {
+  return {Verdict::kOk, 10.0 + p[0] + p[1] + p[2]};
+}
 
 std::vector<Point> trace(Strategy& s, const Space& space, std::size_t budget) {
   auto t = search::run_strategy(s, space, slope, budget);
@@ -29,8 +31,8 @@ std::vector<Point> trace(Strategy& s, const Space& space, std::size_t budget) {
   return t.ok() ? t->proposed : std::vector<Point>{};
 }
 
-std::vector<Point> trace(const std::string& name, const StrategySettings& settings, std::size_t budget = 30,
-                         const StrategyContext& context = {}) {
+std::vector<Point> trace(const std::string& name, const StrategySettings& settings,
+                         std::size_t budget = 30, const StrategyContext& context = {}) {
   Space space = cube();
   StrategyOptions o;
   o.seed = 3;
@@ -90,7 +92,8 @@ TEST(StrategyOptions, ASettingChangesWhatTheStrategyDoes) {
   EXPECT_TRUE(std::all_of(none.begin(), none.end(), [](const Point& p) { return p[0] == 0; }));
   EXPECT_EQ(none, trace("mcts", {{"initial_samples", "0"}}, 9));
   EXPECT_NE(trace("genetic", {}), trace("genetic", {{"population", "4"}}));
-  EXPECT_NE(trace("annealing", {}), trace("annealing", {{"max_step", "0"}, {"start_temperature", "2.5"}}));
+  EXPECT_NE(trace("annealing", {}),
+            trace("annealing", {{"max_step", "0"}, {"start_temperature", "2.5"}}));
   // The explicit default is the default.
   EXPECT_EQ(plain, trace("mcts", {{"initial_samples", "8"}, {"exploration", "0.25"}}, 9));
 }
@@ -100,26 +103,37 @@ TEST(StrategyOptions, UnknownNamesBadNumbersAndValuesOutOfRangeAreRefusedInOneLi
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().kind(), Error::Kind::kInvalidArgument);
   EXPECT_NE(unknown.error().message().find("'explore'"), std::string::npos);
-  EXPECT_NE(unknown.error().message().find("known: exploration, value_power, incumbent_bias, incumbent_tail, "
-                                           "neighbour_bias, initial_samples, first_play"),
+  EXPECT_NE(unknown.error().message().find(
+                "known: exploration, value_power, incumbent_bias, incumbent_tail, "
+                "neighbour_bias, initial_samples, first_play"),
             std::string::npos)
       << unknown.error().message();
   auto none = check_strategy_settings("random", {{"seed", "1"}});
   ASSERT_FALSE(none.ok());
-  EXPECT_NE(none.error().message().find("known: none"), std::string::npos) << none.error().message();
+  EXPECT_NE(none.error().message().find("known: none"), std::string::npos)
+      << none.error().message();
 
   for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
-           {"exploration", "abc"}, {"exploration", "-1"}, {"exploration", ""}, {"exploration", "1e999"},
-           {"exploration", "nan"}, {"value_power", "0"}, {"incumbent_bias", "1.5"}, {"initial_samples", "2.5"},
-           {"initial_samples", "-1"}, {"initial_samples", "99999999999999999999999"}}) {
+           {"exploration", "abc"},
+           {"exploration", "-1"},
+           {"exploration", ""},
+           {"exploration", "1e999"},
+           {"exploration", "nan"},
+           {"value_power", "0"},
+           {"incumbent_bias", "1.5"},
+           {"initial_samples", "2.5"},
+           {"initial_samples", "-1"},
+           {"initial_samples", "99999999999999999999999"}}) {
     auto st = check_strategy_settings("mcts", {{name, value}});
     ASSERT_FALSE(st.ok()) << name << "=" << value;
     EXPECT_EQ(st.error().message().find('\n'), std::string::npos);
     EXPECT_NE(st.error().message().find(name), std::string::npos) << st.error().message();
   }
-  auto big = check_strategy_settings("annealing", {{"restart_after", "3000000000"}});  // past an int
+  auto big =
+      check_strategy_settings("annealing", {{"restart_after", "3000000000"}});  // past an int
   EXPECT_FALSE(big.ok());
-  EXPECT_TRUE(check_strategy_settings("mcts", {{"exploration", "0.5"}, {"initial_samples", "0"}}).ok());
+  EXPECT_TRUE(
+      check_strategy_settings("mcts", {{"exploration", "0.5"}, {"initial_samples", "0"}}).ok());
   EXPECT_TRUE(check_strategy_settings("annealing", {{"cooling", "1"}}).ok());
   EXPECT_FALSE(check_strategy_settings("annealing", {{"cooling", "0"}}).ok());
   // make_strategy refuses the same settings.
@@ -155,7 +169,8 @@ TEST(StrategyState, MctsSavesItsTreeAndAStatelessStrategyNeitherSavesNorLoads) {
   auto second = make_strategy("mcts", space, StrategyOptions{4});
   ASSERT_TRUE((*second)->load_state(state).ok());
   auto t2 = trace(**second, space, 25);
-  for (const auto& p : t2) EXPECT_EQ(std::count(t1.begin(), t1.end(), p), 0) << space.config(p).text();
+  for (const auto& p : t2)
+    EXPECT_EQ(std::count(t1.begin(), t1.end(), p), 0) << space.config(p).text();
   EXPECT_FALSE((*second)->load_state({{"a=9", 1, 10, "{}"}}).ok());
 
   for (const char* name : {"grid", "random", "annealing", "genetic"}) {
@@ -177,8 +192,8 @@ TEST(StrategyInfo, TheReadmeTableListsEveryOptionAsDocumented) {
     auto info = strategy_info(name);
     ASSERT_TRUE(info.ok()) << name;
     for (const auto& o : info->options) {
-      const std::string row = "| " + name + " | `" + o.name + "` | " + o.type + " | " + o.range + " | " +
-                              o.default_value + " | ";
+      const std::string row = "| " + name + " | `" + o.name + "` | " + o.type + " | " + o.range +
+                              " | " + o.default_value + " | ";
       EXPECT_NE(readme.find(row), std::string::npos) << "README.md lacks the row " << row;
     }
   }

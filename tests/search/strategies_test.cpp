@@ -23,7 +23,8 @@ Space test_space() {
                              {"d", {0, 1, 2, 3}, 0}};
   std::vector<Constraint> cs = {
       {"a * b <= 12", {"a", "b"}, [](const Assignment& x) { return x.i("a") * x.i("b") <= 12; }},
-      {"a != 4 or b even", {"a", "b", "c"},
+      {"a != 4 or b even",
+       {"a", "b", "c"},
        [](const Assignment& x) { return x.i("a") != 4 || x.i("b") % 2 == 0; }},
   };
   return Space::make(std::move(knobs), std::move(cs)).value();
@@ -48,7 +49,8 @@ TEST_P(EveryStrategy, ProposesEveryLegalPointExactlyOnceThenStops) {
   Space s = test_space();
   auto strategy = make(GetParam(), s, 7);
   ASSERT_NE(strategy, nullptr);
-  auto trace = run_strategy(*strategy, s, [&](const Point& p) { return landscape(s, p); }, 10000);
+  auto trace = run_strategy(
+      *strategy, s, [&](const Point& p) { return landscape(s, p); }, 10000);
   // run_strategy fails on an illegal or repeated proposal.
   ASSERT_TRUE(trace) << trace.error().message();
   EXPECT_TRUE(trace->exhausted);
@@ -162,7 +164,9 @@ Space cube() {
                              {"c", {0, 1, 2, 3, 4, 5, 6, 7}, 0}};
   return Space::make(std::move(knobs)).value();
 }
-Evaluation slope(const Point& p) { return {Verdict::kOk, 10.0 + p[0] + p[1] + p[2]}; }
+Evaluation slope(const Point& p) {
+  return {Verdict::kOk, 10.0 + p[0] + p[1] + p[2]};
+}
 
 std::set<std::uint32_t> first_knobs(const std::vector<Point>& points, std::size_t from,
                                     std::size_t to) {
@@ -192,7 +196,7 @@ TEST(Mcts, InitialSamplesReachAcrossTheFirstForkBeforeTheDescent) {
     auto ts = sampled(seed);
     EXPECT_EQ(ts.front(), s.baseline());
     EXPECT_GE(first_knobs(ts, 1, 9).size(), 3u) << "seed " << seed;
-    EXPECT_EQ(ts, sampled(seed));       // drawn from the seed alone
+    EXPECT_EQ(ts, sampled(seed));  // drawn from the seed alone
     EXPECT_NE(ts, sampled(seed + 100));
   }
 }
@@ -217,8 +221,12 @@ TEST(Mcts, InitialSamplesAreDrawnByThePrior) {
 // from the best (steep). Without first play both leave at the same evaluation.
 TEST(Mcts, FirstPlayTriesNewOptionsSoonerOnAFlatLandscape) {
   Space s = cube();
-  auto flat = [](const Point& p) { return Evaluation{Verdict::kOk, 10.0 + 0.01 * (p[0] + p[1] + p[2])}; };
-  auto steep = [](const Point& p) { return Evaluation{Verdict::kOk, 10.0 * (1 + p[0] + p[1] + p[2])}; };
+  auto flat = [](const Point& p) {
+    return Evaluation{Verdict::kOk, 10.0 + 0.01 * (p[0] + p[1] + p[2])};
+  };
+  auto steep = [](const Point& p) {
+    return Evaluation{Verdict::kOk, 10.0 * (1 + p[0] + p[1] + p[2])};
+  };
   auto leaves_at = [&](const Evaluate& eval, double first_play) {
     MctsOptions o;
     o.initial_samples = 0;
@@ -262,7 +270,8 @@ TEST(Harness, CatchesARepeatedProposal) {
     void observe(const Point&, Verdict, std::optional<double>) override {}
   } r;
   r.p = s.baseline();
-  auto t = run_strategy(r, s, [&](const Point& p) { return landscape(s, p); }, 5);
+  auto t = run_strategy(
+      r, s, [&](const Point& p) { return landscape(s, p); }, 5);
   ASSERT_FALSE(t);
   EXPECT_NE(t.error().message().find("twice"), std::string::npos);
 }

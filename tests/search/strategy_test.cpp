@@ -9,7 +9,9 @@ namespace {
 
 Space test_space() {
   return Space::make({{"a", {1, 2, 3, 4, 5}, 2}, {"b", {1, 2, 4, 8}, 0}, {"c", {0, 1, 2}, 0}},
-                     {{"a * b <= 16", {"a", "b"}, [](const Assignment& x) { return x.i("a") * x.i("b") <= 16; }}})
+                     {{"a * b <= 16",
+                       {"a", "b"},
+                       [](const Assignment& x) { return x.i("a") * x.i("b") <= 16; }}})
       .value();
 }
 

@@ -1,7 +1,8 @@
 // The Store contract (src/store/store.h) as one typed test suite that every store passes
 // unchanged. A store's test file instantiates it with a factory trait in one line:
 //
-//   INSTANTIATE_TYPED_TEST_SUITE_P(Sqlite, StoreConformance, SqliteStoreFactory);   // in namespace attune
+//   INSTANTIATE_TYPED_TEST_SUITE_P(Sqlite, StoreConformance, SqliteStoreFactory);   // in namespace
+//   attune
 //
 // where the factory is default-constructed once per test around a fresh, empty database and has
 //
@@ -37,7 +38,8 @@ inline DeviceFingerprint device(const std::string& name = "attune simulated GPU"
 }
 
 // A passing rank-regime row of `config` at `us` microseconds.
-inline MeasurementRow row(const Problem& p, const std::string& config, double us, const DeviceFingerprint& d = device()) {
+inline MeasurementRow row(const Problem& p, const std::string& config, double us,
+                          const DeviceFingerprint& d = device()) {
   MeasurementRow r = testing::measurement_row(d.key(), p, "sim", config);
   Measurement m;
   m.samples = 20;
@@ -98,7 +100,8 @@ class StoreConformance : public ::testing::Test {
     return out;
   }
   std::optional<MeasurementRow> find(const MeasurementRow& like) {
-    auto f = store().find(like.device_key, like.problem_key, like.backend, like.regime, like.config_hash);
+    auto f = store().find(like.device_key, like.problem_key, like.backend, like.regime,
+                          like.config_hash);
     EXPECT_TRUE(f.ok()) << f.error().message();
     return f.ok() ? *f : std::nullopt;
   }
@@ -172,7 +175,8 @@ TYPED_TEST_P(StoreConformance, ProblemsAreFoundByKeyOrNameAndRefreshedByKey) {
   EXPECT_EQ((**by_name).key, p.structural_key());
   EXPECT_FALSE(s.find_problem("prefill")->has_value());
 
-  // The same problem again: one record, the newest name, the payload kept unless a new one is given.
+  // The same problem again: one record, the newest name, the payload kept unless a new one is
+  // given.
   p.set_name("prefill");
   ASSERT_TRUE(s.put_problem(p).ok());
   auto again = s.find_problem(p.structural_key());
@@ -212,7 +216,8 @@ TYPED_TEST_P(StoreConformance, EveryFieldOfAMeasurementReadsBackAsWritten) {
   auto id = s.record(ok);
   ASSERT_TRUE(id.ok()) << id.error().message();
   MeasurementRow nan = this->row(p, "a=2,b=2", 0);
-  nan.outcome = Outcome{Verdict::kNonFinite, std::nullopt, ErrorCheck{"max_rel_err", NAN, 1e-5}, "NaN at 3"};
+  nan.outcome =
+      Outcome{Verdict::kNonFinite, std::nullopt, ErrorCheck{"max_rel_err", NAN, 1e-5}, "NaN at 3"};
   auto nan_id = s.record(nan);
   ASSERT_TRUE(nan_id.ok()) << nan_id.error().message();
   EXPECT_GT(*nan_id, *id);
@@ -286,7 +291,8 @@ TYPED_TEST_P(StoreConformance, FindAnswersTheNewestRowOfExactlyItsKey) {
   EXPECT_FALSE(s.find(dev, other.structural_key(), "sim", Regime::kRank, hash)->has_value());
   EXPECT_FALSE(s.find(dev, key, "cuda", Regime::kRank, hash)->has_value());
   EXPECT_FALSE(s.find(dev, key, "sim", Regime::kDeploy, hash)->has_value());
-  EXPECT_FALSE(s.find(dev, key, "sim", Regime::kRank, Config::parse("a=2")->hash_hex())->has_value());
+  EXPECT_FALSE(
+      s.find(dev, key, "sim", Regime::kRank, Config::parse("a=2")->hash_hex())->has_value());
 }
 
 TYPED_TEST_P(StoreConformance, MeasurementsMatchEveryFieldOfTheQueryOldestFirst) {
@@ -299,15 +305,15 @@ TYPED_TEST_P(StoreConformance, MeasurementsMatchEveryFieldOfTheQueryOldestFirst)
   cuda.backend = "cuda";
   MeasurementRow deploy = this->row(gemm, "c=2", 4.0);
   deploy.regime = Regime::kDeploy;
-  for (const MeasurementRow& r : {this->row(gemm, "c=0", 2.0), cuda, deploy,
-                                  this->failure(gemm, "c=3", Verdict::kCrashed),
-                                  this->row(norm, "c=4", 1.0, this->device("B"))})
+  for (const MeasurementRow& r :
+       {this->row(gemm, "c=0", 2.0), cuda, deploy, this->failure(gemm, "c=3", Verdict::kCrashed),
+        this->row(norm, "c=4", 1.0, this->device("B"))})
     ASSERT_TRUE(s.record(r).ok());
   using V = std::vector<std::string>;
   EXPECT_EQ(this->configs({}), (V{"c=0", "c=1", "c=2", "c=3", "c=4"}));
   EXPECT_EQ(this->configs({gemm.structural_key()}), (V{"c=0", "c=1", "c=2", "c=3"}));
   EXPECT_EQ(this->configs({"decode"}), (V{"c=0", "c=1", "c=2", "c=3"}));  // a problem's name
-  EXPECT_EQ(this->configs({"rmsnorm"}), (V{"c=4"}));                     // an op
+  EXPECT_EQ(this->configs({"rmsnorm"}), (V{"c=4"}));                      // an op
   EXPECT_EQ(this->configs({"", this->device("B").key()}), (V{"c=4"}));
   EXPECT_EQ(this->configs({"", "", "cuda"}), (V{"c=1"}));
   EXPECT_EQ(this->configs({"", "", "", Regime::kDeploy}), (V{"c=2"}));
@@ -352,9 +358,12 @@ TYPED_TEST_P(StoreConformance, RowsNamingWhatTheStoreDoesNotKnowAreRefused) {
 
   const std::string dev = this->device().key();
   EXPECT_FALSE(s.put_baseline({dev, unknown.structural_key(), "sim", "a=1", "h", ""}).ok());
-  EXPECT_FALSE(s.put_baseline({this->device("never stored").key(), p.structural_key(), "sim", "a=1", "h", ""}).ok());
+  EXPECT_FALSE(s.put_baseline(
+                    {this->device("never stored").key(), p.structural_key(), "sim", "a=1", "h", ""})
+                   .ok());
   EXPECT_FALSE(s.find_baseline(dev, unknown.structural_key(), "sim")->has_value());
-  EXPECT_FALSE(s.put_search_nodes(dev, unknown.structural_key(), "mcts", {{"a=1", 1, 1.0, ""}}).ok());
+  EXPECT_FALSE(
+      s.put_search_nodes(dev, unknown.structural_key(), "mcts", {{"a=1", 1, 1.0, ""}}).ok());
   EXPECT_TRUE(s.search_nodes(dev, unknown.structural_key(), "mcts")->empty());
 }
 
@@ -362,8 +371,12 @@ TYPED_TEST_P(StoreConformance, SearchNodesAreReplacedByPathAndKeptPerStrategy) {
   Store& s = this->store();
   Problem p = this->known("gemm:m=8,n=8,k=8");
   const std::string dev = this->device().key(), key = p.structural_key();
-  ASSERT_TRUE(s.put_search_nodes(dev, key, "mcts", {{"b=1", 2, 5.0, R"({"q":1})"}, {"a=1", 3, 4.5, "{}"}}).ok());
-  ASSERT_TRUE(s.put_search_nodes(dev, key, "mcts", {{"a=1", 7, 4.0, R"({"q":2})"}, {"c=1", 1, 0, ""}}).ok());
+  ASSERT_TRUE(
+      s.put_search_nodes(dev, key, "mcts", {{"b=1", 2, 5.0, R"({"q":1})"}, {"a=1", 3, 4.5, "{}"}})
+          .ok());
+  ASSERT_TRUE(
+      s.put_search_nodes(dev, key, "mcts", {{"a=1", 7, 4.0, R"({"q":2})"}, {"c=1", 1, 0, ""}})
+          .ok());
   auto nodes = s.search_nodes(dev, key, "mcts");
   ASSERT_TRUE(nodes.ok()) << nodes.error().message();
   ASSERT_EQ(nodes->size(), 3u);
@@ -460,15 +473,14 @@ TYPED_TEST_P(StoreConformance, WhatIsWrittenIsSeenByASecondConnectionAndAfterReo
   EXPECT_TRUE(reopened->find_problem(p.structural_key())->has_value());
 }
 
-REGISTER_TYPED_TEST_SUITE_P(StoreConformance, RunsBeginRunningAndFinishWithAStatus,
-                            DevicesAreKeptOncePerKeyWithTheNewestFingerprint,
-                            ProblemsAreFoundByKeyOrNameAndRefreshedByKey,
-                            EveryFieldOfAMeasurementReadsBackAsWritten, FindAnswersTheNewestRowOfExactlyItsKey,
-                            MeasurementsMatchEveryFieldOfTheQueryOldestFirst, DiscardedRowsAreNeverAnsweredAgain,
-                            RowsNamingWhatTheStoreDoesNotKnowAreRefused,
-                            SearchNodesAreReplacedByPathAndKeptPerStrategy,
-                            BaselinesAreKeptPerDeviceProblemAndBackendAndTheNewestWins,
-                            PriorsKeepTheirBytesAndTheNewestOfANameAnswers, WritingTheSameThingTwiceKeepsOneRecord,
-                            WhatIsWrittenIsSeenByASecondConnectionAndAfterReopening);
+REGISTER_TYPED_TEST_SUITE_P(
+    StoreConformance, RunsBeginRunningAndFinishWithAStatus,
+    DevicesAreKeptOncePerKeyWithTheNewestFingerprint, ProblemsAreFoundByKeyOrNameAndRefreshedByKey,
+    EveryFieldOfAMeasurementReadsBackAsWritten, FindAnswersTheNewestRowOfExactlyItsKey,
+    MeasurementsMatchEveryFieldOfTheQueryOldestFirst, DiscardedRowsAreNeverAnsweredAgain,
+    RowsNamingWhatTheStoreDoesNotKnowAreRefused, SearchNodesAreReplacedByPathAndKeptPerStrategy,
+    BaselinesAreKeptPerDeviceProblemAndBackendAndTheNewestWins,
+    PriorsKeepTheirBytesAndTheNewestOfANameAnswers, WritingTheSameThingTwiceKeepsOneRecord,
+    WhatIsWrittenIsSeenByASecondConnectionAndAfterReopening);
 
 }  // namespace attune

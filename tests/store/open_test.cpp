@@ -46,7 +46,8 @@ TEST(OpenStore, PostgresqlIsRefusedInOneLineByABuildWithoutIt) {
     auto s = open_store(url);
     ASSERT_FALSE(s.ok()) << url;
     EXPECT_EQ(s.error().kind(), Error::Kind::kUnsupported);
-    EXPECT_NE(s.error().message().find("this attune was built without PostgreSQL support"), std::string::npos)
+    EXPECT_NE(s.error().message().find("this attune was built without PostgreSQL support"),
+              std::string::npos)
         << s.error().message();
     EXPECT_EQ(s.error().message().find("secret"), std::string::npos);  // a password is not echoed
     EXPECT_EQ(s.error().message().find('\n'), std::string::npos);

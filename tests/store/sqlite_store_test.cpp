@@ -19,7 +19,9 @@ using testing::write_bytes;
 // A fresh database file per test, opened through open_store as `attune --db` opens it.
 class SqliteStoreFactory {
  public:
-  Result<std::unique_ptr<Store>> open() { return open_store("sqlite:" + dir_.file("conformance.db")); }
+  Result<std::unique_ptr<Store>> open() {
+    return open_store("sqlite:" + dir_.file("conformance.db"));
+  }
 
  private:
   testing::TempDir dir_;
@@ -27,7 +29,9 @@ class SqliteStoreFactory {
 
 INSTANTIATE_TYPED_TEST_SUITE_P(Sqlite, StoreConformance, SqliteStoreFactory);
 
-DeviceFingerprint sim_device() { return store_rows::device(); }
+DeviceFingerprint sim_device() {
+  return store_rows::device();
+}
 
 // A database file as schema `version` left it, holding the sim device and problem `p`, still open
 // for the test to add the rows an older attune wrote.
@@ -37,8 +41,10 @@ sqlite::Db database_at(const std::string& path, int version, const Problem& p) {
   sqlite::Db db{sqlite::DbHandle(raw)};
   EXPECT_TRUE(db.exec("PRAGMA application_id = " + std::to_string(sqlite::kApplicationId)).ok());
   EXPECT_TRUE(sqlite::migrate(db, 0, version).ok());
-  EXPECT_TRUE(db.exec("INSERT INTO devices VALUES ('" + sim_device().key() + "', 'sim', 'x', 'sim_1', 64, 1, '{}', 't', 't');"
-                      "INSERT INTO problems VALUES ('" + p.structural_key() + "', 'gemm', '" + p.text() + "', 'old', '', 't')")
+  EXPECT_TRUE(db.exec("INSERT INTO devices VALUES ('" + sim_device().key() +
+                      "', 'sim', 'x', 'sim_1', 64, 1, '{}', 't', 't');"
+                      "INSERT INTO problems VALUES ('" +
+                      p.structural_key() + "', 'gemm', '" + p.text() + "', 'old', '', 't')")
                   .ok());
   return db;
 }
@@ -74,12 +80,15 @@ TEST(SqliteStore, RefusesAnotherProgramsDatabaseAndLeavesItUntouched) {
     sqlite3* raw = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
     sqlite::Db db{sqlite::DbHandle(raw)};
-    ASSERT_TRUE(db.exec("CREATE TABLE invoices (id INTEGER, total REAL); INSERT INTO invoices VALUES (1, 9.5);").ok());
+    ASSERT_TRUE(db.exec("CREATE TABLE invoices (id INTEGER, total REAL); INSERT INTO invoices "
+                        "VALUES (1, 9.5);")
+                    .ok());
   }
   std::string before = read_bytes(path);
   auto store = SqliteStore::open(path);
   ASSERT_FALSE(store.ok());
-  EXPECT_NE(store.error().message().find("another program"), std::string::npos) << store.error().message();
+  EXPECT_NE(store.error().message().find("another program"), std::string::npos)
+      << store.error().message();
   EXPECT_NE(store.error().message().find("invoices"), std::string::npos);
   EXPECT_EQ(read_bytes(path), before);
 }
@@ -126,8 +135,10 @@ TEST(SqliteStore, MigratesAnOlderSchemaKeepingItsRows) {
     sqlite::Db db = database_at(path, 1, p);
     ASSERT_TRUE(db.exec("INSERT INTO measurements (device_key, problem_key, backend, config, "
                         "config_hash, verdict, regime, samples, median_us, min_us, max_us, noise, "
-                        "created_at) VALUES ('" + sim_device().key() + "', '" + p.structural_key() +
-                        "', 'sim', 'a=1', 'h', 'ok', 'rank', 3, 4.5, 4.4, 4.6, 0.01, 't')").ok());
+                        "created_at) VALUES ('" +
+                        sim_device().key() + "', '" + p.structural_key() +
+                        "', 'sim', 'a=1', 'h', 'ok', 'rank', 3, 4.5, 4.4, 4.6, 0.01, 't')")
+                    .ok());
     EXPECT_FALSE(db.exec("SELECT sm_clock_mhz FROM measurements").ok());
   }
   auto store = SqliteStore::open(path);
@@ -139,8 +150,10 @@ TEST(SqliteStore, MigratesAnOlderSchemaKeepingItsRows) {
   EXPECT_DOUBLE_EQ((*rows)[0].outcome.measurement->median_us, 4.5);
   EXPECT_EQ((*rows)[0].outcome.measurement->sm_clock_mhz, 0);  // not known in v1
   // The v2 tables exist now.
-  EXPECT_TRUE((*store)->put_search_nodes(sim_device().key(), p.structural_key(), "mcts",
-                                         {{"a=1", 3, 4.5, "{}"}}).ok());
+  EXPECT_TRUE((*store)
+                  ->put_search_nodes(sim_device().key(), p.structural_key(), "mcts",
+                                     {{"a=1", 3, 4.5, "{}"}})
+                  .ok());
   EXPECT_EQ((*store)->search_nodes(sim_device().key(), p.structural_key(), "mcts")->size(), 1u);
 }
 
@@ -155,7 +168,9 @@ TEST(SqliteStore, ADiscardedRowStaysInTheFileWithItsReason) {
   ASSERT_TRUE(id.ok());
   ASSERT_TRUE((*s)->discard({*id}, "the anchor moved +40%").ok());
   EXPECT_TRUE((*s)->measurements({})->empty());
-  EXPECT_EQ(*(*s)->db().scalar("SELECT count(*) FROM measurements WHERE discarded LIKE 'the anchor%'"), 1);
+  EXPECT_EQ(
+      *(*s)->db().scalar("SELECT count(*) FROM measurements WHERE discarded LIKE 'the anchor%'"),
+      1);
 }
 
 TEST(SqliteStore, AV3DatabaseMigratesToV4KeepingEveryRow) {
@@ -166,13 +181,21 @@ TEST(SqliteStore, AV3DatabaseMigratesToV4KeepingEveryRow) {
   {
     // A database as schema v3 left it: no baselines table.
     sqlite::Db db = database_at(path, 3, p);
-    ASSERT_TRUE(db.exec("INSERT INTO runs (command, arguments, started_at, status) VALUES ('tune', '[]', 't', 'done');"
-                        "INSERT INTO measurements (run_id, device_key, problem_key, backend, config, "
-                        "config_hash, verdict, regime, samples, median_us, min_us, max_us, noise, "
-                        "created_at, sm_clock_mhz, discarded) VALUES "
-                        "(1, '" + dev + "', '" + key + "', 'sim', 'a=1', 'h1', 'ok', 'deploy', 3, 4.5, 4.4, 4.6, 0.01, 't', 1980, NULL),"
-                        "(1, '" + dev + "', '" + key + "', 'sim', 'a=2', 'h2', 'ok', 'rank', 3, 9.5, 9.4, 9.6, 0.01, 't', 1980, 'drift');"
-                        "INSERT INTO search_nodes VALUES ('" + dev + "', '" + key + "', 'mcts', 'a=1', 3, 4.5, '{}', 't')").ok());
+    ASSERT_TRUE(
+        db.exec("INSERT INTO runs (command, arguments, started_at, status) VALUES ('tune', '[]', "
+                "'t', 'done');"
+                "INSERT INTO measurements (run_id, device_key, problem_key, backend, config, "
+                "config_hash, verdict, regime, samples, median_us, min_us, max_us, noise, "
+                "created_at, sm_clock_mhz, discarded) VALUES "
+                "(1, '" +
+                dev + "', '" + key +
+                "', 'sim', 'a=1', 'h1', 'ok', 'deploy', 3, 4.5, 4.4, 4.6, 0.01, 't', 1980, NULL),"
+                "(1, '" +
+                dev + "', '" + key +
+                "', 'sim', 'a=2', 'h2', 'ok', 'rank', 3, 9.5, 9.4, 9.6, 0.01, 't', 1980, 'drift');"
+                "INSERT INTO search_nodes VALUES ('" +
+                dev + "', '" + key + "', 'mcts', 'a=1', 3, 4.5, '{}', 't')")
+            .ok());
     EXPECT_FALSE(db.exec("SELECT * FROM baselines").ok());
   }
   auto store = SqliteStore::open(path);
@@ -200,11 +223,19 @@ TEST(SqliteStore, AV4DatabaseKeepsItsCudaDeployRowsButNoLongerAnswersWithThem) {
   {
     // cuda deploy (timed after a memset flush), cuda rank, sim deploy.
     sqlite::Db db = database_at(path, 4, p);
-    ASSERT_TRUE(db.exec("INSERT INTO measurements (device_key, problem_key, backend, config, config_hash, verdict, "
+    ASSERT_TRUE(db.exec("INSERT INTO measurements (device_key, problem_key, backend, config, "
+                        "config_hash, verdict, "
                         "regime, samples, median_us, min_us, max_us, noise, created_at) VALUES "
-                        "('" + dev + "', '" + key + "', 'cuda', 'a=1', 'h1', 'ok', 'deploy', 3, 4.5, 4.4, 4.6, 0.01, 't'),"
-                        "('" + dev + "', '" + key + "', 'cuda', 'a=1', 'h1', 'ok', 'rank', 3, 3.5, 3.4, 3.6, 0.01, 't'),"
-                        "('" + dev + "', '" + key + "', 'sim', 'a=1', 'h1', 'ok', 'deploy', 3, 5.5, 5.4, 5.6, 0.01, 't')").ok());
+                        "('" +
+                        dev + "', '" + key +
+                        "', 'cuda', 'a=1', 'h1', 'ok', 'deploy', 3, 4.5, 4.4, 4.6, 0.01, 't'),"
+                        "('" +
+                        dev + "', '" + key +
+                        "', 'cuda', 'a=1', 'h1', 'ok', 'rank', 3, 3.5, 3.4, 3.6, 0.01, 't'),"
+                        "('" +
+                        dev + "', '" + key +
+                        "', 'sim', 'a=1', 'h1', 'ok', 'deploy', 3, 5.5, 5.4, 5.6, 0.01, 't')")
+                    .ok());
   }
   auto store = SqliteStore::open(path);
   ASSERT_TRUE(store.ok()) << store.error().message();
@@ -213,7 +244,9 @@ TEST(SqliteStore, AV4DatabaseKeepsItsCudaDeployRowsButNoLongerAnswersWithThem) {
   EXPECT_TRUE((*store)->find(dev, key, "cuda", Regime::kRank, "h1")->has_value());
   EXPECT_TRUE((*store)->find(dev, key, "sim", Regime::kDeploy, "h1")->has_value());
   EXPECT_EQ(*(*store)->db().scalar("SELECT count(*) FROM measurements"), 3);
-  EXPECT_EQ(*(*store)->db().scalar("SELECT count(*) FROM measurements WHERE discarded LIKE '%memset L2 flush%'"), 1);
+  EXPECT_EQ(*(*store)->db().scalar(
+                "SELECT count(*) FROM measurements WHERE discarded LIKE '%memset L2 flush%'"),
+            1);
 }
 
 }  // namespace

@@ -19,7 +19,8 @@ inline bool dead(pid_t pid) {
     std::string line;
     if (!std::getline(stat, line)) return true;
     auto close = line.rfind(')');
-    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z') return true;
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z')
+      return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;

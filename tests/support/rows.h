@@ -10,8 +10,9 @@
 
 namespace attune::testing {
 
-inline MeasurementRow measurement_row(const std::string& device_key, const Problem& p, const std::string& backend,
-                                      const std::string& config, Regime regime = Regime::kRank) {
+inline MeasurementRow measurement_row(const std::string& device_key, const Problem& p,
+                                      const std::string& backend, const std::string& config,
+                                      Regime regime = Regime::kRank) {
   MeasurementRow r;
   r.device_key = device_key;
   r.problem_key = p.structural_key();

@@ -12,10 +12,16 @@
 namespace attune::table {
 namespace {
 
-DeviceFingerprint h200() { return {"cuda", "NVIDIA H200", "sm_90", 132, 150ull << 30}; }
-DeviceFingerprint a100() { return {"cuda", "NVIDIA A100", "sm_80", 108, 80ull << 30}; }
+DeviceFingerprint h200() {
+  return {"cuda", "NVIDIA H200", "sm_90", 132, 150ull << 30};
+}
+DeviceFingerprint a100() {
+  return {"cuda", "NVIDIA A100", "sm_80", 108, 80ull << 30};
+}
 
-ErrorCheck good_check() { return {"max_rel_err", 1e-3, 2e-2}; }
+ErrorCheck good_check() {
+  return {"max_rel_err", 1e-3, 2e-2};
+}
 
 struct ExportTest : ::testing::Test {
   testing::TempDir dir;
@@ -27,8 +33,9 @@ struct ExportTest : ::testing::Test {
   }
 
   // One measurement row of `config` at `problem`, as the tuner writes it.
-  std::int64_t row(const DeviceFingerprint& d, const Problem& p, const std::string& config, Regime regime,
-                   double us, Verdict verdict = Verdict::kOk, std::optional<ErrorCheck> check = good_check()) {
+  std::int64_t row(const DeviceFingerprint& d, const Problem& p, const std::string& config,
+                   Regime regime, double us, Verdict verdict = Verdict::kOk,
+                   std::optional<ErrorCheck> check = good_check()) {
     MeasurementRow r = testing::measurement_row(d.key(), p, "cuda", config, regime);
     r.outcome.verdict = verdict;
     if (verdict == Verdict::kOk) {
@@ -46,8 +53,8 @@ struct ExportTest : ::testing::Test {
 
   // A problem tuned on `d`: its baseline recorded, then each config measured in the rank and
   // the deploy regime (deploy time as given).
-  Problem tuned(const std::string& text, const std::string& baseline, const std::map<std::string, double>& deploy,
-                const DeviceFingerprint& d = h200()) {
+  Problem tuned(const std::string& text, const std::string& baseline,
+                const std::map<std::string, double>& deploy, const DeviceFingerprint& d = h200()) {
     Problem p = *Problem::parse(text);
     EXPECT_TRUE(store->put_problem(p).ok());
     EXPECT_TRUE(store->put_baseline({d.key(), p.structural_key(), "cuda", baseline, "", ""}).ok());
@@ -77,9 +84,11 @@ TEST_F(ExportTest, AnExactRowIsTheBestDeployConfigThatPassedAgainstItsBaseline) 
   Problem p = tuned("gemm:bias=0,dtype=bf16,k=4096,m=1,n=4096", kB,
                     {{kB, 10}, {"kernel=a", 8}, {"kernel=b", 7}, {"kernel=c", 6}, {"kernel=d", 5}});
   // b failed the gate in the rank regime on a later run: never in a table, however fast.
-  row(h200(), p, "kernel=b", Regime::kRank, 0, Verdict::kWrongOutput, ErrorCheck{"max_rel_err", 0.5, 2e-2});
+  row(h200(), p, "kernel=b", Regime::kRank, 0, Verdict::kWrongOutput,
+      ErrorCheck{"max_rel_err", 0.5, 2e-2});
   // c's deploy row says ok but its error is above tolerance; d's only deploy row has no check.
-  row(h200(), p, "kernel=c", Regime::kDeploy, 6, Verdict::kOk, ErrorCheck{"max_rel_err", 0.5, 2e-2});
+  row(h200(), p, "kernel=c", Regime::kDeploy, 6, Verdict::kOk,
+      ErrorCheck{"max_rel_err", 0.5, 2e-2});
   row(h200(), p, "kernel=e", Regime::kDeploy, 4, Verdict::kOk, std::nullopt);
   // f was only rank-measured (outside the deploy band): rank numbers never feed tables.
   row(h200(), p, "kernel=f", Regime::kRank, 1);
@@ -111,8 +120,10 @@ TEST_F(ExportTest, AnExactRowIsTheBestDeployConfigThatPassedAgainstItsBaseline) 
 
 TEST_F(ExportTest, WithinNoiseWinsAndBaselineWinnersAreLeftToTheBaseline) {
   tuned("gemm:bias=0,dtype=bf16,k=4096,m=1,n=4096", kB, {{kB, 10}, {"kernel=a", 9.8}});  // 2% < 3%
-  tuned("gemm:bias=0,dtype=bf16,k=4096,m=2,n=4096", kB, {{kB, 10}, {"kernel=a", 11}});   // baseline best
-  tuned("gemm:bias=0,dtype=bf16,k=4096,m=4,n=4096", kB, {{kB, 10}, {"kernel=a", 9.6}});  // 4%: a row
+  tuned("gemm:bias=0,dtype=bf16,k=4096,m=2,n=4096", kB,
+        {{kB, 10}, {"kernel=a", 11}});  // baseline best
+  tuned("gemm:bias=0,dtype=bf16,k=4096,m=4,n=4096", kB,
+        {{kB, 10}, {"kernel=a", 9.6}});  // 4%: a row
   ExportResult r = run();
   ASSERT_EQ(r.rows(), 1u);
   EXPECT_EQ(r.table.ops[0].rows[0].problem.text(), "gemm:bias=0,dtype=bf16,k=4096,m=4,n=4096");
@@ -135,7 +146,8 @@ TEST_F(ExportTest, ProblemsWithoutATrustedBaselineGetNoRow) {
   row(h200(), old, "kernel=a", Regime::kDeploy, 5);
   // The baseline failed the gate: reported, not trusted.
   Problem bad = tuned("gemm:bias=0,dtype=bf16,k=4096,m=2,n=4096", kB, {{"kernel=a", 5}});
-  row(h200(), bad, kB, Regime::kDeploy, 0, Verdict::kWrongOutput, ErrorCheck{"max_rel_err", 0.5, 2e-2});
+  row(h200(), bad, kB, Regime::kDeploy, 0, Verdict::kWrongOutput,
+      ErrorCheck{"max_rel_err", 0.5, 2e-2});
   ExportResult r = run();
   EXPECT_EQ(r.rows(), 0u);
   EXPECT_TRUE(r.table.ops.empty());
@@ -167,7 +179,9 @@ TEST_F(ExportTest, OpTablesPerOpAndDtypeAndOnlyThisDevicesRows) {
 
 // Four points of M in one bucket [1, 8]; the baseline takes 10 us at each.
 struct BucketTest : ExportTest {
-  std::string at(int m) { return "gemm:bias=0,dtype=bf16,k=4096,m=" + std::to_string(m) + ",n=4096"; }
+  std::string at(int m) {
+    return "gemm:bias=0,dtype=bf16,k=4096,m=" + std::to_string(m) + ",n=4096";
+  }
   void point(int m, std::map<std::string, double> deploy) {
     deploy[kB] = 10;
     tuned(at(m), kB, deploy);
@@ -232,7 +246,8 @@ TEST_F(BucketTest, ABucketWithNoAdmissibleConfigIsSplitIntoItsWinningPoints) {
   EXPECT_NE(match(t, *Problem::parse(at(2))), nullptr);
   // Between and beyond the winning points the runtime runs the baseline.
   for (int m : {3, 4, 5, 8}) EXPECT_EQ(match(t, *Problem::parse(at(m))), nullptr) << m;
-  EXPECT_TRUE(noted(r, "gemm:bias=0,dtype=bf16,k=4096,n=4096 m=[1, 8]", "split into single-point rows"));
+  EXPECT_TRUE(
+      noted(r, "gemm:bias=0,dtype=bf16,k=4096,n=4096 m=[1, 8]", "split into single-point rows"));
   EXPECT_TRUE(noted(r, at(8), "baseline is the fastest"));
   EXPECT_TRUE(noted(r, at(4), "within noise"));
 }
@@ -245,7 +260,8 @@ TEST_F(BucketTest, DefaultEdgesArePowersOfTwoAndPointsPastTheLastEdgeShareABucke
   ASSERT_EQ(r.rows(), 4u);
   std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
   for (const Row& row0 : r.table.ops[0].rows) ranges.emplace_back(row0.bucket->lo, row0.bucket->hi);
-  EXPECT_EQ(ranges, (std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}, {2, 2}, {9, 16}, {17, 32}}));
+  EXPECT_EQ(ranges, (std::vector<std::pair<std::int64_t, std::int64_t>>{
+                        {1, 1}, {2, 2}, {9, 16}, {17, 32}}));
 
   o.bucket_edges = {4};
   r = run(o);
@@ -268,7 +284,8 @@ TEST_F(BucketTest, AnAxisBucketsOnlyTheOpTablesWhoseProblemsAllCarryIt) {
   auto bad = export_table(*store, h200(), o);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().kind(), Error::Kind::kInvalidArgument);
-  EXPECT_NE(bad.error().message().find("no integer attribute 'm'"), std::string::npos) << bad.error().message();
+  EXPECT_NE(bad.error().message().find("no integer attribute 'm'"), std::string::npos)
+      << bad.error().message();
 }
 
 TEST(BucketSpecs, ParseAndRefuseWithOneClearReason) {
@@ -279,7 +296,8 @@ TEST(BucketSpecs, ParseAndRefuseWithOneClearReason) {
   EXPECT_FALSE(parse_bucket_spec("m n").ok());
   EXPECT_EQ(*parse_bucket_edges("1,2,4,8"), (std::vector<std::int64_t>{1, 2, 4, 8}));
   EXPECT_NE(parse_bucket_edges("4,2").error().message().find("ascending"), std::string::npos);
-  EXPECT_NE(parse_bucket_edges("1,x").error().message().find("'x' is not a positive integer"), std::string::npos);
+  EXPECT_NE(parse_bucket_edges("1,x").error().message().find("'x' is not a positive integer"),
+            std::string::npos);
   EXPECT_FALSE(parse_bucket_edges("0,4").ok());
   EXPECT_FALSE(parse_bucket_edges("").ok());
   EXPECT_FALSE(parse_bucket_edges("1,,2").ok());

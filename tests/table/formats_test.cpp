@@ -29,7 +29,10 @@ Table sample(const std::string& name = "NVIDIA H200", int sms = 132) {
   r.error = {"max_rel_err", 1e-3, 2e-2};
   g.rows.push_back(r);
   t.ops.push_back(g);
-  OpTable b{"gemm", "fp16", {MatchPolicy::Kind::kBucketed, "m", "no-harm, then \"least\" max regret"}, {}};
+  OpTable b{"gemm",
+            "fp16",
+            {MatchPolicy::Kind::kBucketed, "m", "no-harm, then \"least\" max regret"},
+            {}};
   r.problem = *Problem::parse("gemm:bias=0,dtype=fp16,k=4096,n=4096");
   r.bucket = Bucket{"m", 1, 16, {1, 8, 16}};
   r.max_regret = 0.25;
@@ -48,14 +51,17 @@ std::vector<std::string> split_lines(const std::string& s) {
 TEST(Formats, CsvHasAHeaderAndOneQuotedLinePerRow) {
   auto lines = split_lines(to_csv_text(sample()));
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0],
-            "device_key,op,dtype,match,axis,lo,hi,points,problem,structural_key,backend,config,median_us,"
-            "baseline_us,baseline_config,speedup,error_metric,error_value,error_tolerance,max_regret");
+  EXPECT_EQ(
+      lines[0],
+      "device_key,op,dtype,match,axis,lo,hi,points,problem,structural_key,backend,config,median_us,"
+      "baseline_us,baseline_config,speedup,error_metric,error_value,error_tolerance,max_regret");
   const std::string key = sample().device.key();
-  const std::string skey = Problem::parse("gemm:bias=0,dtype=bf16,k=4096,m=1,n=4096")->structural_key();
-  EXPECT_EQ(lines[1], key + ",gemm,bf16,exact,,,,,\"gemm:bias=0,dtype=bf16,k=4096,m=1,n=4096\"," + skey +
-                          ",cuda,\"kernel=skinny_tc,tc_warps=4\",10,12.5,\"kernel=cublaslt,algo=0\",1.25,"
-                          "max_rel_err,0.001,0.02,");
+  const std::string skey =
+      Problem::parse("gemm:bias=0,dtype=bf16,k=4096,m=1,n=4096")->structural_key();
+  EXPECT_EQ(lines[1],
+            key + ",gemm,bf16,exact,,,,,\"gemm:bias=0,dtype=bf16,k=4096,m=1,n=4096\"," + skey +
+                ",cuda,\"kernel=skinny_tc,tc_warps=4\",10,12.5,\"kernel=cublaslt,algo=0\",1.25,"
+                "max_rel_err,0.001,0.02,");
   EXPECT_NE(lines[2].find(",gemm,fp16,bucketed,m,1,16,1;8;16,"), std::string::npos) << lines[2];
   EXPECT_EQ(lines[2].substr(lines[2].rfind(',') + 1), "0.25");
 }
@@ -79,22 +85,29 @@ TEST(Formats, TheGeneratedHeaderCompilesAloneAndHoldsTheRows) {
   const std::string ns = "attune_tuned::nvidia_h200_sm_90_132sm";
   const std::string tu =
       "#include \"h200.h\"\n#include \"other.h\"\n"
-      "namespace t = " + ns + ";\n"
+      "namespace t = " +
+      ns +
+      ";\n"
       "static_assert(t::kTableVersion == 1);\n"
-      "static_assert(t::kDeviceKey == \"" + h200.device.key() + "\");\n"
+      "static_assert(t::kDeviceKey == \"" +
+      h200.device.key() +
+      "\");\n"
       "static_assert(t::kDeviceSmCount == 132);\n"
       "static_assert(t::kRows.size() == 2);\n"
       "static_assert(t::kRows[0].config == \"kernel=skinny_tc,tc_warps=4\");\n"
       "static_assert(t::kRows[0].match == t::Match::kExact && t::kRows[0].lo == 0);\n"
       "static_assert(t::kRows[0].median_us == 10.0 && t::kRows[0].baseline_us == 12.5);\n"
-      "static_assert(t::kRows[1].match == t::Match::kBucketed && t::kRows[1].lo == 1 && t::kRows[1].hi == 16);\n"
+      "static_assert(t::kRows[1].match == t::Match::kBucketed && t::kRows[1].lo == 1 && "
+      "t::kRows[1].hi == 16);\n"
       "static_assert(t::kRows[1].max_regret == 0.25);\n"
       "static_assert(t::kBucketRules.size() == 1 && t::kBucketRules[0].axis == \"m\");\n"
-      "static_assert(attune_tuned::other_gpu_x_sm_90_7sm::kDeviceName == \"Other \\\"GPU\\\" \\\\ x\");\n"
+      "static_assert(attune_tuned::other_gpu_x_sm_90_7sm::kDeviceName == \"Other \\\"GPU\\\" \\\\ "
+      "x\");\n"
       "int main() { return static_cast<int>(t::kRows.size()) - 2; }\n";
   std::ofstream(dir.file("use.cpp")) << tu;
-  const std::string cmd = std::string("'") + ATTUNE_CXX + "' -std=c++20 -Wall -Wextra -Werror -fsyntax-only -I '" +
-                          dir.path().string() + "' '" + dir.file("use.cpp") + "' 2>'" + dir.file("cc.log") + "'";
+  const std::string cmd =
+      std::string("'") + ATTUNE_CXX + "' -std=c++20 -Wall -Wextra -Werror -fsyntax-only -I '" +
+      dir.path().string() + "' '" + dir.file("use.cpp") + "' 2>'" + dir.file("cc.log") + "'";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << testing::read_bytes(dir.file("cc.log")) << "\n"
                                          << testing::read_bytes(dir.file("h200.h"));
 }
@@ -105,9 +118,11 @@ TEST(Formats, AnEmptyTableStillGivesACompilingHeader) {
   t.ops.clear();
   ASSERT_TRUE(save_text(to_cpp_header(t), dir.file("empty.h")).ok());
   std::ofstream(dir.file("use.cpp"))
-      << "#include \"empty.h\"\nstatic_assert(attune_tuned::nvidia_h200_sm_90_132sm::kRows.empty());\n";
-  const std::string cmd = std::string("'") + ATTUNE_CXX + "' -std=c++20 -Wall -Wextra -Werror -fsyntax-only -I '" +
-                          dir.path().string() + "' '" + dir.file("use.cpp") + "' 2>'" + dir.file("cc.log") + "'";
+      << "#include "
+         "\"empty.h\"\nstatic_assert(attune_tuned::nvidia_h200_sm_90_132sm::kRows.empty());\n";
+  const std::string cmd =
+      std::string("'") + ATTUNE_CXX + "' -std=c++20 -Wall -Wextra -Werror -fsyntax-only -I '" +
+      dir.path().string() + "' '" + dir.file("use.cpp") + "' 2>'" + dir.file("cc.log") + "'";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << testing::read_bytes(dir.file("cc.log"));
 }
 

@@ -12,7 +12,8 @@ namespace attune::table {
 namespace {
 
 Problem provider(const std::string& name) {
-  return Problem("stack", {{"stack", "demo"}, {"provider", name}, {"records", "8"}}, "demo/" + name);
+  return Problem("stack", {{"stack", "demo"}, {"provider", name}, {"records", "8"}},
+                 "demo/" + name);
 }
 
 // A provider's notes: 8 records, its defaults, the knobs it ends with and how many configs ran.
@@ -59,7 +60,8 @@ Fixture demo() {
   f.table.ops.push_back(ops);
 
   StackProviderNotes encoder = notes("encoder", "batch=1", {{"batch", "4"}}, 3);
-  encoder.rejected = {{"batch=8", "telltale", "telltale 'X' in stderr (exit code 0) on the warm-up"}};
+  encoder.rejected = {
+      {"batch=8", "telltale", "telltale 'X' in stderr (exit code 0) on the warm-up"}};
   f.notes.providers.push_back(encoder);
 
   StackProviderNotes broken = notes("broken", "mode=a", {{"mode", "a"}}, 1);
@@ -75,7 +77,8 @@ TEST(StackYaml, TheTunedFileIsTheFormatStackRunReads) {
   ASSERT_TRUE(y.ok()) << y.error().message();
   EXPECT_EQ(*y,
             "# attune stack tune: the tuned knobs for this machine.\n"
-            "# `attune stack run STACK --tuned THIS_FILE` applies them only where the fingerprint matches.\n"
+            "# `attune stack run STACK --tuned THIS_FILE` applies them only where the fingerprint "
+            "matches.\n"
             "\n"
             "stack: demo\n"
             "attune_version: 9.9.9\n"
@@ -116,7 +119,8 @@ TEST(StackYaml, TheTunedFileIsTheFormatStackRunReads) {
   EXPECT_EQ(stack_status(f.table, f.notes.providers[0]), "tuned");
   EXPECT_EQ(stack_status(f.table, f.notes.providers[1]), "baseline_failed");
 
-  const std::string path = (std::filesystem::temp_directory_path() / "attune-stack-yaml-test.yaml").string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "attune-stack-yaml-test.yaml").string();
   std::ofstream(path) << *y;
   auto t = load_tuned_stack(path);
   std::filesystem::remove(path);

@@ -49,7 +49,8 @@ TEST(Table, RoundTripsAndMatches) {
   const Row* r = match(*bucketed, *Problem::parse("gemm:bias=0,dtype=fp16,k=4096,m=20,n=4096"));
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->bucket->lo, 17);
-  EXPECT_EQ(match(*bucketed, *Problem::parse("gemm:bias=0,dtype=fp16,k=4096,m=65,n=4096")), nullptr);
+  EXPECT_EQ(match(*bucketed, *Problem::parse("gemm:bias=0,dtype=fp16,k=4096,m=65,n=4096")),
+            nullptr);
 }
 
 std::string refusal(const std::string& text) {
@@ -105,7 +106,8 @@ TEST(Table, RefusesMalformedTables) {
   missing["ops"][0]["rows"][0].erase("config");
   EXPECT_NE(refusal(missing.dump()).find("malformed table"), std::string::npos);
 
-  EXPECT_NE(refusal(R"({"format": "something else"})").find("not an attune table"), std::string::npos);
+  EXPECT_NE(refusal(R"({"format": "something else"})").find("not an attune table"),
+            std::string::npos);
 }
 
 TEST(Table, ProblemsWithoutADtypeBelongToTheNoneOpTable) {

@@ -12,7 +12,7 @@ TEST(RegimePolicy, RankFirstThenDeployForTheBaselineAndWithinTheBand) {
   EXPECT_TRUE(p->deploys(false, 100, std::nullopt));  // the first passing candidate
   EXPECT_TRUE(p->deploys(false, 150, 100.0));         // at the band's edge
   EXPECT_FALSE(p->deploys(false, 151, 100.0));
-  EXPECT_TRUE(p->deploys(true, 1000, 100.0));         // the baseline always
+  EXPECT_TRUE(p->deploys(true, 1000, 100.0));  // the baseline always
   EXPECT_EQ(p->ranking_us(3.0, 4.0), 3.0);
   EXPECT_EQ(p->ranking_us(std::nullopt, 4.0), std::nullopt);
 }

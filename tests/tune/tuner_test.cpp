@@ -133,7 +133,8 @@ TEST_F(TunerTest, MctsIsTheDefaultPersistsItsTreeAndALaterRunContinues) {
   std::set<std::string> configs;
   auto rows = store->measurements(q);
   ASSERT_TRUE(rows.ok());
-  for (const auto& r : rows.value()) EXPECT_TRUE(configs.insert(r.config).second) << r.config << " measured twice";
+  for (const auto& r : rows.value())
+    EXPECT_TRUE(configs.insert(r.config).second) << r.config << " measured twice";
 }
 
 }  // namespace
@@ -172,7 +173,8 @@ TEST_F(TunerTest, AnchorDriftDiscardsAndRemeasures) {
   ASSERT_FALSE(clock.sleeps().empty());
   EXPECT_DOUBLE_EQ(clock.sleeps().front().count(), o.drift.backoff_s);
   for (std::size_t i = 1; i < clock.sleeps().size(); ++i)
-    EXPECT_TRUE(clock.sleeps()[i] == 2 * clock.sleeps()[i - 1] || clock.sleeps()[i] == clock.sleeps().front());
+    EXPECT_TRUE(clock.sleeps()[i] == 2 * clock.sleeps()[i - 1] ||
+                clock.sleeps()[i] == clock.sleeps().front());
   EXPECT_EQ(d.evaluated, quiet.evaluated);
   ASSERT_TRUE(d.best && quiet.best);
   EXPECT_EQ(d.best->config, quiet.best->config);
@@ -184,9 +186,11 @@ TEST_F(TunerTest, AnchorDriftDiscardsAndRemeasures) {
   ASSERT_TRUE(rows.ok());
   for (const auto& row : rows.value()) {
     ASSERT_TRUE(row.outcome.measurement);
-    auto same = store->find(sim.fingerprint()->key(), row.problem_key, "sim", Regime::kRank, row.config_hash);
+    auto same = store->find(sim.fingerprint()->key(), row.problem_key, "sim", Regime::kRank,
+                            row.config_hash);
     ASSERT_TRUE(same.ok() && same->has_value()) << row.config;
-    EXPECT_NEAR(row.outcome.measurement->median_us, (**same).outcome.measurement->median_us, 1e-9) << row.config;
+    EXPECT_NEAR(row.outcome.measurement->median_us, (**same).outcome.measurement->median_us, 1e-9)
+        << row.config;
   }
 }
 
@@ -288,11 +292,12 @@ TEST_F(TunerTest, ABackendThatMeasuresOnlyInDeployHasEachCandidateMeasuredOnceTh
 }
 
 // The configs a run visits, in order.
-std::vector<std::string> visits(Store& store, Backend& backend, CandidateRunner& runner, const std::string& problem,
-                                const TuneOptions& o) {
+std::vector<std::string> visits(Store& store, Backend& backend, CandidateRunner& runner,
+                                const std::string& problem, const TuneOptions& o) {
   std::vector<std::string> configs;
   Tuner t(store, backend, runner);
-  auto r = t.run({*backend.resolve(problem)}, o, [&](const TuneEvent& e) { configs.push_back(e.result.config); });
+  auto r = t.run({*backend.resolve(problem)}, o,
+                 [&](const TuneEvent& e) { configs.push_back(e.result.config); });
   EXPECT_TRUE(r.ok()) << r.error().message();
   return configs;
 }
@@ -316,7 +321,8 @@ TEST_F(TunerTest, StrategyOptionsReachTheStrategyAndAnUnknownOneIsRefused) {
   Tuner t(*store, sim, runner);
   auto r = t.run({*sim.resolve("gemm")}, o);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message().find("known: population, elite, tournament, mutation"), std::string::npos)
+  EXPECT_NE(r.error().message().find("known: population, elite, tournament, mutation"),
+            std::string::npos)
       << r.error().message();
 }
 
@@ -378,7 +384,9 @@ class DeployOnlyBackend final : public Backend {
     return d;
   }
   std::vector<ProblemInfo> problems() const override { return {}; }
-  Result<Problem> resolve(const std::string&) const override { return Problem("toy", {{"n", "1"}}); }
+  Result<Problem> resolve(const std::string&) const override {
+    return Problem("toy", {{"n", "1"}});
+  }
   Result<Space> space(const Problem&) const override {
     return Space::make({Knob{"a", {0, 1, 2}}, Knob{"b", {0, 1}}});
   }

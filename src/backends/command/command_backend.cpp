@@ -64,8 +64,9 @@ Result<std::unique_ptr<CommandBackend>> CommandBackend::open(const StackFile& st
     Entry e;
     e.provider = &p;
     e.records = options.sample.value_or(p.sample.records);
-    e.sample = (fs::path(tmpl) / (p.name + ".sample" + fs::path(p.sample.file).extension().string()))
-                   .string();
+    e.sample =
+        (fs::path(tmpl) / (p.name + ".sample" + fs::path(p.sample.file).extension().string()))
+            .string();
     ATTUNE_TRY(write_sample(p.sample, e.records, e.sample));
     e.problem = provider_problem(stack, p, e.records, hex64(fnv1a64(read_file(e.sample))));
     b->entries_.push_back(std::move(e));
@@ -85,9 +86,9 @@ CommandBackend::~CommandBackend() {
 std::vector<ProblemInfo> CommandBackend::problems() const {
   std::vector<ProblemInfo> out;
   for (const auto& e : entries_)
-    out.push_back({e.problem, fmt::format("provider {} of stack {}: {} over {} records",
-                                          e.provider->name, stack_.name, e.provider->program(),
-                                          e.records)});
+    out.push_back(
+        {e.problem, fmt::format("provider {} of stack {}: {} over {} records", e.provider->name,
+                                stack_.name, e.provider->program(), e.records)});
   return out;
 }
 
@@ -99,7 +100,9 @@ Result<Problem> CommandBackend::resolve(const std::string& spec) const {
 
 Result<Space> CommandBackend::space(const Problem& problem) const {
   const Entry* e = entry(problem);
-  if (!e) return Error::invalid_argument("not a provider of stack " + stack_.name + ": " + problem.text());
+  if (!e)
+    return Error::invalid_argument("not a provider of stack " + stack_.name + ": " +
+                                   problem.text());
   return e->provider->space;
 }
 
@@ -147,7 +150,8 @@ Outcome CommandBackend::measure(const Entry& e, const Point& point, const std::s
     fs::remove_all(req.workdir, ec);
     if (!outcome)
       return rejected(Rejection::kCrash, "attune could not run it: " + outcome.error().message());
-    if (outcome->rejection) return rejected(*outcome->rejection, outcome->detail + " on the " + which);
+    if (outcome->rejection)
+      return rejected(*outcome->rejection, outcome->detail + " on the " + which);
     if (reference && outcome->normalized != *reference)
       return rejected(Rejection::kOutputChanged,
                       fmt::format("output differs from the baseline's on the {}: {}", which,
@@ -169,15 +173,17 @@ Outcome CommandBackend::measure(const Entry& e, const Point& point, const std::s
   o.measurement = measurement_of(summarize(us), Regime::kDeploy);
   o.measurement->cache = CacheState::kWarm;  // a warm-up run precedes the timed runs
   o.check = ErrorCheck{kDigestCheck, 0, 0};
-  o.message = fmt::format("{:.4g} records/s (median of {} timed runs over {} records); output digest {}",
-                          1e6 / o.measurement->median_us, options_.repeats, e.records, digest);
+  o.message =
+      fmt::format("{:.4g} records/s (median of {} timed runs over {} records); output digest {}",
+                  1e6 / o.measurement->median_us, options_.repeats, e.records, digest);
   if (output) *output = std::move(first);
   return o;
 }
 
 Outcome CommandBackend::execute(const Problem& problem, const Config& config, Regime) {
   const Entry* found = entry(problem);
-  if (!found) return Outcome::failed(Verdict::kUnsupported, "not a provider of stack " + stack_.name);
+  if (!found)
+    return Outcome::failed(Verdict::kUnsupported, "not a provider of stack " + stack_.name);
   Entry& e = entries_[static_cast<std::size_t>(found - entries_.data())];
   const Space& space = e.provider->space;
   auto point = space.point(config);

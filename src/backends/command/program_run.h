@@ -9,14 +9,13 @@
 #include <string_view>
 #include <vector>
 
+#include "backends/command/stack_file.h"
 #include "core/error.h"
 #include "core/measurement.h"
 #include "core/verdict.h"
 #include "platform/process.h"
-#include "backends/command/stack_file.h"
 
 namespace attune::command {
-
 
 // The correctness gate's metric, as stored with each compared candidate: 1 when the normalised
 // output's digest differs from the baseline's, 0 when it is the same.

@@ -86,7 +86,9 @@ class Reader {
 };
 
 // Canonical text of a knob value as the config and database store it: "1.0" and "1" are one value.
-std::string canonical(const std::string& written) { return Value::parse(written).text(); }
+std::string canonical(const std::string& written) {
+  return Value::parse(written).text();
+}
 
 Result<int> count_records(const std::string& file) {
   std::ifstream in(file, std::ios::binary);

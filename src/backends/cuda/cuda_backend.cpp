@@ -39,31 +39,35 @@ std::uint64_t CudaEnv::fresh_seed() {
   return std::random_device{}() ^ (++checks_ * 0x9e3779b97f4a7c15ULL);
 }
 
-Outcome CudaFamily::execute(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) {
+Outcome CudaFamily::execute(CudaEnv& env, const Problem& problem, const Config& config,
+                            Regime regime) {
   auto r = run(env, problem, config, regime);
   if (r) return *r;
   Outcome o;
-  o.verdict = r.error().kind() == Error::Kind::kUnsupported ? Verdict::kOom : Verdict::kLaunchFailed;
+  o.verdict =
+      r.error().kind() == Error::Kind::kUnsupported ? Verdict::kOom : Verdict::kLaunchFailed;
   o.message = r.error().message();
   return o;
 }
 
-Result<Launchable> launchable(CudaEnv& env, const BuildRequest& request, const std::string& name, unsigned threads,
-                              unsigned dynamic_smem) {
+Result<Launchable> launchable(CudaEnv& env, const BuildRequest& request, const std::string& name,
+                              unsigned threads, unsigned dynamic_smem) {
   ATTUNE_ASSIGN(Built b, env.function(request, name));
   if (b.verdict != Verdict::kOk) return Launchable{nullptr, Outcome::failed(b.verdict, b.log)};
-  ATTUNE_ASSIGN(std::string why, check_launch(b.fn, threads, dynamic_smem, env.limits().max_shared_per_block_optin));
+  ATTUNE_ASSIGN(std::string why,
+                check_launch(b.fn, threads, dynamic_smem, env.limits().max_shared_per_block_optin));
   if (!why.empty()) return Launchable{nullptr, Outcome::failed(Verdict::kLaunchFailed, why)};
   return Launchable{b.fn, std::nullopt};
 }
 
-Result<std::optional<Outcome>> launch_and_wait(CudaEnv& env, const std::function<CUresult(CUstream)>& launch,
+Result<std::optional<Outcome>> launch_and_wait(CudaEnv& env,
+                                               const std::function<CUresult(CUstream)>& launch,
                                                const char* what) {
   CUresult rc = launch(env.stream());
   if (rc != CUDA_SUCCESS) {
     exit_if_sticky(rc, what);
-    return std::optional<Outcome>(
-        Outcome::failed(Verdict::kLaunchFailed, driver_error(rc, what, __FILE__, __LINE__).message()));
+    return std::optional<Outcome>(Outcome::failed(
+        Verdict::kLaunchFailed, driver_error(rc, what, __FILE__, __LINE__).message()));
   }
   rc = cuStreamSynchronize(env.stream());
   exit_if_sticky(rc, what);  // an illegal address ends this worker: the candidate is crashed
@@ -71,7 +75,8 @@ Result<std::optional<Outcome>> launch_and_wait(CudaEnv& env, const std::function
   return std::optional<Outcome>();
 }
 
-CudaBackend::CudaBackend(FamilyList families) : families_(std::move(families)), ordinal_(device_ordinal()) {}
+CudaBackend::CudaBackend(FamilyList families)
+    : families_(std::move(families)), ordinal_(device_ordinal()) {}
 CudaBackend::~CudaBackend() = default;
 
 Status CudaBackend::configure(const std::string& key, const std::string& value) {
@@ -104,7 +109,8 @@ Result<std::vector<DeviceFingerprint>> CudaBackend::devices() {
 Status CudaBackend::select_device(int index) {
   // The compiler targets the device's arch and the worker's context lives on it: both are made
   // for one device, so the choice comes first.
-  if (compiler_ || env_) return Error::internal("the cuda backend's device is chosen before it compiles or runs");
+  if (compiler_ || env_)
+    return Error::internal("the cuda backend's device is chosen before it compiles or runs");
   ATTUNE_ASSIGN(int count, device_count());
   if (index < 0 || index >= count) return no_such_device(index, count);
   ordinal_ = index;
@@ -124,7 +130,8 @@ Result<CudaFamily*> CudaBackend::family(const Problem& problem) const {
     if (f->op() == problem.op()) return f.get();
   std::string known;
   for (const auto& f : families_) known += (known.empty() ? "" : ", ") + f->op();
-  return Error::invalid_argument("the cuda backend has no kernel family for op '" + problem.op() + "' (it has: " + known + ")");
+  return Error::invalid_argument("the cuda backend has no kernel family for op '" + problem.op() +
+                                 "' (it has: " + known + ")");
 }
 
 Result<Problem> CudaBackend::resolve(const std::string& spec) const {
@@ -140,7 +147,8 @@ Result<Space> CudaBackend::space(const Problem& problem) const {
   return f->space(problem);
 }
 
-std::optional<std::string> CudaBackend::can_implement(const Problem& problem, const Config& config) const {
+std::optional<std::string> CudaBackend::can_implement(const Problem& problem,
+                                                      const Config& config) const {
   auto f = family(problem);
   if (!f) return f.error().message();
   return (*f)->can_implement(problem, config);
@@ -164,9 +172,13 @@ void CudaBackend::prepare(const Problem& problem, const Config& config) {
   auto req = (*f)->build_request(problem, config);
   auto c = compiler();
   if (!req || !c) return;
-  if (!pool_) pool_ = std::make_unique<CompilePool>(**c, std::max(1u, std::thread::hardware_concurrency() - 1));
+  if (!pool_)
+    pool_ =
+        std::make_unique<CompilePool>(**c, std::max(1u, std::thread::hardware_concurrency() - 1));
   // Finished builds are dropped; the cache on disk is what the worker reads.
-  std::erase_if(pending_, [](const auto& fut) { return fut.wait_for(std::chrono::seconds(0)) == std::future_status::ready; });
+  std::erase_if(pending_, [](const auto& fut) {
+    return fut.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  });
   pending_.push_back(pool_->submit(std::move(*req)));
 }
 

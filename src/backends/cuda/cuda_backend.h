@@ -25,7 +25,8 @@ class CudaBackend final : public Backend {
   std::vector<ProblemInfo> problems() const override;
   Result<Problem> resolve(const std::string& spec) const override;
   Result<Space> space(const Problem& problem) const override;
-  std::optional<std::string> can_implement(const Problem& problem, const Config& config) const override;
+  std::optional<std::string> can_implement(const Problem& problem,
+                                           const Config& config) const override;
   Outcome execute(const Problem& problem, const Config& config, Regime regime) override;
   void prepare(const Problem& problem, const Config& config) override;
   int prefetch_depth() const override;

@@ -63,17 +63,21 @@ class CudaFamily {
   // Validates and completes a problem spec of this op (defaults, types, positive sizes).
   virtual Result<Problem> resolve(const Problem& spec) const = 0;
   virtual Result<Space> space(const Problem& problem) const = 0;
-  virtual std::optional<std::string> can_implement(const Problem&, const Config&) const { return std::nullopt; }
+  virtual std::optional<std::string> can_implement(const Problem&, const Config&) const {
+    return std::nullopt;
+  }
   // What to compile for a config, so it can be built ahead of the GPU; nullopt when the config
   // compiles nothing (a library call).
-  virtual std::optional<BuildRequest> build_request(const Problem& problem, const Config& config) const = 0;
+  virtual std::optional<BuildRequest> build_request(const Problem& problem,
+                                                    const Config& config) const = 0;
   // In the worker: build, run on fresh random inputs, check against the reference, time. An
   // error from run() becomes the candidate's verdict: oom when the device ran out of memory,
   // launch_failed otherwise.
   Outcome execute(CudaEnv& env, const Problem& problem, const Config& config, Regime regime);
 
  protected:
-  virtual Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) = 0;
+  virtual Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config,
+                              Regime regime) = 0;
 };
 
 // `name` of `request` compiled (or from the cache), loaded, and checked against a launch of
@@ -82,12 +86,13 @@ struct Launchable {
   CUfunction fn = nullptr;
   std::optional<Outcome> refused;
 };
-Result<Launchable> launchable(CudaEnv& env, const BuildRequest& request, const std::string& name, unsigned threads,
-                              unsigned dynamic_smem);
+Result<Launchable> launchable(CudaEnv& env, const BuildRequest& request, const std::string& name,
+                              unsigned threads, unsigned dynamic_smem);
 
 // Enqueues one run of a candidate and waits for it. A launch the driver refuses is a
 // launch_failed outcome; an error that poisons the context ends the worker (crashed).
-Result<std::optional<Outcome>> launch_and_wait(CudaEnv& env, const std::function<CUresult(CUstream)>& launch,
+Result<std::optional<Outcome>> launch_and_wait(CudaEnv& env,
+                                               const std::function<CUresult(CUstream)>& launch,
                                                const char* what);
 
 using FamilyList = std::vector<std::unique_ptr<CudaFamily>>;

@@ -46,8 +46,8 @@ std::vector<std::string> split(std::string_view s, char sep) {
   std::size_t start = 0;
   while (true) {
     std::size_t pos = s.find(sep, start);
-    out.emplace_back(s.substr(start, pos == std::string_view::npos ? std::string_view::npos
-                                                                  : pos - start));
+    out.emplace_back(
+        s.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
     if (pos == std::string_view::npos) break;
     start = pos + 1;
   }
@@ -67,7 +67,9 @@ std::string slug(std::string_view s) {
   return out.empty() ? "unknown" : out;
 }
 
-Error bad(const std::string& what) { return Error::invalid_argument("kernel tuner cache: " + what); }
+Error bad(const std::string& what) {
+  return Error::invalid_argument("kernel tuner cache: " + what);
+}
 
 // The recorded prefixes at every depth: legality of a prefix is membership, so enumeration
 // yields exactly the recorded configs and never walks into a dead end.
@@ -100,10 +102,14 @@ std::optional<Verdict> verdict_from_kernel_tuner(std::string_view failure) {
 
 std::optional<std::string> kernel_tuner_failure(Verdict verdict) {
   switch (verdict) {
-    case Verdict::kUnsupported: return "InvalidConfig";
-    case Verdict::kBuildFailed: return "CompilationFailedConfig";
-    case Verdict::kOk: return std::nullopt;
-    default: return "RuntimeFailedConfig";  // every fault after a successful build
+    case Verdict::kUnsupported:
+      return "InvalidConfig";
+    case Verdict::kBuildFailed:
+      return "CompilationFailedConfig";
+    case Verdict::kOk:
+      return std::nullopt;
+    default:
+      return "RuntimeFailedConfig";  // every fault after a successful build
   }
 }
 
@@ -149,9 +155,12 @@ std::string RecordedSpace::compact_json() const {
     keys.push_back(k.name);
     json opts = json::array();
     for (const auto& v : k.options) {
-      if (v.is_int()) opts.push_back(v.as_int());
-      else if (v.is_real()) opts.push_back(v.as_real());
-      else opts.push_back(v.as_word());
+      if (v.is_int())
+        opts.push_back(v.as_int());
+      else if (v.is_real())
+        opts.push_back(v.as_real());
+      else
+        opts.push_back(v.as_word());
     }
     params[k.name] = opts;
   }
@@ -189,14 +198,15 @@ Result<RecordedSpace> parse_kernel_tuner_cache(std::string_view json_text) {
   if (j.is_discarded()) return bad("not valid JSON (truncated or not a cache file)");
   if (!j.is_object()) return bad("the top level is not a JSON object");
 
-  static const std::set<std::string> kRequired = {"device_name", "kernel_name", "problem_size",
+  static const std::set<std::string> kRequired = {"device_name",      "kernel_name", "problem_size",
                                                   "tune_params_keys", "tune_params", "cache"};
   // Written by some Kernel Tuner versions; read and ignored (objective is checked below).
   static const std::set<std::string> kOptional = {"objective", "objective_higher_is_better",
                                                   "simulation_mode", "schema_version"};
   for (const auto& [k, v] : j.items())
     if (!kRequired.count(k) && !kOptional.count(k))
-      return bad("unknown field '" + k + "' (expected device_name, kernel_name, problem_size, "
+      return bad("unknown field '" + k +
+                 "' (expected device_name, kernel_name, problem_size, "
                  "tune_params_keys, tune_params, objective, cache)");
   for (const auto& k : kRequired)
     if (!j.contains(k)) return bad("missing field '" + k + "'");
@@ -232,8 +242,10 @@ Result<RecordedSpace> parse_kernel_tuner_cache(std::string_view json_text) {
   if (!keys.is_array() || keys.empty()) return bad("'tune_params_keys' must be a non-empty list");
   if (!params.is_object()) return bad("'tune_params' must be an object of knob -> options");
   if (params.size() != keys.size())
-    return bad("'tune_params' has " + std::to_string(params.size()) + " knobs but "
-               "'tune_params_keys' lists " + std::to_string(keys.size()));
+    return bad("'tune_params' has " + std::to_string(params.size()) +
+               " knobs but "
+               "'tune_params_keys' lists " +
+               std::to_string(keys.size()));
 
   std::vector<Knob> knobs;
   std::vector<std::vector<std::string>> texts;  // python text per option, per knob
@@ -319,7 +331,10 @@ Result<RecordedSpace> parse_kernel_tuner_cache(std::string_view json_text) {
     base = fi->second;
   } else {
     for (std::size_t i = 0; i < rs.results.size(); ++i)
-      if (rs.results[i].verdict == Verdict::kOk) { base = i; break; }
+      if (rs.results[i].verdict == Verdict::kOk) {
+        base = i;
+        break;
+      }
   }
   for (std::size_t k = 0; k < depth; ++k) knobs[k].baseline = rs.points[base][k];
 
@@ -338,9 +353,9 @@ Result<RecordedSpace> parse_kernel_tuner_cache(std::string_view json_text) {
     std::size_t parents = d == 0 ? 1 : idx->prefixes[d - 1].size();
     if (idx->prefixes[d].size() == parents * knobs[d].options.size()) continue;
     Constraint c;
-    c.text = d + 1 == depth ? "the config is recorded in the cache"
-                            : "a recorded config starts with " + knobs[0].name + ".." +
-                                  knobs[d].name;
+    c.text = d + 1 == depth
+                 ? "the config is recorded in the cache"
+                 : "a recorded config starts with " + knobs[0].name + ".." + knobs[d].name;
     c.knobs.assign(idx->names.begin(), idx->names.begin() + static_cast<std::ptrdiff_t>(d) + 1);
     c.allows = [idx, d](const Assignment& a) { return idx->recorded(a, d); };
     constraints.push_back(std::move(c));
@@ -373,14 +388,17 @@ Result<std::string> write_kernel_tuner_cache(const std::string& device_name,
   for (const auto& r : rows) {
     const auto& e = r.config.entries();
     if (e.size() != knobs.size())
-      return Error::invalid_argument("config '" + r.config.text() + "' does not set the knobs of '" +
-                                     rows.front().config.text() + "'");
+      return Error::invalid_argument("config '" + r.config.text() +
+                                     "' does not set the knobs of '" + rows.front().config.text() +
+                                     "'");
     for (std::size_t k = 0; k < e.size(); ++k) {
       if (e[k].first != knobs[k].name)
-        return Error::invalid_argument("config '" + r.config.text() + "' does not set the knobs of '" +
+        return Error::invalid_argument("config '" + r.config.text() +
+                                       "' does not set the knobs of '" +
                                        rows.front().config.text() + "'");
       auto& opts = knobs[k].options;
-      if (std::find(opts.begin(), opts.end(), e[k].second) == opts.end()) opts.push_back(e[k].second);
+      if (std::find(opts.begin(), opts.end(), e[k].second) == opts.end())
+        opts.push_back(e[k].second);
     }
   }
   for (auto& k : knobs) {
@@ -404,7 +422,8 @@ Result<std::string> write_kernel_tuner_cache(const std::string& device_name,
     RecordedResult res;
     res.verdict = r.verdict;
     if (r.verdict == Verdict::kOk) {
-      if (!r.time_us) return Error::invalid_argument("ok row '" + r.config.text() + "' has no time");
+      if (!r.time_us)
+        return Error::invalid_argument("ok row '" + r.config.text() + "' has no time");
       res.time_us = *r.time_us;
       res.samples_us = r.samples_us;
     } else {
@@ -439,8 +458,7 @@ Result<std::string> read_maybe_gzipped(const std::string& path) {
   // A gzip stream cut short reads as a clean end with Z_BUF_ERROR pending.
   if (code != Z_OK && code != Z_STREAM_END)
     return Error::invalid_argument("'" + path + "' is a damaged gzip file (" + m + ")");
-  if (rc == Z_BUF_ERROR)
-    return Error::invalid_argument("'" + path + "' is a truncated gzip file");
+  if (rc == Z_BUF_ERROR) return Error::invalid_argument("'" + path + "' is a truncated gzip file");
   if (rc != Z_OK) return Error::io("reading '" + path + "' failed");
   return out;
 }

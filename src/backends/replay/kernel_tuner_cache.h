@@ -26,16 +26,16 @@ struct PointHash {
 // One recorded config's result. Kernel Tuner records milliseconds; attune keeps microseconds.
 struct RecordedResult {
   Verdict verdict = Verdict::kOk;
-  double time_us = 0;               // the recorded objective when verdict is ok
-  std::vector<double> samples_us;   // "times", when recorded
-  std::string failure;              // Kernel Tuner's failure string ("RuntimeFailedConfig") or ""
+  double time_us = 0;              // the recorded objective when verdict is ok
+  std::vector<double> samples_us;  // "times", when recorded
+  std::string failure;             // Kernel Tuner's failure string ("RuntimeFailedConfig") or ""
 };
 
 struct RecordedSpace {
-  std::string device_name;    // "NVIDIA RTX A4000"
-  std::string kernel_name;    // "convolution_kernel"
-  std::string problem_size;   // "4096x4096"
-  std::string objective;      // always "time" (the only objective replay supports)
+  std::string device_name;   // "NVIDIA RTX A4000"
+  std::string kernel_name;   // "convolution_kernel"
+  std::string problem_size;  // "4096x4096"
+  std::string objective;     // always "time" (the only objective replay supports)
   // 8 hex digits over the recorded knobs, configs and results: two different recordings of one
   // kernel on one device are two problems, and re-importing the same file is idempotent.
   std::string digest;
@@ -44,8 +44,8 @@ struct RecordedSpace {
   // of each knob when that config is recorded with a time, else the first config recorded with a
   // time (file order), else the first recorded config.
   Space space;
-  std::vector<Point> points;             // file order
-  std::vector<RecordedResult> results;   // parallel to points
+  std::vector<Point> points;            // file order
+  std::vector<RecordedResult> results;  // parallel to points
 
   // nullptr when the point was not recorded.
   const RecordedResult* find(const Point& point) const;
@@ -87,7 +87,8 @@ Result<std::string> write_kernel_tuner_cache(const std::string& device_name,
 // Parses a cache's JSON text. Any defect (not JSON, missing or unknown top-level fields, configs
 // that do not match the declared knobs, unknown failure strings) is one invalid_argument line.
 Result<RecordedSpace> parse_kernel_tuner_cache(std::string_view json_text);
-// Reads a file whole, gunzipping it when it is gzip-compressed; a truncated gzip stream is an error.
+// Reads a file whole, gunzipping it when it is gzip-compressed; a truncated gzip stream is an
+// error.
 Result<std::string> read_maybe_gzipped(const std::string& path);
 Result<RecordedSpace> load_kernel_tuner_cache(const std::string& path);
 

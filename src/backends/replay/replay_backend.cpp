@@ -19,8 +19,8 @@ Result<std::unique_ptr<ReplayBackend>> ReplayBackend::from_payload(const std::st
 
 std::vector<ProblemInfo> ReplayBackend::problems() const {
   return {{problem_, "recorded space of " + recorded_->kernel_name + " on " +
-                         recorded_->device_name + " (" +
-                         std::to_string(recorded_->points.size()) + " configs)"}};
+                         recorded_->device_name + " (" + std::to_string(recorded_->points.size()) +
+                         " configs)"}};
 }
 
 bool ReplayBackend::same_problem(const Problem& p) const {
@@ -30,13 +30,14 @@ bool ReplayBackend::same_problem(const Problem& p) const {
 Result<Problem> ReplayBackend::resolve(const std::string& spec) const {
   if (spec == problem_.name() || spec == problem_.text() || spec == problem_.structural_key())
     return problem_;
-  return Error::not_found("the replay backend serves only '" + problem_.name() + "', not '" +
-                          spec + "'");
+  return Error::not_found("the replay backend serves only '" + problem_.name() + "', not '" + spec +
+                          "'");
 }
 
 Result<Space> ReplayBackend::space(const Problem& problem) const {
   if (!same_problem(problem))
-    return Error::not_found("the replay backend has no recorded space for '" + problem.name() + "'");
+    return Error::not_found("the replay backend has no recorded space for '" + problem.name() +
+                            "'");
   return recorded_->space;
 }
 

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,10 +27,10 @@ namespace {
 
 // The simulated device.
 constexpr int kSms = 132;
-constexpr double kSmemLimit = 227.0 * 1024;       // bytes per block
-constexpr double kPeakFlopsPerSm = 7.5e14 / kSms; // bf16 tensor-core rate, per SM
-constexpr double kL2BytesPerUs = 1.2e7;           // operand loads mostly hit L2
-constexpr double kDramBytesPerUs = 4.8e6;         // 4.8 TB/s
+constexpr double kSmemLimit = 227.0 * 1024;        // bytes per block
+constexpr double kPeakFlopsPerSm = 7.5e14 / kSms;  // bf16 tensor-core rate, per SM
+constexpr double kL2BytesPerUs = 1.2e7;            // operand loads mostly hit L2
+constexpr double kDramBytesPerUs = 4.8e6;          // 4.8 TB/s
 constexpr std::uint64_t kMemoryBytes = 80ull << 30;
 
 enum class Fault { kNone, kBuild, kLaunch, kAbort, kSegv, kHang, kOom, kUnwritten, kNaN };
@@ -63,7 +63,9 @@ struct SimProblem {
 
 namespace {
 
-std::int64_t knob(const Config& c, const char* name) { return c.get(name)->as_int(); }
+std::int64_t knob(const Config& c, const char* name) {
+  return c.get(name)->as_int();
+}
 
 // Deterministic ruggedness: a per-config factor exp(sigma * z) with z ~ N(0,1) from the config.
 double rugged(const Problem& p, const Config& c, double sigma) {
@@ -77,10 +79,12 @@ Knob k(std::string name, std::vector<Value> opts, std::size_t base = 0) {
 }
 
 // A built-in op's default sizes, in its signature's order, as problem attributes.
-std::map<std::string, std::string> sizes_of(const OpSignature& op, const std::vector<std::string>& values,
+std::map<std::string, std::string> sizes_of(const OpSignature& op,
+                                            const std::vector<std::string>& values,
                                             const std::string& landscape) {
   std::map<std::string, std::string> attrs = {{"landscape", landscape}};
-  for (std::size_t i = 0; i < op.sizes.size() && i < values.size(); ++i) attrs[op.sizes[i]] = values[i];
+  for (std::size_t i = 0; i < op.sizes.size() && i < values.size(); ++i)
+    attrs[op.sizes[i]] = values[i];
   return attrs;
 }
 
@@ -102,11 +106,14 @@ std::unique_ptr<SimProblem> make_gemm(const OpSignature& op) {
         {{"shared memory (block_m + block_n) * block_k * 2 * stages <= 227 KiB",
           {"block_m", "block_n", "block_k", "stages"},
           [](const Assignment& a) {
-            return (a.i("block_m") + a.i("block_n")) * a.i("block_k") * 2 * a.i("stages") <= kSmemLimit;
+            return (a.i("block_m") + a.i("block_n")) * a.i("block_k") * 2 * a.i("stages") <=
+                   kSmemLimit;
           }},
          {"at least 16 accumulator rows per warp: block_m * block_n >= warps * 512",
           {"block_m", "block_n", "warps"},
-          [](const Assignment& a) { return a.i("block_m") * a.i("block_n") >= a.i("warps") * 512; }}});
+          [](const Assignment& a) {
+            return a.i("block_m") * a.i("block_n") >= a.i("warps") * 512;
+          }}});
   };
   p->time_us = [&op](const Problem& prob, const Config& c) {
     const double M = size(prob, op, 0), N = size(prob, op, 1), K = size(prob, op, 2);
@@ -114,7 +121,8 @@ std::unique_ptr<SimProblem> make_gemm(const OpSignature& op) {
     const double warps = knob(c, "warps"), stages = knob(c, "stages"), split = knob(c, "split_k");
     const double tiles = std::ceil(M / bm) * std::ceil(N / bn) * split;
     const double smem = (bm + bn) * bk * 2 * stages;
-    const double occ = std::max(1.0, std::min({std::floor(kSmemLimit / smem), std::floor(16 / warps), 8.0}));
+    const double occ =
+        std::max(1.0, std::min({std::floor(kSmemLimit / smem), std::floor(16 / warps), 8.0}));
     const double waves = std::ceil(tiles / (kSms * occ));  // wave quantization: plateaus
     const double kk = K / split;
     // A tile's compute at a rate that needs enough warps and a wide enough tile to feed the
@@ -139,13 +147,15 @@ std::unique_ptr<SimProblem> make_gemm(const OpSignature& op) {
 std::unique_ptr<SimProblem> make_rmsnorm(const OpSignature& op) {
   auto p = std::make_unique<SimProblem>();
   p->name = op.name;
-  p->description = "bf16 RMSNorm on the simulated device: threads per row, rows per block, vector width, unroll";
+  p->description =
+      "bf16 RMSNorm on the simulated device: threads per row, rows per block, vector width, unroll";
   p->attrs = sizes_of(op, {"4096", "4096"}, "2");
   p->make_space = [] {
     return Space::make(
         {k("threads", {32, 64, 128, 256, 512, 1024}, 3), k("rows_per_block", {1, 2, 4, 8}),
          k("vec", {1, 2, 4, 8}), k("unroll", {1, 2, 4})},
-        {{"threads * rows_per_block <= 1024", {"threads", "rows_per_block"},
+        {{"threads * rows_per_block <= 1024",
+          {"threads", "rows_per_block"},
           [](const Assignment& a) { return a.i("threads") * a.i("rows_per_block") <= 1024; }}});
   };
   p->time_us = [&op](const Problem& prob, const Config& c) {
@@ -192,13 +202,16 @@ std::unique_ptr<SimProblem> make_faults() {
     return std::nullopt;
   };
   p->plant = [](const Config& c) -> Planted {
-    const auto b = knob(c, "block"), v = knob(c, "vec"), u = knob(c, "unroll"), s = knob(c, "stages");
+    const auto b = knob(c, "block"), v = knob(c, "vec"), u = knob(c, "unroll"),
+               s = knob(c, "stages");
     if (u == 4 && v == 4)
-      return {Fault::kBuild, "sim-nvrtc: kernel.cu(41): error: unrolled body needs 312 registers, "
-                             "more than the 255 a thread can hold"};
+      return {Fault::kBuild,
+              "sim-nvrtc: kernel.cu(41): error: unrolled body needs 312 registers, "
+              "more than the 255 a thread can hold"};
     if (b == 256 && s == 2)
-      return {Fault::kLaunch, "too many resources requested for launch: 2 stages x 256 threads "
-                              "need 240 KiB of shared memory, the block limit is 227 KiB"};
+      return {Fault::kLaunch,
+              "too many resources requested for launch: 2 stages x 256 threads "
+              "need 240 KiB of shared memory, the block limit is 227 KiB"};
     if (b == 128 && u == 2 && s == 2) return {Fault::kOom, "workspace of 96 GiB requested"};
     if (b == 64 && v == 2 && u == 2) return {Fault::kSegv, ""};
     if (b == 128 && v == 1 && u == 4) return {Fault::kAbort, ""};
@@ -211,7 +224,9 @@ std::unique_ptr<SimProblem> make_faults() {
 }
 
 // The simulated device's memory: a real budget that a request can exhaust.
-bool sim_allocate(std::uint64_t bytes) { return bytes <= kMemoryBytes; }
+bool sim_allocate(std::uint64_t bytes) {
+  return bytes <= kMemoryBytes;
+}
 
 // The candidate's real computation: y = A x in float, summed in chunks of the config's length,
 // on fresh random inputs, against a float64 reference. Faults corrupt it the way a broken
@@ -282,15 +297,16 @@ Result<int> sim_device_count() {
   int n = 0;
   auto r = std::from_chars(e, e + std::strlen(e), n);
   if (r.ec != std::errc() || *r.ptr != '\0' || n < 1 || n > 1024)
-    return Error::invalid_argument(std::string("ATTUNE_SIM_DEVICES='") + e + "' is not a device count (1..1024)");
+    return Error::invalid_argument(std::string("ATTUNE_SIM_DEVICES='") + e +
+                                   "' is not a device count (1..1024)");
   return n;
 }
 
 void trace_execution(int device, const Problem& problem, const Config& config, Regime regime) {
   const char* path = std::getenv("ATTUNE_SIM_TRACE");
   if (!path || !*path) return;
-  const std::string line = fmt::format("device={} problem={} config={} regime={}\n", device, problem.text(),
-                                       config.text(), to_string(regime));
+  const std::string line = fmt::format("device={} problem={} config={} regime={}\n", device,
+                                       problem.text(), config.text(), to_string(regime));
   int fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return;
   ssize_t n = ::write(fd, line.data(), line.size());
@@ -346,8 +362,10 @@ Result<Problem> SimBackend::resolve(const std::string& spec) const {
     for (const auto& [n, _] : problems_) known += (known.empty() ? "" : ", ") + n;
     const auto& unsimulated = unsimulated_ops();
     if (std::find(unsimulated.begin(), unsimulated.end(), p.op()) != unsimulated.end())
-      return Error::invalid_argument("the sim backend does not simulate op '" + p.op() + "' (it has: " + known + ")");
-    return Error::invalid_argument("the sim backend has no problem '" + p.op() + "' (it has: " + known + ")");
+      return Error::invalid_argument("the sim backend does not simulate op '" + p.op() +
+                                     "' (it has: " + known + ")");
+    return Error::invalid_argument("the sim backend has no problem '" + p.op() +
+                                   "' (it has: " + known + ")");
   }
   std::map<std::string, std::string> attrs = it->second->attrs;
   for (const auto& [key, value] : p.attrs()) {
@@ -360,14 +378,16 @@ Result<Problem> SimBackend::resolve(const std::string& spec) const {
     if (key != "landscape") {
       auto v = out.int_attr(key);
       if (!v) return v.error();
-      if (*v <= 0) return Error::invalid_argument("sim problem '" + spec + "': " + key + " must be positive");
+      if (*v <= 0)
+        return Error::invalid_argument("sim problem '" + spec + "': " + key + " must be positive");
     }
   return out;
 }
 
 Result<const SimProblem*> SimBackend::find(const Problem& problem) const {
   auto it = problems_.find(problem.op());
-  if (it == problems_.end()) return Error::invalid_argument("the sim backend has no op '" + problem.op() + "'");
+  if (it == problems_.end())
+    return Error::invalid_argument("the sim backend has no op '" + problem.op() + "'");
   return it->second.get();
 }
 
@@ -376,13 +396,15 @@ Result<Space> SimBackend::space(const Problem& problem) const {
   return p->make_space();
 }
 
-std::optional<std::string> SimBackend::can_implement(const Problem& problem, const Config& config) const {
+std::optional<std::string> SimBackend::can_implement(const Problem& problem,
+                                                     const Config& config) const {
   auto p = find(problem);
   if (!p) return p.error().message();
   return (*p)->refuse(config);
 }
 
-Result<double> SimBackend::true_time_us(const Problem& problem, const Config& config, Regime regime) const {
+Result<double> SimBackend::true_time_us(const Problem& problem, const Config& config,
+                                        Regime regime) const {
   ATTUNE_ASSIGN(const SimProblem* p, find(problem));
   double t = p->time_us(problem, config);
   return regime == Regime::kDeploy ? t * p->cold(config) : t;
@@ -439,15 +461,18 @@ Outcome SimBackend::execute(const Problem& problem, const Config& config, Regime
   if (const char* drift = std::getenv("ATTUNE_SIM_DRIFT")) {
     long long from = 0, to = 0;
     double factor = 1;
-    if (std::sscanf(drift, "%lld:%lld:%lf", &from, &to, &factor) == 3 && execution >= from && execution < to) t *= factor;
+    if (std::sscanf(drift, "%lld:%lld:%lf", &from, &to, &factor) == 3 && execution >= from &&
+        execution < to)
+      t *= factor;
   }
-  std::mt19937_64 g(mix64(fnv1a64(problem.text() + "|" + config.text() + "|" + std::string(to_string(regime)))));
+  std::mt19937_64 g(
+      mix64(fnv1a64(problem.text() + "|" + config.text() + "|" + std::string(to_string(regime)))));
   std::normal_distribution<double> n(0.0, 0.01);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   SamplingPolicy policy;
   if (regime == Regime::kRank) policy.noise_bound = 0.01;
-  SampleStats s = sample_until_stable(
-      [&] { return t * std::exp(n(g)) * (u(g) < 0.02 ? 1.3 : 1.0); }, policy);
+  SampleStats s =
+      sample_until_stable([&] { return t * std::exp(n(g)) * (u(g) < 0.02 ? 1.3 : 1.0); }, policy);
   Measurement m = measurement_of(s, regime);
   m.sm_clock_mhz = 1980;
   m.throttle = "none";

@@ -34,7 +34,8 @@ class SimBackend final : public Backend {
   std::vector<ProblemInfo> problems() const override;
   Result<Problem> resolve(const std::string& spec) const override;
   Result<Space> space(const Problem& problem) const override;
-  std::optional<std::string> can_implement(const Problem& problem, const Config& config) const override;
+  std::optional<std::string> can_implement(const Problem& problem,
+                                           const Config& config) const override;
   Outcome execute(const Problem& problem, const Config& config, Regime regime) override;
   // Sim candidates take microseconds; a hang is known within two seconds.
   double default_timeout_s() const override { return 2.0; }
@@ -52,7 +53,8 @@ class SimBackend final : public Backend {
   Result<const SimProblem*> find(const Problem& problem) const;
   std::map<std::string, std::unique_ptr<SimProblem>> problems_;  // by op
   // Drift for testing the anchor protocol: ATTUNE_SIM_DRIFT="FROM:TO:FACTOR" makes this process's
-  // timed executions number FROM..TO-1 (counting from 0) FACTOR times slower, as a clock drop would.
+  // timed executions number FROM..TO-1 (counting from 0) FACTOR times slower, as a clock drop
+  // would.
   std::int64_t executions_ = 0;
   int device_ = 0;
 };

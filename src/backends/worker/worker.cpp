@@ -29,7 +29,6 @@ bool write_all(int fd, const std::string& s) {
   return true;
 }
 
-
 }  // namespace
 
 int serve_worker(Backend& backend, int in_fd, int out_fd) {
@@ -47,14 +46,16 @@ int serve_worker(Backend& backend, int in_fd, int out_fd) {
     buf.erase(0, nl + 1);
     Outcome o;
     auto req = nlohmann::json::parse(line, nullptr, false);
-    if (req.is_discarded() || !req.contains("problem") || !req.contains("config") || !req.contains("regime")) {
+    if (req.is_discarded() || !req.contains("problem") || !req.contains("config") ||
+        !req.contains("regime")) {
       o = Outcome::failed(Verdict::kLaunchFailed, "worker: malformed request");
     } else {
       auto problem = backend.resolve(req["problem"].get<std::string>());
       auto config = Config::parse(req["config"].get<std::string>());
       auto regime = regime_from_string(req["regime"].get<std::string>());
       if (!problem || !config || !regime)
-        o = Outcome::failed(Verdict::kLaunchFailed, "worker: request names an unknown problem, config or regime");
+        o = Outcome::failed(Verdict::kLaunchFailed,
+                            "worker: request names an unknown problem, config or regime");
       else
         o = backend.execute(*problem, *config, *regime);
     }
@@ -69,7 +70,9 @@ WorkerRunner::WorkerRunner(std::vector<std::string> argv, double timeout_s)
   ::signal(SIGPIPE, SIG_IGN);
 }
 
-WorkerRunner::~WorkerRunner() { stop(false); }
+WorkerRunner::~WorkerRunner() {
+  stop(false);
+}
 
 bool WorkerRunner::start(std::string* error) {
   platform::ProcessSpec spec;
@@ -96,7 +99,8 @@ void WorkerRunner::stop(bool kill_first) {
   if (!worker_) return;
   if (kill_first) worker_->kill_group();
   worker_->close_stdin();
-  if (!worker_->wait_until(std::chrono::steady_clock::now() + kWorkerExitGrace)) worker_->kill_group();
+  if (!worker_->wait_until(std::chrono::steady_clock::now() + kWorkerExitGrace))
+    worker_->kill_group();
   worker_.reset();  // reaps it, and kills whatever it left in its group
 }
 
@@ -106,7 +110,8 @@ std::string WorkerRunner::reap() {
   worker_.reset();
   if (vanished) return "worker vanished";
   if (WIFSIGNALED(status))
-    return fmt::format("worker killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    return fmt::format("worker killed by signal {} ({})", WTERMSIG(status),
+                       strsignal(WTERMSIG(status)));
   if (WIFEXITED(status)) return fmt::format("worker exited with status {}", WEXITSTATUS(status));
   return "worker ended";
 }
@@ -117,17 +122,20 @@ Outcome WorkerRunner::run(const Problem& problem, const Config& config, Regime r
     std::string error;
     if (!start(&error)) return Outcome::failed(Verdict::kLaunchFailed, error);
   }
-  nlohmann::json req = {{"problem", problem.text()}, {"config", config.text()}, {"regime", to_string(regime)}};
+  nlohmann::json req = {
+      {"problem", problem.text()}, {"config", config.text()}, {"regime", to_string(regime)}};
   const auto deadline = clock::now() + std::chrono::duration<double>(timeout_s_);
   bool sent = write_all(worker_->stdin_fd(), req.dump() + "\n");
   const int from_child = worker_->stdout_fd(), err_child = worker_->stderr_fd();
   char chunk[4096];
   while (sent) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
     if (left <= 0) {
       stop(true);
-      return Outcome::failed(Verdict::kTimeout,
-                     fmt::format("killed after {:.3g} s without an answer (deadline)", timeout_s_));
+      return Outcome::failed(
+          Verdict::kTimeout,
+          fmt::format("killed after {:.3g} s without an answer (deadline)", timeout_s_));
     }
     pollfd fds[2] = {{from_child, POLLIN, 0}, {err_child, POLLIN, 0}};
     int n = ::poll(fds, 2, static_cast<int>(std::min<long long>(left, 1000)));
@@ -150,10 +158,12 @@ Outcome WorkerRunner::run(const Problem& problem, const Config& config, Regime r
       std::string line = out_buf_.substr(0, nl);
       out_buf_.erase(0, nl + 1);
       auto j = nlohmann::json::parse(line, nullptr, false);
-      auto o = j.is_discarded() ? Result<Outcome>(Error::corrupt("not JSON")) : outcome_from_json(j);
+      auto o =
+          j.is_discarded() ? Result<Outcome>(Error::corrupt("not JSON")) : outcome_from_json(j);
       if (!o) {
         stop(true);
-        return Outcome::failed(Verdict::kCrashed, "worker answered garbage: " + o.error().message());
+        return Outcome::failed(Verdict::kCrashed,
+                               "worker answered garbage: " + o.error().message());
       }
       return *o;
     }
@@ -161,7 +171,8 @@ Outcome WorkerRunner::run(const Problem& problem, const Config& config, Regime r
   // The worker died (or its pipe broke) before answering.
   {
     ssize_t r;
-    while ((r = ::read(err_child, chunk, sizeof chunk)) > 0) err_tail_.append(chunk, static_cast<std::size_t>(r));
+    while ((r = ::read(err_child, chunk, sizeof chunk)) > 0)
+      err_tail_.append(chunk, static_cast<std::size_t>(r));
   }
   std::string why = reap();
   std::string tail = err_tail_;

@@ -21,7 +21,8 @@ Status DeviceGate::load(CudaEnv& env) {
   req.source = kGateSource;
   req.source_name = "gate.cu";
   ATTUNE_ASSIGN(Built f, env.function(req, "fill_random_half"));
-  if (f.verdict != Verdict::kOk) return Error::internal("the gate's kernels do not compile: " + f.log);
+  if (f.verdict != Verdict::kOk)
+    return Error::internal("the gate's kernels do not compile: " + f.log);
   fill_ = f.fn;
   ATTUNE_ASSIGN(Built s, env.function(req, "sum_squares"));
   sum_sq_ = s.fn;
@@ -33,7 +34,8 @@ Status DeviceGate::load(CudaEnv& env) {
   return Status::success();
 }
 
-Status DeviceGate::fill_random(CudaEnv& env, CUdeviceptr out, std::size_t n, Half fmt, float lo, float hi) {
+Status DeviceGate::fill_random(CudaEnv& env, CUdeviceptr out, std::size_t n, Half fmt, float lo,
+                               float hi) {
   ATTUNE_TRY(load(env));
   unsigned long long count = n, seed = env.fresh_seed();
   int f = fmt == Half::kBf16 ? 0 : 1;
@@ -42,8 +44,8 @@ Status DeviceGate::fill_random(CudaEnv& env, CUdeviceptr out, std::size_t n, Hal
   return Status::success();
 }
 
-Result<Comparison> DeviceGate::compare(CudaEnv& env, CUdeviceptr out, CUdeviceptr ref, std::size_t n, Half fmt,
-                                       const Tolerance& tol) {
+Result<Comparison> DeviceGate::compare(CudaEnv& env, CUdeviceptr out, CUdeviceptr ref,
+                                       std::size_t n, Half fmt, const Tolerance& tol) {
   ATTUNE_TRY(load(env));
   ATTUNE_CU(cuMemsetD8Async(scratch_.ptr(), 0, 64, env.stream()));
   unsigned long long count = n;
@@ -83,13 +85,14 @@ Result<Comparison> DeviceGate::compare(CudaEnv& env, CUdeviceptr out, CUdevicept
     c.message = fmt::format("{} of {} outputs are NaN or Inf", c.non_finite, n);
   } else if (c.mismatched) {
     c.verdict = Verdict::kWrongOutput;
-    c.message = fmt::format("{} of {} outputs off; max rel err {:.3g} > {:.3g}", c.mismatched, n, c.check.value, tol.rtol);
+    c.message = fmt::format("{} of {} outputs off; max rel err {:.3g} > {:.3g}", c.mismatched, n,
+                            c.check.value, tol.rtol);
   }
   return c;
 }
 
-Result<Comparison> DeviceGate::check_output(CudaEnv& env, CUdeviceptr out, CUdeviceptr ref, std::size_t n, Half fmt,
-                                            const Tolerance& tol) {
+Result<Comparison> DeviceGate::check_output(CudaEnv& env, CUdeviceptr out, CUdeviceptr ref,
+                                            std::size_t n, Half fmt, const Tolerance& tol) {
   ATTUNE_ASSIGN(Comparison c, compare(env, out, ref, n, fmt, tol));
   if (c.verdict != Verdict::kOk) return c;
   ATTUNE_ASSIGN(std::uint64_t damaged, guard_damage(env, out + n * 2, kGuardElements));

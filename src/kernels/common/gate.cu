@@ -26,9 +26,10 @@ __device__ __forceinline__ unsigned short from_float(float f, int fmt) {
 
 }  // namespace
 
-extern "C" __global__ void fill_random_half(unsigned short* out, unsigned long long n, unsigned long long seed,
-                                            int fmt, float lo, float hi) {
-  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < n; i += 1ull * gridDim.x * blockDim.x) {
+extern "C" __global__ void fill_random_half(unsigned short* out, unsigned long long n,
+                                            unsigned long long seed, int fmt, float lo, float hi) {
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < n;
+       i += 1ull * gridDim.x * blockDim.x) {
     const float u = (splitmix(seed ^ (i * 0xd1b54a32d192ed03ULL)) >> 40) * (1.0f / 16777216.0f);
     out[i] = from_float(lo + (hi - lo) * u, fmt);
   }
@@ -36,7 +37,8 @@ extern "C" __global__ void fill_random_half(unsigned short* out, unsigned long l
 
 extern "C" __global__ void sum_squares(const double* ref, unsigned long long n, double* out) {
   double s = 0;
-  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < n; i += 1ull * gridDim.x * blockDim.x)
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < n;
+       i += 1ull * gridDim.x * blockDim.x)
     s += ref[i] * ref[i];
   for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
   if (threadIdx.x % 32 == 0) atomicAdd(out, s);
@@ -44,16 +46,24 @@ extern "C" __global__ void sum_squares(const double* ref, unsigned long long n, 
 
 // counters: [0] unwritten, [1] non-finite, [2] mismatched; max_err holds the largest relative
 // error's bits (non-negative doubles order like their bit patterns).
-extern "C" __global__ void check_half(const unsigned short* out, const double* ref, unsigned long long n, int fmt,
-                                      unsigned short poison, double rtol, double floor,
-                                      unsigned long long* counters, unsigned long long* max_err) {
+extern "C" __global__ void check_half(const unsigned short* out, const double* ref,
+                                      unsigned long long n, int fmt, unsigned short poison,
+                                      double rtol, double floor, unsigned long long* counters,
+                                      unsigned long long* max_err) {
   unsigned long long unwritten = 0, nonfinite = 0, mismatched = 0;
   double worst = 0;
-  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < n; i += 1ull * gridDim.x * blockDim.x) {
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < n;
+       i += 1ull * gridDim.x * blockDim.x) {
     const unsigned short v = out[i];
-    if (v == poison) { ++unwritten; continue; }
+    if (v == poison) {
+      ++unwritten;
+      continue;
+    }
     const float f = to_float(v, fmt);
-    if (!isfinite(f)) { ++nonfinite; continue; }
+    if (!isfinite(f)) {
+      ++nonfinite;
+      continue;
+    }
     const double err = fabs(static_cast<double>(f) - ref[i]) / fmax(fabs(ref[i]), floor);
     if (err > rtol) ++mismatched;
     worst = fmax(worst, err);
@@ -65,10 +75,11 @@ extern "C" __global__ void check_half(const unsigned short* out, const double* r
 }
 
 // Guard bytes: elements past the end of an output that must still hold the poison.
-extern "C" __global__ void count_not_poison(const unsigned short* p, unsigned long long n, unsigned short poison,
-                                            unsigned long long* count) {
+extern "C" __global__ void count_not_poison(const unsigned short* p, unsigned long long n,
+                                            unsigned short poison, unsigned long long* count) {
   unsigned long long c = 0;
-  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < n; i += 1ull * gridDim.x * blockDim.x)
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < n;
+       i += 1ull * gridDim.x * blockDim.x)
     c += p[i] != poison;
   if (c) atomicAdd(count, c);
 }

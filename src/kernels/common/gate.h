@@ -19,14 +19,15 @@ inline constexpr std::size_t kGuardElements = 1024;
 class DeviceGate {
  public:
   // Fills n 16-bit values with uniform [lo, hi) drawn from a fresh seed.
-  Status fill_random(cuda::CudaEnv& env, CUdeviceptr out, std::size_t n, cuda::Half fmt, float lo = -1.f, float hi = 1.f);
+  Status fill_random(cuda::CudaEnv& env, CUdeviceptr out, std::size_t n, cuda::Half fmt,
+                     float lo = -1.f, float hi = 1.f);
   // Compares n 16-bit outputs with a float64 reference under tol.
-  Result<Comparison> compare(cuda::CudaEnv& env, CUdeviceptr out, CUdeviceptr ref, std::size_t n, cuda::Half fmt,
-                             const Tolerance& tol);
+  Result<Comparison> compare(cuda::CudaEnv& env, CUdeviceptr out, CUdeviceptr ref, std::size_t n,
+                             cuda::Half fmt, const Tolerance& tol);
   // compare(), then the kGuardElements past the output's end (allocated by the caller) must still
   // hold the poison; a write past the end is wrong_output.
-  Result<Comparison> check_output(cuda::CudaEnv& env, CUdeviceptr out, CUdeviceptr ref, std::size_t n,
-                                  cuda::Half fmt, const Tolerance& tol);
+  Result<Comparison> check_output(cuda::CudaEnv& env, CUdeviceptr out, CUdeviceptr ref,
+                                  std::size_t n, cuda::Half fmt, const Tolerance& tol);
   // How many of the n 16-bit guard elements at `guard` no longer hold the poison (a write past
   // the end of an output).
   Result<std::uint64_t> guard_damage(cuda::CudaEnv& env, CUdeviceptr guard, std::size_t n);

@@ -1,11 +1,12 @@
 // The deploy regime's L2 flush by reads (cuda::L2Flush): every thread reads 16-byte words a grid
 // stride apart, so the whole buffer passes through L2 and leaves it holding clean lines. The
 // checksum keeps the loads alive; the buffer holds zeros, so `sink` is never written.
-extern "C" __global__ void attune_l2_flush_read(const uint4* __restrict__ p, unsigned long long words,
-                                                unsigned* sink) {
+extern "C" __global__ void attune_l2_flush_read(const uint4* __restrict__ p,
+                                                unsigned long long words, unsigned* sink) {
   unsigned acc = 0;
   const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += stride) {
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < words;
+       i += stride) {
     const uint4 v = p[i];
     acc ^= v.x ^ v.y ^ v.z ^ v.w;
   }

@@ -18,7 +18,8 @@
 
 // The cluster's barrier: every thread of every block arrives; release/acquire orders shared memory.
 __device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
 }
 
 // Block `rank`'s float at the shared-memory address of `local` in this block.

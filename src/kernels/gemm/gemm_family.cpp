@@ -4,8 +4,8 @@
 
 #include "cuda/cuda_check.h"
 #include "kernels/common/gate.h"
-#include "kernels/ops.h"
 #include "kernels/gemm/gemm_lt.h"
+#include "kernels/ops.h"
 #include "kernels/plan_launch.h"
 
 namespace attune::kernels {
@@ -21,7 +21,9 @@ using namespace attune::cuda;
 constexpr double kNaiveRefMacs = 1.2e9;
 constexpr int kSkinnyMaxM = 16;
 
-Half half_of(const GemmShape& s) { return s.bf16 ? Half::kBf16 : Half::kFp16; }
+Half half_of(const GemmShape& s) {
+  return s.bf16 ? Half::kBf16 : Half::kFp16;
+}
 
 struct Data {
   std::string key;
@@ -29,7 +31,8 @@ struct Data {
   std::optional<LtProblem> lt, lt_ref;
 };
 
-Knob knob(const char* n, std::vector<Value> o, std::size_t base = 0, KnobKind kind = KnobKind::kInPlace) {
+Knob knob(const char* n, std::vector<Value> o, std::size_t base = 0,
+          KnobKind kind = KnobKind::kInPlace) {
   return Knob{n, std::move(o), base, kind};
 }
 
@@ -46,85 +49,145 @@ class GemmFamily final : public CudaFamily {
     for (auto [name, m, n, k] : {std::tuple{"gemm-qwen3-8b-q-decode1", 1, 4096, 4096},
                                  std::tuple{"gemm-qwen3-8b-up-decode16", 16, 12288, 4096},
                                  std::tuple{"gemm-qwen3-8b-down-prefill2048", 2048, 4096, 12288}}) {
-      Problem p("gemm", {{"m", std::to_string(m)}, {"n", std::to_string(n)}, {"k", std::to_string(k)},
-                         {"dtype", "bf16"}, {"bias", "0"}}, name);
+      Problem p("gemm",
+                {{"m", std::to_string(m)},
+                 {"n", std::to_string(n)},
+                 {"k", std::to_string(k)},
+                 {"dtype", "bf16"},
+                 {"bias", "0"}},
+                name);
       out.push_back({p, fmt::format("bf16 {}x{}x{} (M x N x K), C = A . B^T", m, n, k)});
     }
     return out;
   }
 
-  Result<Problem> resolve(const Problem& spec) const override {
-    return gemm_op().resolve(spec);
-  }
+  Result<Problem> resolve(const Problem& spec) const override { return gemm_op().resolve(spec); }
 
   Result<Space> space(const Problem& problem) const override {
     ATTUNE_ASSIGN(GemmShape s, gemm_shape(problem));
     const std::int64_t m = s.m, k = s.k;
     // The kernel fork first: each kernel's knobs are free only under it, fixed elsewhere.
     auto only = [](const char* kernel_value, const char* name, std::int64_t fixed) {
-      return Constraint{fmt::format("{} is fixed unless kernel={}", name, kernel_value), {"kernel", name},
+      return Constraint{fmt::format("{} is fixed unless kernel={}", name, kernel_value),
+                        {"kernel", name},
                         [kernel_value, name, fixed](const Assignment& a) {
                           return a["kernel"].as_word() == kernel_value || a.i(name) == fixed;
                         }};
     };
     return Space::make(
         {knob("kernel", {"cublaslt", "skinny", "skinny_tc", "tiled"}, 0, KnobKind::kStructural),
-         knob("lt_algo", {0, 1, 2, 3, 4, 5, 6, 7}), knob("lt_split", {0, 2, 4, 8, 16}), knob("lt_tile", {0, 1, 2, 3, 4}),
-         knob("sk_warps", {4, 1, 2, 8}), knob("sk_nb", {2, 1, 4, 8}), knob("sk_vec", {8, 4, 2, 1}), knob("sk_unroll", {1, 2, 4}),
-         knob("sk_split", {1, 2, 4, 8}), knob("tc_warps", {4, 1, 2, 8}), knob("tc_nt", {1, 2, 4}), knob("tc_unroll", {1, 2, 4}),
+         knob("lt_algo", {0, 1, 2, 3, 4, 5, 6, 7}),
+         knob("lt_split", {0, 2, 4, 8, 16}),
+         knob("lt_tile", {0, 1, 2, 3, 4}),
+         knob("sk_warps", {4, 1, 2, 8}),
+         knob("sk_nb", {2, 1, 4, 8}),
+         knob("sk_vec", {8, 4, 2, 1}),
+         knob("sk_unroll", {1, 2, 4}),
+         knob("sk_split", {1, 2, 4, 8}),
+         knob("tc_warps", {4, 1, 2, 8}),
+         knob("tc_nt", {1, 2, 4}),
+         knob("tc_unroll", {1, 2, 4}),
          knob("tc_split", {1, 2, 4, 8}),
-         knob("tl_bm", {128, 64, 32, 16, 256}), knob("tl_bn", {128, 64, 256, 32}), knob("tl_bk", {32, 64}),
-         knob("tl_wm", {2, 1, 4}), knob("tl_wn", {2, 1, 4}), knob("tl_stages", {3, 2, 4, 5}),
-         knob("tl_split", {1, 2, 4, 8}), knob("tl_group", {8, 1, 4, 16})},
-        {only("cublaslt", "lt_algo", 0), only("cublaslt", "lt_split", 0), only("cublaslt", "lt_tile", 0),
-         {fmt::format("the skinny kernel is for M <= {}", kSkinnyMaxM), {"kernel"},
-          [m](const Assignment& a) { return a["kernel"].as_word() != "skinny" || m <= kSkinnyMaxM; }},
-         only("skinny", "sk_warps", 4), only("skinny", "sk_nb", 2), only("skinny", "sk_vec", 8), only("skinny", "sk_unroll", 1),
+         knob("tl_bm", {128, 64, 32, 16, 256}),
+         knob("tl_bn", {128, 64, 256, 32}),
+         knob("tl_bk", {32, 64}),
+         knob("tl_wm", {2, 1, 4}),
+         knob("tl_wn", {2, 1, 4}),
+         knob("tl_stages", {3, 2, 4, 5}),
+         knob("tl_split", {1, 2, 4, 8}),
+         knob("tl_group", {8, 1, 4, 16})},
+        {only("cublaslt", "lt_algo", 0),
+         only("cublaslt", "lt_split", 0),
+         only("cublaslt", "lt_tile", 0),
+         {fmt::format("the skinny kernel is for M <= {}", kSkinnyMaxM),
+          {"kernel"},
+          [m](const Assignment& a) {
+            return a["kernel"].as_word() != "skinny" || m <= kSkinnyMaxM;
+          }},
+         only("skinny", "sk_warps", 4),
+         only("skinny", "sk_nb", 2),
+         only("skinny", "sk_vec", 8),
+         only("skinny", "sk_unroll", 1),
          only("skinny", "sk_split", 1),
-         {"skinny accumulators fit in registers: M * sk_nb <= 64", {"kernel", "sk_nb"},
-          [m](const Assignment& a) { return a["kernel"].as_word() != "skinny" || m * a.i("sk_nb") <= 64; }},
-         {"sk_vec divides K", {"kernel", "sk_vec"},
-          [k](const Assignment& a) { return a["kernel"].as_word() != "skinny" || k % a.i("sk_vec") == 0; }},
-         {fmt::format("the tensor-core skinny kernel is for M <= {} and K % 8 == 0", kSkinnyMaxM), {"kernel"},
-          [m, k](const Assignment& a) { return a["kernel"].as_word() != "skinny_tc" || (m <= kSkinnyMaxM && k % 8 == 0); }},
-         only("skinny_tc", "tc_warps", 4), only("skinny_tc", "tc_nt", 1), only("skinny_tc", "tc_unroll", 1),
+         {"skinny accumulators fit in registers: M * sk_nb <= 64",
+          {"kernel", "sk_nb"},
+          [m](const Assignment& a) {
+            return a["kernel"].as_word() != "skinny" || m * a.i("sk_nb") <= 64;
+          }},
+         {"sk_vec divides K",
+          {"kernel", "sk_vec"},
+          [k](const Assignment& a) {
+            return a["kernel"].as_word() != "skinny" || k % a.i("sk_vec") == 0;
+          }},
+         {fmt::format("the tensor-core skinny kernel is for M <= {} and K % 8 == 0", kSkinnyMaxM),
+          {"kernel"},
+          [m, k](const Assignment& a) {
+            return a["kernel"].as_word() != "skinny_tc" || (m <= kSkinnyMaxM && k % 8 == 0);
+          }},
+         only("skinny_tc", "tc_warps", 4),
+         only("skinny_tc", "tc_nt", 1),
+         only("skinny_tc", "tc_unroll", 1),
          only("skinny_tc", "tc_split", 1),
-         // A K split spreads few rows over more SMs; past one load per thread it only adds idle blocks.
-         {"a skinny K split leaves every thread at least one load", {"kernel", "sk_warps", "sk_vec", "sk_split"},
+         // A K split spreads few rows over more SMs; past one load per thread it only adds idle
+         // blocks.
+         {"a skinny K split leaves every thread at least one load",
+          {"kernel", "sk_warps", "sk_vec", "sk_split"},
           [k](const Assignment& a) {
             return a["kernel"].as_word() != "skinny" || a.i("sk_split") == 1 ||
                    k / (a.i("sk_vec") * a.i("sk_split")) >= a.i("sk_warps") * 32;
           }},
-         {"a skinny_tc K split leaves every warp at least one 32-wide chunk", {"kernel", "tc_warps", "tc_split"},
+         {"a skinny_tc K split leaves every warp at least one 32-wide chunk",
+          {"kernel", "tc_warps", "tc_split"},
           [k](const Assignment& a) {
-            return a["kernel"].as_word() != "skinny_tc" || a.i("tc_split") == 1 || (k + 31) / 32 / a.i("tc_split") >= a.i("tc_warps");
+            return a["kernel"].as_word() != "skinny_tc" || a.i("tc_split") == 1 ||
+                   (k + 31) / 32 / a.i("tc_split") >= a.i("tc_warps");
           }},
-         {"the tiled kernel needs K % 8 == 0 (16-byte loads)", {"kernel"},
+         {"the tiled kernel needs K % 8 == 0 (16-byte loads)",
+          {"kernel"},
           [k](const Assignment& a) { return a["kernel"].as_word() != "tiled" || k % 8 == 0; }},
-         only("tiled", "tl_bm", 128), only("tiled", "tl_bn", 128), only("tiled", "tl_bk", 32), only("tiled", "tl_wm", 2),
-         only("tiled", "tl_wn", 2), only("tiled", "tl_stages", 3), only("tiled", "tl_split", 1), only("tiled", "tl_group", 8),
-         {"a block tile under twice M (taller only multiplies zero rows)", {"kernel", "tl_bm"},
-          [m](const Assignment& a) { return a["kernel"].as_word() != "tiled" || a.i("tl_bm") < 2 * std::max<std::int64_t>(m, 16); }},
-         {"warp tiles are multiples of 16 x 16", {"kernel", "tl_bm", "tl_bn", "tl_wm", "tl_wn"},
-          [](const Assignment& a) {
-            return a["kernel"].as_word() != "tiled" || ((a.i("tl_bm") / a.i("tl_wm")) % 16 == 0 && a.i("tl_bm") >= 16 * a.i("tl_wm") &&
-                                                        (a.i("tl_bn") / a.i("tl_wn")) % 16 == 0 && a.i("tl_bn") >= 16 * a.i("tl_wn"));
+         only("tiled", "tl_bm", 128),
+         only("tiled", "tl_bn", 128),
+         only("tiled", "tl_bk", 32),
+         only("tiled", "tl_wm", 2),
+         only("tiled", "tl_wn", 2),
+         only("tiled", "tl_stages", 3),
+         only("tiled", "tl_split", 1),
+         only("tiled", "tl_group", 8),
+         {"a block tile under twice M (taller only multiplies zero rows)",
+          {"kernel", "tl_bm"},
+          [m](const Assignment& a) {
+            return a["kernel"].as_word() != "tiled" ||
+                   a.i("tl_bm") < 2 * std::max<std::int64_t>(m, 16);
           }},
-         {"a warp's accumulators fit in registers: warp tile <= 64 x 64", {"kernel", "tl_bm", "tl_bn", "tl_wm", "tl_wn"},
+         {"warp tiles are multiples of 16 x 16",
+          {"kernel", "tl_bm", "tl_bn", "tl_wm", "tl_wn"},
           [](const Assignment& a) {
-            return a["kernel"].as_word() != "tiled" || (a.i("tl_bm") / a.i("tl_wm")) * (a.i("tl_bn") / a.i("tl_wn")) <= 64 * 64;
+            return a["kernel"].as_word() != "tiled" ||
+                   ((a.i("tl_bm") / a.i("tl_wm")) % 16 == 0 && a.i("tl_bm") >= 16 * a.i("tl_wm") &&
+                    (a.i("tl_bn") / a.i("tl_wn")) % 16 == 0 && a.i("tl_bn") >= 16 * a.i("tl_wn"));
           }},
-         {"the pipeline fits the most shared memory any current GPU gives a block (227 KiB)", {"kernel", "tl_bm", "tl_bn", "tl_bk", "tl_stages"},
+         {"a warp's accumulators fit in registers: warp tile <= 64 x 64",
+          {"kernel", "tl_bm", "tl_bn", "tl_wm", "tl_wn"},
           [](const Assignment& a) {
-            return a["kernel"].as_word() != "tiled" || a.i("tl_stages") * (a.i("tl_bm") + a.i("tl_bn")) * a.i("tl_bk") * 2 <= 232448;
+            return a["kernel"].as_word() != "tiled" ||
+                   (a.i("tl_bm") / a.i("tl_wm")) * (a.i("tl_bn") / a.i("tl_wn")) <= 64 * 64;
           }},
-         {"split-K leaves every split at least two K tiles", {"kernel", "tl_bk", "tl_split"},
+         {"the pipeline fits the most shared memory any current GPU gives a block (227 KiB)",
+          {"kernel", "tl_bm", "tl_bn", "tl_bk", "tl_stages"},
+          [](const Assignment& a) {
+            return a["kernel"].as_word() != "tiled" ||
+                   a.i("tl_stages") * (a.i("tl_bm") + a.i("tl_bn")) * a.i("tl_bk") * 2 <= 232448;
+          }},
+         {"split-K leaves every split at least two K tiles",
+          {"kernel", "tl_bk", "tl_split"},
           [k](const Assignment& a) {
-            return a["kernel"].as_word() != "tiled" || a.i("tl_split") == 1 || (k + a.i("tl_bk") - 1) / a.i("tl_bk") >= 2 * a.i("tl_split");
+            return a["kernel"].as_word() != "tiled" || a.i("tl_split") == 1 ||
+                   (k + a.i("tl_bk") - 1) / a.i("tl_bk") >= 2 * a.i("tl_split");
           }}});
   }
 
-  std::optional<BuildRequest> build_request(const Problem& problem, const Config& c) const override {
+  std::optional<BuildRequest> build_request(const Problem& problem,
+                                            const Config& c) const override {
     auto plan = plan_gemm(problem, c);
     if (!plan || !std::holds_alternative<KernelPlan>(*plan)) return std::nullopt;
     return std::get<KernelPlan>(*plan).build;
@@ -135,19 +198,22 @@ class GemmFamily final : public CudaFamily {
     if (data_.key == problem.structural_key()) return Status::success();
     data_ = Data{};
     if (!lt_) ATTUNE_CUBLASLT(cublasLtCreate(&lt_));
-    const size_t mk = static_cast<size_t>(s.m * s.k), nk = static_cast<size_t>(s.n * s.k), mn = static_cast<size_t>(s.m * s.n);
+    const size_t mk = static_cast<size_t>(s.m * s.k), nk = static_cast<size_t>(s.n * s.k),
+                 mn = static_cast<size_t>(s.m * s.n);
     ATTUNE_ASSIGN(data_.a, DeviceBuffer::alloc(mk * 2));
     ATTUNE_ASSIGN(data_.b, DeviceBuffer::alloc(nk * 2));
     ATTUNE_ASSIGN(data_.bias, DeviceBuffer::alloc(static_cast<size_t>(s.n) * 2));
     ATTUNE_ASSIGN(data_.c, DeviceBuffer::alloc((mn + kGuardElements) * 2));
     ATTUNE_ASSIGN(data_.ref, DeviceBuffer::alloc(mn * 8));
     ATTUNE_ASSIGN(data_.lt_workspace, DeviceBuffer::alloc(kLtWorkspaceBytes));
-    ATTUNE_ASSIGN(LtProblem lt, make_lt(lt_, s, lt_type(s.bf16), s.bias, reinterpret_cast<void*>(data_.bias.ptr())));
+    ATTUNE_ASSIGN(LtProblem lt, make_lt(lt_, s, lt_type(s.bf16), s.bias,
+                                        reinterpret_cast<void*>(data_.bias.ptr())));
     data_.lt = std::move(lt);
     if (static_cast<double>(s.m) * s.n * s.k > kNaiveRefMacs) {
       ATTUNE_ASSIGN(data_.ref32, DeviceBuffer::alloc(mn * 4));
       ATTUNE_ASSIGN(LtProblem ref, make_lt(lt_, s, CUDA_R_32F, false, nullptr));
-      if (ref.heuristics.empty()) return Error::internal("cuBLASLt offers no fp32-output algorithm for the reference");
+      if (ref.heuristics.empty())
+        return Error::internal("cuBLASLt offers no fp32-output algorithm for the reference");
       data_.lt_ref = std::move(ref);
     }
     data_.key = problem.structural_key();
@@ -167,10 +233,12 @@ class GemmFamily final : public CudaFamily {
     req.source = kGemmRefSource;
     req.source_name = "gemm_ref.cu";
     int fmt_id = s.bf16 ? 0 : 1, has_bias = s.bias ? 1 : 0;
-    CUdeviceptr ref = data_.ref.ptr(), a = data_.a.ptr(), b = data_.b.ptr(), bias = data_.bias.ptr();
+    CUdeviceptr ref = data_.ref.ptr(), a = data_.a.ptr(), b = data_.b.ptr(),
+                bias = data_.bias.ptr();
     if (!data_.lt_ref) {
       ATTUNE_ASSIGN(Built k, env.function(req, "gemm_ref"));
-      if (k.verdict != Verdict::kOk) return Error::internal("the gemm reference does not compile: " + k.log);
+      if (k.verdict != Verdict::kOk)
+        return Error::internal("the gemm reference does not compile: " + k.log);
       int m = static_cast<int>(s.m), n = static_cast<int>(s.n), kk = static_cast<int>(s.k);
       void* args[] = {&ref, &a, &b, &bias, &m, &n, &kk, &fmt_id, &has_bias};
       const unsigned grid = static_cast<unsigned>((s.m * s.n + 255) / 256);
@@ -178,19 +246,22 @@ class GemmFamily final : public CudaFamily {
       return Status::success();
     }
     const auto& lt = *data_.lt_ref;
-    ATTUNE_CUBLASLT(lt_matmul(lt_, lt, lt.heuristics[0].algo, reinterpret_cast<void*>(a), reinterpret_cast<void*>(b),
-                              reinterpret_cast<void*>(data_.ref32.ptr()), reinterpret_cast<void*>(data_.lt_workspace.ptr()),
-                              env.stream()));
+    ATTUNE_CUBLASLT(lt_matmul(lt_, lt, lt.heuristics[0].algo, reinterpret_cast<void*>(a),
+                              reinterpret_cast<void*>(b),
+                              reinterpret_cast<void*>(data_.ref32.ptr()),
+                              reinterpret_cast<void*>(data_.lt_workspace.ptr()), env.stream()));
     ATTUNE_ASSIGN(Built w, env.function(req, "widen_add_bias"));
     CUdeviceptr in = data_.ref32.ptr();
     int n = static_cast<int>(s.n);
     unsigned long long count = static_cast<unsigned long long>(s.m * s.n);
     void* args[] = {&ref, &in, &bias, &n, &count, &fmt_id, &has_bias};
-    ATTUNE_CU(cuLaunchKernel(w.fn, grid_for(count), 1, 1, 256, 1, 1, 0, env.stream(), args, nullptr));
+    ATTUNE_CU(
+        cuLaunchKernel(w.fn, grid_for(count), 1, 1, 256, 1, 1, 0, env.stream(), args, nullptr));
     return Status::success();
   }
 
-  Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) override {
+  Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config,
+                      Regime regime) override {
     ATTUNE_ASSIGN(GemmShape s, gemm_shape(problem));
     ATTUNE_ASSIGN(GemmPlan plan, plan_gemm(problem, config));
     ATTUNE_TRY(prepare_data(problem, s));
@@ -207,10 +278,12 @@ class GemmFamily final : public CudaFamily {
       ATTUNE_TRY(check_args(kp));
       std::vector<CUfunction> fns;
       for (const LaunchStep& step : kp.steps) {
-        ATTUNE_ASSIGN(Launchable k, launchable(env, kp.build, step.kernel, step.block.x * step.block.y * step.block.z,
-                                               step.shared_bytes));
+        ATTUNE_ASSIGN(Launchable k,
+                      launchable(env, kp.build, step.kernel,
+                                 step.block.x * step.block.y * step.block.z, step.shared_bytes));
         if (k.refused) {
-          if (k.refused->verdict == Verdict::kLaunchFailed) k.refused->message = step.kernel + ": " + k.refused->message;
+          if (k.refused->verdict == Verdict::kLaunchFailed)
+            k.refused->message = step.kernel + ": " + k.refused->message;
           return *k.refused;
         }
         fns.push_back(k.fn);
@@ -226,8 +299,9 @@ class GemmFamily final : public CudaFamily {
       void* ws = reinterpret_cast<void*>(data_.lt_workspace.ptr());
       cublasLtHandle_t h = lt_;
       launch = [&lt, h, &args, ws, &algo](CUstream st) -> CUresult {
-        cublasStatus_t rc = lt_matmul(h, lt, algo, reinterpret_cast<void*>(args.a), reinterpret_cast<void*>(args.b),
-                                      reinterpret_cast<void*>(args.c), ws, st);
+        cublasStatus_t rc =
+            lt_matmul(h, lt, algo, reinterpret_cast<void*>(args.a), reinterpret_cast<void*>(args.b),
+                      reinterpret_cast<void*>(args.c), ws, st);
         return rc == CUBLAS_STATUS_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
       };
     }
@@ -239,7 +313,8 @@ class GemmFamily final : public CudaFamily {
     ATTUNE_TRY(gate_.fill_random(env, args.bias, static_cast<size_t>(s.n), half_of(s)));
     ATTUNE_TRY(data_.c.fill16(kPoison16, env.stream()));
     ATTUNE_TRY(reference(env, s));
-    ATTUNE_ASSIGN(auto refused, launch_and_wait(env, launch, native ? "gemm kernel" : "cublasLtMatmul"));
+    ATTUNE_ASSIGN(auto refused,
+                  launch_and_wait(env, launch, native ? "gemm kernel" : "cublasLtMatmul"));
     if (refused) return *refused;
     ATTUNE_ASSIGN(Comparison cmp, gate_.check_output(env, args.c, data_.ref.ptr(), mn, half_of(s),
                                                      tolerance_for(s.bf16 ? "bf16" : "fp16", s.k)));
@@ -260,6 +335,8 @@ class GemmFamily final : public CudaFamily {
 
 }  // namespace
 
-std::unique_ptr<CudaFamily> make_gemm_family() { return std::make_unique<GemmFamily>(); }
+std::unique_ptr<CudaFamily> make_gemm_family() {
+  return std::make_unique<GemmFamily>();
+}
 
 }  // namespace attune::kernels

@@ -37,7 +37,8 @@ struct LtProblem {
 
 // out_type: the output's type (the problem's 16-bit type, or CUDA_R_32F for a reference).
 // bias_ptr: the device bias vector when `bias`.
-Result<LtProblem> make_lt(cublasLtHandle_t handle, const GemmShape& s, cudaDataType_t out_type, bool bias, void* bias_ptr);
+Result<LtProblem> make_lt(cublasLtHandle_t handle, const GemmShape& s, cudaDataType_t out_type,
+                          bool bias, void* bias_ptr);
 
 // The algorithm for an LtPlan, or why cuBLASLt has none (a refusal, not an error).
 struct LtChoice {
@@ -47,8 +48,9 @@ struct LtChoice {
 LtChoice choose_lt_algo(cublasLtHandle_t handle, const LtProblem& lt, const LtPlan& plan);
 
 // Enqueues C = A . B^T (+ bias) with `algo`.
-cublasStatus_t lt_matmul(cublasLtHandle_t handle, const LtProblem& lt, const cublasLtMatmulAlgo_t& algo, const void* a,
-                         const void* b, void* c, void* workspace, cudaStream_t stream);
+cublasStatus_t lt_matmul(cublasLtHandle_t handle, const LtProblem& lt,
+                         const cublasLtMatmulAlgo_t& algo, const void* a, const void* b, void* c,
+                         void* workspace, cudaStream_t stream);
 
 cudaDataType_t lt_type(bool bf16);
 

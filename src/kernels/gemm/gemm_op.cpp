@@ -5,10 +5,14 @@
 namespace attune::kernels {
 
 const OpSignature& gemm_op() {
-  static const OpSignature op{.name = "gemm", .sizes = {"m", "n", "k"}, .flags = {"bias"},
-                              .dtypes = {"bf16", "fp16"}, .max_size = 1 << 20,
+  static const OpSignature op{.name = "gemm",
+                              .sizes = {"m", "n", "k"},
+                              .flags = {"bias"},
+                              .dtypes = {"bf16", "fp16"},
+                              .max_size = 1 << 20,
                               .baseline_config = "kernel=cublaslt,lt_algo=0,lt_split=0,lt_tile=0",
-                              .example_shape = "16x4096x4096", .runtime_key = 0};
+                              .example_shape = "16x4096x4096",
+                              .runtime_key = 0};
   return op;
 }
 

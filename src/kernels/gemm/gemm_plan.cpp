@@ -22,22 +22,29 @@ const std::vector<std::string> kGemmArgs = {"c", "a", "b", "bias"};
 std::vector<std::string> shape_defines(const GemmShape& s, bool mma_name) {
   std::vector<std::string> d = {fmt::format("-DT={}", type_of(s.bf16))};
   if (mma_name) d.push_back(fmt::format("-DTNAME=\"{}\"", s.bf16 ? "bf16" : "f16"));
-  d.insert(d.end(), {fmt::format("-DM={}", s.m), fmt::format("-DN={}", s.n), fmt::format("-DK={}", s.k)});
+  d.insert(d.end(),
+           {fmt::format("-DM={}", s.m), fmt::format("-DN={}", s.n), fmt::format("-DK={}", s.k)});
   return d;
 }
 
 // A skinny kernel's plan: one launch over `groups` groups of weight rows, each a cluster of `split`
 // consecutive blocks splitting K (the kernel's __cluster_dims__, from attune_cluster.cuh).
-KernelPlan skinny_plan(const char* source, const char* kernel, const GemmShape& s, std::vector<std::string> defines,
-                       unsigned groups, std::int64_t split, std::int64_t warps) {
+KernelPlan skinny_plan(const char* source, const char* kernel, const GemmShape& s,
+                       std::vector<std::string> defines, unsigned groups, std::int64_t split,
+                       std::int64_t warps) {
   KernelPlan p;
   p.build.source = source;
   p.build.source_name = std::string(kernel) + ".cu";
   p.build.options = std::move(defines);
-  p.build.options.insert(p.build.options.end(), {fmt::format("-DKSPLIT={}", split), fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
+  p.build.options.insert(p.build.options.end(), {fmt::format("-DKSPLIT={}", split),
+                                                 fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {kernel};
   p.build.headers = {{"attune_cluster.cuh", kClusterHeader}};
-  p.steps.push_back({kernel, {static_cast<unsigned>(groups * split)}, {static_cast<unsigned>(warps * 32)}, 0, kGemmArgs});
+  p.steps.push_back({kernel,
+                     {static_cast<unsigned>(groups * split)},
+                     {static_cast<unsigned>(warps * 32)},
+                     0,
+                     kGemmArgs});
   return p;
 }
 
@@ -47,9 +54,10 @@ Result<KernelPlan> plan_skinny(const GemmShape& s, const Config& c) {
   ATTUNE_ASSIGN(std::int64_t vec, knob(c, "sk_vec"));
   ATTUNE_ASSIGN(std::int64_t unroll, knob(c, "sk_unroll"));
   std::vector<std::string> d = shape_defines(s, false);
-  d.insert(d.end(), {fmt::format("-DWARPS={}", warps), fmt::format("-DNB={}", nb), fmt::format("-DVEC={}", vec),
-                     fmt::format("-DUNROLL={}", unroll)});
-  return skinny_plan(kGemmSkinnySource, "gemm_skinny", s, std::move(d), ceil_div(s.n, nb), knob_or(c, "sk_split", 1), warps);
+  d.insert(d.end(), {fmt::format("-DWARPS={}", warps), fmt::format("-DNB={}", nb),
+                     fmt::format("-DVEC={}", vec), fmt::format("-DUNROLL={}", unroll)});
+  return skinny_plan(kGemmSkinnySource, "gemm_skinny", s, std::move(d), ceil_div(s.n, nb),
+                     knob_or(c, "sk_split", 1), warps);
 }
 
 Result<KernelPlan> plan_skinny_tc(const GemmShape& s, const Config& c) {
@@ -57,7 +65,8 @@ Result<KernelPlan> plan_skinny_tc(const GemmShape& s, const Config& c) {
   ATTUNE_ASSIGN(std::int64_t nt, knob(c, "tc_nt"));
   ATTUNE_ASSIGN(std::int64_t unroll, knob(c, "tc_unroll"));
   std::vector<std::string> d = shape_defines(s, true);
-  d.insert(d.end(), {fmt::format("-DWARPS={}", warps), fmt::format("-DNT={}", nt), fmt::format("-DUNROLL={}", unroll)});
+  d.insert(d.end(), {fmt::format("-DWARPS={}", warps), fmt::format("-DNT={}", nt),
+                     fmt::format("-DUNROLL={}", unroll)});
   return skinny_plan(kGemmSkinnyTcSource, "gemm_skinny_tc", s, std::move(d), ceil_div(s.n, 16 * nt),
                      knob_or(c, "tc_split", 1), warps);
 }
@@ -75,16 +84,21 @@ Result<KernelPlan> plan_tiled(const GemmShape& s, const Config& c) {
   p.build.source = kGemmTiledSource;
   p.build.source_name = "gemm_tiled.cu";
   p.build.options = shape_defines(s, true);
-  p.build.options.insert(p.build.options.end(),
-                         {fmt::format("-DBM={}", bm), fmt::format("-DBN={}", bn), fmt::format("-DBK={}", bk),
-                          fmt::format("-DWM={}", wm), fmt::format("-DWN={}", wn), fmt::format("-DSTAGES={}", stages),
-                          fmt::format("-DSPLIT={}", split), fmt::format("-DGROUP={}", group),
-                          fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
+  p.build.options.insert(
+      p.build.options.end(),
+      {fmt::format("-DBM={}", bm), fmt::format("-DBN={}", bn), fmt::format("-DBK={}", bk),
+       fmt::format("-DWM={}", wm), fmt::format("-DWN={}", wn), fmt::format("-DSTAGES={}", stages),
+       fmt::format("-DSPLIT={}", split), fmt::format("-DGROUP={}", group),
+       fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {"gemm_tiled"};
   const std::vector<std::string> args = {"c", "a", "b", "bias", "workspace"};
   const unsigned tiles = ceil_div(s.m, bm) * ceil_div(s.n, bn);
   const unsigned smem = static_cast<unsigned>(stages * (bm + bn) * bk * 2);
-  p.steps.push_back({"gemm_tiled", {tiles, 1, static_cast<unsigned>(split)}, {static_cast<unsigned>(wm * wn * 32)}, smem, args});
+  p.steps.push_back({"gemm_tiled",
+                     {tiles, 1, static_cast<unsigned>(split)},
+                     {static_cast<unsigned>(wm * wn * 32)},
+                     smem,
+                     args});
   if (split > 1) {
     p.build.name_expressions.push_back("gemm_tiled_reduce");
     p.workspace_bytes = static_cast<std::size_t>(split * s.m * s.n) * sizeof(float);
@@ -106,7 +120,9 @@ Result<GemmShape> gemm_shape(const Problem& p) {
 Result<Plan> plan_gemm(const Problem& problem, const Config& config) {
   ATTUNE_ASSIGN(GemmShape s, gemm_shape(problem));
   const Value* kernel = config.get("kernel");
-  if (!kernel) return Error::invalid_argument(fmt::format("gemm config '{}' has no knob 'kernel'", config.text()));
+  if (!kernel)
+    return Error::invalid_argument(
+        fmt::format("gemm config '{}' has no knob 'kernel'", config.text()));
   const std::string k = kernel->as_word();
   if (k == "cublaslt") {
     LtPlan lt;
@@ -119,10 +135,15 @@ Result<Plan> plan_gemm(const Problem& problem, const Config& config) {
     return GemmPlan{lt};
   }
   Result<KernelPlan> plan = Error::invalid_argument("");
-  if (k == "skinny") plan = plan_skinny(s, config);
-  else if (k == "skinny_tc") plan = plan_skinny_tc(s, config);
-  else if (k == "tiled") plan = plan_tiled(s, config);
-  else return Error::invalid_argument(fmt::format("gemm config '{}': unknown kernel '{}'", config.text(), k));
+  if (k == "skinny")
+    plan = plan_skinny(s, config);
+  else if (k == "skinny_tc")
+    plan = plan_skinny_tc(s, config);
+  else if (k == "tiled")
+    plan = plan_tiled(s, config);
+  else
+    return Error::invalid_argument(
+        fmt::format("gemm config '{}': unknown kernel '{}'", config.text(), k));
   if (!plan) return plan.error();
   return GemmPlan{std::move(*plan)};
 }

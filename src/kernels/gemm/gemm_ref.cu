@@ -9,20 +9,25 @@ __device__ __forceinline__ double ld(const unsigned short* p, long i, int fmt) {
 }
 
 extern "C" __global__ void gemm_ref(double* c, const unsigned short* a, const unsigned short* b,
-                                    const unsigned short* bias, int m_size, int n_size, int k_size, int fmt,
-                                    int has_bias) {
+                                    const unsigned short* bias, int m_size, int n_size, int k_size,
+                                    int fmt, int has_bias) {
   const long idx = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
   if (idx >= static_cast<long>(m_size) * n_size) return;
   const int m = static_cast<int>(idx / n_size), n = static_cast<int>(idx % n_size);
   double s = has_bias ? ld(bias, n, fmt) : 0.0;
-  for (int k = 0; k < k_size; ++k) s += ld(a, static_cast<long>(m) * k_size + k, fmt) * ld(b, static_cast<long>(n) * k_size + k, fmt);
+  for (int k = 0; k < k_size; ++k)
+    s += ld(a, static_cast<long>(m) * k_size + k, fmt) *
+         ld(b, static_cast<long>(n) * k_size + k, fmt);
   c[idx] = s;
 }
 
 // Widens a float32 reference (cuBLASLt with fp32 output, used for large problems) to float64
 // and adds the bias in float64.
-extern "C" __global__ void widen_add_bias(double* out, const float* in, const unsigned short* bias, int n_size,
-                                          unsigned long long count, int fmt, int has_bias) {
-  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < count; i += 1ull * gridDim.x * blockDim.x)
-    out[i] = static_cast<double>(in[i]) + (has_bias ? ld(bias, static_cast<long>(i % n_size), fmt) : 0.0);
+extern "C" __global__ void widen_add_bias(double* out, const float* in, const unsigned short* bias,
+                                          int n_size, unsigned long long count, int fmt,
+                                          int has_bias) {
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < count;
+       i += 1ull * gridDim.x * blockDim.x)
+    out[i] = static_cast<double>(in[i]) +
+             (has_bias ? ld(bias, static_cast<long>(i % n_size), fmt) : 0.0);
 }

@@ -33,7 +33,8 @@ constexpr int kUnroll = UNROLL;  // #pragma unroll takes a constant expression, 
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
-gemm_skinny(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ bias) {
+    gemm_skinny(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b,
+                const T* __restrict__ bias) {
   // Consecutive blocks split one group of rows' K: with a cluster of KSPLIT along x, a block's
   // rank in its cluster is its split.
   const int split = blockIdx.x % KSPLIT;
@@ -53,7 +54,8 @@ gemm_skinny(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b,
 #pragma unroll
     for (int j = 0; j < NB; ++j) {
       const int n = n0 + j;
-      if (n < N) bv[j] = *reinterpret_cast<const Vec<VEC>*>(b + static_cast<size_t>(n) * K + k);
+      if (n < N)
+        bv[j] = *reinterpret_cast<const Vec<VEC>*>(b + static_cast<size_t>(n) * K + k);
       else
 #pragma unroll
         for (int e = 0; e < VEC; ++e) bv[j].v[e] = static_cast<T>(0.f);
@@ -64,7 +66,8 @@ gemm_skinny(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b,
 #pragma unroll
       for (int j = 0; j < NB; ++j)
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) acc[m][j] += static_cast<float>(av.v[e]) * static_cast<float>(bv[j].v[e]);
+        for (int e = 0; e < VEC; ++e)
+          acc[m][j] += static_cast<float>(av.v[e]) * static_cast<float>(bv[j].v[e]);
     }
   }
 

@@ -24,7 +24,7 @@ namespace {
 
 constexpr int kTokenTiles = (M + 7) / 8;  // n8 tiles of tokens: 1 or 2
 constexpr int kUnroll = UNROLL;
-constexpr int kChunks = (K + 31) / 32;    // 32 k per chunk per warp
+constexpr int kChunks = (K + 31) / 32;  // 32 k per chunk per warp
 constexpr int kSplitChunks = (kChunks + KSPLIT - 1) / KSPLIT;
 constexpr int kValues = NT * kTokenTiles * 4;  // accumulators per thread
 
@@ -33,9 +33,10 @@ __device__ __forceinline__ uint4 load16(const T* p, bool ok) {
   return __ldg(reinterpret_cast<const uint4*>(p));
 }
 
-__device__ __forceinline__ void mma(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
-                                    unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TNAME "." TNAME ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+__device__ __forceinline__ void mma(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
+                                    unsigned a3, unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TNAME "." TNAME
+               ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                "{%0,%1,%2,%3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
@@ -44,7 +45,8 @@ __device__ __forceinline__ void mma(float (&d)[4], unsigned a0, unsigned a1, uns
 }  // namespace
 
 // Writes accumulator `v` of lane `lane` (acc[NT][kTokenTiles][4] flattened) to C, adding the bias.
-__device__ __forceinline__ void store_c(T* __restrict__ c, const T* __restrict__ bias, int n_base, int v, int lane, float x) {
+__device__ __forceinline__ void store_c(T* __restrict__ c, const T* __restrict__ bias, int n_base,
+                                        int v, int lane, float x) {
   const int g = lane / 4, q = lane % 4;
   const int nt = v / (kTokenTiles * 4), t = v / 4 % kTokenTiles, i = v % 4;
   // d0, d1: weight row g, tokens 2q, 2q+1; d2, d3: weight row g + 8.
@@ -59,7 +61,8 @@ __device__ __forceinline__ void store_c(T* __restrict__ c, const T* __restrict__
 }
 
 extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
-gemm_skinny_tc(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ bias) {
+    gemm_skinny_tc(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b,
+                   const T* __restrict__ bias) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, q = lane % 4;
   // Consecutive blocks split one tile's K: with a cluster of KSPLIT along x, a block's rank in
@@ -121,7 +124,8 @@ gemm_skinny_tc(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__
 #pragma unroll
     for (int t = 0; t < kTokenTiles; ++t)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) store_c(c, bias, n_base, (nt * kTokenTiles + t) * 4 + i, lane, acc[nt][t][i]);
+      for (int i = 0; i < 4; ++i)
+        store_c(c, bias, n_base, (nt * kTokenTiles + t) * 4 + i, lane, acc[nt][t][i]);
 #else
   // Sum the warps into partial[0], then the cluster's blocks through distributed shared memory:
   // block r of the cluster sums and writes every KSPLIT-th accumulator, starting at r. No thread
@@ -132,7 +136,8 @@ gemm_skinny_tc(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__
 #pragma unroll
     for (int t = 0; t < kTokenTiles; ++t)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) partial[warp][(nt * kTokenTiles + t) * 4 + i][lane] = acc[nt][t][i];
+      for (int i = 0; i < 4; ++i)
+        partial[warp][(nt * kTokenTiles + t) * 4 + i][lane] = acc[nt][t][i];
   __syncthreads();
   for (int e = threadIdx.x; e < kValues * 32; e += WARPS * 32) {
     float s = 0.f;

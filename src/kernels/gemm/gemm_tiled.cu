@@ -27,8 +27,8 @@ namespace {
 constexpr int kThreads = WM * WN * 32;
 constexpr int kWarpM = BM / WM, kWarpN = BN / WN;
 constexpr int kMi = kWarpM / 16, kNi = kWarpN / 8;  // mma tiles per warp
-constexpr int kChunksPerRow = BK / 8;                 // 16-byte chunks in a tile row
-constexpr int kRowsPerLine = 64 / BK;                 // tile rows per 128-byte bank line
+constexpr int kChunksPerRow = BK / 8;               // 16-byte chunks in a tile row
+constexpr int kRowsPerLine = 64 / BK;               // tile rows per 128-byte bank line
 constexpr int kKTiles = (K + BK - 1) / BK;
 constexpr int kKTilesPerSplit = (kKTiles + SPLIT - 1) / SPLIT;
 constexpr int kTilesM = (M + BM - 1) / BM, kTilesN = (N + BN - 1) / BN;
@@ -49,7 +49,9 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool ok
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
 }
 
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
 
 template <int Pending>
 __device__ __forceinline__ void cp_async_wait() {
@@ -63,8 +65,10 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const T* p) {
                : "r"(s));
 }
 
-__device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TNAME "." TNAME ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+__device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0,
+                                    unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TNAME "." TNAME
+               ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
                "{%0,%1,%2,%3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -83,7 +87,8 @@ __device__ __forceinline__ void load_tile(T* tile, const T* g, int r0, int limit
   }
 }
 
-__device__ __forceinline__ void store_pair(T* c, int row, int col, float v0, float v1, const T* bias) {
+__device__ __forceinline__ void store_pair(T* c, int row, int col, float v0, float v1,
+                                           const T* bias) {
   if (row >= M || col >= N) return;
 #if BIAS
   v0 += static_cast<float>(bias[col]);
@@ -105,8 +110,8 @@ __device__ __forceinline__ void store_pair(T* c, int row, int col, float v0, flo
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(kThreads)
-gemm_tiled(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ bias,
-           float* __restrict__ workspace) {
+    gemm_tiled(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b,
+               const T* __restrict__ bias, float* __restrict__ workspace) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* smem = reinterpret_cast<T*>(smem_raw);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -154,18 +159,23 @@ gemm_tiled(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b, 
         ldmatrix_x4(af[mi], ta + swizzle(wm * kWarpM + mi * 16 + lane % 16, kk * 2 + lane / 16));
 #pragma unroll
       for (int nj = 0; nj < kNi / 2; ++nj) {
-        const int q = lane / 8;  // matrices: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15)
-        ldmatrix_x4(bf[nj], tb + swizzle(wn * kWarpN + nj * 16 + (q / 2) * 8 + lane % 8, kk * 2 + q % 2));
+        const int q =
+            lane /
+            8;  // matrices: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15)
+        ldmatrix_x4(bf[nj],
+                    tb + swizzle(wn * kWarpN + nj * 16 + (q / 2) * 8 + lane % 8, kk * 2 + q % 2));
       }
 #pragma unroll
       for (int mi = 0; mi < kMi; ++mi)
 #pragma unroll
-        for (int ni = 0; ni < kNi; ++ni) mma(acc[mi][ni], af[mi], bf[ni / 2][(ni % 2) * 2], bf[ni / 2][(ni % 2) * 2 + 1]);
+        for (int ni = 0; ni < kNi; ++ni)
+          mma(acc[mi][ni], af[mi], bf[ni / 2][(ni % 2) * 2], bf[ni / 2][(ni % 2) * 2 + 1]);
     }
   }
   cp_async_wait<0>();
 
-  // Accumulator fragment: d0, d1 at (row lane/4, columns 2 (lane % 4) + 0, 1); d2, d3 eight rows down.
+  // Accumulator fragment: d0, d1 at (row lane/4, columns 2 (lane % 4) + 0, 1); d2, d3 eight rows
+  // down.
 #pragma unroll
   for (int mi = 0; mi < kMi; ++mi)
 #pragma unroll
@@ -186,8 +196,9 @@ gemm_tiled(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b, 
 }
 
 // Split-K: sums the SPLIT partial tiles (every split writes its whole tile, zeros included).
-extern "C" __global__ void gemm_tiled_reduce(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b,
-                                             const T* __restrict__ bias, const float* __restrict__ workspace) {
+extern "C" __global__ void gemm_tiled_reduce(T* __restrict__ c, const T* __restrict__ a,
+                                             const T* __restrict__ b, const T* __restrict__ bias,
+                                             const float* __restrict__ workspace) {
   (void)a;
   (void)b;
   constexpr size_t kCount = static_cast<size_t>(M) * N;

@@ -14,7 +14,6 @@
 #define RESIDUAL 0
 #endif
 
-
 namespace {
 
 constexpr int kIters = (HIDDEN + THREADS * VEC - 1) / (THREADS * VEC);
@@ -38,9 +37,9 @@ __device__ __forceinline__ float warp_sum(float v) {
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(THREADS * ROWS_PER_BLOCK)
-rmsnorm(T* __restrict__ y, T* __restrict__ h_out, const T* __restrict__ x, const T* __restrict__ r,
-        const T* __restrict__ w, int rows, float eps) {
+extern "C" __global__ void __launch_bounds__(THREADS* ROWS_PER_BLOCK)
+    rmsnorm(T* __restrict__ y, T* __restrict__ h_out, const T* __restrict__ x,
+            const T* __restrict__ r, const T* __restrict__ w, int rows, float eps) {
   const int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.y;
   const int t = threadIdx.x;
   __shared__ float partial[ROWS_PER_BLOCK][THREADS / 32];
@@ -106,7 +105,8 @@ rmsnorm(T* __restrict__ y, T* __restrict__ h_out, const T* __restrict__ x, const
         }
       }
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) out.v[j] = static_cast<T>(vals[j] * scale * static_cast<float>(wv.v[j]));
+      for (int j = 0; j < VEC; ++j)
+        out.v[j] = static_cast<T>(vals[j] * scale * static_cast<float>(wv.v[j]));
       *reinterpret_cast<P*>(y + base + col) = out;
     }
   }

@@ -15,7 +15,6 @@ namespace {
 
 using namespace attune::cuda;
 
-
 struct Shape {
   std::int64_t rows = 0, hidden = 0;
   Half fmt = Half::kBf16;
@@ -43,41 +42,57 @@ class RmsnormFamily final : public CudaFamily {
 
   std::vector<ProblemInfo> examples() const override {
     std::vector<ProblemInfo> out;
-    for (auto [name, rows, hidden, residual] : {std::tuple{"rmsnorm-qwen3-8b-decode", 16, 4096, 1},
-                                                std::tuple{"rmsnorm-qwen3-8b-prefill", 8192, 4096, 1},
-                                                std::tuple{"rmsnorm-64mib", 8192, 4096, 0}}) {
-      Problem p("rmsnorm", {{"rows", std::to_string(rows)}, {"hidden", std::to_string(hidden)},
-                            {"dtype", "bf16"}, {"residual", std::to_string(residual)}}, name);
-      out.push_back({p, fmt::format("bf16 RMSNorm, {} rows of {}{}", rows, hidden, residual ? ", fused residual add" : "")});
+    for (auto [name, rows, hidden, residual] :
+         {std::tuple{"rmsnorm-qwen3-8b-decode", 16, 4096, 1},
+          std::tuple{"rmsnorm-qwen3-8b-prefill", 8192, 4096, 1},
+          std::tuple{"rmsnorm-64mib", 8192, 4096, 0}}) {
+      Problem p("rmsnorm",
+                {{"rows", std::to_string(rows)},
+                 {"hidden", std::to_string(hidden)},
+                 {"dtype", "bf16"},
+                 {"residual", std::to_string(residual)}},
+                name);
+      out.push_back({p, fmt::format("bf16 RMSNorm, {} rows of {}{}", rows, hidden,
+                                    residual ? ", fused residual add" : "")});
     }
     return out;
   }
 
-  Result<Problem> resolve(const Problem& spec) const override {
-    return rmsnorm_op().resolve(spec);
-  }
+  Result<Problem> resolve(const Problem& spec) const override { return rmsnorm_op().resolve(spec); }
 
   Result<Space> space(const Problem& problem) const override {
     ATTUNE_ASSIGN(Shape s, shape_of(problem));
     const std::int64_t hidden = s.hidden;
-    auto k = [](const char* n, std::vector<Value> o, std::size_t base) { return Knob{n, std::move(o), base, KnobKind::kInPlace}; };
+    auto k = [](const char* n, std::vector<Value> o, std::size_t base) {
+      return Knob{n, std::move(o), base, KnobKind::kInPlace};
+    };
     return Space::make(
         {k("threads", {32, 64, 128, 256, 512, 1024}, 3), k("rows_per_block", {1, 2, 4, 8}, 0),
          k("vec", {1, 2, 4, 8}, 0), k("unroll", {1, 2, 4}, 0)},
-        {{"threads * rows_per_block <= 1024", {"threads", "rows_per_block"},
+        {{"threads * rows_per_block <= 1024",
+          {"threads", "rows_per_block"},
           [](const Assignment& a) { return a.i("threads") * a.i("rows_per_block") <= 1024; }},
-         {"vec divides hidden (aligned vector accesses)", {"vec"},
+         {"vec divides hidden (aligned vector accesses)",
+          {"vec"},
           [hidden](const Assignment& a) { return a.i("vec") == 1 || hidden % a.i("vec") == 0; }},
-         {"no thread idle for a whole row: threads * vec <= max(hidden, 32 * vec) (the baseline's 256 always allowed)", {"threads", "vec"},
-          [hidden](const Assignment& a) { return a.i("threads") == 256 || a.i("threads") * a.i("vec") <= std::max<std::int64_t>(hidden, 32 * a.i("vec")); }},
-         {"unroll matters only for rows too long to keep in registers", {"threads", "vec", "unroll"},
+         {"no thread idle for a whole row: threads * vec <= max(hidden, 32 * vec) (the baseline's "
+          "256 always allowed)",
+          {"threads", "vec"},
           [hidden](const Assignment& a) {
-            const std::int64_t iters = (hidden + a.i("threads") * a.i("vec") - 1) / (a.i("threads") * a.i("vec"));
+            return a.i("threads") == 256 ||
+                   a.i("threads") * a.i("vec") <= std::max<std::int64_t>(hidden, 32 * a.i("vec"));
+          }},
+         {"unroll matters only for rows too long to keep in registers",
+          {"threads", "vec", "unroll"},
+          [hidden](const Assignment& a) {
+            const std::int64_t iters =
+                (hidden + a.i("threads") * a.i("vec") - 1) / (a.i("threads") * a.i("vec"));
             return a.i("unroll") == 1 || iters * a.i("vec") > 32;
           }}});
   }
 
-  std::optional<BuildRequest> build_request(const Problem& problem, const Config& c) const override {
+  std::optional<BuildRequest> build_request(const Problem& problem,
+                                            const Config& c) const override {
     auto plan = plan_rmsnorm(problem, c);
     if (!plan) return std::nullopt;
     return std::get<KernelPlan>(*plan).build;
@@ -99,13 +114,15 @@ class RmsnormFamily final : public CudaFamily {
     return Status::success();
   }
 
-  Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) override {
+  Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config,
+                      Regime regime) override {
     ATTUNE_ASSIGN(Shape s, shape_of(problem));
     ATTUNE_ASSIGN(Plan planned, plan_rmsnorm(problem, config));
     KernelPlan plan = std::get<KernelPlan>(std::move(planned));  // rmsnorm has no library variant
     ATTUNE_TRY(check_args(plan));
     const LaunchStep& step = plan.steps.at(0);
-    ATTUNE_ASSIGN(Launchable b, launchable(env, plan.build, step.kernel, step.block.x * step.block.y, step.shared_bytes));
+    ATTUNE_ASSIGN(Launchable b, launchable(env, plan.build, step.kernel,
+                                           step.block.x * step.block.y, step.shared_bytes));
     if (b.refused) return *b.refused;
     Outcome o;
     ATTUNE_TRY(prepare_data(problem, s));
@@ -114,7 +131,8 @@ class RmsnormFamily final : public CudaFamily {
     // Fresh random inputs, poisoned outputs, the reference on the same inputs.
     ATTUNE_TRY(gate_.fill_random(env, data_.x.ptr(), n, s.fmt));
     if (s.residual) ATTUNE_TRY(gate_.fill_random(env, data_.r.ptr(), n, s.fmt));
-    ATTUNE_TRY(gate_.fill_random(env, data_.w.ptr(), static_cast<std::size_t>(s.hidden), s.fmt, 0.5f, 1.5f));
+    ATTUNE_TRY(gate_.fill_random(env, data_.w.ptr(), static_cast<std::size_t>(s.hidden), s.fmt,
+                                 0.5f, 1.5f));
     ATTUNE_TRY(data_.y.fill16(kPoison16, env.stream()));
     if (s.residual) ATTUNE_TRY(data_.h.fill16(kPoison16, env.stream()));
     ATTUNE_TRY(reference(env, s));
@@ -136,7 +154,8 @@ class RmsnormFamily final : public CudaFamily {
     ATTUNE_ASSIGN(Comparison cy, gate_.check_output(env, args.y, data_.ref_y.ptr(), n, s.fmt, tol));
     Comparison worst = cy;
     if (s.residual && cy.verdict == Verdict::kOk) {
-      ATTUNE_ASSIGN(Comparison ch, gate_.check_output(env, args.h, data_.ref_h.ptr(), n, s.fmt, tol));
+      ATTUNE_ASSIGN(Comparison ch,
+                    gate_.check_output(env, args.h, data_.ref_h.ptr(), n, s.fmt, tol));
       if (ch.verdict != Verdict::kOk) ch.message = "residual output: " + ch.message;
       worst = ch.verdict != Verdict::kOk || ch.check.value > cy.check.value ? ch : cy;
     }
@@ -154,12 +173,16 @@ class RmsnormFamily final : public CudaFamily {
     req.source = kRmsnormRefSource;
     req.source_name = "rmsnorm_ref.cu";
     ATTUNE_ASSIGN(Built ref, env.function(req, "rmsnorm_ref"));
-    if (ref.verdict != Verdict::kOk) return Error::internal("the rmsnorm reference does not compile: " + ref.log);
-    CUdeviceptr y = data_.ref_y.ptr(), h = data_.ref_h.ptr(), x = data_.x.ptr(), r = data_.r.ptr(), w = data_.w.ptr();
-    int hidden = static_cast<int>(s.hidden), f = s.fmt == Half::kBf16 ? 0 : 1, residual = s.residual ? 1 : 0;
+    if (ref.verdict != Verdict::kOk)
+      return Error::internal("the rmsnorm reference does not compile: " + ref.log);
+    CUdeviceptr y = data_.ref_y.ptr(), h = data_.ref_h.ptr(), x = data_.x.ptr(), r = data_.r.ptr(),
+                w = data_.w.ptr();
+    int hidden = static_cast<int>(s.hidden), f = s.fmt == Half::kBf16 ? 0 : 1,
+        residual = s.residual ? 1 : 0;
     double eps = kRmsnormEps;
     void* args[] = {&y, &h, &x, &r, &w, &hidden, &f, &residual, &eps};
-    ATTUNE_CU(cuLaunchKernel(ref.fn, static_cast<unsigned>(s.rows), 1, 1, 256, 1, 1, 0, env.stream(), args, nullptr));
+    ATTUNE_CU(cuLaunchKernel(ref.fn, static_cast<unsigned>(s.rows), 1, 1, 256, 1, 1, 0,
+                             env.stream(), args, nullptr));
     return Status::success();
   }
 
@@ -169,6 +192,8 @@ class RmsnormFamily final : public CudaFamily {
 
 }  // namespace
 
-std::unique_ptr<CudaFamily> make_rmsnorm_family() { return std::make_unique<RmsnormFamily>(); }
+std::unique_ptr<CudaFamily> make_rmsnorm_family() {
+  return std::make_unique<RmsnormFamily>();
+}
 
 }  // namespace attune::kernels

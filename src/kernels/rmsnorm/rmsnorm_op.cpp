@@ -5,10 +5,14 @@
 namespace attune::kernels {
 
 const OpSignature& rmsnorm_op() {
-  static const OpSignature op{.name = "rmsnorm", .sizes = {"rows", "hidden"}, .flags = {"residual"},
-                              .dtypes = {"bf16", "fp16"}, .max_size = 1 << 24,
+  static const OpSignature op{.name = "rmsnorm",
+                              .sizes = {"rows", "hidden"},
+                              .flags = {"residual"},
+                              .dtypes = {"bf16", "fp16"},
+                              .max_size = 1 << 24,
                               .baseline_config = "threads=256,rows_per_block=1,vec=1,unroll=1",
-                              .example_shape = "8192x4096", .runtime_key = 1};
+                              .example_shape = "8192x4096",
+                              .runtime_key = 1};
   return op;
 }
 

@@ -1,4 +1,5 @@
-// rmsnorm's kernel plan: one launch of rmsnorm.cu, rows_per_block rows of `threads` threads per block.
+// rmsnorm's kernel plan: one launch of rmsnorm.cu, rows_per_block rows of `threads` threads per
+// block.
 #include <fmt/format.h>
 
 #include "kernels/plan.h"
@@ -22,12 +23,18 @@ Result<Plan> plan_rmsnorm(const Problem& problem, const Config& c) {
   KernelPlan p;
   p.build.source = kRmsnormSource;
   p.build.source_name = "rmsnorm.cu";
-  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DHIDDEN={}", s.hidden),
-                     fmt::format("-DTHREADS={}", threads), fmt::format("-DROWS_PER_BLOCK={}", rpb),
-                     fmt::format("-DVEC={}", vec), fmt::format("-DUNROLL={}", unroll),
+  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)),
+                     fmt::format("-DHIDDEN={}", s.hidden),
+                     fmt::format("-DTHREADS={}", threads),
+                     fmt::format("-DROWS_PER_BLOCK={}", rpb),
+                     fmt::format("-DVEC={}", vec),
+                     fmt::format("-DUNROLL={}", unroll),
                      fmt::format("-DRESIDUAL={}", s.residual ? 1 : 0)};
   p.build.name_expressions = {"rmsnorm"};
-  p.steps.push_back({"rmsnorm", {ceil_div(s.rows, rpb)}, {static_cast<unsigned>(threads), static_cast<unsigned>(rpb)}, 0,
+  p.steps.push_back({"rmsnorm",
+                     {ceil_div(s.rows, rpb)},
+                     {static_cast<unsigned>(threads), static_cast<unsigned>(rpb)},
+                     0,
                      {"y", "h", "x", "r", "w", "rows", "eps"}});
   return Plan{std::move(p)};
 }

@@ -8,8 +8,9 @@ __device__ __forceinline__ double load(const unsigned short* p, long i, int fmt)
                   : static_cast<double>(__half2float(__ushort_as_half(p[i])));
 }
 
-extern "C" __global__ void rmsnorm_ref(double* y, double* h, const unsigned short* x, const unsigned short* r,
-                                       const unsigned short* w, int hidden, int fmt, int residual, double eps) {
+extern "C" __global__ void rmsnorm_ref(double* y, double* h, const unsigned short* x,
+                                       const unsigned short* r, const unsigned short* w, int hidden,
+                                       int fmt, int residual, double eps) {
   __shared__ double partial[256];
   const long base = static_cast<long>(blockIdx.x) * hidden;
   double ss = 0;

@@ -51,10 +51,18 @@ const TypeInfo& info(ElementType t) {
 
 }  // namespace
 
-std::string_view to_string(ElementType t) { return info(t).name; }
-std::size_t size_of(ElementType t) { return info(t).size; }
-bool is_floating(ElementType t) { return info(t).floating; }
-std::string_view gate_dtype(ElementType t) { return info(t).gate; }
+std::string_view to_string(ElementType t) {
+  return info(t).name;
+}
+std::size_t size_of(ElementType t) {
+  return info(t).size;
+}
+bool is_floating(ElementType t) {
+  return info(t).floating;
+}
+std::string_view gate_dtype(ElementType t) {
+  return info(t).gate;
+}
 
 std::optional<ElementType> element_type_from_string(std::string_view s) {
   for (const auto& i : kTypes)
@@ -64,11 +72,16 @@ std::optional<ElementType> element_type_from_string(std::string_view s) {
 
 std::string_view to_string(ArgRole r) {
   switch (r) {
-    case ArgRole::kInput: return "input";
-    case ArgRole::kOutput: return "output";
-    case ArgRole::kInOut: return "inout";
-    case ArgRole::kScratch: return "scratch";
-    case ArgRole::kScalar: return "scalar";
+    case ArgRole::kInput:
+      return "input";
+    case ArgRole::kOutput:
+      return "output";
+    case ArgRole::kInOut:
+      return "inout";
+    case ArgRole::kScratch:
+      return "scratch";
+    case ArgRole::kScalar:
+      return "scalar";
   }
   return "?";
 }
@@ -170,7 +183,8 @@ std::string join(const std::vector<std::string>& v, std::string_view sep = ", ")
 Result<std::string> read_text_file(const std::filesystem::path& path, std::string_view what) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
-    return Error::io(std::string(what) + " '" + path.string() + "' does not exist or is not a file");
+    return Error::io(std::string(what) + " '" + path.string() +
+                     "' does not exist or is not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::io("cannot read " + std::string(what) + " '" + path.string() + "'");
   std::ostringstream s;
@@ -250,18 +264,16 @@ class Reader {
   // The map's fields, refusing keys outside `allowed` and keys given twice.
   Result<Fields> fields(const YAML::Node& n, std::string_view what,
                         const std::vector<std::string>& allowed) const {
-    if (!n.IsMap())
-      return fail(n, std::string(what) + " must be a map with keys " + join(allowed));
+    if (!n.IsMap()) return fail(n, std::string(what) + " must be a map with keys " + join(allowed));
     Fields out;
     for (auto it = n.begin(); it != n.end(); ++it) {
       YAML::Node key = it->first;
       if (!key.IsScalar()) return fail(key, std::string(what) + ": keys must be plain words");
       std::string k = key.Scalar();
       if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
-        return fail(key, std::string(what) + ": unknown key '" + k + "'" +
-                             suggestion(k, allowed) + "; expected one of: " + join(allowed));
-      if (find(out, k))
-        return fail(key, std::string(what) + ": key '" + k + "' is given twice");
+        return fail(key, std::string(what) + ": unknown key '" + k + "'" + suggestion(k, allowed) +
+                             "; expected one of: " + join(allowed));
+      if (find(out, k)) return fail(key, std::string(what) + ": key '" + k + "' is given twice");
       out.push_back({k, Entry{key, it->second}});
     }
     return out;
@@ -277,8 +289,7 @@ class Reader {
   Result<const Entry*> require(const Fields& f, const YAML::Node& map, std::string_view key,
                                const std::string& what, const std::string& example) const {
     const Entry* e = find(f, key);
-    if (!e)
-      return fail(map, what + " is missing '" + std::string(key) + "', e.g. " + example);
+    if (!e) return fail(map, what + " is missing '" + std::string(key) + "', e.g. " + example);
     return e;
   }
 
@@ -299,8 +310,8 @@ class Reader {
       if (is_size(name)) continue;
       if (const KnobSpec* k = knob(name)) {
         if (scope == Scope::kSizes)
-          return fail(n, what + " reads knob '" + name + "' in '" + e.text() + "', but " +
-                             why_sizes_only);
+          return fail(
+              n, what + " reads knob '" + name + "' in '" + e.text() + "', but " + why_sizes_only);
         for (const auto& v : k->values) {
           if (v.is_int()) continue;
           const std::string why = " reads knob '" + name + "' in '" + e.text() +
@@ -352,9 +363,10 @@ class Reader {
     if (n.IsSequence()) {
       for (std::size_t i = 0; i < n.size(); ++i) items.push_back(n[i]);
       if (items.empty() || items.size() > 3)
-        return fail(n, what + " must list 1 to 3 dimensions (x, y, z), e.g. "
-                              "[\"ceil_div(n, block_size)\", 1, 1]; got " +
-                              std::to_string(items.size()));
+        return fail(n, what +
+                           " must list 1 to 3 dimensions (x, y, z), e.g. "
+                           "[\"ceil_div(n, block_size)\", 1, 1]; got " +
+                           std::to_string(items.size()));
     } else {
       items.push_back(n);
     }
@@ -416,12 +428,13 @@ class Reader {
 
   Status read(const YAML::Node& root, const std::optional<std::filesystem::path>& kernel_file) {
     if (!root.IsDefined() || root.IsNull())
-      return fail(Mark{}, "the spec is empty; it needs at least kernel, grid, block, args and reference");
-    ATTUNE_ASSIGN(Fields top, fields(root, "the spec",
-                                     {"kernel", "source", "description", "problem", "knobs",
-                                      "constraints", "pass_knobs_as", "template_args", "defines",
-                                      "compile_options", "grid", "block", "shared_memory_bytes",
-                                      "args", "reference", "tolerance"}));
+      return fail(Mark{},
+                  "the spec is empty; it needs at least kernel, grid, block, args and reference");
+    ATTUNE_ASSIGN(Fields top,
+                  fields(root, "the spec",
+                         {"kernel", "source", "description", "problem", "knobs", "constraints",
+                          "pass_knobs_as", "template_args", "defines", "compile_options", "grid",
+                          "block", "shared_memory_bytes", "args", "reference", "tolerance"}));
     ATTUNE_TRY(read_source(top, root, kernel_file));
     if (const Entry* d = find(top, "description")) {
       ATTUNE_ASSIGN(spec_.description, scalar(d->value, "description"));
@@ -460,15 +473,18 @@ class Reader {
     for (const auto& e : spec_.launch.block) note(e);
     note(spec_.launch.shared_memory_bytes);
     for (const auto& a : spec_.args) {
-      if (a.role == ArgRole::kScalar) note(a.value);
-      else note(a.size);
+      if (a.role == ArgRole::kScalar)
+        note(a.value);
+      else
+        note(a.size);
     }
     for (const auto& k : spec_.knobs) {
       if (read.count(k.name)) continue;
       if (spec_.pass_knobs_as == KnobPassing::kTemplate)
-        return fail(k.mark, "knob '" + k.name + "' reaches the kernel nowhere: it is not in "
-                            "template_args and no launch, argument or define expression reads "
-                            "it; add it to template_args or remove it");
+        return fail(k.mark, "knob '" + k.name +
+                                "' reaches the kernel nowhere: it is not in "
+                                "template_args and no launch, argument or define expression reads "
+                                "it; add it to template_args or remove it");
       if (!mentions(spec_.source, k.define)) {
         Error w = fail(k.mark, "warning: knob '" + k.name + "': macro " + k.define +
                                    " does not appear in " + spec_.source_path.string() +
@@ -511,13 +527,13 @@ class Reader {
         return fail(it->first, "problem: '" + name + "' is not a name (letters, digits, '_')");
       for (std::string_view r : kReservedAttrs)
         if (name == r)
-          return fail(it->first, "problem: '" + name + "' is reserved (kernel, source, launch); "
-                                 "rename the size");
+          return fail(it->first, "problem: '" + name +
+                                     "' is reserved (kernel, source, launch); "
+                                     "rename the size");
       if (is_size(name)) return fail(it->first, "problem: '" + name + "' is given twice");
       ATTUNE_ASSIGN(std::string v, scalar(it->second, "problem." + name));
       auto i = parse_int(v);
-      if (!i)
-        return fail(it->second, "problem." + name + ": '" + v + "' is not an integer");
+      if (!i) return fail(it->second, "problem." + name + ": '" + v + "' is not an integer");
       spec_.problem.emplace_back(name, *i);
     }
     return Status::success();
@@ -546,14 +562,17 @@ class Reader {
     const Entry* step = find(f, "step");
     const Entry* times = find(f, "times");
     if ((step != nullptr) == (times != nullptr))
-      return fail(n, what + " needs exactly one of 'step' (32, 64, 96, ...) or 'times' "
-                            "(16, 32, 64, ...)");
+      return fail(n, what +
+                         " needs exactly one of 'step' (32, 64, 96, ...) or 'times' "
+                         "(16, 32, 64, ...)");
     const Entry* by = step ? step : times;
     ATTUNE_ASSIGN(std::string t, scalar(by->value, what + "." + (step ? "step" : "times")));
     auto k = parse_int(t);
     if (!k || (step && *k < 1) || (times && *k < 2))
-      return fail(by->value, what + ": " + (step ? "step" : "times") + " '" + t + "' must be an "
-                             "integer >= " + (step ? "1" : "2"));
+      return fail(by->value, what + ": " + (step ? "step" : "times") + " '" + t +
+                                 "' must be an "
+                                 "integer >= " +
+                                 (step ? "1" : "2"));
     if (bounds[0] > bounds[1] || (times && bounds[0] < 1))
       return fail(n, what + ": need 'from' <= 'to'" + (times ? " and 'from' >= 1" : std::string()));
     constexpr std::size_t kMaxValues = 4096;  // a space is a product of these; keep it sane
@@ -573,8 +592,9 @@ class Reader {
     const Entry* k = find(top, "knobs");
     if (!k || k->value.IsNull()) return Status::success();
     if (!k->value.IsMap())
-      return fail(k->value, "knobs must be a map of knob names, e.g. "
-                            "{block_size: {values: [128, 256], default: 256}}");
+      return fail(k->value,
+                  "knobs must be a map of knob names, e.g. "
+                  "{block_size: {values: [128, 256], default: 256}}");
     for (auto it = k->value.begin(); it != k->value.end(); ++it) {
       KnobSpec knob;
       ATTUNE_ASSIGN(knob.name, scalar(it->first, "knob name"));
@@ -592,8 +612,8 @@ class Reader {
       std::optional<YAML::Node> def;
       if (it->second.IsMap()) {
         ATTUNE_ASSIGN(Fields f, fields(it->second, what, {"values", "default", "define"}));
-        ATTUNE_ASSIGN(const Entry* v, require(f, it->second, "values", what,
-                                              "values: [64, 128, 256]"));
+        ATTUNE_ASSIGN(const Entry* v,
+                      require(f, it->second, "values", what, "values: [64, 128, 256]"));
         values = v->value;
         if (const Entry* d = find(f, "default")) def = d->value;
         if (const Entry* d = find(f, "define")) {
@@ -606,8 +626,9 @@ class Reader {
         ATTUNE_ASSIGN(knob.values, value_range(values, what + ".values"));
       } else {
         if (!values.IsSequence() || values.size() == 0)
-          return fail(values, what + ": values must be a non-empty list, e.g. [64, 128, 256], "
-                              "or a range, e.g. {from: 32, to: 1024, step: 32}");
+          return fail(values, what +
+                                  ": values must be a non-empty list, e.g. [64, 128, 256], "
+                                  "or a range, e.g. {from: 32, to: 1024, step: 32}");
         std::set<std::string> seen;
         for (std::size_t i = 0; i < values.size(); ++i) {
           ATTUNE_ASSIGN(Value v, knob_value(values[i], what + " value"));
@@ -648,16 +669,19 @@ class Reader {
       } else if (mode == "template") {
         spec_.pass_knobs_as = KnobPassing::kTemplate;
       } else {
-        return fail(p->value, "pass_knobs_as: '" + mode + "' must be 'defines' (-DBLOCK_SIZE=256, "
-                              "the default) or 'template' (kernel<256, ...>)");
+        return fail(p->value, "pass_knobs_as: '" + mode +
+                                  "' must be 'defines' (-DBLOCK_SIZE=256, "
+                                  "the default) or 'template' (kernel<256, ...>)");
       }
     }
     std::string plain = spec_.kernel.substr(0, spec_.kernel.find('<'));
-    while (!plain.empty() && std::isspace(static_cast<unsigned char>(plain.back()))) plain.pop_back();
+    while (!plain.empty() && std::isspace(static_cast<unsigned char>(plain.back())))
+      plain.pop_back();
     if (!is_qualified_identifier(plain) ||
         (spec_.kernel.find('<') != std::string::npos && spec_.kernel.back() != '>'))
-      return fail(k->value, "kernel: '" + spec_.kernel + "' must be the name of a __global__ "
-                            "function, or a template-id such as 'scale<float>'");
+      return fail(k->value, "kernel: '" + spec_.kernel +
+                                "' must be the name of a __global__ "
+                                "function, or a template-id such as 'scale<float>'");
     if (!mentions(spec_.source, base_name(spec_.kernel)))
       return fail(k->value, "kernel: '" + base_name(spec_.kernel) + "' does not appear in " +
                                 spec_.source_path.string());
@@ -679,7 +703,8 @@ class Reader {
           spec_.template_args.push_back(std::move(e));
         }
       } else {
-        for (const auto& kn : spec_.knobs) spec_.template_args.push_back(Expr::parse(kn.name).value());
+        for (const auto& kn : spec_.knobs)
+          spec_.template_args.push_back(Expr::parse(kn.name).value());
       }
       if (spec_.template_args.empty())
         return fail(k->value, "pass_knobs_as: template needs at least one knob or template_args");
@@ -693,11 +718,12 @@ class Reader {
     const Entry* c = find(top, "constraints");
     if (!c || c->value.IsNull()) return Status::success();
     if (!c->value.IsSequence())
-      return fail(c->value, "constraints must be a list of expressions, e.g. "
-                            "[\"block_size * items_per_thread <= 4096\"]");
+      return fail(c->value,
+                  "constraints must be a list of expressions, e.g. "
+                  "[\"block_size * items_per_thread <= 4096\"]");
     for (std::size_t i = 0; i < c->value.size(); ++i) {
-      ATTUNE_ASSIGN(Expr e, expr(c->value[i], "constraints[" + std::to_string(i) + "]",
-                                 Scope::kConstraint));
+      ATTUNE_ASSIGN(
+          Expr e, expr(c->value[i], "constraints[" + std::to_string(i) + "]", Scope::kConstraint));
       spec_.constraints.push_back({std::move(e), mark_of(c->value[i])});
     }
     return Status::success();
@@ -708,13 +734,15 @@ class Reader {
                   require(top, root, "args", "the spec",
                           "args: [{name: out, type: float32, buffer: output, size: n}]"));
     if (!a->value.IsSequence() || a->value.size() == 0)
-      return fail(a->value, "args must be a list of the kernel's parameters in order, e.g. "
-                            "[{name: out, type: float32, buffer: output, size: n}]");
+      return fail(a->value,
+                  "args must be a list of the kernel's parameters in order, e.g. "
+                  "[{name: out, type: float32, buffer: output, size: n}]");
     bool compared = false;
     for (std::size_t i = 0; i < a->value.size(); ++i) {
       const YAML::Node n = a->value[i];
       std::string what = "args[" + std::to_string(i) + "]";
-      ATTUNE_ASSIGN(Fields f, fields(n, what, {"name", "type", "buffer", "size", "scalar", "range"}));
+      ATTUNE_ASSIGN(Fields f,
+                    fields(n, what, {"name", "type", "buffer", "size", "scalar", "range"}));
       ArgSpec arg;
       arg.mark = mark_of(n);
       ATTUNE_ASSIGN(const Entry* name, require(f, n, "name", what, "name: out"));
@@ -738,24 +766,29 @@ class Reader {
       const Entry* buffer = find(f, "buffer");
       const Entry* scal = find(f, "scalar");
       if ((buffer != nullptr) == (scal != nullptr))
-        return fail(n, what + " needs exactly one of 'buffer: input|output|inout|scratch' "
-                              "(with size) or 'scalar: <expression>'");
+        return fail(n, what +
+                           " needs exactly one of 'buffer: input|output|inout|scratch' "
+                           "(with size) or 'scalar: <expression>'");
       if (buffer) {
         ATTUNE_ASSIGN(std::string role, scalar(buffer->value, what + ".buffer"));
-        if (role == "input") arg.role = ArgRole::kInput;
-        else if (role == "output") arg.role = ArgRole::kOutput;
-        else if (role == "inout") arg.role = ArgRole::kInOut;
-        else if (role == "scratch") arg.role = ArgRole::kScratch;
+        if (role == "input")
+          arg.role = ArgRole::kInput;
+        else if (role == "output")
+          arg.role = ArgRole::kOutput;
+        else if (role == "inout")
+          arg.role = ArgRole::kInOut;
+        else if (role == "scratch")
+          arg.role = ArgRole::kScratch;
         else
-          return fail(buffer->value, what + ".buffer: '" + role +
-                                         "' must be input, output, inout or scratch");
+          return fail(buffer->value,
+                      what + ".buffer: '" + role + "' must be input, output, inout or scratch");
         ATTUNE_ASSIGN(const Entry* size, require(f, n, "size", what, "size: n (elements)"));
         const bool scratch = arg.role == ArgRole::kScratch;
-        ATTUNE_ASSIGN(arg.size,
-                      expr(size->value, what + ".size",
-                           scratch ? Scope::kKnobsAndSizes : Scope::kSizes,
-                           "the candidate and the reference must see the same buffers; only "
-                           "scratch buffers may depend on knobs"));
+        ATTUNE_ASSIGN(
+            arg.size,
+            expr(size->value, what + ".size", scratch ? Scope::kKnobsAndSizes : Scope::kSizes,
+                 "the candidate and the reference must see the same buffers; only "
+                 "scratch buffers may depend on knobs"));
         if (arg.role == ArgRole::kOutput || arg.role == ArgRole::kInOut) compared = true;
         if (!is_floating(arg.type)) arg.range = {0.0, 100.0};
         if (const Entry* r = find(f, "range")) {
@@ -767,14 +800,13 @@ class Reader {
           ATTUNE_ASSIGN(std::string hi, scalar(r->value[1], what + ".range[1]"));
           auto l = parse_real(lo), h = parse_real(hi);
           if (!l || !h || *l > *h)
-            return fail(r->value, what + ".range: [" + lo + ", " + hi +
-                                      "] must be two numbers, low <= high");
+            return fail(r->value,
+                        what + ".range: [" + lo + ", " + hi + "] must be two numbers, low <= high");
           arg.range = {*l, *h};
         }
       } else {
         arg.role = ArgRole::kScalar;
-        if (const Entry* s = find(f, "size"))
-          return fail(s->key, what + ": a scalar has no size");
+        if (const Entry* s = find(f, "size")) return fail(s->key, what + ": a scalar has no size");
         if (const Entry* r = find(f, "range"))
           return fail(r->key, what + ".range only applies to input and inout buffers");
         ATTUNE_ASSIGN(std::string text, scalar(scal->value, what + ".scalar"));
@@ -783,7 +815,8 @@ class Reader {
         std::optional<Value> real_constant = e ? e->constant() : std::nullopt;
         if (real_constant && !real_constant->is_real()) real_constant.reset();
         if (!e || (real_constant && is_floating(arg.type))) {
-          auto real = real_constant ? std::optional<double>(real_constant->as_real()) : parse_real(text);
+          auto real =
+              real_constant ? std::optional<double>(real_constant->as_real()) : parse_real(text);
           if (!real || !is_floating(arg.type))
             return fail(scal->value, what + ".scalar: " + e.error().message());
           arg.real_value = *real;
@@ -796,8 +829,9 @@ class Reader {
       spec_.args.push_back(std::move(arg));
     }
     if (!compared)
-      return fail(a->value, "args: no output to check; mark at least one buffer 'output' or "
-                            "'inout' so the correctness gate can compare it with the reference");
+      return fail(a->value,
+                  "args: no output to check; mark at least one buffer 'output' or "
+                  "'inout' so the correctness gate can compare it with the reference");
     return Status::success();
   }
 
@@ -816,8 +850,8 @@ class Reader {
                                       {"name", "file", "grid", "block", "shared_memory_bytes",
                                        "defines", "compile_options"}));
       ReferenceKernel ref;
-      ATTUNE_ASSIGN(const Entry* name, require(kf, k->value, "name", "reference.kernel",
-                                               "name: vector_add_ref"));
+      ATTUNE_ASSIGN(const Entry* name,
+                    require(kf, k->value, "name", "reference.kernel", "name: vector_add_ref"));
       ATTUNE_ASSIGN(ref.name, scalar(name->value, "reference.kernel.name"));
       std::string plain = ref.name.substr(0, ref.name.find('<'));
       if (!is_qualified_identifier(plain))
@@ -837,11 +871,13 @@ class Reader {
         return fail(name->value, "reference.kernel.name: '" + base_name(ref.name) +
                                      "' does not appear in " + ref.source_path.string());
       if (ref.name == spec_.kernel && ref.source_path == spec_.source_path)
-        return fail(name->value, "reference.kernel.name: the reference must be another kernel "
-                                 "than the one being tuned");
+        return fail(name->value,
+                    "reference.kernel.name: the reference must be another kernel "
+                    "than the one being tuned");
       ATTUNE_ASSIGN(ref.launch, launch(kf, k->value, "reference.kernel", Scope::kSizes, why));
       if (const Entry* d = find(kf, "defines")) {
-        ATTUNE_ASSIGN(ref.defines, defines(d->value, "reference.kernel.defines", Scope::kSizes, why));
+        ATTUNE_ASSIGN(ref.defines,
+                      defines(d->value, "reference.kernel.defines", Scope::kSizes, why));
       }
       if (const Entry* o = find(kf, "compile_options")) {
         ATTUNE_ASSIGN(ref.compile_options, strings(o->value, "reference.kernel.compile_options"));
@@ -851,16 +887,16 @@ class Reader {
       const Entry* l = find(f, "library");
       ATTUNE_ASSIGN(Fields lf, fields(l->value, "reference.library", {"path", "function"}));
       ReferenceLibrary lib;
-      ATTUNE_ASSIGN(const Entry* path, require(lf, l->value, "path", "reference.library",
-                                               "path: ./libref.so"));
+      ATTUNE_ASSIGN(const Entry* path,
+                    require(lf, l->value, "path", "reference.library", "path: ./libref.so"));
       ATTUNE_ASSIGN(std::string p, scalar(path->value, "reference.library.path"));
       lib.path = resolve(p);
       std::error_code ec;
       if (!std::filesystem::is_regular_file(lib.path, ec))
         return fail(path->value, "reference.library.path: '" + lib.path.string() +
                                      "' does not exist; build the library first");
-      ATTUNE_ASSIGN(const Entry* fn, require(lf, l->value, "function", "reference.library",
-                                             "function: my_ref"));
+      ATTUNE_ASSIGN(const Entry* fn,
+                    require(lf, l->value, "function", "reference.library", "function: my_ref"));
       ATTUNE_ASSIGN(lib.function, scalar(fn->value, "reference.library.function"));
       if (!is_identifier(lib.function))
         return fail(fn->value, "reference.library.function: '" + lib.function +
@@ -985,8 +1021,8 @@ Result<Space> make_space(const UserKernelSpec& spec) {
     if (a.role == ArgRole::kScalar || a.role == ArgRole::kScratch) continue;
     auto n = a.size.eval_int(*sizes);
     if (!n)
-      return Error::invalid_argument(where(spec, a.mark) + ": argument '" + a.name + "' size: " +
-                                     n.error().message());
+      return Error::invalid_argument(where(spec, a.mark) + ": argument '" + a.name +
+                                     "' size: " + n.error().message());
     if (*n < 1)
       return Error::invalid_argument(where(spec, a.mark) + ": argument '" + a.name + "' has " +
                                      std::to_string(*n) + " elements ('" + a.size.text() +
@@ -1007,10 +1043,10 @@ Result<Space> make_space(const UserKernelSpec& spec) {
     if (!reads_knob) continue;
     auto v = c.expr.eval_int(baseline);
     if (!v || *v == 0)
-      return Error::invalid_argument(
-          where(spec, c.mark) + ": the defaults (" + baseline_text + ") violate constraint '" +
-          c.expr.text() + "'" + (v ? "" : " (" + v.error().message() + ")") +
-          " for problem " + sizes_text(spec) + "; change a knob's default");
+      return Error::invalid_argument(where(spec, c.mark) + ": the defaults (" + baseline_text +
+                                     ") violate constraint '" + c.expr.text() + "'" +
+                                     (v ? "" : " (" + v.error().message() + ")") + " for problem " +
+                                     sizes_text(spec) + "; change a knob's default");
   }
   std::vector<Constraint> constraints;
   for (const auto& c : spec.constraints) {
@@ -1021,7 +1057,8 @@ Result<Space> make_space(const UserKernelSpec& spec) {
       // A requirement on the problem, such as "n % 4 == 0".
       auto v = c.expr.eval_int(*sizes);
       if (!v)
-        return Error::invalid_argument(where(spec, c.mark) + ": constraint: " + v.error().message());
+        return Error::invalid_argument(where(spec, c.mark) +
+                                       ": constraint: " + v.error().message());
       if (*v == 0)
         return Error::invalid_argument(where(spec, c.mark) + ": constraint '" + c.expr.text() +
                                        "' does not hold for problem " + sizes_text(spec) +
@@ -1030,8 +1067,8 @@ Result<Space> make_space(const UserKernelSpec& spec) {
     }
     auto constraint = make_constraint(c.expr, knobs, *sizes);
     if (!constraint)
-      return Error::invalid_argument(where(spec, c.mark) + ": constraint: " +
-                                     constraint.error().message());
+      return Error::invalid_argument(where(spec, c.mark) +
+                                     ": constraint: " + constraint.error().message());
     constraints.push_back(std::move(*constraint));
   }
   auto space = Space::make(std::move(knobs), std::move(constraints));
@@ -1043,7 +1080,8 @@ namespace {
 
 std::string launch_description(const UserKernelSpec& spec) {
   std::string d = "kernel=" + spec.kernel;
-  d += ";pass=" + std::string(spec.pass_knobs_as == KnobPassing::kTemplate ? "template" : "defines");
+  d +=
+      ";pass=" + std::string(spec.pass_knobs_as == KnobPassing::kTemplate ? "template" : "defines");
   for (const auto& t : spec.template_args) d += ";targ=" + t.text();
   for (const auto& [n, e] : spec.defines) d += ";define=" + n + "=" + e.text();
   for (const auto& o : spec.compile_options) d += ";option=" + o;
@@ -1080,18 +1118,19 @@ Result<UserKernelSpec> spec_for_problem(const UserKernelSpec& spec, const Proble
     return Error::invalid_argument("problem '" + problem.text() + "' is not a user kernel's");
   // Sizes alone ("user:n=123", from the command line) ask for this spec at those sizes; a
   // problem naming the kernel, source or launch must match all three.
-  const bool sizes_only = !problem.attr("kernel") && !problem.attr("source") && !problem.attr("launch");
+  const bool sizes_only =
+      !problem.attr("kernel") && !problem.attr("source") && !problem.attr("launch");
   for (const char* key : {"kernel", "source", "launch"}) {
     if (sizes_only) break;
     const std::string* theirs = problem.attr(key);
     if (!theirs || *theirs != *mine.attr(key)) {
-      std::string what = std::string(key) == "kernel"   ? "names another kernel than"
-                         : std::string(key) == "source" ? "was made from another source text than"
-                                                        : "was made from another launch description than";
-      return Error::invalid_argument("problem '" + problem.text() + "' " + what + " " +
-                                     spec.spec_path.string() + " with " +
-                                     spec.source_path.string() +
-                                     " (was a file edited since the run began?)");
+      std::string what = std::string(key) == "kernel" ? "names another kernel than"
+                         : std::string(key) == "source"
+                             ? "was made from another source text than"
+                             : "was made from another launch description than";
+      return Error::invalid_argument(
+          "problem '" + problem.text() + "' " + what + " " + spec.spec_path.string() + " with " +
+          spec.source_path.string() + " (was a file edited since the run began?)");
     }
   }
   UserKernelSpec out = spec;
@@ -1121,7 +1160,7 @@ std::uint16_t to_half_bits(float f) {
   if (exp == 0xff) return static_cast<std::uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0u));
   int e = static_cast<int>(exp) - 127 + 15;
   if (e >= 31) return static_cast<std::uint16_t>(sign | 0x7c00u);  // overflow to inf
-  if (e <= 0) {                                                      // subnormal or zero
+  if (e <= 0) {                                                    // subnormal or zero
     if (e < -10) return static_cast<std::uint16_t>(sign);
     mant |= 0x800000u;
     std::uint32_t shift = static_cast<std::uint32_t>(14 - e);
@@ -1159,15 +1198,25 @@ Status encode_scalar(ArgInstance& a) {
     return Status::success();
   };
   switch (a.type) {
-    case ElementType::kFloat32: put(a.scalar_bytes, static_cast<float>(a.scalar_real)); break;
-    case ElementType::kFloat64: put(a.scalar_bytes, a.scalar_real); break;
-    case ElementType::kFloat16: put(a.scalar_bytes, to_half_bits(static_cast<float>(a.scalar_real))); break;
-    case ElementType::kBFloat16: put(a.scalar_bytes, to_bf16_bits(static_cast<float>(a.scalar_real))); break;
+    case ElementType::kFloat32:
+      put(a.scalar_bytes, static_cast<float>(a.scalar_real));
+      break;
+    case ElementType::kFloat64:
+      put(a.scalar_bytes, a.scalar_real);
+      break;
+    case ElementType::kFloat16:
+      put(a.scalar_bytes, to_half_bits(static_cast<float>(a.scalar_real)));
+      break;
+    case ElementType::kBFloat16:
+      put(a.scalar_bytes, to_bf16_bits(static_cast<float>(a.scalar_real)));
+      break;
     case ElementType::kInt32:
       ATTUNE_TRY(fits(INT32_MIN, INT32_MAX));
       put(a.scalar_bytes, static_cast<std::int32_t>(a.scalar_int));
       break;
-    case ElementType::kInt64: put(a.scalar_bytes, a.scalar_int); break;
+    case ElementType::kInt64:
+      put(a.scalar_bytes, a.scalar_int);
+      break;
     case ElementType::kUInt32:
       ATTUNE_TRY(fits(0, UINT32_MAX));
       put(a.scalar_bytes, static_cast<std::uint32_t>(a.scalar_int));
@@ -1188,16 +1237,15 @@ Status encode_scalar(ArgInstance& a) {
 Result<std::vector<const Value*>> knob_values(const UserKernelSpec& spec, const Config& config,
                                               Vars& vars) {
   if (config.entries().size() != spec.knobs.size())
-    return Error::invalid_argument("config '" + config.text() + "' sets " +
-                                   std::to_string(config.entries().size()) + " knobs; " +
-                                   spec.spec_path.string() + " declares " +
-                                   std::to_string(spec.knobs.size()));
+    return Error::invalid_argument(
+        "config '" + config.text() + "' sets " + std::to_string(config.entries().size()) +
+        " knobs; " + spec.spec_path.string() + " declares " + std::to_string(spec.knobs.size()));
   std::vector<const Value*> out;
   for (const auto& k : spec.knobs) {
     const Value* v = config.get(k.name);
     if (!v)
-      return Error::invalid_argument("config '" + config.text() + "' does not set knob '" +
-                                     k.name + "'");
+      return Error::invalid_argument("config '" + config.text() + "' does not set knob '" + k.name +
+                                     "'");
     const std::string t = v->text();
     auto it = std::find_if(k.values.begin(), k.values.end(),
                            [&](const Value& o) { return o.text() == t; });
@@ -1214,8 +1262,8 @@ Result<std::int64_t> eval_for(const Expr& e, const Vars& vars, const std::string
                               const std::string& config_text) {
   auto v = e.eval_int(vars);
   if (!v)
-    return Error::unsupported(what + " '" + e.text() + "' cannot be evaluated for " +
-                              config_text + ": " + v.error().message());
+    return Error::unsupported(what + " '" + e.text() + "' cannot be evaluated for " + config_text +
+                              ": " + v.error().message());
   return *v;
 }
 
@@ -1224,12 +1272,14 @@ Result<Launch> eval_launch(const LaunchSpec& spec, const Vars& vars, const std::
   Launch l;
   static const char* kAxis[] = {"x", "y", "z"};
   for (int i = 0; i < 3; ++i) {
-    ATTUNE_ASSIGN(l.grid[i], eval_for(spec.grid[i], vars, std::string("grid.") + kAxis[i], context));
+    ATTUNE_ASSIGN(l.grid[i],
+                  eval_for(spec.grid[i], vars, std::string("grid.") + kAxis[i], context));
     if (l.grid[i] < 1 || l.grid[i] > limits.max_grid[i])
       return Error::unsupported("grid." + std::string(kAxis[i]) + " = " + spec.grid[i].text() +
                                 " = " + std::to_string(l.grid[i]) + " for " + context +
                                 "; it must be in [1, " + std::to_string(limits.max_grid[i]) + "]");
-    ATTUNE_ASSIGN(l.block[i], eval_for(spec.block[i], vars, std::string("block.") + kAxis[i], context));
+    ATTUNE_ASSIGN(l.block[i],
+                  eval_for(spec.block[i], vars, std::string("block.") + kAxis[i], context));
     if (l.block[i] < 1 || l.block[i] > limits.max_block[i])
       return Error::unsupported("block." + std::string(kAxis[i]) + " = " + spec.block[i].text() +
                                 " = " + std::to_string(l.block[i]) + " for " + context +
@@ -1276,7 +1326,8 @@ Result<std::vector<ArgInstance>> eval_args(const UserKernelSpec& spec, const Var
       if (ai.elements < 1)
         return Error::unsupported("buffer '" + a.name + "' has " + std::to_string(ai.elements) +
                                   " elements ('" + a.size.text() + "') for " + context);
-      if (__builtin_mul_overflow(ai.elements, static_cast<std::int64_t>(size_of(a.type)), &ai.bytes))
+      if (__builtin_mul_overflow(ai.elements, static_cast<std::int64_t>(size_of(a.type)),
+                                 &ai.bytes))
         return Error::unsupported("buffer '" + a.name + "' size overflows for " + context);
     }
     out.push_back(std::move(ai));
@@ -1305,7 +1356,8 @@ Result<Instance> instantiate(const UserKernelSpec& spec, const Config& config,
   for (const auto& c : spec.constraints) {
     ATTUNE_ASSIGN(std::int64_t ok, eval_for(c.expr, vars, "constraint", context));
     if (!ok)
-      return Error::unsupported("config " + context + " violates constraint '" + c.expr.text() + "'");
+      return Error::unsupported("config " + context + " violates constraint '" + c.expr.text() +
+                                "'");
   }
   Instance inst;
   inst.name_expression = spec.kernel;
@@ -1372,7 +1424,8 @@ Result<Instance> instantiate_reference(const UserKernelSpec& spec, const LaunchL
                               ref->compile_options.end());
   auto launch = eval_launch(ref->launch, vars, context, limits);
   // The reference runs for every problem; a bad launch there is the spec's fault, not a config's.
-  if (!launch) return Error::invalid_argument(spec.spec_path.string() + ": " + launch.error().message());
+  if (!launch)
+    return Error::invalid_argument(spec.spec_path.string() + ": " + launch.error().message());
   inst.launch = *launch;
   return inst;
 }

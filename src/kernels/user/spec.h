@@ -27,11 +27,21 @@ namespace attune::user {
 
 // ---- element types --------------------------------------------------------------------------
 
-enum class ElementType { kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt32, kInt8, kUInt8 };
+enum class ElementType {
+  kFloat32,
+  kFloat64,
+  kFloat16,
+  kBFloat16,
+  kInt32,
+  kInt64,
+  kUInt32,
+  kInt8,
+  kUInt8
+};
 
 std::string_view to_string(ElementType t);  // the spec's spelling: "float32", "bfloat16", ...
 std::optional<ElementType> element_type_from_string(std::string_view s);
-std::size_t size_of(ElementType t);         // bytes per element
+std::size_t size_of(ElementType t);  // bytes per element
 bool is_floating(ElementType t);
 // The dtype name the correctness gate's tolerance_for() knows ("fp32", "fp64", "fp16", "bf16");
 // for integer types the type's own name (integer outputs are compared exactly, see Tolerance).
@@ -47,7 +57,8 @@ struct Mark {
 
 struct KnobSpec {
   std::string name;
-  std::vector<Value> values;  // integers or words (a word knob, float4, reads as a string in constraints only)
+  std::vector<Value>
+      values;  // integers or words (a word knob, float4, reads as a string in constraints only)
   std::size_t default_index = 0;
   std::string define;  // the macro name under pass_knobs_as: defines; default the upper-cased name
   Mark mark;
@@ -84,8 +95,8 @@ struct ArgSpec {
   std::string name;
   ElementType type = ElementType::kFloat32;
   ArgRole role = ArgRole::kInput;
-  Expr size;   // buffers: elements (only problem sizes, except for scratch)
-  Expr value;  // integer scalars, and float scalars given as expressions
+  Expr size;                         // buffers: elements (only problem sizes, except for scratch)
+  Expr value;                        // integer scalars, and float scalars given as expressions
   std::optional<double> real_value;  // float scalars given as a literal such as 0.5
   // Inputs: random values drawn uniformly from [lo, hi] (integers inclusive). Default [-1, 1]
   // for floating types, [0, 100] for integer types.
@@ -133,7 +144,7 @@ struct UserKernelSpec {
   std::vector<KnobSpec> knobs;
   std::vector<ConstraintSpec> constraints;
   KnobPassing pass_knobs_as = KnobPassing::kDefines;
-  std::vector<Expr> template_args;   // template mode; default: every knob in order
+  std::vector<Expr> template_args;                    // template mode; default: every knob in order
   std::vector<std::pair<std::string, Expr>> defines;  // extra -DNAME=value for every config
   std::vector<std::string> compile_options;           // extra NVRTC options, e.g. -use_fast_math
   LaunchSpec launch;

@@ -26,18 +26,35 @@ using user::ElementType;
 constexpr std::size_t kGuardBytes = 256;
 constexpr unsigned char kPoisonByte = 0xA5;  // integers and the guard region
 
-bool is_output(ArgRole r) { return r == ArgRole::kOutput || r == ArgRole::kInOut; }
-bool is_filled(ArgRole r) { return r == ArgRole::kInput || r == ArgRole::kInOut; }
+bool is_output(ArgRole r) {
+  return r == ArgRole::kOutput || r == ArgRole::kInOut;
+}
+bool is_filled(ArgRole r) {
+  return r == ArgRole::kInput || r == ArgRole::kInOut;
+}
 
 // One element's poison: a NaN with a payload no arithmetic makes for floating types, 0xA5 bytes
 // for integers.
 void poison_element(ElementType t, unsigned char* p) {
   switch (t) {
-    case ElementType::kFloat32: { std::uint32_t v = kPoisonBits; std::memcpy(p, &v, 4); break; }
-    case ElementType::kFloat64: { std::uint64_t v = 0x7ff8deaddeaddeadULL; std::memcpy(p, &v, 8); break; }
+    case ElementType::kFloat32: {
+      std::uint32_t v = kPoisonBits;
+      std::memcpy(p, &v, 4);
+      break;
+    }
+    case ElementType::kFloat64: {
+      std::uint64_t v = 0x7ff8deaddeaddeadULL;
+      std::memcpy(p, &v, 8);
+      break;
+    }
     case ElementType::kFloat16:
-    case ElementType::kBFloat16: { std::uint16_t v = kPoison16; std::memcpy(p, &v, 2); break; }
-    default: std::memset(p, kPoisonByte, user::size_of(t));
+    case ElementType::kBFloat16: {
+      std::uint16_t v = kPoison16;
+      std::memcpy(p, &v, 2);
+      break;
+    }
+    default:
+      std::memset(p, kPoisonByte, user::size_of(t));
   }
 }
 
@@ -50,30 +67,95 @@ std::vector<unsigned char> poisoned(ElementType t, std::size_t elements, std::si
 
 double element_value(ElementType t, const unsigned char* p) {
   switch (t) {
-    case ElementType::kFloat32: { float v; std::memcpy(&v, p, 4); return v; }
-    case ElementType::kFloat64: { double v; std::memcpy(&v, p, 8); return v; }
-    case ElementType::kFloat16: { std::uint16_t v; std::memcpy(&v, p, 2); return fp16_to_float(v); }
-    case ElementType::kBFloat16: { std::uint16_t v; std::memcpy(&v, p, 2); return bf16_to_float(v); }
-    case ElementType::kInt32: { std::int32_t v; std::memcpy(&v, p, 4); return v; }
-    case ElementType::kInt64: { std::int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
-    case ElementType::kUInt32: { std::uint32_t v; std::memcpy(&v, p, 4); return v; }
-    case ElementType::kInt8: { std::int8_t v; std::memcpy(&v, p, 1); return v; }
-    case ElementType::kUInt8: return *p;
+    case ElementType::kFloat32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case ElementType::kFloat64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case ElementType::kFloat16: {
+      std::uint16_t v;
+      std::memcpy(&v, p, 2);
+      return fp16_to_float(v);
+    }
+    case ElementType::kBFloat16: {
+      std::uint16_t v;
+      std::memcpy(&v, p, 2);
+      return bf16_to_float(v);
+    }
+    case ElementType::kInt32: {
+      std::int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case ElementType::kInt64: {
+      std::int64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<double>(v);
+    }
+    case ElementType::kUInt32: {
+      std::uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case ElementType::kInt8: {
+      std::int8_t v;
+      std::memcpy(&v, p, 1);
+      return v;
+    }
+    case ElementType::kUInt8:
+      return *p;
   }
   return 0;
 }
 
 void set_element(ElementType t, unsigned char* p, double x) {
   switch (t) {
-    case ElementType::kFloat32: { float v = static_cast<float>(x); std::memcpy(p, &v, 4); break; }
-    case ElementType::kFloat64: std::memcpy(p, &x, 8); break;
-    case ElementType::kFloat16: { std::uint16_t v = float_to_fp16(static_cast<float>(x)); std::memcpy(p, &v, 2); break; }
-    case ElementType::kBFloat16: { std::uint16_t v = float_to_bf16(static_cast<float>(x)); std::memcpy(p, &v, 2); break; }
-    case ElementType::kInt32: { std::int32_t v = static_cast<std::int32_t>(x); std::memcpy(p, &v, 4); break; }
-    case ElementType::kInt64: { std::int64_t v = static_cast<std::int64_t>(x); std::memcpy(p, &v, 8); break; }
-    case ElementType::kUInt32: { std::uint32_t v = static_cast<std::uint32_t>(x); std::memcpy(p, &v, 4); break; }
-    case ElementType::kInt8: { std::int8_t v = static_cast<std::int8_t>(x); std::memcpy(p, &v, 1); break; }
-    case ElementType::kUInt8: *p = static_cast<unsigned char>(x); break;
+    case ElementType::kFloat32: {
+      float v = static_cast<float>(x);
+      std::memcpy(p, &v, 4);
+      break;
+    }
+    case ElementType::kFloat64:
+      std::memcpy(p, &x, 8);
+      break;
+    case ElementType::kFloat16: {
+      std::uint16_t v = float_to_fp16(static_cast<float>(x));
+      std::memcpy(p, &v, 2);
+      break;
+    }
+    case ElementType::kBFloat16: {
+      std::uint16_t v = float_to_bf16(static_cast<float>(x));
+      std::memcpy(p, &v, 2);
+      break;
+    }
+    case ElementType::kInt32: {
+      std::int32_t v = static_cast<std::int32_t>(x);
+      std::memcpy(p, &v, 4);
+      break;
+    }
+    case ElementType::kInt64: {
+      std::int64_t v = static_cast<std::int64_t>(x);
+      std::memcpy(p, &v, 8);
+      break;
+    }
+    case ElementType::kUInt32: {
+      std::uint32_t v = static_cast<std::uint32_t>(x);
+      std::memcpy(p, &v, 4);
+      break;
+    }
+    case ElementType::kInt8: {
+      std::int8_t v = static_cast<std::int8_t>(x);
+      std::memcpy(p, &v, 1);
+      break;
+    }
+    case ElementType::kUInt8:
+      *p = static_cast<unsigned char>(x);
+      break;
   }
 }
 
@@ -86,12 +168,15 @@ std::vector<unsigned char> random_bytes(const ArgInstance& a, std::uint64_t seed
   std::uniform_int_distribution<std::int64_t> integer(static_cast<std::int64_t>(a.range.first),
                                                       static_cast<std::int64_t>(a.range.second));
   for (std::int64_t i = 0; i < a.elements; ++i)
-    set_element(a.type, out.data() + i * es, user::is_floating(a.type) ? real(g) : static_cast<double>(integer(g)));
+    set_element(a.type, out.data() + i * es,
+                user::is_floating(a.type) ? real(g) : static_cast<double>(integer(g)));
   return out;
 }
 
 struct DlClose {
-  void operator()(void* h) const { if (h) dlclose(h); }
+  void operator()(void* h) const {
+    if (h) dlclose(h);
+  }
 };
 
 class UserFamily final : public CudaFamily {
@@ -99,10 +184,14 @@ class UserFamily final : public CudaFamily {
   std::string op() const override { return "user"; }
 
   Status configure(const std::string& key, const std::string& value) override {
-    if (key == "user_spec") spec_path_ = value;
-    else if (key == "user_kernel") kernel_path_ = value;
-    else if (key == "user_problem") sizes_ = value;
-    else return Error::invalid_argument("unknown option " + key);
+    if (key == "user_spec")
+      spec_path_ = value;
+    else if (key == "user_kernel")
+      kernel_path_ = value;
+    else if (key == "user_problem")
+      sizes_ = value;
+    else
+      return Error::invalid_argument("unknown option " + key);
     if (spec_path_.empty()) return Status::success();
     std::optional<std::filesystem::path> kernel;
     if (!kernel_path_.empty()) kernel = kernel_path_;
@@ -116,7 +205,8 @@ class UserFamily final : public CudaFamily {
     if (!spec_) return {};
     Problem p = user::make_problem(*spec_);
     p.set_name(spec_->kernel);
-    return {{p, spec_->description.empty() ? "the user kernel of " + spec_->spec_path.string() : spec_->description}};
+    return {{p, spec_->description.empty() ? "the user kernel of " + spec_->spec_path.string()
+                                           : spec_->description}};
   }
 
   Result<Problem> resolve(const Problem& problem) const override {
@@ -131,7 +221,8 @@ class UserFamily final : public CudaFamily {
     return user::make_space(s);
   }
 
-  std::optional<std::string> can_implement(const Problem& problem, const Config& config) const override {
+  std::optional<std::string> can_implement(const Problem& problem,
+                                           const Config& config) const override {
     auto s = spec_for(problem);
     if (!s) return s.error().message();
     // Shared memory is left to the device check in the worker, where too much of it is a launch
@@ -141,19 +232,24 @@ class UserFamily final : public CudaFamily {
     return user::unsupported_reason(*s, config, lim);
   }
 
-  std::optional<BuildRequest> build_request(const Problem& problem, const Config& config) const override {
+  std::optional<BuildRequest> build_request(const Problem& problem,
+                                            const Config& config) const override {
     auto s = spec_for(problem);
     if (!s) return std::nullopt;
     user::LaunchLimits lim;
     lim.max_shared_memory_bytes = std::int64_t{1} << 40;
     auto inst = user::instantiate(*s, config, lim);
     if (!inst) return std::nullopt;
-    return BuildRequest{s->source, s->source_path.filename().string(), inst->compile_options, {inst->name_expression}};
+    return BuildRequest{s->source,
+                        s->source_path.filename().string(),
+                        inst->compile_options,
+                        {inst->name_expression}};
   }
 
  private:
   Result<user::UserKernelSpec> spec_for(const Problem& problem) const {
-    if (!spec_) return Error::invalid_argument("user kernels need --spec FILE (and --kernel FILE.cu)");
+    if (!spec_)
+      return Error::invalid_argument("user kernels need --spec FILE (and --kernel FILE.cu)");
     return user::spec_for_problem(*spec_, problem);
   }
 
@@ -166,12 +262,13 @@ class UserFamily final : public CudaFamily {
 
   // Runs `inst` on device buffers; fills `outputs` with each compared argument's bytes.
   struct Buffers {
-    std::vector<DeviceBuffer> dev;       // per arg (empty for scalars)
+    std::vector<DeviceBuffer> dev;  // per arg (empty for scalars)
     std::vector<CUdeviceptr> ptrs;
     std::vector<void*> params;
   };
 
-  Result<Buffers> allocate(const user::Instance& inst, const std::vector<std::vector<unsigned char>>& inputs, CUstream st) {
+  Result<Buffers> allocate(const user::Instance& inst,
+                           const std::vector<std::vector<unsigned char>>& inputs, CUstream st) {
     Buffers b;
     b.dev.resize(inst.args.size());
     b.ptrs.resize(inst.args.size());
@@ -180,29 +277,34 @@ class UserFamily final : public CudaFamily {
       if (a.role == ArgRole::kScalar) continue;
       ATTUNE_ASSIGN(b.dev[i], DeviceBuffer::alloc(static_cast<std::size_t>(a.bytes) + kGuardBytes));
       b.ptrs[i] = b.dev[i].ptr();
-      std::vector<unsigned char> bytes = is_filled(a.role) ? inputs[i] : poisoned(a.type, static_cast<std::size_t>(a.elements), 0);
+      std::vector<unsigned char> bytes =
+          is_filled(a.role) ? inputs[i] : poisoned(a.type, static_cast<std::size_t>(a.elements), 0);
       bytes.resize(static_cast<std::size_t>(a.bytes) + kGuardBytes, kPoisonByte);
       ATTUNE_TRY(b.dev[i].upload(bytes.data(), bytes.size(), st));
     }
     for (std::size_t i = 0; i < inst.args.size(); ++i)
-      b.params.push_back(inst.args[i].role == ArgRole::kScalar ? const_cast<unsigned char*>(inst.args[i].scalar_bytes.data())
-                                                                : static_cast<void*>(&b.ptrs[i]));
+      b.params.push_back(inst.args[i].role == ArgRole::kScalar
+                             ? const_cast<unsigned char*>(inst.args[i].scalar_bytes.data())
+                             : static_cast<void*>(&b.ptrs[i]));
     return b;
   }
 
-  Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config, Regime regime) override {
+  Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config,
+                      Regime regime) override {
     ATTUNE_ASSIGN(user::UserKernelSpec s, spec_for(problem));
     Outcome o;
     auto inst = user::instantiate(s, config, limits(env));
     if (!inst) {
-      o.verdict = inst.error().kind() == Error::Kind::kUnsupported ? Verdict::kUnsupported : Verdict::kLaunchFailed;
+      o.verdict = inst.error().kind() == Error::Kind::kUnsupported ? Verdict::kUnsupported
+                                                                   : Verdict::kLaunchFailed;
       o.message = inst.error().message();
       return o;
     }
     const auto& L = inst->launch;
-    ATTUNE_ASSIGN(Launchable k, launchable(env, *build_request(problem, config), inst->name_expression,
-                                           static_cast<unsigned>(L.threads_per_block()),
-                                           static_cast<unsigned>(L.shared_memory_bytes)));
+    ATTUNE_ASSIGN(Launchable k,
+                  launchable(env, *build_request(problem, config), inst->name_expression,
+                             static_cast<unsigned>(L.threads_per_block()),
+                             static_cast<unsigned>(L.shared_memory_bytes)));
     if (k.refused) return *k.refused;
     // Fresh random inputs, shared by the candidate and the reference.
     std::vector<std::vector<unsigned char>> inputs(inst->args.size());
@@ -212,10 +314,11 @@ class UserFamily final : public CudaFamily {
 
     ATTUNE_ASSIGN(Buffers b, allocate(*inst, inputs, env.stream()));
     auto launch = [&](CUstream st) {
-      return cuLaunchKernel(k.fn, static_cast<unsigned>(L.grid[0]), static_cast<unsigned>(L.grid[1]),
-                            static_cast<unsigned>(L.grid[2]), static_cast<unsigned>(L.block[0]),
-                            static_cast<unsigned>(L.block[1]), static_cast<unsigned>(L.block[2]),
-                            static_cast<unsigned>(L.shared_memory_bytes), st, b.params.data(), nullptr);
+      return cuLaunchKernel(
+          k.fn, static_cast<unsigned>(L.grid[0]), static_cast<unsigned>(L.grid[1]),
+          static_cast<unsigned>(L.grid[2]), static_cast<unsigned>(L.block[0]),
+          static_cast<unsigned>(L.block[1]), static_cast<unsigned>(L.block[2]),
+          static_cast<unsigned>(L.shared_memory_bytes), st, b.params.data(), nullptr);
     };
     ATTUNE_ASSIGN(auto refused, launch_and_wait(env, launch, "user kernel run"));
     if (refused) return *refused;
@@ -261,16 +364,20 @@ class UserFamily final : public CudaFamily {
   }
 
   // The reference's bytes for every compared argument (empty for the others).
-  Result<std::vector<std::vector<unsigned char>>> reference(CudaEnv& env, const user::UserKernelSpec& s,
-                                                            const std::vector<std::vector<unsigned char>>& inputs) {
+  Result<std::vector<std::vector<unsigned char>>> reference(
+      CudaEnv& env, const user::UserKernelSpec& s,
+      const std::vector<std::vector<unsigned char>>& inputs) {
     ATTUNE_ASSIGN(user::Instance ri, user::instantiate_reference(s, limits(env)));
     std::vector<std::vector<unsigned char>> out(ri.args.size());
     if (const auto* lib = std::get_if<user::ReferenceLibrary>(&s.reference)) {
       std::unique_ptr<void, DlClose> h(dlopen(lib->path.c_str(), RTLD_NOW | RTLD_LOCAL));
-      if (!h) return Error::invalid_argument(std::string("cannot load the reference library: ") + dlerror());
+      if (!h)
+        return Error::invalid_argument(std::string("cannot load the reference library: ") +
+                                       dlerror());
       using Fn = int (*)(void* const*, const std::int64_t*, int);
       auto fn = reinterpret_cast<Fn>(dlsym(h.get(), lib->function.c_str()));
-      if (!fn) return Error::invalid_argument("the reference library has no function " + lib->function);
+      if (!fn)
+        return Error::invalid_argument("the reference library has no function " + lib->function);
       std::vector<std::vector<unsigned char>> host(ri.args.size());
       std::vector<void*> ptrs;
       std::vector<std::int64_t> counts;
@@ -279,7 +386,9 @@ class UserFamily final : public CudaFamily {
         if (a.role == ArgRole::kScalar) {
           host[i].assign(a.scalar_bytes.begin(), a.scalar_bytes.end());
         } else {
-          host[i] = is_filled(a.role) ? inputs[i] : std::vector<unsigned char>(static_cast<std::size_t>(a.bytes), 0);
+          host[i] = is_filled(a.role)
+                        ? inputs[i]
+                        : std::vector<unsigned char>(static_cast<std::size_t>(a.bytes), 0);
         }
         ptrs.push_back(host[i].data());
         counts.push_back(a.role == ArgRole::kScalar ? 1 : a.elements);
@@ -291,15 +400,18 @@ class UserFamily final : public CudaFamily {
       return out;
     }
     const auto& rk = std::get<user::ReferenceKernel>(s.reference);
-    BuildRequest req{rk.source, rk.source_path.filename().string(), ri.compile_options, {ri.name_expression}};
+    BuildRequest req{
+        rk.source, rk.source_path.filename().string(), ri.compile_options, {ri.name_expression}};
     ATTUNE_ASSIGN(Built k, env.function(req, ri.name_expression));
-    if (k.verdict != Verdict::kOk) return Error::invalid_argument("the reference kernel does not compile: " + k.log);
+    if (k.verdict != Verdict::kOk)
+      return Error::invalid_argument("the reference kernel does not compile: " + k.log);
     ATTUNE_ASSIGN(Buffers b, allocate(ri, inputs, env.stream()));
     const auto& L = ri.launch;
-    CUresult rc = cuLaunchKernel(k.fn, static_cast<unsigned>(L.grid[0]), static_cast<unsigned>(L.grid[1]),
-                                 static_cast<unsigned>(L.grid[2]), static_cast<unsigned>(L.block[0]),
-                                 static_cast<unsigned>(L.block[1]), static_cast<unsigned>(L.block[2]),
-                                 static_cast<unsigned>(L.shared_memory_bytes), env.stream(), b.params.data(), nullptr);
+    CUresult rc = cuLaunchKernel(
+        k.fn, static_cast<unsigned>(L.grid[0]), static_cast<unsigned>(L.grid[1]),
+        static_cast<unsigned>(L.grid[2]), static_cast<unsigned>(L.block[0]),
+        static_cast<unsigned>(L.block[1]), static_cast<unsigned>(L.block[2]),
+        static_cast<unsigned>(L.shared_memory_bytes), env.stream(), b.params.data(), nullptr);
     exit_if_sticky(rc, "reference kernel launch");
     ATTUNE_CU(rc);
     rc = cuStreamSynchronize(env.stream());
@@ -319,6 +431,8 @@ class UserFamily final : public CudaFamily {
 
 }  // namespace
 
-std::unique_ptr<CudaFamily> make_user_family() { return std::make_unique<UserFamily>(); }
+std::unique_ptr<CudaFamily> make_user_family() {
+  return std::make_unique<UserFamily>();
+}
 
 }  // namespace attune::kernels

@@ -15,16 +15,21 @@ namespace {
 
 std::atomic<std::uint64_t> g_generation{0};
 
-// cuBLASLt's own names for the variant that runs: what a dispatch report can show of a library call.
+// cuBLASLt's own names for the variant that runs: what a dispatch report can show of a library
+// call.
 std::string lt_description(const cublasLtMatmulAlgo_t& algo) {
   std::int32_t id = 0, split = 0;
   std::uint32_t tile = 0, stages = 0;
   size_t written = 0;
   cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written);
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written);
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &written);
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof split, &written);
-  return fmt::format("cublasLtMatmul algo={} tile={} stages={} split_k={}", id, tile, stages, split);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile,
+                                       &written);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages,
+                                       sizeof stages, &written);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof split,
+                                       &written);
+  return fmt::format("cublasLtMatmul algo={} tile={} stages={} split_k={}", id, tile, stages,
+                     split);
 }
 
 // The first lines of a compiler log, enough to say why.
@@ -80,13 +85,16 @@ Status Executor::enter_slow(CUcontext current) const {
     ATTUNE_CU(cuCtxSetCurrent(ctx_));
     return Status::success();
   }
-  return Error::unsupported(fmt::format(
-      "another CUDA context is current on this thread; libattune-rt runs in device {}'s primary context "
-      "(the one the CUDA runtime uses)", fingerprint_.name));
+  return Error::unsupported(
+      fmt::format("another CUDA context is current on this thread; libattune-rt runs in device "
+                  "{}'s primary context "
+                  "(the one the CUDA runtime uses)",
+                  fingerprint_.name));
 }
 
 Result<std::unique_ptr<Launch>> Executor::build_launch(const Problem& problem,
-                                                       const std::string& config_text, const kernels::PlanArgs& args,
+                                                       const std::string& config_text,
+                                                       const kernels::PlanArgs& args,
                                                        DispatchRecord& rec, std::string* refusal) {
   std::unique_ptr<Launch> none;
   auto config = Config::parse(config_text);
@@ -103,7 +111,8 @@ Result<std::unique_ptr<Launch>> Executor::build_launch(const Problem& problem,
   if (const auto* lt = std::get_if<kernels::LtPlan>(&*plan)) {  // a cuBLASLt variant: gemm's
     ATTUNE_ASSIGN(kernels::GemmShape s, kernels::gemm_shape(problem));
     void* bias = s.bias ? reinterpret_cast<void*>(args.bias) : nullptr;
-    ATTUNE_ASSIGN(kernels::LtProblem ltp, kernels::make_lt(lt_, s, kernels::lt_type(s.bf16), s.bias, bias));
+    ATTUNE_ASSIGN(kernels::LtProblem ltp,
+                  kernels::make_lt(lt_, s, kernels::lt_type(s.bf16), s.bias, bias));
     kernels::LtChoice choice = kernels::choose_lt_algo(lt_, ltp, *lt);
     if (!choice.algo) {
       *refusal = choice.refusal;
@@ -131,9 +140,12 @@ Result<std::unique_ptr<Launch>> Executor::build_launch(const Problem& problem,
   }
   for (const kernels::LaunchStep& step : native.steps) {
     auto lowered = it->second.lowered.find(step.kernel);
-    ATTUNE_ASSIGN(CUfunction fn, it->second.module.function(lowered == it->second.lowered.end() ? step.kernel : lowered->second));
+    ATTUNE_ASSIGN(CUfunction fn, it->second.module.function(lowered == it->second.lowered.end()
+                                                                ? step.kernel
+                                                                : lowered->second));
     const unsigned threads = step.block.x * step.block.y * step.block.z;
-    ATTUNE_ASSIGN(std::string why, cuda::check_launch(fn, threads, step.shared_bytes, limits_.max_shared_per_block_optin));
+    ATTUNE_ASSIGN(std::string why, cuda::check_launch(fn, threads, step.shared_bytes,
+                                                      limits_.max_shared_per_block_optin));
     if (!why.empty()) {
       *refusal = step.kernel + ": " + why;
       return none;
@@ -170,7 +182,9 @@ Result<Launch*> Executor::prepare(Selector& selector, Slot& slot, const kernels:
   if (!row) {
     std::string refusal;
     ATTUNE_ASSIGN(launch, build_launch(problem, baseline, args, *rec, &refusal));
-    if (!launch) return Error::unsupported(fmt::format("the baseline cannot run {}: {}", slot.problem, refusal));
+    if (!launch)
+      return Error::unsupported(
+          fmt::format("the baseline cannot run {}: {}", slot.problem, refusal));
   }
   rt::Dispatch& d = rec->cpp;
   d.tuned = row != nullptr;
@@ -180,9 +194,14 @@ Result<Launch*> Executor::prepare(Selector& selector, Slot& slot, const kernels:
   d.backend = row ? row->row->backend : "cuda";
   d.config = row ? row->row->config : baseline;
   rec->kernels_joined = join(d.kernels, ";");
-  rec->c = attune_rt_dispatch{d.tuned ? 1 : 0,     d.row,           d.why.c_str(),
-                              d.problem.c_str(),   d.backend.c_str(), d.config.c_str(),
-                              rec->kernels_joined.c_str(), d.cache_key.c_str()};
+  rec->c = attune_rt_dispatch{d.tuned ? 1 : 0,
+                              d.row,
+                              d.why.c_str(),
+                              d.problem.c_str(),
+                              d.backend.c_str(),
+                              d.config.c_str(),
+                              rec->kernels_joined.c_str(),
+                              d.cache_key.c_str()};
   launch->record = rec.get();
   records_.push_back(std::move(rec));
   Launch* out = launch.get();
@@ -207,10 +226,12 @@ Result<CUdeviceptr> Executor::workspace(CUstream stream, std::size_t bytes) {
     if (c.generation == generation_ && c.stream == stream && c.bytes >= bytes) return c.ptr;
   std::lock_guard lock(mu_);
   // The per-thread default stream is one handle for many streams: a workspace per thread.
-  const auto key = std::make_pair(stream, stream == CU_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id());
+  const auto key = std::make_pair(
+      stream, stream == CU_STREAM_PER_THREAD ? std::this_thread::get_id() : std::thread::id());
   cuda::DeviceBuffer& buf = workspaces_[key];
   if (buf.bytes() < bytes) {
-    ATTUNE_ASSIGN(cuda::DeviceBuffer bigger, cuda::DeviceBuffer::alloc(std::max(bytes, 2 * buf.bytes())));
+    ATTUNE_ASSIGN(cuda::DeviceBuffer bigger,
+                  cuda::DeviceBuffer::alloc(std::max(bytes, 2 * buf.bytes())));
     if (buf.ptr()) retired_.push_back(std::move(buf));
     buf = std::move(bigger);
   }
@@ -236,7 +257,8 @@ Status Executor::run(Launch& launch, kernels::PlanArgs& args, CUstream stream) {
   if (launch.lt_bias) {
     std::lock_guard lock(launch.lt_mu);
     void* bias = reinterpret_cast<void*>(args.bias);
-    ATTUNE_CUBLASLT(cublasLtMatmulDescSetAttribute(launch.lt->desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    ATTUNE_CUBLASLT(cublasLtMatmulDescSetAttribute(
+        launch.lt->desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     ATTUNE_CUBLASLT(kernels::lt_matmul(lt_, *launch.lt, launch.algo, a, b, c, ws, stream));
     return Status::success();
   }

@@ -1,8 +1,8 @@
 // Executor: runs on the device what the Selector decided. The first call of a shape prepares its
 // launch from the row's config (or the baseline's) through the kernel plans the tuner launches:
-// kernels::plan (each op's plan), compiled by cuda::Compiler (cubins cached on disk), loaded once per
-// process into the device's primary context; cuBLASLt configs through choose_lt_algo. A row that
-// cannot run here (it does not build, does not fit the device, cuBLASLt refuses it) is demoted
+// kernels::plan (each op's plan), compiled by cuda::Compiler (cubins cached on disk), loaded once
+// per process into the device's primary context; cuBLASLt configs through choose_lt_algo. A row
+// that cannot run here (it does not build, does not fit the device, cuBLASLt refuses it) is demoted
 // to the baseline, said on stderr. Later calls enqueue the prepared launch.
 //
 // Thread-safety: prepare() serializes first calls under a mutex and publishes each launch once;
@@ -26,10 +26,10 @@
 #include <vector>
 
 #include "attune/runtime.h"
+#include "core/error.h"
 #include "cuda/cuda_device.h"
 #include "cuda/cuda_run.h"
 #include "cuda/nvrtc_build.h"
-#include "core/error.h"
 #include "kernels/gemm/gemm_lt.h"
 #include "kernels/plan_launch.h"
 #include "runtime/selector.h"
@@ -59,7 +59,8 @@ struct Launch {
 
 class Executor {
  public:
-  static Result<std::unique_ptr<Executor>> open(int ordinal, const std::filesystem::path& cubin_dir);
+  static Result<std::unique_ptr<Executor>> open(int ordinal,
+                                                const std::filesystem::path& cubin_dir);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -95,7 +96,8 @@ class Executor {
   // The launch of `config` for `problem` (its kernels and cache key into rec), or null with why it
   // cannot run here in *refusal. An Error is a failure of CUDA itself, not of the config.
   Result<std::unique_ptr<Launch>> build_launch(const Problem& problem, const std::string& config,
-                                               const kernels::PlanArgs& args, DispatchRecord& rec, std::string* refusal);
+                                               const kernels::PlanArgs& args, DispatchRecord& rec,
+                                               std::string* refusal);
   Result<CUdeviceptr> workspace(CUstream stream, std::size_t bytes);
 
   struct LoadedModule {
@@ -110,14 +112,16 @@ class Executor {
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
-  std::uint64_t generation_ = 0;  // tells this Executor's thread-local workspace cache from another's
+  std::uint64_t generation_ =
+      0;  // tells this Executor's thread-local workspace cache from another's
 
-  std::mutex mu_;  // below: first calls, modules, workspaces
+  std::mutex mu_;                                // below: first calls, modules, workspaces
   std::map<std::string, LoadedModule> modules_;  // by compile cache key
   std::vector<std::unique_ptr<Launch>> launches_;
   std::vector<std::unique_ptr<DispatchRecord>> records_;
   std::map<std::pair<CUstream, std::thread::id>, cuda::DeviceBuffer> workspaces_;
-  std::vector<cuda::DeviceBuffer> retired_;  // outgrown workspaces: work already enqueued may use them
+  std::vector<cuda::DeviceBuffer>
+      retired_;  // outgrown workspaces: work already enqueued may use them
 };
 
 }  // namespace attune::runtime

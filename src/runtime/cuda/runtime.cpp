@@ -29,13 +29,21 @@ struct LastDispatch {
 };
 thread_local LastDispatch tls_last;
 
-Status invalid(std::string m) { return Status(Code::kInvalidArgument, std::move(m)); }
+Status invalid(std::string m) {
+  return Status(Code::kInvalidArgument, std::move(m));
+}
 
-bool size_ok(std::int64_t v) { return v >= 1 && v <= INT32_MAX; }
+bool size_ok(std::int64_t v) {
+  return v >= 1 && v <= INT32_MAX;
+}
 
-bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
+bool aligned16(const void* p) {
+  return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
+}
 
-runtime::Dtype dtype_of(DType d) { return d == DType::kBf16 ? runtime::Dtype::kBf16 : runtime::Dtype::kFp16; }
+runtime::Dtype dtype_of(DType d) {
+  return d == DType::kBf16 ? runtime::Dtype::kBf16 : runtime::Dtype::kFp16;
+}
 
 // The directory cubins are read from and written to: "<table>.cubin/" beside the table when it
 // exists (a table can ship its compiled kernels), else the user cache.
@@ -58,14 +66,17 @@ std::vector<std::uint16_t> random_half(std::size_t n, bool bf16, std::uint64_t s
     for (std::size_t j = i; j < std::min(n, i + 4); ++j, r >>= 16) {
       const std::uint16_t bits = static_cast<std::uint16_t>(r);
       const std::uint16_t sign = bits & 0x8000u;
-      if (bf16) v[j] = sign | static_cast<std::uint16_t>((120u + (bits >> 7) % 7u) << 7) | (bits & 0x7fu);
-      else v[j] = sign | static_cast<std::uint16_t>((10u + (bits >> 10) % 5u) << 10) | (bits & 0x3ffu);
+      if (bf16)
+        v[j] = sign | static_cast<std::uint16_t>((120u + (bits >> 7) % 7u) << 7) | (bits & 0x7fu);
+      else
+        v[j] = sign | static_cast<std::uint16_t>((10u + (bits >> 10) % 5u) << 10) | (bits & 0x3ffu);
     }
   }
   return v;
 }
 
-Result<cuda::DeviceBuffer> random_buffer(std::size_t elements, bool bf16, std::uint64_t seed, CUstream stream) {
+Result<cuda::DeviceBuffer> random_buffer(std::size_t elements, bool bf16, std::uint64_t seed,
+                                         CUstream stream) {
   ATTUNE_ASSIGN(cuda::DeviceBuffer b, cuda::DeviceBuffer::alloc(elements * 2));
   const auto host = random_half(elements, bf16, seed);
   ATTUNE_TRY(b.upload(host.data(), elements * 2, stream));
@@ -94,10 +105,13 @@ Status to_status(const Error& e, Code internal_as) {
   return Status(internal_as, e.message());
 }
 
-Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) { impl_->self = this; }
+Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  impl_->self = this;
+}
 Runtime::~Runtime() = default;
 
-Status Runtime::open(const std::string& table_path, std::unique_ptr<Runtime>* out, const Options& options) {
+Status Runtime::open(const std::string& table_path, std::unique_ptr<Runtime>* out,
+                     const Options& options) {
   if (!out) return invalid("Runtime::open: out is null");
   out->reset();
   auto impl = std::make_unique<Impl>();
@@ -108,12 +122,16 @@ Status Runtime::open(const std::string& table_path, std::unique_ptr<Runtime>* ou
   impl->rmsnorm_kind = *rmsnorm;
   const int ordinal = options.device >= 0 ? options.device : cuda::device_ordinal();
   auto executor = runtime::Executor::open(ordinal, cubin_dir_for(table_path, options));
-  if (!executor) return to_status(executor.error().with_context("libattune-rt cannot use CUDA device " + std::to_string(ordinal)), Code::kCuda);
+  if (!executor)
+    return to_status(executor.error().with_context("libattune-rt cannot use CUDA device " +
+                                                   std::to_string(ordinal)),
+                     Code::kCuda);
   impl->executor = std::move(*executor);
   // Every row's config must plan for its problem: a table naming a kernel or knob this build
   // does not have is refused at open, not at its first call.
-  auto selector = runtime::Selector::open(table_path, impl->executor->fingerprint(), runtime::SelectorOptions::from_env(),
-                                           runtime::check_row_plan);
+  auto selector =
+      runtime::Selector::open(table_path, impl->executor->fingerprint(),
+                              runtime::SelectorOptions::from_env(), runtime::check_row_plan);
   if (!selector) {
     Status s = to_status(selector.error(), Code::kBadTable);
     return Status(s.code() == Code::kInvalidArgument ? Code::kBadTable : s.code(), s.message());
@@ -123,11 +141,13 @@ Status Runtime::open(const std::string& table_path, std::unique_ptr<Runtime>* ou
   return Status();
 }
 
-Status Runtime::Impl::gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a, const void* b,
-                           void* c, const void* bias, void* stream, const DispatchRecord** record) {
+Status Runtime::Impl::gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype,
+                           const void* a, const void* b, void* c, const void* bias, void* stream,
+                           const DispatchRecord** record) {
   if (!size_ok(m) || !size_ok(n) || !size_ok(k))
     return invalid(fmt::format("gemm: m={}, n={}, k={}: sizes must be 1..{}", m, n, k, INT32_MAX));
-  if (dtype != DType::kBf16 && dtype != DType::kFp16) return invalid("gemm: dtype must be bf16 or fp16");
+  if (dtype != DType::kBf16 && dtype != DType::kFp16)
+    return invalid("gemm: dtype must be bf16 or fp16");
   if (!a || !b || !c) return invalid("gemm: a, b and c must be device pointers");
   if (!aligned16(a) || !aligned16(b) || !aligned16(c) || !aligned16(bias))
     return invalid("gemm: a, b, c and bias must be 16-byte aligned");
@@ -140,14 +160,20 @@ Status Runtime::Impl::gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType
   return dispatch(key, args, stream, record);
 }
 
-Status Runtime::Impl::rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y, void* h_out, const void* x,
-                              const void* r, const void* w, void* stream, const DispatchRecord** record) {
+Status Runtime::Impl::rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y,
+                              void* h_out, const void* x, const void* r, const void* w,
+                              void* stream, const DispatchRecord** record) {
   if (!size_ok(rows) || !size_ok(hidden))
-    return invalid(fmt::format("rmsnorm: rows={}, hidden={}: sizes must be 1..{}", rows, hidden, INT32_MAX));
-  if (dtype != DType::kBf16 && dtype != DType::kFp16) return invalid("rmsnorm: dtype must be bf16 or fp16");
+    return invalid(
+        fmt::format("rmsnorm: rows={}, hidden={}: sizes must be 1..{}", rows, hidden, INT32_MAX));
+  if (dtype != DType::kBf16 && dtype != DType::kFp16)
+    return invalid("rmsnorm: dtype must be bf16 or fp16");
   if (!y || !x || !w) return invalid("rmsnorm: y, x and w must be device pointers");
-  if (r && !h_out) return invalid("rmsnorm: with a residual r, h_out (where x + r is written) is required");
-  if (!r && h_out) return invalid("rmsnorm: h_out is written only with a residual r; pass null for both or neither");
+  if (r && !h_out)
+    return invalid("rmsnorm: with a residual r, h_out (where x + r is written) is required");
+  if (!r && h_out)
+    return invalid(
+        "rmsnorm: h_out is written only with a residual r; pass null for both or neither");
   if (!aligned16(y) || !aligned16(h_out) || !aligned16(x) || !aligned16(r) || !aligned16(w))
     return invalid("rmsnorm: y, h_out, x, r and w must be 16-byte aligned");
   const ShapeKey key{rmsnorm_kind, dtype_of(dtype), r != nullptr, rows, hidden, 0};
@@ -162,7 +188,8 @@ Status Runtime::Impl::rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtyp
   return dispatch(key, args, stream, record);
 }
 
-Status Runtime::Impl::dispatch(const ShapeKey& key, kernels::PlanArgs& args, void* stream, const DispatchRecord** record) {
+Status Runtime::Impl::dispatch(const ShapeKey& key, kernels::PlanArgs& args, void* stream,
+                               const DispatchRecord** record) {
   runtime::Slot& slot = selector->select(key);
   if (attune::Status st = executor->enter(); !st) return to_status(st.error(), Code::kCuda);
   auto launch = executor->launch_for(*selector, slot, args);
@@ -174,20 +201,25 @@ Status Runtime::Impl::dispatch(const ShapeKey& key, kernels::PlanArgs& args, voi
   return Status();
 }
 
-const DispatchRecord* Runtime::Impl::last() const { return tls_last.generation == executor->generation() ? tls_last.record : nullptr; }
+const DispatchRecord* Runtime::Impl::last() const {
+  return tls_last.generation == executor->generation() ? tls_last.record : nullptr;
+}
 
-Status Runtime::gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a, const void* b, void* c,
-                     const void* bias, void* stream, const Dispatch** dispatched) {
+Status Runtime::gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a,
+                     const void* b, void* c, const void* bias, void* stream,
+                     const Dispatch** dispatched) {
   const DispatchRecord* rec = nullptr;
   Status s = impl_->gemm(m, n, k, dtype, a, b, c, bias, stream, dispatched ? &rec : nullptr);
   if (dispatched) *dispatched = rec ? &rec->cpp : nullptr;
   return s;
 }
 
-Status Runtime::rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y, void* h_out, const void* x,
-                        const void* r, const void* w, void* stream, const Dispatch** dispatched) {
+Status Runtime::rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y, void* h_out,
+                        const void* x, const void* r, const void* w, void* stream,
+                        const Dispatch** dispatched) {
   const DispatchRecord* rec = nullptr;
-  Status s = impl_->rmsnorm(rows, hidden, dtype, y, h_out, x, r, w, stream, dispatched ? &rec : nullptr);
+  Status s =
+      impl_->rmsnorm(rows, hidden, dtype, y, h_out, x, r, w, stream, dispatched ? &rec : nullptr);
   if (dispatched) *dispatched = rec ? &rec->cpp : nullptr;
   return s;
 }
@@ -226,7 +258,8 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
   std::function<Status(CUstream)> call;
   auto add = [&](std::size_t elements, bool bf16, bool random) -> Result<CUdeviceptr> {
     if (random) {
-      ATTUNE_ASSIGN(cuda::DeviceBuffer b, random_buffer(elements, bf16, seed + buffers.size(), stream.get()));
+      ATTUNE_ASSIGN(cuda::DeviceBuffer b,
+                    random_buffer(elements, bf16, seed + buffers.size(), stream.get()));
       buffers.push_back(std::move(b));
     } else {
       ATTUNE_ASSIGN(cuda::DeviceBuffer b, cuda::DeviceBuffer::alloc(elements * 2));
@@ -237,8 +270,10 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
   auto setup = [&]() -> attune::Status {
     if (gemm_op) {
       ATTUNE_ASSIGN(kernels::GemmShape s, kernels::gemm_shape(problem));
-      if (!size_ok(s.m) || !size_ok(s.n) || !size_ok(s.k)) return Error::invalid_argument("time: sizes out of range in " + problem.text());
-      const auto m = static_cast<std::size_t>(s.m), n = static_cast<std::size_t>(s.n), k = static_cast<std::size_t>(s.k);
+      if (!size_ok(s.m) || !size_ok(s.n) || !size_ok(s.k))
+        return Error::invalid_argument("time: sizes out of range in " + problem.text());
+      const auto m = static_cast<std::size_t>(s.m), n = static_cast<std::size_t>(s.n),
+                 k = static_cast<std::size_t>(s.k);
       ATTUNE_ASSIGN(CUdeviceptr a, add(m * k, s.bf16, true));
       ATTUNE_ASSIGN(CUdeviceptr b, add(n * k, s.bf16, true));
       ATTUNE_ASSIGN(CUdeviceptr c, add(m * n, s.bf16, false));
@@ -253,7 +288,8 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
       };
     } else {
       ATTUNE_ASSIGN(kernels::RmsnormShape s, kernels::rmsnorm_shape(problem));
-      if (!size_ok(s.rows) || !size_ok(s.hidden)) return Error::invalid_argument("time: sizes out of range in " + problem.text());
+      if (!size_ok(s.rows) || !size_ok(s.hidden))
+        return Error::invalid_argument("time: sizes out of range in " + problem.text());
       const auto count = static_cast<std::size_t>(s.rows) * static_cast<std::size_t>(s.hidden);
       ATTUNE_ASSIGN(CUdeviceptr x, add(count, s.bf16, true));
       ATTUNE_ASSIGN(CUdeviceptr w, add(static_cast<std::size_t>(s.hidden), s.bf16, true));
@@ -265,8 +301,9 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
       }
       const DType dt = s.bf16 ? DType::kBf16 : DType::kFp16;
       call = [=, this](CUstream st) {
-        return self->rmsnorm(s.rows, s.hidden, dt, reinterpret_cast<void*>(y), reinterpret_cast<void*>(h),
-                             reinterpret_cast<void*>(x), reinterpret_cast<void*>(r), reinterpret_cast<void*>(w), st);
+        return self->rmsnorm(s.rows, s.hidden, dt, reinterpret_cast<void*>(y),
+                             reinterpret_cast<void*>(h), reinterpret_cast<void*>(x),
+                             reinterpret_cast<void*>(r), reinterpret_cast<void*>(w), st);
       };
     }
     return attune::Status::success();
@@ -276,7 +313,8 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
   // The tuner's deploy regime, by the tuner's own function and policy (timing_options): warm-up
   // calls, then per sample an L2 flush and one replay of the call captured as a CUDA graph.
   // Capturing the call is safe once warm: a prepared launch allocates and compiles nothing.
-  auto flush = cuda::L2Flush::create(executor->compiler(), executor->limits().l2_bytes, executor->limits().sm_count);
+  auto flush = cuda::L2Flush::create(executor->compiler(), executor->limits().l2_bytes,
+                                     executor->limits().sm_count);
   if (!flush) return fail(flush.error());
   Status call_failure;
   auto launch = [&](CUstream st) -> CUresult {
@@ -285,8 +323,8 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
     call_failure = s;
     return CUDA_ERROR_UNKNOWN;
   };
-  auto m = cuda::time_kernel(launch, stream.get(), Regime::kDeploy, *flush, cuda::timing_options(Regime::kDeploy),
-                             executor->limits().pci_bus_id);
+  auto m = cuda::time_kernel(launch, stream.get(), Regime::kDeploy, *flush,
+                             cuda::timing_options(Regime::kDeploy), executor->limits().pci_bus_id);
   if (!call_failure.ok()) return call_failure;
   if (!m) return fail(m.error());
   const DispatchRecord* rec = last();

@@ -30,7 +30,9 @@ int fail(const Status& s) {
   tls_error = s.message();
   return static_cast<int>(s.code());
 }
-int fail(Code code, std::string message) { return fail(Status(code, std::move(message))); }
+int fail(Code code, std::string message) {
+  return fail(Status(code, std::move(message)));
+}
 int done(const Status& s) {
   if (!s.ok()) return fail(s);
   return ATTUNE_RT_OK;
@@ -48,7 +50,9 @@ int guarded(F&& f) {
   }
 }
 
-bool dtype_ok(int d) { return d == ATTUNE_RT_BF16 || d == ATTUNE_RT_FP16; }
+bool dtype_ok(int d) {
+  return d == ATTUNE_RT_BF16 || d == ATTUNE_RT_FP16;
+}
 
 const attune::runtime::IndexedRow* row_at(const attune_rt* rt, int row) {
   const auto& rows = rt->runtime->impl().selector->index().rows();
@@ -61,7 +65,8 @@ int time_into(attune_rt* rt, const attune::Problem& problem, attune_rt_timing* o
   const attune::runtime::DispatchRecord* rec = nullptr;
   Status s = rt->runtime->impl().time(problem, &t, &rec);
   if (!s.ok()) return fail(s);
-  *out = attune_rt_timing{t.median_us, t.min_us, t.max_us, t.noise, t.samples, rec ? rec->c : attune_rt_dispatch{}};
+  *out = attune_rt_timing{t.median_us, t.min_us,  t.max_us,
+                          t.noise,     t.samples, rec ? rec->c : attune_rt_dispatch{}};
   return ATTUNE_RT_OK;
 }
 
@@ -69,9 +74,13 @@ int time_into(attune_rt* rt, const attune::Problem& problem, attune_rt_timing* o
 
 extern "C" {
 
-ATTUNE_RT_API int attune_rt_abi_version(void) { return ATTUNE_RT_ABI_VERSION; }
+ATTUNE_RT_API int attune_rt_abi_version(void) {
+  return ATTUNE_RT_ABI_VERSION;
+}
 
-ATTUNE_RT_API const char* attune_rt_last_error(void) { return tls_error.c_str(); }
+ATTUNE_RT_API const char* attune_rt_last_error(void) {
+  return tls_error.c_str();
+}
 
 ATTUNE_RT_API int attune_rt_open(const char* table_path, int device, attune_rt** out) {
   return guarded([&]() -> int {
@@ -116,30 +125,37 @@ ATTUNE_RT_API int attune_rt_open(const char* table_path, int device, attune_rt**
   });
 }
 
-ATTUNE_RT_API void attune_rt_close(attune_rt* rt) { delete rt; }
+ATTUNE_RT_API void attune_rt_close(attune_rt* rt) {
+  delete rt;
+}
 
-ATTUNE_RT_API int attune_rt_gemm(attune_rt* rt, int64_t m, int64_t n, int64_t k, int dtype, const void* a,
-                                 const void* b, void* c, const void* bias, void* stream,
-                                 const attune_rt_dispatch** dispatched) {
+ATTUNE_RT_API int attune_rt_gemm(attune_rt* rt, int64_t m, int64_t n, int64_t k, int dtype,
+                                 const void* a, const void* b, void* c, const void* bias,
+                                 void* stream, const attune_rt_dispatch** dispatched) {
   return guarded([&]() -> int {
     if (!rt) return fail(Code::kInvalidArgument, "attune_rt_gemm: rt is null");
-    if (!dtype_ok(dtype)) return fail(Code::kInvalidArgument, "attune_rt_gemm: dtype must be ATTUNE_RT_BF16 or ATTUNE_RT_FP16");
+    if (!dtype_ok(dtype))
+      return fail(Code::kInvalidArgument,
+                  "attune_rt_gemm: dtype must be ATTUNE_RT_BF16 or ATTUNE_RT_FP16");
     const attune::runtime::DispatchRecord* rec = nullptr;
-    Status s = rt->runtime->impl().gemm(m, n, k, static_cast<DType>(dtype), a, b, c, bias, stream, dispatched ? &rec : nullptr);
+    Status s = rt->runtime->impl().gemm(m, n, k, static_cast<DType>(dtype), a, b, c, bias, stream,
+                                        dispatched ? &rec : nullptr);
     if (dispatched) *dispatched = rec ? &rec->c : nullptr;
     return done(s);
   });
 }
 
-ATTUNE_RT_API int attune_rt_rmsnorm(attune_rt* rt, int64_t rows, int64_t hidden, int dtype, void* y, void* h_out,
-                                    const void* x, const void* r, const void* w, void* stream,
-                                    const attune_rt_dispatch** dispatched) {
+ATTUNE_RT_API int attune_rt_rmsnorm(attune_rt* rt, int64_t rows, int64_t hidden, int dtype, void* y,
+                                    void* h_out, const void* x, const void* r, const void* w,
+                                    void* stream, const attune_rt_dispatch** dispatched) {
   return guarded([&]() -> int {
     if (!rt) return fail(Code::kInvalidArgument, "attune_rt_rmsnorm: rt is null");
-    if (!dtype_ok(dtype)) return fail(Code::kInvalidArgument, "attune_rt_rmsnorm: dtype must be ATTUNE_RT_BF16 or ATTUNE_RT_FP16");
+    if (!dtype_ok(dtype))
+      return fail(Code::kInvalidArgument,
+                  "attune_rt_rmsnorm: dtype must be ATTUNE_RT_BF16 or ATTUNE_RT_FP16");
     const attune::runtime::DispatchRecord* rec = nullptr;
-    Status s = rt->runtime->impl().rmsnorm(rows, hidden, static_cast<DType>(dtype), y, h_out, x, r, w, stream,
-                                           dispatched ? &rec : nullptr);
+    Status s = rt->runtime->impl().rmsnorm(rows, hidden, static_cast<DType>(dtype), y, h_out, x, r,
+                                           w, stream, dispatched ? &rec : nullptr);
     if (dispatched) *dispatched = rec ? &rec->c : nullptr;
     return done(s);
   });
@@ -153,47 +169,62 @@ ATTUNE_RT_API const attune_rt_dispatch* attune_rt_last_dispatch(const attune_rt*
 
 ATTUNE_RT_API int attune_rt_counters_get(const attune_rt* rt, attune_rt_counters* out) {
   return guarded([&]() -> int {
-    if (!rt || !out) return fail(Code::kInvalidArgument, "attune_rt_counters_get: rt and out are required");
+    if (!rt || !out)
+      return fail(Code::kInvalidArgument, "attune_rt_counters_get: rt and out are required");
     attune::rt::Counters c = rt->runtime->counters();
     *out = attune_rt_counters{c.hits, c.misses, c.shapes, c.device_mismatch ? 1 : 0};
     return ATTUNE_RT_OK;
   });
 }
 
-ATTUNE_RT_API int attune_rt_row_count(const attune_rt* rt) { return rt ? static_cast<int>(rt->rows.size()) : 0; }
+ATTUNE_RT_API int attune_rt_row_count(const attune_rt* rt) {
+  return rt ? static_cast<int>(rt->rows.size()) : 0;
+}
 
 ATTUNE_RT_API int attune_rt_row_get(const attune_rt* rt, int row, attune_rt_row* out) {
-  if (!rt || !out) return fail(Code::kInvalidArgument, "attune_rt_row_get: rt and out are required");
+  if (!rt || !out)
+    return fail(Code::kInvalidArgument, "attune_rt_row_get: rt and out are required");
   if (row < 1 || static_cast<std::size_t>(row) > rt->rows.size())
-    return fail(Code::kInvalidArgument, "attune_rt_row_get: row " + std::to_string(row) + " is not in 1.." + std::to_string(rt->rows.size()));
+    return fail(Code::kInvalidArgument, "attune_rt_row_get: row " + std::to_string(row) +
+                                            " is not in 1.." + std::to_string(rt->rows.size()));
   *out = rt->rows[static_cast<std::size_t>(row) - 1];
   return ATTUNE_RT_OK;
 }
 
-ATTUNE_RT_API int attune_rt_time_problem(attune_rt* rt, const char* problem, attune_rt_timing* out) {
+ATTUNE_RT_API int attune_rt_time_problem(attune_rt* rt, const char* problem,
+                                         attune_rt_timing* out) {
   return guarded([&]() -> int {
-    if (!rt || !problem || !out) return fail(Code::kInvalidArgument, "attune_rt_time_problem: rt, problem and out are required");
+    if (!rt || !problem || !out)
+      return fail(Code::kInvalidArgument,
+                  "attune_rt_time_problem: rt, problem and out are required");
     auto p = attune::Problem::parse(problem);
     if (!p) return fail(Code::kInvalidArgument, p.error().message());
     return time_into(rt, *p, out);
   });
 }
 
-ATTUNE_RT_API int attune_rt_time_row(attune_rt* rt, int row, int64_t axis_value, attune_rt_timing* out) {
+ATTUNE_RT_API int attune_rt_time_row(attune_rt* rt, int row, int64_t axis_value,
+                                     attune_rt_timing* out) {
   return guarded([&]() -> int {
-    if (!rt || !out) return fail(Code::kInvalidArgument, "attune_rt_time_row: rt and out are required");
+    if (!rt || !out)
+      return fail(Code::kInvalidArgument, "attune_rt_time_row: rt and out are required");
     const auto* r = row_at(rt, row);
-    if (!r) return fail(Code::kInvalidArgument, "attune_rt_time_row: row " + std::to_string(row) + " is not in the table");
+    if (!r)
+      return fail(Code::kInvalidArgument,
+                  "attune_rt_time_row: row " + std::to_string(row) + " is not in the table");
     attune::Problem p = r->row->problem;
     if (r->bucketed) {
       const int64_t v = axis_value ? axis_value : r->row->bucket->points.front();
       if (v < r->lo || v > r->hi)
-        return fail(Code::kInvalidArgument, "attune_rt_time_row: " + std::to_string(v) + " is outside " + r->label);
+        return fail(Code::kInvalidArgument,
+                    "attune_rt_time_row: " + std::to_string(v) + " is outside " + r->label);
       auto attrs = p.attrs();
       attrs[attune::runtime::signature_of(r->op)->sizes.front()] = std::to_string(v);
       p = attune::Problem(p.op(), std::move(attrs));
     } else if (axis_value && axis_value != r->lo) {
-      return fail(Code::kInvalidArgument, "attune_rt_time_row: " + r->label + " is exact; axis_value must be 0 or " + std::to_string(r->lo));
+      return fail(Code::kInvalidArgument, "attune_rt_time_row: " + r->label +
+                                              " is exact; axis_value must be 0 or " +
+                                              std::to_string(r->lo));
     }
     return time_into(rt, p, out);
   });

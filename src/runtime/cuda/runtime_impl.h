@@ -20,10 +20,12 @@ struct Runtime::Impl {
   runtime::OpKind gemm_kind{}, rmsnorm_kind{};
 
   // The calls behind the public entry points; *record (when given) receives what ran.
-  Status gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a, const void* b, void* c,
-              const void* bias, void* stream, const runtime::DispatchRecord** record);
-  Status rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y, void* h_out, const void* x,
-                 const void* r, const void* w, void* stream, const runtime::DispatchRecord** record);
+  Status gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a,
+              const void* b, void* c, const void* bias, void* stream,
+              const runtime::DispatchRecord** record);
+  Status rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y, void* h_out,
+                 const void* x, const void* r, const void* w, void* stream,
+                 const runtime::DispatchRecord** record);
   // What gemm and rmsnorm share once their arguments are checked: the Selector's slot for `key`,
   // its launch (built on the shape's first call), enqueued with `args`; records what ran.
   Status dispatch(const runtime::ShapeKey& key, kernels::PlanArgs& args, void* stream,

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
 #include "backends/command/program_run.h"
 #include "backends/command/stack_file.h"
+#include "core/error.h"
 #include "platform/host.h"
 #include "table/stack_yaml.h"
 
@@ -43,8 +43,8 @@ struct StackRun {
 
 struct RunOptions {
   const TunedStack* tuned = nullptr;  // nullptr: run the defaults
-  std::optional<int> sample;         // records in {sample}; default: each provider's `records`
-  std::string workdir_root;          // default: a new directory under the temp directory
+  std::optional<int> sample;          // records in {sample}; default: each provider's `records`
+  std::string workdir_root;           // default: a new directory under the temp directory
   const std::atomic<bool>* interrupted = nullptr;  // set to stop before the next provider
 };
 

@@ -131,7 +131,9 @@ UPDATE measurements SET discarded = 'deploy time taken after a memset L2 flush (
 
 }  // namespace
 
-int current_schema_version() { return static_cast<int>(migrations().size()); }
+int current_schema_version() {
+  return static_cast<int>(migrations().size());
+}
 
 Result<int> schema_version(const Db& db) {
   ATTUNE_ASSIGN(std::int64_t has, db.scalar("SELECT count(*) FROM sqlite_master "

@@ -5,8 +5,7 @@ namespace attune::sqlite {
 Error sqlite_error(sqlite3* db, int rc, std::string_view what) {
   std::string msg = std::string(what) + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
   const int primary = rc & 0xff;
-  if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB)
-    return Error::corrupt(msg);
+  if (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB) return Error::corrupt(msg);
   if (primary == SQLITE_CANTOPEN || primary == SQLITE_IOERR || primary == SQLITE_READONLY ||
       primary == SQLITE_FULL || primary == SQLITE_PERM)
     return Error::io(msg);

@@ -26,9 +26,18 @@ class Stmt {
  public:
   Stmt(sqlite3* db, sqlite3_stmt* s) : db_(db), s_(s) {}
 
-  Stmt& bind(int i, std::int64_t v) { sqlite3_bind_int64(s_.get(), i, v); return *this; }
-  Stmt& bind(int i, int v) { sqlite3_bind_int64(s_.get(), i, v); return *this; }
-  Stmt& bind(int i, double v) { sqlite3_bind_double(s_.get(), i, v); return *this; }
+  Stmt& bind(int i, std::int64_t v) {
+    sqlite3_bind_int64(s_.get(), i, v);
+    return *this;
+  }
+  Stmt& bind(int i, int v) {
+    sqlite3_bind_int64(s_.get(), i, v);
+    return *this;
+  }
+  Stmt& bind(int i, double v) {
+    sqlite3_bind_double(s_.get(), i, v);
+    return *this;
+  }
   Stmt& bind(int i, std::string_view v) {
     sqlite3_bind_text(s_.get(), i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
     return *this;
@@ -39,9 +48,14 @@ class Stmt {
     sqlite3_bind_blob(s_.get(), i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
     return *this;
   }
-  Stmt& bind_null(int i) { sqlite3_bind_null(s_.get(), i); return *this; }
+  Stmt& bind_null(int i) {
+    sqlite3_bind_null(s_.get(), i);
+    return *this;
+  }
   template <typename T>
-  Stmt& bind(int i, const std::optional<T>& v) { return v ? bind(i, *v) : bind_null(i); }
+  Stmt& bind(int i, const std::optional<T>& v) {
+    return v ? bind(i, *v) : bind_null(i);
+  }
 
   // Makes the statement ready to run again with new bindings.
   Stmt& reset() {

@@ -26,13 +26,15 @@ enum class FileKind { kAbsent, kEmpty, kSqlite, kOther };
 Result<FileKind> classify(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return FileKind::kAbsent;
-  if (fs::is_directory(path, ec)) return Error::invalid_argument(path + " is a directory, not a database file");
+  if (fs::is_directory(path, ec))
+    return Error::invalid_argument(path + " is a directory, not a database file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::io("cannot read " + path);
   char header[16] = {};
   in.read(header, sizeof header);
   if (in.gcount() == 0) return FileKind::kEmpty;
-  if (in.gcount() == 16 && std::memcmp(header, "SQLite format 3", 16) == 0) return FileKind::kSqlite;
+  if (in.gcount() == 16 && std::memcmp(header, "SQLite format 3", 16) == 0)
+    return FileKind::kSqlite;
   return FileKind::kOther;
 }
 
@@ -88,10 +90,12 @@ constexpr const char* kMeasurementColumns =
 
 }  // namespace
 
-Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, bool create_if_missing) {
+Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
+                                                       bool create_if_missing) {
   ATTUNE_ASSIGN(FileKind kind, classify(path));
   if (kind == FileKind::kOther)
-    return Error::corrupt(path + " is not an SQLite database, so not an attune database; "
+    return Error::corrupt(path +
+                          " is not an SQLite database, so not an attune database; "
                           "refusing to touch it (pass another --db)");
   if (kind == FileKind::kAbsent && !create_if_missing)
     return Error::not_found(path + " does not exist (run attune tune first, or pass --db)");
@@ -126,7 +130,8 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
         "{} was written by a newer attune (schema v{}; this attune reads up to v{}); upgrade "
         "attune or use another --db",
         path, version, current));
-  if (version == 0) ATTUNE_TRY(db.exec(fmt::format("PRAGMA application_id = {}", sqlite::kApplicationId)));
+  if (version == 0)
+    ATTUNE_TRY(db.exec(fmt::format("PRAGMA application_id = {}", sqlite::kApplicationId)));
 
   // WAL lets readers (eval, another worker) run while a tuner writes. synchronous=NORMAL in WAL
   // mode keeps every commit across a process crash, which is what losing a worker can cause.
@@ -138,12 +143,17 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path, 
 }
 
 Result<std::int64_t> SqliteStore::begin_run(RunInfo run) {
-  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
-                            "INSERT INTO runs (command, arguments, strategy, seed, version, "
-                            "device_key, started_at, status) VALUES (?, ?, ?, ?, ?, ?, {}, 'running')",
-                            kNow)));
-  s.bind(1, run.command).bind(2, run.arguments).bind(3, run.strategy)
-      .bind(4, static_cast<std::int64_t>(run.seed)).bind(5, run.version).bind(6, run.device_key);
+  ATTUNE_ASSIGN(Stmt s,
+                db_.prepare(fmt::format(
+                    "INSERT INTO runs (command, arguments, strategy, seed, version, "
+                    "device_key, started_at, status) VALUES (?, ?, ?, ?, ?, ?, {}, 'running')",
+                    kNow)));
+  s.bind(1, run.command)
+      .bind(2, run.arguments)
+      .bind(3, run.strategy)
+      .bind(4, static_cast<std::int64_t>(run.seed))
+      .bind(5, run.version)
+      .bind(6, run.device_key);
   ATTUNE_TRY(s.run());
   return static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_.get()));
 }
@@ -180,14 +190,21 @@ Result<std::vector<RunInfo>> SqliteStore::runs() {
 }
 
 Status SqliteStore::put_device(const DeviceFingerprint& d) {
-  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
-      "INSERT INTO devices (key, backend, name, arch, sm_count, memory_bytes, fingerprint, "
-      "first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, {0}, {0}) "
-      "ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, last_seen = {0}",
-      kNow)));
+  ATTUNE_ASSIGN(
+      Stmt s,
+      db_.prepare(fmt::format(
+          "INSERT INTO devices (key, backend, name, arch, sm_count, memory_bytes, fingerprint, "
+          "first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, {0}, {0}) "
+          "ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, last_seen = {0}",
+          kNow)));
   nlohmann::json j = d;
-  s.bind(1, d.key()).bind(2, d.backend).bind(3, d.name).bind(4, d.arch).bind(5, d.sm_count)
-      .bind(6, static_cast<std::int64_t>(d.memory_bytes)).bind(7, j.dump());
+  s.bind(1, d.key())
+      .bind(2, d.backend)
+      .bind(3, d.name)
+      .bind(4, d.arch)
+      .bind(5, d.sm_count)
+      .bind(6, static_cast<std::int64_t>(d.memory_bytes))
+      .bind(7, j.dump());
   return s.run();
 }
 
@@ -198,7 +215,8 @@ Result<std::vector<DeviceFingerprint>> SqliteStore::devices() {
     ATTUNE_ASSIGN(bool row, s.step());
     if (!row) break;
     auto j = nlohmann::json::parse(s.text(0), nullptr, false);
-    if (j.is_discarded()) return Error::corrupt("devices table holds a fingerprint that is not JSON");
+    if (j.is_discarded())
+      return Error::corrupt("devices table holds a fingerprint that is not JSON");
     ATTUNE_ASSIGN(DeviceFingerprint d, device_from_json(j));
     out.push_back(std::move(d));
   }
@@ -206,12 +224,18 @@ Result<std::vector<DeviceFingerprint>> SqliteStore::devices() {
 }
 
 Status SqliteStore::put_problem(const Problem& p, const std::string& payload) {
-  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
-      "INSERT INTO problems (key, op, text, name, payload, created_at) VALUES (?, ?, ?, ?, ?, {}) "
-      "ON CONFLICT (key) DO UPDATE SET name = excluded.name, "
-      "payload = CASE WHEN excluded.payload = '' THEN problems.payload ELSE excluded.payload END",
-      kNow)));
-  s.bind(1, p.structural_key()).bind(2, p.op()).bind(3, p.text()).bind(4, p.name()).bind(5, payload);
+  ATTUNE_ASSIGN(Stmt s,
+                db_.prepare(fmt::format("INSERT INTO problems (key, op, text, name, payload, "
+                                        "created_at) VALUES (?, ?, ?, ?, ?, {}) "
+                                        "ON CONFLICT (key) DO UPDATE SET name = excluded.name, "
+                                        "payload = CASE WHEN excluded.payload = '' THEN "
+                                        "problems.payload ELSE excluded.payload END",
+                                        kNow)));
+  s.bind(1, p.structural_key())
+      .bind(2, p.op())
+      .bind(3, p.text())
+      .bind(4, p.name())
+      .bind(5, payload);
   return s.run();
 }
 
@@ -247,24 +271,45 @@ Result<std::vector<ProblemRecord>> SqliteStore::problems() {
 }
 
 Result<std::int64_t> SqliteStore::record(MeasurementRow r) {
-  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
-      "INSERT INTO measurements (run_id, device_key, problem_key, backend, config, config_hash, "
-      "verdict, regime, cache, samples, median_us, min_us, max_us, noise, error_metric, "
-      "error_value, error_tolerance, message, created_at, sm_clock_mhz, throttle) VALUES "
-      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, {}, ?19, ?20)",
-      kNow)));
-  if (r.run_id) s.bind(1, r.run_id); else s.bind_null(1);
-  s.bind(2, r.device_key).bind(3, r.problem_key).bind(4, r.backend).bind(5, r.config)
-      .bind(6, r.config_hash).bind(7, to_string(r.outcome.verdict)).bind(8, to_string(r.regime));
+  ATTUNE_ASSIGN(
+      Stmt s,
+      db_.prepare(fmt::format(
+          "INSERT INTO measurements (run_id, device_key, problem_key, backend, config, "
+          "config_hash, "
+          "verdict, regime, cache, samples, median_us, min_us, max_us, noise, error_metric, "
+          "error_value, error_tolerance, message, created_at, sm_clock_mhz, throttle) VALUES "
+          "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, {}, "
+          "?19, ?20)",
+          kNow)));
+  if (r.run_id)
+    s.bind(1, r.run_id);
+  else
+    s.bind_null(1);
+  s.bind(2, r.device_key)
+      .bind(3, r.problem_key)
+      .bind(4, r.backend)
+      .bind(5, r.config)
+      .bind(6, r.config_hash)
+      .bind(7, to_string(r.outcome.verdict))
+      .bind(8, to_string(r.regime));
   if (const auto& m = r.outcome.measurement) {
-    s.bind(9, to_string(m->cache)).bind(10, m->samples).bind(11, m->median_us).bind(12, m->min_us)
-        .bind(13, m->max_us).bind(14, m->noise).bind(19, m->sm_clock_mhz).bind(20, m->throttle);
+    s.bind(9, to_string(m->cache))
+        .bind(10, m->samples)
+        .bind(11, m->median_us)
+        .bind(12, m->min_us)
+        .bind(13, m->max_us)
+        .bind(14, m->noise)
+        .bind(19, m->sm_clock_mhz)
+        .bind(20, m->throttle);
   } else {
     for (int i : {9, 10, 11, 12, 13, 14, 19, 20}) s.bind_null(i);
   }
   if (const auto& c = r.outcome.check) {
     s.bind(15, c->metric).bind(17, c->tolerance);
-    if (std::isfinite(c->value)) s.bind(16, c->value); else s.bind_null(16);
+    if (std::isfinite(c->value))
+      s.bind(16, c->value);
+    else
+      s.bind_null(16);
   } else {
     for (int i : {15, 16, 17}) s.bind_null(i);
   }
@@ -275,14 +320,19 @@ Result<std::int64_t> SqliteStore::record(MeasurementRow r) {
 }
 
 Result<std::optional<MeasurementRow>> SqliteStore::find(const std::string& device_key,
-                                                         const std::string& problem_key,
-                                                         const std::string& backend, Regime regime,
-                                                         const std::string& config_hash) {
-  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
-      "SELECT {} FROM measurements WHERE device_key = ? AND problem_key = ? AND backend = ? "
-      "AND regime = ? AND config_hash = ? AND discarded IS NULL ORDER BY id DESC LIMIT 1",
-      kMeasurementColumns)));
-  s.bind(1, device_key).bind(2, problem_key).bind(3, backend).bind(4, to_string(regime))
+                                                        const std::string& problem_key,
+                                                        const std::string& backend, Regime regime,
+                                                        const std::string& config_hash) {
+  ATTUNE_ASSIGN(
+      Stmt s,
+      db_.prepare(fmt::format(
+          "SELECT {} FROM measurements WHERE device_key = ? AND problem_key = ? AND backend = ? "
+          "AND regime = ? AND config_hash = ? AND discarded IS NULL ORDER BY id DESC LIMIT 1",
+          kMeasurementColumns)));
+  s.bind(1, device_key)
+      .bind(2, problem_key)
+      .bind(3, backend)
+      .bind(4, to_string(regime))
       .bind(5, config_hash);
   ATTUNE_ASSIGN(bool row, s.step());
   if (!row) return std::optional<MeasurementRow>{};
@@ -295,10 +345,13 @@ Result<std::vector<MeasurementRow>> SqliteStore::measurements(const MeasurementQ
       "(?1 = '' OR m.problem_key = ?1 OR m.problem_key IN "
       "   (SELECT key FROM problems WHERE name = ?1 OR op = ?1)) "
       "AND (?2 = '' OR m.device_key = ?2) AND (?3 = '' OR m.backend = ?3) "
-      "AND (?4 = '' OR m.regime = ?4) AND (?5 = 0 OR m.verdict != 'ok') AND m.discarded IS NULL ORDER BY m.id",
+      "AND (?4 = '' OR m.regime = ?4) AND (?5 = 0 OR m.verdict != 'ok') AND m.discarded IS NULL "
+      "ORDER BY m.id",
       kMeasurementColumns);
   ATTUNE_ASSIGN(Stmt s, db_.prepare(sql));
-  s.bind(1, q.problem).bind(2, q.device_key).bind(3, q.backend)
+  s.bind(1, q.problem)
+      .bind(2, q.device_key)
+      .bind(3, q.backend)
       .bind(4, q.regime ? std::string(to_string(*q.regime)) : std::string())
       .bind(5, q.failures_only ? 1 : 0);
   std::vector<MeasurementRow> out;
@@ -326,17 +379,26 @@ Status SqliteStore::discard(const std::vector<std::int64_t>& ids, const std::str
 Status SqliteStore::put_search_nodes(const std::string& device_key, const std::string& problem_key,
                                      const std::string& strategy,
                                      const std::vector<SearchNode>& nodes) {
-  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
-      "INSERT INTO search_nodes (device_key, problem_key, strategy, path, visits, best_us, "
-      "payload, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, {}) ON CONFLICT "
-      "(device_key, problem_key, strategy, path) DO UPDATE SET visits = excluded.visits, "
-      "best_us = excluded.best_us, payload = excluded.payload, updated_at = excluded.updated_at",
-      kNow)));
+  ATTUNE_ASSIGN(
+      Stmt s,
+      db_.prepare(fmt::format(
+          "INSERT INTO search_nodes (device_key, problem_key, strategy, path, visits, best_us, "
+          "payload, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, {}) ON CONFLICT "
+          "(device_key, problem_key, strategy, path) DO UPDATE SET visits = excluded.visits, "
+          "best_us = excluded.best_us, payload = excluded.payload, updated_at = "
+          "excluded.updated_at",
+          kNow)));
   // One transaction for the whole tree: a later run sees all of it or none.
   ATTUNE_TRY(db_.exec("BEGIN IMMEDIATE"));
   for (const auto& n : nodes) {
-    s.reset().bind(1, device_key).bind(2, problem_key).bind(3, strategy).bind(4, n.path)
-        .bind(5, n.visits).bind(6, n.best_us).bind(7, n.payload);
+    s.reset()
+        .bind(1, device_key)
+        .bind(2, problem_key)
+        .bind(3, strategy)
+        .bind(4, n.path)
+        .bind(5, n.visits)
+        .bind(6, n.best_us)
+        .bind(7, n.payload);
     Status st = s.run();
     if (!st.ok()) {
       (void)db_.exec("ROLLBACK");
@@ -363,13 +425,19 @@ Result<std::vector<SearchNode>> SqliteStore::search_nodes(const std::string& dev
 }
 
 Status SqliteStore::put_baseline(const BaselineRecord& b) {
-  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
-      "INSERT INTO baselines (device_key, problem_key, backend, config, config_hash, recorded_at) "
-      "VALUES (?, ?, ?, ?, ?, {}) ON CONFLICT (device_key, problem_key, backend) DO UPDATE SET "
-      "config = excluded.config, config_hash = excluded.config_hash, "
-      "recorded_at = excluded.recorded_at",
-      kNow)));
-  s.bind(1, b.device_key).bind(2, b.problem_key).bind(3, b.backend).bind(4, b.config)
+  ATTUNE_ASSIGN(
+      Stmt s,
+      db_.prepare(fmt::format(
+          "INSERT INTO baselines (device_key, problem_key, backend, config, config_hash, "
+          "recorded_at) "
+          "VALUES (?, ?, ?, ?, ?, {}) ON CONFLICT (device_key, problem_key, backend) DO UPDATE SET "
+          "config = excluded.config, config_hash = excluded.config_hash, "
+          "recorded_at = excluded.recorded_at",
+          kNow)));
+  s.bind(1, b.device_key)
+      .bind(2, b.problem_key)
+      .bind(3, b.backend)
+      .bind(4, b.config)
       .bind(5, b.config_hash);
   return s.run();
 }
@@ -387,11 +455,18 @@ Result<std::optional<BaselineRecord>> SqliteStore::find_baseline(const std::stri
 }
 
 Result<std::int64_t> SqliteStore::put_prior(PriorRecord p) {
-  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
-      "INSERT INTO priors (name, created_at, rows, calibration, quarantined, model, reservoir) "
-      "VALUES (?, {}, ?, ?, ?, ?, ?)", kNow)));
-  s.bind(1, p.name).bind(2, p.rows).bind(3, p.calibration).bind(4, p.quarantined ? 1 : 0)
-      .bind_blob(5, p.model).bind_blob(6, p.reservoir);
+  ATTUNE_ASSIGN(
+      Stmt s,
+      db_.prepare(fmt::format(
+          "INSERT INTO priors (name, created_at, rows, calibration, quarantined, model, reservoir) "
+          "VALUES (?, {}, ?, ?, ?, ?, ?)",
+          kNow)));
+  s.bind(1, p.name)
+      .bind(2, p.rows)
+      .bind(3, p.calibration)
+      .bind(4, p.quarantined ? 1 : 0)
+      .bind_blob(5, p.model)
+      .bind_blob(6, p.reservoir);
   ATTUNE_TRY(s.run());
   return static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_.get()));
 }

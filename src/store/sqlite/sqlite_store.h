@@ -13,7 +13,8 @@ namespace attune {
 
 class SqliteStore final : public Store {
  public:
-  static Result<std::unique_ptr<SqliteStore>> open(const std::string& path, bool create_if_missing = true);
+  static Result<std::unique_ptr<SqliteStore>> open(const std::string& path,
+                                                   bool create_if_missing = true);
 
   Result<std::int64_t> begin_run(RunInfo run) override;
   Status finish_run(std::int64_t run_id, const std::string& status) override;

@@ -39,12 +39,16 @@ class StackCli : public ::testing::Test {
                "telltales: [BackendCompilerFailed]\n"
                "providers:\n"
                "  - name: encoder\n"
-               "    command: [\"" + kFakeProvider + "\", \"--profile\", \"{variant}\", \"--in\", \"{sample}\","
-               " \"--state\", \"" + (dir_ / "state") + "\"]\n"
-               "    knobs: {variant: [medium, fast, wrong, telltale]}\n"
-               "    defaults: {variant: medium}\n"
-               "    sample: {file: records.txt, records: 2}\n"
-               "    timeout_s: 10\n");
+               "    command: [\"" +
+                   kFakeProvider +
+                   "\", \"--profile\", \"{variant}\", \"--in\", \"{sample}\","
+                   " \"--state\", \"" +
+                   (dir_ / "state") +
+                   "\"]\n"
+                   "    knobs: {variant: [medium, fast, wrong, telltale]}\n"
+                   "    defaults: {variant: medium}\n"
+                   "    sample: {file: records.txt, records: 2}\n"
+                   "    timeout_s: 10\n");
   }
   testing::TempDir dir_;
 };
@@ -82,10 +86,13 @@ TEST_F(StackCli, TuneWritesTheTunedFileAndTheDatabaseThenRunAppliesIt) {
   std::string text = read_file(tuned);
   auto at = text.find("logical_cpus: ");
   ASSERT_NE(at, std::string::npos);
-  write_file(dir_ / "elsewhere.yaml", text.replace(at, text.find('\n', at) - at, "logical_cpus: 999"));
-  auto other = run_attune("stack run stack.yaml --workdir work --tuned elsewhere.yaml", dir_.path());
+  write_file(dir_ / "elsewhere.yaml",
+             text.replace(at, text.find('\n', at) - at, "logical_cpus: 999"));
+  auto other =
+      run_attune("stack run stack.yaml --workdir work --tuned elsewhere.yaml", dir_.path());
   ASSERT_EQ(other.code, 0) << other.err;
-  EXPECT_NE(other.err.find("was tuned on another machine (logical_cpus: 999 recorded"), std::string::npos)
+  EXPECT_NE(other.err.find("was tuned on another machine (logical_cpus: 999 recorded"),
+            std::string::npos)
       << other.err;
   EXPECT_NE(other.err.find("ran variant=medium (defaults)"), std::string::npos) << other.err;
 }
@@ -105,11 +112,11 @@ TEST_F(StackCli, BadInputExitsTwoAndWritesNothing) {
     EXPECT_FALSE(fs::exists(dir_ / "tuned"));
     EXPECT_FALSE(fs::exists(dir_ / "state"));  // nothing ran
   };
-  bad("timeout_s: 10", "timeout: 10", "9");                       // unknown key
-  bad("[medium, fast, wrong, telltale]", "[]", "6");              // a knob with no values
-  bad("variant: medium}", "variant: slow}", "7");                 // default not among the values
-  bad("file: records.txt", "file: missing.txt", "8");             // missing sample file
-  bad("\"" + kFakeProvider + "\"", "\"./not-here.sh\"", "5");     // command that does not exist
+  bad("timeout_s: 10", "timeout: 10", "9");                    // unknown key
+  bad("[medium, fast, wrong, telltale]", "[]", "6");           // a knob with no values
+  bad("variant: medium}", "variant: slow}", "7");              // default not among the values
+  bad("file: records.txt", "file: missing.txt", "8");          // missing sample file
+  bad("\"" + kFakeProvider + "\"", "\"./not-here.sh\"", "5");  // command that does not exist
   auto r = run_attune("stack run stack.yaml --tuned nowhere.yaml", dir_.path());
   EXPECT_EQ(r.code, 2);
   auto s = run_attune("stack tune stack.yaml --sample 7", dir_.path());
@@ -157,7 +164,8 @@ TEST_F(StackCli, AFailingBaselineExitsOne) {
   auto r = run_attune("stack tune failing.yaml --repeats 1 --out failing.tuned.yaml", dir_.path());
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.out.find("FAILED crash"), std::string::npos) << r.out;
-  EXPECT_NE(read_file(dir_ / "failing.tuned.yaml").find("status: baseline_failed"), std::string::npos);
+  EXPECT_NE(read_file(dir_ / "failing.tuned.yaml").find("status: baseline_failed"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -17,8 +17,10 @@ Provider provider(std::vector<std::string> json_fields, std::string regex = "") 
 
 TEST(Normalize, KeepsOnlyTheNamedJsonFieldsOfEachRecord) {
   Provider p = provider({"id", "text"});
-  auto a = normalize_output(p, "{\"id\": 1, \"text\": \"a\", \"ms\": 3.1}\n{\"text\": \"b\", \"id\": 2}\n");
-  auto b = normalize_output(p, "{\"ms\": 9, \"id\": 1, \"text\": \"a\"}\n\n{\"id\": 2, \"text\": \"b\"}\n");
+  auto a = normalize_output(
+      p, "{\"id\": 1, \"text\": \"a\", \"ms\": 3.1}\n{\"text\": \"b\", \"id\": 2}\n");
+  auto b = normalize_output(
+      p, "{\"ms\": 9, \"id\": 1, \"text\": \"a\"}\n\n{\"id\": 2, \"text\": \"b\"}\n");
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(*a, *b);
   // A missing field is null, so losing it is a change.
@@ -53,9 +55,11 @@ TEST(FirstDifference, NamesTheFirstDifferingLine) {
   EXPECT_EQ(first_difference("a\nb\n", "a\nb\n"), "");
   EXPECT_EQ(first_difference("a\nX\nc\n", "a\nb\nc\n"), "line 2: 'X', the baseline has 'b'");
   EXPECT_EQ(first_difference("a\n", "a\nb\n"), "line 2: missing (the baseline has 'b')");
-  EXPECT_EQ(first_difference("a\nb\n", "a\n"), "line 2: 'b' is extra (the baseline ends before it)");
+  EXPECT_EQ(first_difference("a\nb\n", "a\n"),
+            "line 2: 'b' is extra (the baseline ends before it)");
   std::string longer(200, 'x');
-  EXPECT_EQ(first_difference(longer, "y").size(), std::string("line 1: '', the baseline has 'y'").size() + 80);
+  EXPECT_EQ(first_difference(longer, "y").size(),
+            std::string("line 1: '', the baseline has 'y'").size() + 80);
 }
 
 TEST(Rejection, TheReasonTravelsInTheOutcomeMessage) {

@@ -21,25 +21,27 @@ using command::testing::TempStore;
 using command::testing::write_file;
 using platform::fingerprint_differences;
 using platform::HostFingerprint;
-using platform::ProbeOptions;
 using platform::probe_host;
+using platform::ProbeOptions;
 using table::load_tuned_stack;
-
 
 class RunTest : public ::testing::Test {
  protected:
   void SetUp() override {
     write_file(dir_ / "records.txt", "alpha\nbeta\n");
-    write_file(dir_ / "cpuinfo", "processor\t: 0\nmodel name\t: Test CPU 9000\n\nprocessor\t: 1\n"
-                                 "model name\t: Test CPU 9000\n");
+    write_file(dir_ / "cpuinfo",
+               "processor\t: 0\nmodel name\t: Test CPU 9000\n\nprocessor\t: 1\n"
+               "model name\t: Test CPU 9000\n");
     write_file(dir_ / "stack.yaml",
                "stack: demo\n"
                "providers:\n"
                "  - name: encoder\n"
-               "    command: [\"" + kFakeProvider + "\", \"--profile\", \"{variant}\", \"--in\", \"{sample}\"]\n"
-               "    knobs: {variant: [medium, fast, wrong]}\n"
-               "    defaults: {variant: medium}\n"
-               "    sample: {file: records.txt}\n");
+               "    command: [\"" +
+                   kFakeProvider +
+                   "\", \"--profile\", \"{variant}\", \"--in\", \"{sample}\"]\n"
+                   "    knobs: {variant: [medium, fast, wrong]}\n"
+                   "    defaults: {variant: medium}\n"
+                   "    sample: {file: records.txt}\n");
     auto s = load_stack(dir_ / "stack.yaml");
     ASSERT_TRUE(s.ok()) << s.error().message();
     stack_ = *s;
@@ -89,7 +91,8 @@ TEST_F(RunTest, TheFingerprintRecordsWhatItFindsAndMarksTheRestAbsent) {
   EXPECT_EQ(h.device().sm_count, 2);
 
   // A GPU where nvidia-smi answers.
-  write_file(dir_ / "nvidia-smi", "#!/bin/sh\necho 'NVIDIA H200, 143771'\necho 'NVIDIA H200, 143771'\n");
+  write_file(dir_ / "nvidia-smi",
+             "#!/bin/sh\necho 'NVIDIA H200, 143771'\necho 'NVIDIA H200, 143771'\n");
   std::filesystem::permissions(dir_ / "nvidia-smi", std::filesystem::perms::owner_all);
   ProbeOptions with_gpu = probe_;
   with_gpu.nvidia_smi = dir_ / "nvidia-smi";
@@ -100,7 +103,8 @@ TEST_F(RunTest, TheFingerprintRecordsWhatItFindsAndMarksTheRestAbsent) {
   EXPECT_EQ(g.gpus->at(0).memory_mib, 143771u);
   EXPECT_EQ(g.slug(), "nvidia-h200-2cpu");
   EXPECT_EQ(fingerprint_differences(h, g).size(), 1u);
-  EXPECT_TRUE(fingerprint_differences(h, probe_host(stack_.programs(), stack_.dir, probe_)).empty());
+  EXPECT_TRUE(
+      fingerprint_differences(h, probe_host(stack_.programs(), stack_.dir, probe_)).empty());
 }
 
 TEST_F(RunTest, TheTunedFileReadsBackAsWritten) {
@@ -108,7 +112,9 @@ TEST_F(RunTest, TheTunedFileReadsBackAsWritten) {
   auto t = load_tuned_stack(path);
   ASSERT_TRUE(t.ok()) << t.error().message();
   EXPECT_EQ(t->stack, "demo");
-  EXPECT_TRUE(fingerprint_differences(t->fingerprint, probe_host(stack_.programs(), stack_.dir, probe_)).empty());
+  EXPECT_TRUE(
+      fingerprint_differences(t->fingerprint, probe_host(stack_.programs(), stack_.dir, probe_))
+          .empty());
   ASSERT_EQ(t->providers.size(), 1u);
   EXPECT_EQ(t->providers[0].knobs.at("variant"), "fast");
   EXPECT_TRUE(check_tuned(stack_, *t).ok());

@@ -21,12 +21,14 @@ TEST(StackStore, ATuneLandsInTheSqliteDatabase) {
              "telltales: [InductorError]\n"
              "providers:\n"
              "  - name: encoder\n"
-             "    command: [\"" + kFakeProvider + "\", \"--profile\", \"{variant}\", \"--in\", \"{sample}\","
-             " \"--rps\", \"{rps}\"]\n"
-             "    knobs: {variant: [instant, wrong, fail], rps: [10, 20]}\n"
-             "    defaults: {variant: instant, rps: 10}\n"
-             "    sample: {file: records.txt}\n"
-             "    throughput: {regex: \"rps=([0-9]+)\"}\n");
+             "    command: [\"" +
+                 kFakeProvider +
+                 "\", \"--profile\", \"{variant}\", \"--in\", \"{sample}\","
+                 " \"--rps\", \"{rps}\"]\n"
+                 "    knobs: {variant: [instant, wrong, fail], rps: [10, 20]}\n"
+                 "    defaults: {variant: instant, rps: 10}\n"
+                 "    sample: {file: records.txt}\n"
+                 "    throughput: {regex: \"rps=([0-9]+)\"}\n");
   auto stack = load_stack(dir / "stack.yaml");
   ASSERT_TRUE(stack.ok()) << stack.error().message();
   platform::HostFingerprint host;

@@ -34,18 +34,28 @@ platform::HostFingerprint test_host() {
 
 // One provider over the fake provider, knob `variant` = its profile.
 std::string variant_stack(const std::string& state, const std::string& variants,
-                          const std::string& extra = "", const std::string& defaults = "variant: base") {
+                          const std::string& extra = "",
+                          const std::string& defaults = "variant: base") {
   return "stack: demo\n"
          "telltales: [BackendCompilerFailed, InductorError]\n"
          "providers:\n"
          "  - name: encoder\n"
-         "    command: [\"" + kFakeProvider + "\", \"--profile\", \"{variant}\", \"--in\", \"{sample}\", "
-         "\"--state\", \"" + state + "\"]\n"
+         "    command: [\"" +
+         kFakeProvider +
+         "\", \"--profile\", \"{variant}\", \"--in\", \"{sample}\", "
+         "\"--state\", \"" +
+         state +
+         "\"]\n"
          "    knobs:\n"
-         "      variant: [" + variants + "]\n"
-         "    defaults: {" + defaults + "}\n"
+         "      variant: [" +
+         variants +
+         "]\n"
+         "    defaults: {" +
+         defaults +
+         "}\n"
          "    sample: {file: records.txt, records: 3}\n"
-         "    timeout_s: 1\n" + extra;
+         "    timeout_s: 1\n" +
+         extra;
 }
 
 StackFile load(const TempDir& dir, const std::string& text) {
@@ -94,7 +104,8 @@ const table::StackRejection& rejection(const StackTune& r, const std::string& co
 }
 
 // The rows of this run by config (one each: a stack candidate is measured in deploy only).
-std::map<std::string, MeasurementRow> rows_of(Store& store, const std::string& problem = "demo/encoder") {
+std::map<std::string, MeasurementRow> rows_of(Store& store,
+                                              const std::string& problem = "demo/encoder") {
   MeasurementQuery q;
   q.problem = problem;
   std::map<std::string, MeasurementRow> out;
@@ -117,8 +128,9 @@ int runs_of(const TempDir& dir, const std::string& profile) {
 TEST(Tune, TheFastestCorrectCandidateWinsAndEveryFailureIsRejectedForItsReason) {
   TempDir dir;
   TempStore store;
-  StackFile stack = load(dir, variant_stack(dir / "state",
-                                            "base, medium, fast, wrong, crash1, telltale, signal, hang"));
+  StackFile stack = load(
+      dir,
+      variant_stack(dir / "state", "base, medium, fast, wrong, crash1, telltale, signal, hang"));
   StackTune r = tune(stack, *store, options(2));
   ASSERT_TRUE(r.ok());
   const ProblemReport& encoder = r.report.problems.at(0);
@@ -151,7 +163,8 @@ TEST(Tune, TheFastestCorrectCandidateWinsAndEveryFailureIsRejectedForItsReason) 
     const auto& c = rejection(r, "variant=telltale");
     EXPECT_EQ(c.reason, "telltale");
     EXPECT_NE(c.detail.find("'BackendCompilerFailed' in stderr (exit code 0) on the timed run 1"),
-              std::string::npos) << c.detail;
+              std::string::npos)
+        << c.detail;
     EXPECT_EQ(runs_of(dir, "telltale"), 2);
   }
   {
@@ -268,8 +281,12 @@ std::string rps_stack(const std::string& state) {
   return "stack: demo\n"
          "providers:\n"
          "  - name: ranker\n"
-         "    command: [\"" + kFakeProvider + "\", \"--profile\", \"instant\", \"--in\", \"{sample}\", "
-         "\"--rps\", \"{rps}\", \"--state\", \"" + state + "\"]\n"
+         "    command: [\"" +
+         kFakeProvider +
+         "\", \"--profile\", \"instant\", \"--in\", \"{sample}\", "
+         "\"--rps\", \"{rps}\", \"--state\", \"" +
+         state +
+         "\"]\n"
          "    env: {PAD: \"{pad}\", MODE: \"{mode}\"}\n"
          "    knobs:\n"
          "      rps: [100, 200, 150]\n"
@@ -309,7 +326,9 @@ TEST(Tune, TheSameSeedGivesTheSameResult) {
     StackFile stack = load(dir, rps_stack(dir / "state"));
     std::vector<std::string> order;
     StackTuneOptions o = options(1, seed);
-    o.log = [&](const std::string& line) { order.push_back(line.substr(0, line.rfind(' ', line.rfind(' ') - 1))); };
+    o.log = [&](const std::string& line) {
+      order.push_back(line.substr(0, line.rfind(' ', line.rfind(' ') - 1)));
+    };
     StackTune r = tune(stack, *store, o);
     return std::make_pair(yaml(r), order);
   };
@@ -321,7 +340,9 @@ TEST(Tune, TheSameSeedGivesTheSameResult) {
   // Another seed runs the candidates in another order and reaches the same tuned knobs.
   auto [yaml6, order6] = run(6);
   EXPECT_NE(order5, order6);
-  auto strip_seed = [](std::string y) { return y.erase(y.find("seed:"), y.find('\n', y.find("seed:")) - y.find("seed:")); };
+  auto strip_seed = [](std::string y) {
+    return y.erase(y.find("seed:"), y.find('\n', y.find("seed:")) - y.find("seed:"));
+  };
   EXPECT_EQ(strip_seed(yaml5), strip_seed(yaml6));
 }
 
@@ -403,8 +424,12 @@ std::string json_stack(const std::string& state, bool normalize) {
   return "stack: demo\n"
          "providers:\n"
          "  - name: writer\n"
-         "    command: [\"" + kFakeProvider + "\", \"--profile\", \"{variant}\", \"--in\", \"{sample}\", "
-         "\"--out\", \"{workdir}/out.json\", \"--state\", \"" + state + "\"]\n"
+         "    command: [\"" +
+         kFakeProvider +
+         "\", \"--profile\", \"{variant}\", \"--in\", \"{sample}\", "
+         "\"--out\", \"{workdir}/out.json\", \"--state\", \"" +
+         state +
+         "\"]\n"
          "    knobs: {variant: [json]}\n"
          "    defaults: {variant: json}\n"
          "    sample: {file: records.txt, records: 2}\n"
@@ -451,7 +476,8 @@ TEST(Tune, AnInterruptKillsTheProgramInFlightAndClosesTheRunAsInterrupted) {
   ASSERT_TRUE(result.has_value());
   ASSERT_FALSE(result->ok());
   EXPECT_NE(result->error().message().find("interrupted while running demo/encoder variant=hang"),
-            std::string::npos) << result->error().message();
+            std::string::npos)
+      << result->error().message();
   auto runs = store->runs().value();
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].status, "interrupted");
@@ -467,8 +493,10 @@ TEST(Tune, AProviderWithoutKnobsIsMeasuredAsItsBaselineOnly) {
                          "stack: plain\n"
                          "providers:\n"
                          "  - name: only\n"
-                         "    command: [\"" + kFakeProvider + "\", \"--profile\", \"instant\", \"--in\", \"{sample}\"]\n"
-                         "    sample: {file: records.txt, records: 1}\n");
+                         "    command: [\"" +
+                             kFakeProvider +
+                             "\", \"--profile\", \"instant\", \"--in\", \"{sample}\"]\n"
+                             "    sample: {file: records.txt, records: 1}\n");
   StackTune r = tune(stack, *store, options(1));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.report.problems[0].evaluated, 1);
@@ -485,7 +513,8 @@ TEST(Tune, SampleRepeatsAndStrategyAreChecked) {
   o.command.sample = 5;  // the file holds 4
   auto r = tune_stack(stack, test_host(), *store, o);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message().find("--sample 5: provider 'encoder' has only 4 records"), std::string::npos);
+  EXPECT_NE(r.error().message().find("--sample 5: provider 'encoder' has only 4 records"),
+            std::string::npos);
   o.command.sample.reset();
   o.command.repeats = 0;
   EXPECT_FALSE(tune_stack(stack, test_host(), *store, o).ok());

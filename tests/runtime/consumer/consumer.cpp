@@ -1,4 +1,5 @@
-// Opens a table given on the command line and runs nothing: built (not run) by runtime_install_test.
+// Opens a table given on the command line and runs nothing: built (not run) by
+// runtime_install_test.
 #include <attune/runtime.h>
 
 #include <cstdio>
