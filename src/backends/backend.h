@@ -79,6 +79,10 @@ class Backend {
   // whole program has no independent reference): when the baseline fails, nothing else of the
   // problem can be checked, so the tuner stops the problem there.
   virtual bool baseline_is_reference() const { return false; }
+  // For such a backend: whether this problem's reference is lost in this run (the store answered
+  // the baseline, and running it again for its output failed). What execute() returned since is
+  // not the candidate's doing, so the tuner records none of it and stops the problem.
+  virtual bool reference_lost(const Problem&) const { return false; }
 
   // Whether execute() must run in a worker process (false only for backends that cannot fault,
   // such as replay of recorded results).

@@ -44,8 +44,7 @@ Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOp
     if (!seen.insert(p.structural_key()).second) continue;
     auto r = tune_one(p, options, observer);
     if (!r) {
-      (void)store_.finish_run(run_id_,
-                              interrupted_ && interrupted_->load() ? "interrupted" : "failed");
+      (void)store_.finish_run(run_id_, interrupted() ? "interrupted" : "failed");
       return r.error();
     }
     report.problems.push_back(std::move(*r));
@@ -66,6 +65,12 @@ Status Tuner::check_pins(const Space& space, const std::map<std::string, std::st
   return Status::success();
 }
 
+Error Tuner::interruption(const Problem& problem, const Config& config) const {
+  return Error::internal(
+      fmt::format("interrupted while running {} {}; what was measured before is in the database",
+                  problem.name(), config.text()));
+}
+
 Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Regime regime,
                                 bool* replayed, std::int64_t* row_id) {
   *row_id = 0;
@@ -82,11 +87,10 @@ Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Re
     o.verdict = Verdict::kUnsupported;  // refused before any build: no worker involved
     o.message = *why;
   } else {
-    if (!(interrupted_ && interrupted_->load())) o = runner_.run(problem, config, regime);
-    if (interrupted_ && interrupted_->load())
-      return Error::internal(fmt::format(
-          "interrupted while running {} {}; what was measured before is in the database",
-          problem.name(), config.text()));
+    if (!interrupted()) o = runner_.run(problem, config, regime);
+    if (interrupted()) return interruption(problem, config);
+    // Not the candidate's outcome: the backend lost its reference (Backend::reference_lost).
+    if (backend_.baseline_is_reference() && backend_.reference_lost(problem)) return o;
   }
   MeasurementRow row;
   row.run_id = run_id_;
@@ -160,6 +164,29 @@ Status Tuner::save_state(const Strategy& strategy, const Problem& problem) {
   return store_.put_search_nodes(device_.key(), problem.structural_key(), strategy.name(), rows);
 }
 
+// The clock the drift back-off waits on. With an interrupt flag (TuneOptions::interrupted) a wait
+// is cut into slices of at most 100 ms and ends once the flag is set: the back-off doubles up to
+// a minute, and Ctrl-C must not wait it out.
+class InterruptibleClock final : public platform::Clock {
+ public:
+  InterruptibleClock(platform::Clock& clock, const std::atomic<bool>* stop)
+      : clock_(clock), stop_(stop) {}
+  std::chrono::steady_clock::time_point now() const override { return clock_.now(); }
+  void sleep_for(std::chrono::duration<double> d) override {
+    if (!stop_) return clock_.sleep_for(d);
+    const std::chrono::duration<double> slice(0.1);
+    while (d.count() > 0 && !stop_->load()) {
+      const auto s = std::min(d, slice);
+      clock_.sleep_for(s);
+      d -= s;
+    }
+  }
+
+ private:
+  platform::Clock& clock_;
+  const std::atomic<bool>* stop_;
+};
+
 // One problem's search: the baseline, then what the store already holds, then the strategy's
 // proposals, each measured in the regimes the policy asks for, counted for patience and
 // --max-candidates, and checked by the drift guard; then the report.
@@ -177,8 +204,9 @@ class Tuner::ProblemSearch {
         continued_(continued),
         regimes_(regimes),
         anchor_(space.config(space.baseline())),
+        clock_(tuner.clock_, tuner.interrupted_),
         guard_(
-            options.drift, [this] { return read_anchor(); }, tuner.clock_) {
+            options.drift, [this] { return read_anchor(); }, clock_) {
     rep_.problem = problem;
     rep_.backend = t_.backend_.name();
     rep_.space_size = space.count();
@@ -202,7 +230,7 @@ class Tuner::ProblemSearch {
     ATTUNE_TRY(visit_stored());
     ATTUNE_TRY(search());
     // Candidates measured since the last clean anchor are checked before the run ends.
-    if (guard_.pending()) ATTUNE_TRY(check_anchor());
+    if (guard_.pending() && !reference_lost()) ATTUNE_TRY(check_anchor());
     return Status::success();
   }
 
@@ -238,6 +266,7 @@ class Tuner::ProblemSearch {
       if (done_.count(p) || !pinned(p)) continue;
       if (budget_spent()) break;
       ATTUNE_TRY(visit(p, false, true));
+      if (reference_lost()) break;
     }
     return Status::success();
   }
@@ -246,6 +275,10 @@ class Tuner::ProblemSearch {
     rep_.stopped_by = "exhausted";
     std::deque<Point> ahead;
     while (true) {
+      if (reference_lost()) {
+        rep_.stopped_by = "baseline_failed";
+        break;
+      }
       if (budget_spent()) {
         rep_.stopped_by = "max_candidates";
         break;
@@ -280,6 +313,7 @@ class Tuner::ProblemSearch {
   Status visit(const Point& point, bool is_baseline, bool known = false) {
     std::vector<std::int64_t> rows;
     ATTUNE_ASSIGN(CandidateResult c, measure(point, is_baseline, &rows));
+    if (reference_lost()) return Status::success();  // not this candidate's result: not kept
     account(point, c, known);
     if (!rows.empty() && guard_.add(point, std::move(rows))) ATTUNE_TRY(check_anchor());
     return Status::success();
@@ -346,6 +380,7 @@ class Tuner::ProblemSearch {
 
   // The anchor: the baseline config, run fresh in the ranking regime.
   std::optional<double> read_anchor() {
+    if (t_.interrupted()) return std::nullopt;
     Outcome o = t_.runner_.run(problem_, anchor_, regimes_.ranking());
     if (o.verdict != Verdict::kOk || !o.measurement) return std::nullopt;
     return o.measurement->median_us;
@@ -355,6 +390,7 @@ class Tuner::ProblemSearch {
   // so a run stopped while waiting leaves no drifted row to answer from), and measured again.
   Status check_anchor() {
     measure::AnchorCheck check = guard_.check();
+    if (t_.interrupted()) return t_.interruption(problem_, anchor_);
     if (check.result == measure::AnchorCheck::Result::kUnreadable)
       spdlog::warn("the anchor config failed to run; drift is not checked for these candidates");
     if (check.result != measure::AnchorCheck::Result::kDrifted) return Status::success();
@@ -368,6 +404,7 @@ class Tuner::ProblemSearch {
     ATTUNE_TRY(t_.store_.discard(ids, why));
     rep_.discarded += static_cast<std::int64_t>(ids.size());
     measure::Settling settled = guard_.settle();
+    if (t_.interrupted()) return t_.interruption(problem_, anchor_);
     if (settled.new_reference_us)
       spdlog::warn(
           "the anchor did not come back within {:.0f}%; measuring against its new level {:.2f} us",
@@ -409,6 +446,12 @@ class Tuner::ProblemSearch {
     return n;
   }
 
+  // The backend's reference (its baseline's output) failed to come back in this run: nothing of
+  // the problem can be checked any more (Backend::reference_lost).
+  bool reference_lost() const {
+    return t_.backend_.baseline_is_reference() && t_.backend_.reference_lost(problem_);
+  }
+
   bool budget_spent() const {
     return options_.max_candidates && counted_ >= *options_.max_candidates;
   }
@@ -422,6 +465,7 @@ class Tuner::ProblemSearch {
   const bool continued_;  // the strategy continues an earlier run's state
   const RegimePolicy regimes_;
   const Config anchor_;
+  InterruptibleClock clock_;  // what the guard's back-off waits on
   measure::DriftGuard guard_;
   ProblemReport rep_;
   std::optional<double> best_;  // best ranking time so far

@@ -135,10 +135,14 @@ class Tuner {
   // Loads what the strategy saved for this device and problem; whether it continues from it.
   Result<bool> load_state(Strategy& strategy, const Problem& problem);
   Status save_state(const Strategy& strategy, const Problem& problem);
-  // The outcome of config in regime: from the store when known, else run and stored.
-  // row_id: the stored row when it was measured now, else 0.
+  // The outcome of config in regime: from the store when known, else run and stored (not
+  // stored when the backend lost its reference meanwhile). row_id: the stored row when it was
+  // measured now, else 0.
   Result<Outcome> evaluate(const Problem& problem, const Config& config, Regime regime,
                            bool* replayed, std::int64_t* row_id);
+  // Whether the run was asked to stop (TuneOptions::interrupted), and the error it ends with.
+  bool interrupted() const { return interrupted_ && interrupted_->load(); }
+  Error interruption(const Problem& problem, const Config& config) const;
 
   Store& store_;
   Backend& backend_;

@@ -1,5 +1,6 @@
 #include "tune/tuner.h"
 
+#include <atomic>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -194,6 +195,48 @@ TEST_F(TunerTest, AnchorDriftDiscardsAndRemeasures) {
   }
 }
 
+// A clock that records its sleeps and raises the interrupt flag at the first one: Ctrl-C while
+// the tuner backs off after drift.
+class InterruptingClock final : public platform::Clock {
+ public:
+  explicit InterruptingClock(std::atomic<bool>* flag) : flag_(flag) {}
+  std::chrono::steady_clock::time_point now() const override { return now_; }
+  void sleep_for(std::chrono::duration<double> d) override {
+    slept += d.count();
+    now_ += std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
+    flag_->store(true);
+  }
+  double slept = 0;
+
+ private:
+  std::atomic<bool>* flag_;
+  std::chrono::steady_clock::time_point now_{};
+};
+
+// An interrupt during the drift back-off ends the run at once (the back-off would wait up to a
+// minute), closed as interrupted, with the drifted rows already discarded.
+TEST_F(TunerTest, AnInterruptDuringTheDriftBackOffEndsTheRunAtOnce) {
+  TuneOptions o;
+  o.strategy = "grid";
+  o.patience = 0;
+  o.max_candidates = 40;
+  o.drift.anchor_every = 5;
+  std::atomic<bool> interrupted{false};
+  o.interrupted = &interrupted;
+  ::setenv("ATTUNE_SIM_DRIFT", "12:30:1.4", 1);
+  InterruptingClock clock(&interrupted);
+  Tuner t(*store, sim, runner, clock);
+  auto r = t.run({*sim.resolve("rmsnorm")}, o);
+  ::unsetenv("ATTUNE_SIM_DRIFT");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("interrupted while running"), std::string::npos)
+      << r.error().message();
+  // One slice of the first 1 s wait, not the whole doubling back-off.
+  EXPECT_GT(clock.slept, 0);
+  EXPECT_LE(clock.slept, 0.1 + 1e-9);
+  EXPECT_EQ(store->runs()->at(0).status, "interrupted");
+}
+
 // One slow reading is not drift: whichever execution reads 50% slow (an anchor reading
 // included), the two confirming readings overrule it and nothing is discarded.
 TEST_F(TunerTest, ASingleSlowAnchorReadingIsNotDrift) {
@@ -374,6 +417,7 @@ TEST_F(TunerTest, TheStoredPriorSteersOnlyAStrategyThatTakesOne) {
 class DeployOnlyBackend final : public Backend {
  public:
   bool baseline_fails = false;
+  bool lose_reference = false;  // the next execute() finds the reference gone
   std::map<Regime, int> executions;
 
   std::string name() const override { return "deploy-only"; }
@@ -392,6 +436,10 @@ class DeployOnlyBackend final : public Backend {
   }
   Outcome execute(const Problem&, const Config& config, Regime regime) override {
     ++executions[regime];
+    if (lose_reference) {
+      lost = true;
+      return Outcome::failed(Verdict::kCrashed, "crash: the baseline gave no reference output");
+    }
     const bool baseline = config.get("a")->as_int() == 0 && config.get("b")->as_int() == 0;
     if (baseline && baseline_fails) return Outcome::failed(Verdict::kCrashed, "crash: exit code 1");
     Outcome o;
@@ -404,6 +452,8 @@ class DeployOnlyBackend final : public Backend {
   bool isolated() const override { return false; }
   std::vector<Regime> regimes() const override { return {Regime::kDeploy}; }
   bool baseline_is_reference() const override { return true; }
+  bool reference_lost(const Problem&) const override { return lost; }
+  bool lost = false;
 };
 
 struct DeployOnlyTest : ::testing::Test {
@@ -451,6 +501,28 @@ TEST_F(DeployOnlyTest, AFailedBaselineStopsTheProblemThere) {
   EXPECT_EQ(r.stopped_by, "baseline_failed");
   EXPECT_FALSE(r.best);
   EXPECT_EQ(backend.executions[Regime::kDeploy], 1);
+}
+
+// A rerun whose baseline comes from the store but whose reference then fails to come back (the
+// defaults crash now): nothing of it is recorded, so the configs it would have blamed are not
+// stored as failures, and the problem stops there.
+TEST_F(DeployOnlyTest, ALostReferenceStopsTheProblemAndRecordsNothing) {
+  TuneOptions o;
+  o.strategy = "grid";
+  o.max_candidates = 2;
+  ProblemReport first = tune(o);
+  EXPECT_EQ(first.evaluated, 2);
+  backend.lose_reference = true;
+  o.max_candidates.reset();
+  ProblemReport r = tune(o);
+  EXPECT_EQ(r.stopped_by, "baseline_failed");
+  EXPECT_EQ(r.evaluated, 2);  // both answered from the store
+  EXPECT_EQ(r.measured, 0);
+  EXPECT_EQ(backend.executions[Regime::kDeploy], 3);  // two in the first run, one now
+  auto rows = store->measurements({});
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->size(), 2u);
+  for (const auto& row : *rows) EXPECT_EQ(row.outcome.verdict, Verdict::kOk) << row.config;
 }
 
 TEST_F(DeployOnlyTest, AnInterruptIsNotRecordedAndClosesTheRunAsInterrupted) {

@@ -180,6 +180,11 @@ Outcome CommandBackend::measure(const Entry& e, const Point& point, const std::s
   return o;
 }
 
+bool CommandBackend::reference_lost(const Problem& problem) const {
+  const Entry* e = entry(problem);
+  return e && e->reference_lost;
+}
+
 Outcome CommandBackend::execute(const Problem& problem, const Config& config, Regime) {
   const Entry* found = entry(problem);
   if (!found)
@@ -189,6 +194,8 @@ Outcome CommandBackend::execute(const Problem& problem, const Config& config, Re
   auto point = space.point(config);
   if (!point) return Outcome::failed(Verdict::kUnsupported, point.error().message());
   const bool is_baseline = *point == space.baseline();
+  if (e.reference_lost && !is_baseline)
+    return rejected(Rejection::kCrash, "the baseline gave no reference output in this run");
   if (!e.reference) {
     // The reference comes from the baseline's first clean measurement; when the store answered
     // the baseline, it is measured now, before the first candidate that needs it.
@@ -196,6 +203,7 @@ Outcome CommandBackend::execute(const Problem& problem, const Config& config, Re
     Outcome base = measure(e, space.baseline(), nullptr, &output);
     if (base.verdict != Verdict::kOk) {
       if (is_baseline) return base;
+      e.reference_lost = true;  // the tuner records none of this and stops the problem
       auto why = rejection_of(base.message);
       return rejected(Rejection::kCrash, "the baseline gave no reference output now (" +
                                              (why ? why->second : base.message) + ")");

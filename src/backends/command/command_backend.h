@@ -63,6 +63,7 @@ class CommandBackend final : public Backend {
   std::vector<Regime> regimes() const override { return {Regime::kDeploy}; }
   // Without the defaults' output there is nothing to check a candidate against.
   bool baseline_is_reference() const override { return true; }
+  bool reference_lost(const Problem& problem) const override;
 
   // The providers' problems, in the stack file's order.
   std::vector<Problem> stack_problems() const;
@@ -77,6 +78,7 @@ class CommandBackend final : public Backend {
     std::string sample;  // absolute path of the sample file
     int records = 0;
     std::optional<std::string> reference;  // the baseline's normalised output, once known
+    bool reference_lost = false;           // the baseline, run again for it, failed
   };
   CommandBackend(const StackFile& stack, platform::HostFingerprint host, CommandOptions options,
                  std::string scratch);
