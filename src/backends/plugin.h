@@ -12,7 +12,8 @@ class Backend;
 
 // Bump whenever anything that crosses dlopen changes: a virtual added to, removed from or moved
 // in Backend, a change to a type a virtual takes or returns, or the factory's signature.
-inline constexpr int kPluginAbi = 1;
+// 2: Backend::reference_lost() (the plugin the H200 ran on 2026-12-01 speaks 1).
+inline constexpr int kPluginAbi = 2;
 
 }  // namespace attune
 
