@@ -412,8 +412,8 @@ TEST_F(TunerTest, TheStoredPriorSteersOnlyAStrategyThatTakesOne) {
 }
 
 // A backend measured in deploy only, whose baseline is its reference (as the command backend):
-// time 10 us, 5 us wherever a=1 (so a=1,b=0 and a=1,b=1 tie), and the baseline fails when
-// asked to. It counts executions per regime.
+// time 10 us, 5 us at a=1,b=1 and at a=2,b=0 (a tie that fewer changed knobs and the config text
+// break opposite ways), and the baseline fails when asked to. It counts executions per regime.
 class DeployOnlyBackend final : public Backend {
  public:
   bool baseline_fails = false;
@@ -446,7 +446,8 @@ class DeployOnlyBackend final : public Backend {
     o.measurement = Measurement{};
     o.measurement->regime = regime;
     o.measurement->samples = 1;
-    o.measurement->median_us = config.get("a")->as_int() == 1 ? 5 : 10;
+    const auto a = config.get("a")->as_int(), b = config.get("b")->as_int();
+    o.measurement->median_us = (a == 1 && b == 1) || (a == 2 && b == 0) ? 5 : 10;
     return o;
   }
   bool isolated() const override { return false; }
@@ -485,8 +486,9 @@ TEST_F(DeployOnlyTest, EachCandidateIsMeasuredOnceInDeployAndTiesGoToFewerChange
     EXPECT_EQ(backend.executions[Regime::kDeploy], 6);
     EXPECT_EQ(backend.executions[Regime::kRank], 0);
     ASSERT_TRUE(r.best);
-    // Whichever of the two 5 us configs the seed visits first, the one changing one knob wins.
-    EXPECT_EQ(r.best->config, "a=1,b=0") << "seed " << seed;
+    // Whichever of the two 5 us configs the seed visits first, the one changing one knob wins,
+    // though its text sorts after the other's.
+    EXPECT_EQ(r.best->config, "a=2,b=0") << "seed " << seed;
     EXPECT_FALSE(r.best->rank_us);  // no rank regime was measured
     MeasurementQuery q;
     q.regime = Regime::kRank;
