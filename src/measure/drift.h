@@ -20,7 +20,12 @@ struct DriftPolicy {
   double drift_bound = 0.10;    // a reading further than this from the reference is drift
   double recover_bound = 0.03;  // the back-off ends once the anchor is this close to its reference
   double backoff_s = 1.0;       // first wait; doubles at each round
-  int max_backoffs = 6;         // rounds before measuring against the anchor's new level
+  int max_backoffs = 6;         // rounds of one back-off before measuring against a new level
+  // Bounds per problem (ggml's --cool-max-retry and --cool-max-wait): past either, the problem is
+  // unstable and its search ends. A drift event counts as one round even when it waits none.
+  int max_rounds = 12;      // back-off rounds, over all of the problem's drift events
+  double max_wait_s = 60;   // seconds of back-off, over all of them
+  int rebase_readings = 5;  // readings an anchor's new level is the median of
 };
 
 // One anchor reading in microseconds; nullopt when the anchor failed to run.
@@ -34,7 +39,9 @@ struct Pending {
 
 // What one anchor check found.
 struct AnchorCheck {
-  enum class Result { kClean, kUnreadable, kDrifted };
+  // kUnstable: drifted, and the problem's bound on back-off rounds is spent; discard redo and
+  // end the problem's search.
+  enum class Result { kClean, kUnreadable, kDrifted, kUnstable };
   Result result = Result::kClean;
   double reference_us = 0;    // the level the reading was compared with
   double reading_us = 0;      // kDrifted: the confirmed reading
@@ -46,7 +53,22 @@ struct AnchorCheck {
 struct Settling {
   bool recovered = false;                  // the anchor came back within recover_bound
   std::optional<double> new_reference_us;  // not recovered: the level now measured against
+  bool unstable = false;  // the problem's bound on back-off rounds or time ran out first
 };
+
+// An anchor whose readings fall in two clusters that it switches between (a kernel with two
+// performance levels, not a device that drifted once and came back): its levels, the medians of
+// the clusters, low first.
+struct AnchorLevels {
+  double low_us = 0, high_us = 0;
+  int low_readings = 0, high_readings = 0;
+};
+
+// Two clusters in the readings (in time order): the largest gap between sorted readings is
+// wider than half the drift bound and than three times the spread inside either side, each
+// side holds at least two readings, and the time order switches sides at least four times
+// (one drift episode and its recovery switch twice). nullopt otherwise.
+std::optional<AnchorLevels> anchor_levels(const std::vector<double>& readings, double drift_bound);
 
 class DriftGuard {
  public:
@@ -59,22 +81,36 @@ class DriftGuard {
   bool add(Point point, std::vector<std::int64_t> rows);
   // Candidates wait for a check (the one before a run ends).
   bool pending() const { return !pending_.empty(); }
+  std::size_t pending_count() const { return pending_.size(); }
 
   // Reads the anchor against its reference and clears the pending list (its candidates are then
-  // checked, unchecked when the anchor failed to run, or returned in redo when it drifted).
+  // checked, unchecked when the anchor failed to run, or returned in redo when it drifted or the
+  // problem became unstable). Once the anchor is known to have two levels (levels()), a reading
+  // near either of them is clean.
   AnchorCheck check();
   // After a drifted check (and after its rows were discarded, so that a run stopped during the
   // wait leaves no drifted row to be answered from): waits backoff_s, doubling, up to
-  // max_backoffs times, until the anchor is back within recover_bound; if it never is, the last
-  // reading (the drifted one when max_backoffs is 0) becomes the reference.
+  // max_backoffs times, until the anchor is back within recover_bound; if it never is, the median
+  // of rebase_readings fresh readings (the drifted one when max_backoffs is 0) becomes the
+  // reference. Waits never take the problem past max_rounds or max_wait_s: it is then unstable.
   Settling settle();
+
+  // Every raw anchor reading of the problem, in time order.
+  const std::vector<double>& readings() const { return history_; }
+  // The anchor's two levels, once its readings show them (anchor_levels()).
+  const std::optional<AnchorLevels>& levels() const { return levels_; }
+  double waited_s() const { return waited_s_; }
+  int rounds() const { return rounds_; }
 
  private:
   // The median of three readings (first, when given, is one of them): on the H200 one reading of
   // a ~8 us cuBLASLt anchor ranged over -30%..+78% of the next (clock ramps after compile-bound
   // pauses), so a single reading sent the tuner into minute-long back-offs for nothing.
   std::optional<double> reading(std::optional<double> first = std::nullopt);
+  // One raw reading, kept in the history.
+  std::optional<double> read_once();
   bool within(std::optional<double> t, double bound) const;
+  bool near_a_level(double t) const;
 
   DriftPolicy policy_;
   ReadAnchor read_;
@@ -82,6 +118,10 @@ class DriftGuard {
   std::optional<double> reference_;
   std::optional<double> drifted_;  // the last drifted check's reading, until settle()
   std::vector<Pending> pending_;
+  std::vector<double> history_;
+  std::optional<AnchorLevels> levels_;
+  double waited_s_ = 0;
+  int rounds_ = 0;
 };
 
 }  // namespace attune::measure

@@ -164,5 +164,113 @@ TEST_F(DriftGuardTest, NoReferenceNoPendingAndOffMeansNoReadings) {
   EXPECT_EQ(anchor.reads, 0);
 }
 
+// The H200's gemm m=1000 n=9216 k=3072 anchor: two levels (74.8 us and 82-85 us) it switches
+// between. Without a bound the tuner discarded and re-measured candidates fifteen times and never
+// finished; with one, the levels are found and a reading at either is clean.
+TEST_F(DriftGuardTest, AnAnchorWithTwoLevelsIsDetectedAndStopsCountingAsDrift) {
+  policy.anchor_every = 1;
+  policy.backoff_s = 0.5;
+  policy.max_backoffs = 2;
+  DriftGuard g = guard();
+  // The reference at the low level, then readings alternating between the two levels.
+  anchor.script = {74.8, 74.9, 74.7};
+  ASSERT_TRUE(g.add({0}, {1}));
+  const std::vector<double> two = {83.1, 74.8, 84.0, 74.6, 82.9, 74.9, 83.5, 74.7};
+  for (int i = 0; i < 400; ++i)
+    anchor.script.push_back(two[static_cast<std::size_t>(i) % two.size()]);
+  int drifted = 0, unstable = 0;
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(g.add({static_cast<std::uint32_t>(i + 1)}, {i + 2}));
+    AnchorCheck c = g.check();
+    drifted += c.result == Result::kDrifted;
+    unstable += c.result == Result::kUnstable;
+    if (c.result == Result::kDrifted) (void)g.settle();
+  }
+  ASSERT_TRUE(g.levels());
+  EXPECT_NEAR(g.levels()->low_us, 74.8, 0.2);
+  EXPECT_NEAR(g.levels()->high_us, 83.3, 0.8);
+  EXPECT_GE(g.levels()->low_readings, 2);
+  EXPECT_GE(g.levels()->high_readings, 2);
+  EXPECT_LE(drifted, 3);  // a few events before the two levels are seen, then none
+  EXPECT_EQ(unstable, 0);
+  EXPECT_LE(g.waited_s(), policy.max_wait_s);
+}
+
+TEST_F(DriftGuardTest, OneDriftEpisodeAndItsRecoveryAreNotTwoLevels) {
+  EXPECT_FALSE(anchor_levels({10, 10.1, 9.9, 14, 14.1, 13.9, 14, 10, 10.1, 10}, 0.1));
+  EXPECT_FALSE(anchor_levels({10, 10.1, 9.9, 10, 10.2, 9.8}, 0.1));  // one level
+  auto l = anchor_levels({10, 14, 10.1, 14.1, 9.9, 13.9, 10}, 0.1);
+  ASSERT_TRUE(l);
+  EXPECT_DOUBLE_EQ(l->low_us, 10);
+  EXPECT_DOUBLE_EQ(l->high_us, 14);
+  EXPECT_EQ(l->low_readings, 4);
+  EXPECT_EQ(l->high_readings, 3);
+}
+
+// A device that keeps drifting to new levels: the problem's back-off rounds are bounded, after
+// which it is unstable and its search ends instead of looping.
+TEST_F(DriftGuardTest, BackOffRoundsPerProblemAreBoundedThenTheProblemIsUnstable) {
+  policy.anchor_every = 1;
+  policy.backoff_s = 0.25;
+  policy.max_backoffs = 2;
+  policy.max_rounds = 5;
+  policy.max_wait_s = 1000;
+  DriftGuard g = guard();
+  ASSERT_TRUE(g.add({0}, {1}));
+  double level = 10;
+  std::vector<Result> results;
+  for (int i = 0; i < 10 && (results.empty() || results.back() != Result::kUnstable); ++i) {
+    level *= 1.5;  // a new level at every check, never coming back
+    anchor.level = level;
+    ASSERT_TRUE(g.add({static_cast<std::uint32_t>(i + 1)}, {i + 2}));
+    AnchorCheck c = g.check();
+    results.push_back(c.result);
+    if (c.result == Result::kUnstable) {
+      EXPECT_EQ(c.redo.size(), 1u);  // what was measured drifted is still handed back
+      break;
+    }
+    Settling s = g.settle();
+    if (s.unstable) break;
+  }
+  EXPECT_LE(g.rounds(), policy.max_rounds + 1);
+  EXPECT_TRUE(results.back() == Result::kUnstable || g.rounds() >= policy.max_rounds);
+  EXPECT_LE(clock.sleeps().size(), static_cast<std::size_t>(policy.max_rounds));
+}
+
+TEST_F(DriftGuardTest, BackOffTimePerProblemIsBoundedThenTheProblemIsUnstable) {
+  policy.anchor_every = 1;
+  policy.backoff_s = 1;
+  policy.max_backoffs = 6;  // 1 + 2 + 4 + 8 + 16 + 32 s unbounded
+  policy.max_wait_s = 10;
+  DriftGuard g = guard();
+  ASSERT_TRUE(g.add({0}, {1}));
+  anchor.level = 20;
+  ASSERT_EQ(g.check().result, Result::kDrifted);
+  Settling s = g.settle();
+  EXPECT_TRUE(s.unstable);
+  EXPECT_FALSE(s.new_reference_us);
+  double total = 0;
+  for (double d : sleeps()) total += d;
+  EXPECT_DOUBLE_EQ(total, 10);  // 1 + 2 + 4 + 3: the last wait cut at the bound
+  EXPECT_DOUBLE_EQ(g.waited_s(), 10);
+}
+
+// The level measured against after a back-off that did not recover is the median of several
+// readings: one low reading among them does not become the reference.
+TEST_F(DriftGuardTest, ANewLevelIsTheMedianOfSeveralReadings) {
+  policy.anchor_every = 1;
+  policy.backoff_s = 0.5;
+  policy.max_backoffs = 1;
+  policy.rebase_readings = 5;
+  DriftGuard g = guard();
+  ASSERT_TRUE(g.add({0}, {1}));
+  // check (3 readings), one back-off round (3), then the five the new level is taken from.
+  anchor.script = {13, 13, 13, 13, 13, 13, 11.0, 13.1, 12.9, 13.0, 13.2};
+  ASSERT_EQ(g.check().result, Result::kDrifted);
+  Settling s = g.settle();
+  ASSERT_TRUE(s.new_reference_us);
+  EXPECT_DOUBLE_EQ(*s.new_reference_us, 13.0);
+}
+
 }  // namespace
 }  // namespace attune::measure
