@@ -491,7 +491,16 @@ Result<std::string> resolve_program(const std::string& argv0, const std::string&
   return Error::invalid_argument("program '" + argv0 + "' is not found on PATH");
 }
 
+namespace {
+std::atomic<unsigned> g_kills{0};
+}  // namespace
+
+unsigned programs_killed() {
+  return g_kills.load();
+}
+
 void kill_running_programs() {
+  g_kills.fetch_add(1);
   for (auto& slot : g_running) {
     pid_t pgid = slot.load();
     if (pgid > 0) ::kill(-pgid, SIGKILL);

@@ -103,6 +103,9 @@ Result<ProcessResult> run_process(const ProcessSpec& spec);
 // Kills the process group of every Child alive now (run_process's included; up to 256 at once).
 // Async-signal-safe: a SIGINT or SIGTERM handler calls it so that no program outlives attune.
 void kill_running_programs();
+// How many times kill_running_programs() was called in this process: a runner that sees it move
+// while its program ran knows the death was attune's doing, not the program's.
+unsigned programs_killed();
 
 // The absolute path of the program argv0 names: a path with '/' is taken relative to `dir`;
 // a bare name is searched on PATH. Not found or not executable: an error naming it.

@@ -43,8 +43,10 @@ TEST_F(Fixture, SegfaultAndAbortAreCrashedAndTheNextCandidateRunsInAFreshWorker)
   Outcome abrt = run("block=128,vec=1,unroll=4,stages=1");
   EXPECT_EQ(abrt.verdict, Verdict::kCrashed);
   EXPECT_NE(abrt.message.find("device-side assert"), std::string::npos) << abrt.message;
+  // Each death is confirmed by a rerun in a fresh worker, which dies too.
+  EXPECT_NE(segv.message.find("died on it again"), std::string::npos) << segv.message;
   EXPECT_EQ(run("block=128,vec=2,unroll=1,stages=1").verdict, Verdict::kOk);
-  EXPECT_EQ(runner.started(), 3);
+  EXPECT_EQ(runner.started(), 5);
 }
 
 TEST_F(Fixture, HangIsKilledAtTheDeadlineAsTimeout) {
@@ -64,24 +66,41 @@ TEST_F(Fixture, InProcessFaultsComeBackAsTheirVerdicts) {
   EXPECT_EQ(runner.started(), 1);  // none of these cost a worker restart
 }
 
-TEST_F(Fixture, WorkerKilledFromOutsideIsCrashedAndTheRunGoesOn) {
+// A worker killed from outside (the OOM killer, a user) is not the candidate's crash: the
+// candidate runs again in a fresh worker, and what that run gives is its result. Here it hangs
+// again, so it is a timeout, and the first death is in its message.
+TEST_F(Fixture, WorkerKilledFromOutsideIsRerunInAFreshWorker) {
+  runner.set_timeout(1.5);
   ASSERT_EQ(run("block=128,vec=2,unroll=1,stages=1").verdict, Verdict::kOk);
   const pid_t pid = runner.worker_pid();
   ASSERT_GT(pid, 0);
-  // While the worker is stuck in a hanging candidate, someone kills it (the OOM killer, a user).
+  // While the worker is stuck in a hanging candidate, someone kills it.
   std::thread killer([pid] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     ::kill(pid, SIGKILL);
   });
-  auto t0 = std::chrono::steady_clock::now();
   Outcome o = run("block=64,vec=1,unroll=1,stages=2");
   killer.join();
-  EXPECT_EQ(o.verdict, Verdict::kCrashed) << o.message;
+  EXPECT_EQ(o.verdict, Verdict::kTimeout) << o.message;
   EXPECT_NE(o.message.find("signal 9"), std::string::npos) << o.message;
-  EXPECT_LT(std::chrono::steady_clock::now() - t0,
-            std::chrono::seconds(4));  // not the 5 s deadline
   EXPECT_EQ(run("block=128,vec=2,unroll=1,stages=1").verdict, Verdict::kOk);
   EXPECT_NE(runner.worker_pid(), pid);
+}
+
+// The campaign's case: 36 of 39 outside kills stored a healthy config as crashed, never tried
+// again. Killed between candidates, the worker's death lands on the next one, which passes in a
+// fresh worker and is reported as passing, with the death in its message.
+TEST_F(Fixture, AHealthyCandidateWhoseWorkerWasKilledPassesOnTheRerun) {
+  ASSERT_EQ(run("block=128,vec=2,unroll=1,stages=1").verdict, Verdict::kOk);
+  const pid_t pid = runner.worker_pid();
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  Outcome o = run("block=256,vec=2,unroll=1,stages=1");
+  EXPECT_EQ(o.verdict, Verdict::kOk) << o.message;
+  EXPECT_NE(o.message.find("signal 9"), std::string::npos) << o.message;
+  EXPECT_NE(o.message.find("passed on a rerun"), std::string::npos) << o.message;
+  EXPECT_EQ(runner.started(), 2);
 }
 
 TEST_F(Fixture, TheWorkerLeadsItsOwnProcessGroup) {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 namespace attune {
@@ -117,7 +118,30 @@ std::string WorkerRunner::reap() {
 }
 
 Outcome WorkerRunner::run(const Problem& problem, const Config& config, Regime regime) {
+  const unsigned kills = platform::programs_killed();
+  bool died = false;
+  Outcome first = attempt(problem, config, regime, &died);
+  // Killed by attune itself (Ctrl-C): nothing to confirm, the caller stops.
+  if (!died || platform::programs_killed() != kills) return first;
+  spdlog::warn("{} {}: {}; running it again in a fresh worker to confirm the crash", problem.name(),
+               config.text(), first.message);
+  Outcome again = attempt(problem, config, regime, &died);
+  if (died) {
+    again.message = first.message + "; a fresh worker died on it again: " + again.message;
+    return again;
+  }
+  const std::string was = "the first run's worker died (" + first.message + ")";
+  if (again.verdict == Verdict::kOk)
+    again.message = was + "; it passed on a rerun in a fresh worker";
+  else
+    again.message += " (on a rerun in a fresh worker; " + was + ")";
+  return again;
+}
+
+Outcome WorkerRunner::attempt(const Problem& problem, const Config& config, Regime regime,
+                              bool* died) {
   using clock = std::chrono::steady_clock;
+  *died = false;
   if (!worker_) {
     std::string error;
     if (!start(&error)) return Outcome::failed(Verdict::kLaunchFailed, error);
@@ -174,6 +198,7 @@ Outcome WorkerRunner::run(const Problem& problem, const Config& config, Regime r
     while ((r = ::read(err_child, chunk, sizeof chunk)) > 0)
       err_tail_.append(chunk, static_cast<std::size_t>(r));
   }
+  *died = true;
   std::string why = reap();
   std::string tail = err_tail_;
   while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();

@@ -1,6 +1,9 @@
 // Fault isolation: candidates run in `attune worker` child processes fed over a pipe, one JSON
 // line per request and per reply. A worker that dies is recorded as crashed (with its signal and
 // the tail of its stderr) and replaced; one past its deadline is killed and recorded as timeout.
+// A worker killed from outside (the OOM killer, a user) looks like a crash, so a worker death is
+// believed only when a fresh worker dies on the same candidate again; a candidate that then
+// passes, or fails another way, is reported as that, with the first death in its message.
 // The scheduler and the Store never share a process with a candidate. Workers are platform
 // Children: each in its own process group, dying with the scheduler. WorkerRunner is used from
 // one thread at a time, the thread that lives as long as it does (see platform::Child).
@@ -37,6 +40,8 @@ class WorkerRunner final : public CandidateRunner {
   void set_timeout(double s) { timeout_s_ = s; }
 
  private:
+  // One attempt in the current (or a new) worker; *died: the worker died before answering.
+  Outcome attempt(const Problem& problem, const Config& config, Regime regime, bool* died);
   bool start(std::string* error);
   void stop(bool kill_first);
   // The dead worker's exit status as words: "killed by signal 11 (Segmentation fault)".
