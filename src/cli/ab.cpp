@@ -57,6 +57,7 @@ Command add_ab_command(CLI::App& app, GlobalOptions& g) {
                 "the value is a throughput: higher is better (default: lower is better)");
   cmd->add_option("--timeout", options->timeout_s,
                   "seconds per run before its process group is killed and the A/B fails")
+      ->check(finite_number())
       ->capture_default_str();
   return {cmd, [&g, options, higher]() { return run_ab_command(g, *options, *higher); }};
 }

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -14,6 +15,9 @@ namespace attune::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitBadInput = 2;
+// Stopped by SIGINT, SIGTERM or SIGHUP after printing what was done (128 + SIGINT, as a shell
+// reports a command ended by Ctrl-C).
+inline constexpr int kExitInterrupted = 130;
 
 // Flags every command shares; filled by CLI11 before any action runs.
 struct GlobalOptions {
@@ -43,9 +47,18 @@ Command add_prior_command(CLI::App& app, GlobalOptions& g);
 Command add_ab_command(CLI::App& app, GlobalOptions& g);
 Command add_verify_command(CLI::App& app, GlobalOptions& g);
 
-// "attune: error: <what>" on stderr, one line; returns kExitBadInput.
+// "attune: error: <what>" on stderr, one line (control characters escaped); returns
+// kExitBadInput.
 int bad_input(const std::string& what);
-// "attune: <what>" on stderr; returns kExitFailed.
+// "attune: <what>" on stderr, one line; returns kExitFailed.
 int failed(const std::string& what);
+// Text from outside (a file, a flag) made safe to print on one line: control characters and
+// bytes that are not UTF-8 as \n, \t, \xHH.
+std::string printable(std::string_view text);
+
+// Checks of a numeric flag's text before CLI11 converts it: a finite number (nan and inf refused),
+// and a count without a sign (CLI11 would wrap -1 to 2^64-1).
+CLI::Validator finite_number();
+CLI::Validator unsigned_integer();
 
 }  // namespace attune::cli

@@ -277,6 +277,7 @@ Command add_export_command(CLI::App& app, GlobalOptions& g) {
                   "one with the most rows)");
   sub->add_option("--min-improvement-pct", f->min_improvement_pct,
                   "a row must save at least this % of its baseline's deploy time")
+      ->check(finite_number())
       ->capture_default_str();
   sub->add_option(
       "--bucket", f->buckets,

@@ -1,4 +1,7 @@
 // attune's command line: one subcommand per file, thin over the layers.
+#include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -10,14 +13,86 @@
 namespace attune::cli {
 
 int bad_input(const std::string& what) {
-  fmt::print(stderr, "attune: error: {}\n", what);
+  fmt::print(stderr, "attune: error: {}\n", printable(what));
   return kExitBadInput;
 }
 
 int failed(const std::string& what) {
-  fmt::print(stderr, "attune: {}\n", what);
+  fmt::print(stderr, "attune: {}\n", printable(what));
   return kExitFailed;
 }
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    // A UTF-8 sequence is kept whole; a stray byte is escaped.
+    const int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool whole = len > 1 && i + len <= text.size();
+    for (int k = 1; whole && k < len; ++k)
+      whole = (static_cast<unsigned char>(text[i + k]) >> 6) == 2;
+    if (whole) {
+      out.append(text.substr(i, static_cast<std::size_t>(len)));
+      i += static_cast<std::size_t>(len) - 1;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c >= 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+CLI::Validator finite_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size() ||
+            !std::isfinite(v))
+          return "'" + printable(text) + "' is not a finite number";
+        return "";
+      },
+      "NUMBER");
+}
+
+CLI::Validator unsigned_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::uint64_t v = 0;
+        auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size())
+          return "'" + printable(text) + "' is not a whole number from 0 to " +
+                 std::to_string(UINT64_MAX);
+        return "";
+      },
+      "UINT");
+}
+
+namespace {
+
+// The first word of the command line that is not a global flag: the command the user meant.
+std::string command_word(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--db") {
+      ++i;
+      continue;
+    }
+    if (a.starts_with("-")) continue;
+    return std::string(a);
+  }
+  return "";
+}
+
+}  // namespace
 
 }  // namespace attune::cli
 
@@ -56,6 +131,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    if (app.get_subcommands().empty()) {
+      std::string known;
+      for (const auto& c : commands) known += (known.empty() ? "" : ", ") + c.app->get_name();
+      const std::string word = command_word(argc, argv);
+      if (!word.empty())
+        return bad_input("unknown command '" + word + "'; the commands are: " + known);
+      return bad_input("no command given; the commands are: " + known + " (see attune --help)");
+    }
     // One line naming what is wrong; --help has the rest.
     std::string what = e.what();
     if (what.empty()) what = e.get_name();

@@ -172,6 +172,7 @@ Command add_stack_command(CLI::App& app, GlobalOptions& g) {
                    "seed of the strategy (random: shuffles the order the candidates run in, so "
                    "drift does not "
                    "line up with a knob)")
+      ->check(unsigned_integer())
       ->capture_default_str();
   std::string names;
   for (const auto& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;

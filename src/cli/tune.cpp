@@ -40,6 +40,9 @@ struct TuneFlags {
   double deploy_band = 0.5;
   int anchor_every = 8;
   double backoff_s = 1.0;
+  int backoff_max_rounds = 12;
+  double backoff_max_wait_s = 60;
+  double time_limit_s = 0;  // 0: none
   std::string kernel_file;  // --kernel: the user's .cu
   std::string spec_file;    // --spec: its YAML spec
   int device = -1;          // --device: index into the backend's devices; -1: its default
@@ -106,6 +109,12 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   o.drift.anchor_every = f.anchor_every;
   if (f.backoff_s < 0) return bad_input("--backoff must be >= 0 seconds");
   o.drift.backoff_s = f.backoff_s;
+  if (f.backoff_max_rounds < 0) return bad_input("--backoff-max-rounds must be >= 0");
+  o.drift.max_rounds = f.backoff_max_rounds;
+  if (f.backoff_max_wait_s < 0) return bad_input("--backoff-max-wait must be >= 0 seconds");
+  o.drift.max_wait_s = f.backoff_max_wait_s;
+  if (f.time_limit_s < 0) return bad_input("--time-limit must be > 0 seconds");
+  if (f.time_limit_s > 0) o.time_limit_s = f.time_limit_s;
   for (const auto& pin : f.pins) {
     auto eq = pin.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == pin.size())
@@ -235,6 +244,10 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
     }
   };
 
+  // Ctrl-C, SIGTERM (a scheduler's deadline) and SIGHUP end the run at the candidate in flight,
+  // which is not recorded, and the report of what was done is still printed.
+  o.interrupted = &g_interrupted;
+  install_interrupt_handlers();
   Tuner tuner(*store, *backend, *runner);
   auto report = tuner.run(problems, o, observer);
   progress.finish();
@@ -243,6 +256,11 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
     fmt::print("{}\n", report_json(*report).dump(2));
   else
     fmt::print("{}", report_text(*report));
+  std::fflush(stdout);
+  if (report->interrupted) {
+    spdlog::error("interrupted: {}", report->interruption);
+    return kExitInterrupted;
+  }
   if (!report->any_passed()) {
     spdlog::error("no candidate passed the correctness gate");
     return kExitFailed;
@@ -272,7 +290,9 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   std::string names;
   for (const auto& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;
   sub->add_option("--strategy", f->strategy, "search strategy: " + names)->capture_default_str();
-  sub->add_option("--seed", f->seed, "seed of the strategy")->capture_default_str();
+  sub->add_option("--seed", f->seed, "seed of the strategy")
+      ->check(unsigned_integer())
+      ->capture_default_str();
   sub->add_option("--patience", f->patience,
                   "stop after this many passing candidates without a new best; 0: never")
       ->capture_default_str();
@@ -294,15 +314,29 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--deploy-band", f->deploy_band,
                   "re-measure in the deploy regime candidates within this fraction of the best "
                   "rank-regime time")
+      ->check(finite_number())
       ->capture_default_str();
   sub->add_option("--anchor-every", f->anchor_every,
                   "re-measure the baseline after this many new candidates to catch drift; 0: never")
       ->capture_default_str();
   sub->add_option("--backoff", f->backoff_s,
                   "first wait (seconds, doubling) for a drifted device to settle")
+      ->check(finite_number())
       ->capture_default_str();
+  sub->add_option("--backoff-max-rounds", f->backoff_max_rounds,
+                  "back-off rounds per problem before it is reported unstable")
+      ->capture_default_str();
+  sub->add_option("--backoff-max-wait", f->backoff_max_wait_s,
+                  "seconds of back-off per problem before it is reported unstable")
+      ->check(finite_number())
+      ->capture_default_str();
+  sub->add_option("--time-limit", f->time_limit_s,
+                  "seconds for the whole run, shared by its problems; it stops at a candidate "
+                  "boundary and reports what it did (default: none)")
+      ->check(finite_number());
   sub->add_option("--timeout", f->timeout_s,
-                  "seconds before a candidate's worker is killed (default: the backend's)");
+                  "seconds before a candidate's worker is killed (default: the backend's)")
+      ->check(finite_number());
   add_device_option(sub, &f->device, "to tune on (default: cuda $ATTUNE_DEVICE, else 0)");
   return {sub, [&g, f] { return run_tune(g, *f); }};
 }

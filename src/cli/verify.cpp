@@ -172,6 +172,7 @@ Command add_verify_command(CLI::App& app, GlobalOptions& g) {
       ->required();
   sub->add_option("--band", f->band,
                   "a row fails when measured slower than recorded by more than this fraction")
+      ->check(finite_number())
       ->capture_default_str();
   return {sub, [&g, f] { return run_verify(g, *f); }};
 }

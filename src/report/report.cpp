@@ -24,7 +24,12 @@ std::string us(std::optional<double> t) {
 nlohmann::json report_json(const TuneReport& r) {
   nlohmann::json j;
   j["device"] = r.device;
-  j["run"] = {{"id", r.run_id}, {"strategy", r.strategy}, {"seed", r.seed}};
+  j["report_version"] = 2;
+  j["run"] = {{"id", r.run_id},
+              {"strategy", r.strategy},
+              {"seed", r.seed},
+              {"interrupted", r.interrupted},
+              {"elapsed_s", r.elapsed_s}};
   j["problems"] = nlohmann::json::array();
   for (const auto& p : r.problems) {
     nlohmann::json pj;
@@ -39,9 +44,21 @@ nlohmann::json report_json(const TuneReport& r) {
     pj["measured"] = p.measured;
     pj["replayed"] = p.replayed;
     pj["space_size"] = p.space_size;
+    pj["best_at"] = p.best_at > 0 ? nlohmann::json(p.best_at) : nlohmann::json(nullptr);
+    pj["started"] = p.started;
     pj["stopped_by"] = p.stopped_by;
+    pj["unstable"] = p.unstable.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.unstable);
     pj["drift_events"] = p.drift_events;
     pj["discarded"] = p.discarded;
+    pj["backoff_s"] = p.backoff_s;
+    pj["anchor_readings"] = p.anchor_readings;
+    if (p.anchor_levels)
+      pj["anchor_levels"] = {{"low_us", p.anchor_levels->low_us},
+                             {"high_us", p.anchor_levels->high_us},
+                             {"low_readings", p.anchor_levels->low_readings},
+                             {"high_readings", p.anchor_levels->high_readings}};
+    else
+      pj["anchor_levels"] = nullptr;
     nlohmann::json v = nlohmann::json::object();
     for (const auto& [verdict, n] : p.verdicts) v[std::string(to_string(verdict))] = n;
     pj["verdicts"] = v;
@@ -60,6 +77,11 @@ std::string report_text(const TuneReport& r) {
                                 r.device.backend, r.device.key(), r.run_id, r.strategy, r.seed);
   for (const auto& p : r.problems) {
     out += fmt::format("\n{}  [{}]\n", p.problem.name(), p.problem.text());
+    if (!p.started) {
+      out += fmt::format("  not tuned: {} before it started\n",
+                         p.stopped_by == "interrupted" ? "interrupted" : "the time limit came");
+      continue;
+    }
     if (p.baseline) {
       out += fmt::format("  baseline  {:>12}  {}", us(p.baseline->deploy_us), p.baseline->config);
       if (p.baseline->verdict != Verdict::kOk)
@@ -84,9 +106,17 @@ std::string report_text(const TuneReport& r) {
     out += fmt::format("  rejected: {}\n", rejected.empty() ? "none" : rejected);
     if (p.drift_events)
       out += fmt::format(
-          "  drift: the anchor moved {} time(s); {} measurements discarded and taken again\n",
-          p.drift_events, p.discarded);
+          "  drift: the anchor moved {} time(s); {} measurements discarded; {:.1f} s of back-off\n",
+          p.drift_events, p.discarded, p.backoff_s);
+    if (p.anchor_levels)
+      out += fmt::format(
+          "  anchor: two levels, {:.2f} us ({} readings) and {:.2f} us ({}); drift checked "
+          "against both\n",
+          p.anchor_levels->low_us, p.anchor_levels->low_readings, p.anchor_levels->high_us,
+          p.anchor_levels->high_readings);
+    if (!p.unstable.empty()) out += fmt::format("  UNSTABLE: {}\n", p.unstable);
   }
+  if (r.interrupted) out += "\ninterrupted: the report covers what was done before\n";
   return out;
 }
 

@@ -92,6 +92,9 @@ Result<StackTune> tune_stack(const command::StackFile& stack, const platform::Ho
   };
   const std::vector<Problem> problems = backend->stack_problems();
   ATTUNE_ASSIGN(TuneReport report, tuner.run(problems, options.tuning, observe));
+  // A tuned file is written from whole searches only.
+  if (report.interrupted)
+    return Error::internal(report.interruption.empty() ? "interrupted" : report.interruption);
 
   StackTune out;
   out.notes.stack = stack.name;

@@ -40,17 +40,49 @@ Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOp
   report.seed = options.seed;
   // Identical work is tuned once: problems are deduplicated by structural key.
   std::set<std::string> seen;
-  for (const Problem& p : problems) {
-    if (!seen.insert(p.structural_key()).second) continue;
+  std::vector<const Problem*> work;
+  for (const Problem& p : problems)
+    if (seen.insert(p.structural_key()).second) work.push_back(&p);
+  const auto start = clock_.now();
+  std::optional<std::chrono::steady_clock::time_point> run_deadline;
+  if (options.time_limit_s)
+    run_deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(*options.time_limit_s));
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    const Problem& p = *work[i];
+    const auto now = clock_.now();
+    if (interrupted() || (run_deadline && now >= *run_deadline)) {
+      report.problems.push_back(not_started(p, interrupted() ? "interrupted" : "time_limit"));
+      continue;
+    }
+    // An equal share of what is left: a problem that stops early leaves its time to the rest.
+    if (run_deadline) deadline_ = now + (*run_deadline - now) / static_cast<long>(work.size() - i);
     auto r = tune_one(p, options, observer);
     if (!r) {
-      (void)store_.finish_run(run_id_, interrupted() ? "interrupted" : "failed");
+      (void)store_.finish_run(run_id_, "failed");
       return r.error();
     }
     report.problems.push_back(std::move(*r));
   }
-  ATTUNE_TRY(store_.finish_run(run_id_, report.any_passed() ? "done" : "failed"));
+  deadline_.reset();
+  report.interrupted = interrupted();
+  report.interruption = interruption_;
+  report.elapsed_s = std::chrono::duration<double>(clock_.now() - start).count();
+  ATTUNE_TRY(store_.finish_run(run_id_, report.interrupted    ? "interrupted"
+                                        : report.any_passed() ? "done"
+                                                              : "failed"));
   return report;
+}
+
+ProblemReport Tuner::not_started(const Problem& problem, const std::string& why) const {
+  ProblemReport r;
+  r.problem = problem;
+  r.backend = backend_.name();
+  r.started = false;
+  r.stopped_by = why;
+  for (Verdict v : kAllVerdicts) r.verdicts[v] = 0;
+  if (auto space = backend_.space(problem)) r.space_size = space->count();
+  return r;
 }
 
 Status Tuner::check_pins(const Space& space, const std::map<std::string, std::string>& pins) {
@@ -164,16 +196,22 @@ Status Tuner::save_state(const Strategy& strategy, const Problem& problem) {
   return store_.put_search_nodes(device_.key(), problem.structural_key(), strategy.name(), rows);
 }
 
-// The clock the drift back-off waits on. With an interrupt flag (TuneOptions::interrupted) a wait
-// is cut into slices of at most 100 ms and ends once the flag is set: the back-off doubles up to
-// a minute, and Ctrl-C must not wait it out.
-class InterruptibleClock final : public platform::Clock {
+// The clock the drift back-off waits on. A wait ends at the problem's deadline (its share of
+// --time-limit), and with an interrupt flag (TuneOptions::interrupted) it is cut into slices of at
+// most 100 ms and ends once the flag is set: the back-off doubles up to a minute, and neither
+// Ctrl-C nor a deadline must wait it out.
+class StoppableClock final : public platform::Clock {
  public:
-  InterruptibleClock(platform::Clock& clock, const std::atomic<bool>* stop)
-      : clock_(clock), stop_(stop) {}
+  StoppableClock(platform::Clock& clock, const std::atomic<bool>* stop,
+                 const std::optional<std::chrono::steady_clock::time_point>& deadline)
+      : clock_(clock), stop_(stop), deadline_(deadline) {}
   std::chrono::steady_clock::time_point now() const override { return clock_.now(); }
   void sleep_for(std::chrono::duration<double> d) override {
-    if (!stop_) return clock_.sleep_for(d);
+    if (deadline_) d = std::min<std::chrono::duration<double>>(d, *deadline_ - clock_.now());
+    if (!stop_) {
+      if (d.count() > 0) clock_.sleep_for(d);
+      return;
+    }
     const std::chrono::duration<double> slice(0.1);
     while (d.count() > 0 && !stop_->load()) {
       const auto s = std::min(d, slice);
@@ -185,6 +223,7 @@ class InterruptibleClock final : public platform::Clock {
  private:
   platform::Clock& clock_;
   const std::atomic<bool>* stop_;
+  const std::optional<std::chrono::steady_clock::time_point>& deadline_;
 };
 
 // One problem's search: the baseline, then what the store already holds, then the strategy's
@@ -204,7 +243,7 @@ class Tuner::ProblemSearch {
         continued_(continued),
         regimes_(regimes),
         anchor_(space.config(space.baseline())),
-        clock_(tuner.clock_, tuner.interrupted_),
+        clock_(tuner.clock_, tuner.interrupted_, tuner.deadline_),
         guard_(
             options.drift, [this] { return read_anchor(); }, clock_) {
     rep_.problem = problem;
@@ -229,20 +268,39 @@ class Tuner::ProblemSearch {
     }
     ATTUNE_TRY(visit_stored());
     ATTUNE_TRY(search());
-    // Candidates measured since the last clean anchor are checked before the run ends.
-    if (guard_.pending() && !reference_lost()) ATTUNE_TRY(check_anchor());
+    // Candidates measured since the last clean anchor are checked before the run ends, unless
+    // the time is up: the limit is kept to within one candidate.
+    if (guard_.pending() && !reference_lost() && stop_.empty()) {
+      if (t_.time_up())
+        spdlog::warn(
+            "{}: the time limit came before the last anchor check; the last {} "
+            "candidates are not checked for drift",
+            problem_.name(), guard_.pending_count());
+      else
+        ATTUNE_TRY(check_anchor());
+    }
     return Status::success();
   }
 
+  // The search was unwound by an interrupt: the report says so.
+  void interrupted() { rep_.stopped_by = "interrupted"; }
+
   ProblemReport report() {
-    rep_.baseline = results_.front();
-    for (const CandidateResult& c : results_) {
+    if (!results_.empty() && !dropped_.count(0)) rep_.baseline = results_.front();
+    rep_.backoff_s = guard_.waited_s();
+    rep_.anchor_readings = static_cast<int>(guard_.readings().size());
+    rep_.anchor_levels = guard_.levels();
+    for (std::size_t i = 0; i < results_.size(); ++i) {
+      if (dropped_.count(i)) continue;  // its measurement drifted and was not taken again
+      const CandidateResult& c = results_[i];
       ++rep_.evaluated;
       ++(c.replayed ? rep_.replayed : rep_.measured);
       ++rep_.verdicts[c.verdict];
       if (c.verdict != Verdict::kOk) rep_.rejected.push_back(c);
-      if (c.verdict == Verdict::kOk && c.deploy_us && (!rep_.best || ranks_before(c, *rep_.best)))
+      if (c.verdict == Verdict::kOk && c.deploy_us && (!rep_.best || ranks_before(c, *rep_.best))) {
         rep_.best = c;
+        rep_.best_at = static_cast<std::int64_t>(i) + 1;
+      }
     }
     if (rep_.best && rep_.baseline && rep_.baseline->deploy_us && *rep_.best->deploy_us > 0)
       rep_.speedup = *rep_.baseline->deploy_us / *rep_.best->deploy_us;
@@ -264,7 +322,7 @@ class Tuner::ProblemSearch {
       if (!cfg) continue;  // the space changed since: not a candidate any more
       ATTUNE_ASSIGN(Point p, space_.point(*cfg));
       if (done_.count(p) || !pinned(p)) continue;
-      if (budget_spent()) break;
+      if (budget_spent() || t_.time_up() || !stop_.empty()) break;
       ATTUNE_TRY(visit(p, false, true));
       if (reference_lost()) break;
     }
@@ -275,8 +333,16 @@ class Tuner::ProblemSearch {
     rep_.stopped_by = "exhausted";
     std::deque<Point> ahead;
     while (true) {
+      if (!stop_.empty()) {
+        rep_.stopped_by = stop_;
+        break;
+      }
       if (reference_lost()) {
         rep_.stopped_by = "baseline_failed";
+        break;
+      }
+      if (t_.time_up()) {
+        rep_.stopped_by = "time_limit";
         break;
       }
       if (budget_spent()) {
@@ -359,6 +425,7 @@ class Tuner::ProblemSearch {
       if (c.verdict != Verdict::kUnsupported) ++counted_;
     } else {
       results_[it->second] = c;
+      dropped_.erase(it->second);
     }
     const std::optional<double> t = regimes_.ranking_us(c.rank_us, c.deploy_us);
     bool new_best = false;
@@ -388,27 +455,51 @@ class Tuner::ProblemSearch {
 
   // On drift: what was measured since the last clean anchor is discarded (before the back-off,
   // so a run stopped while waiting leaves no drifted row to answer from), and measured again.
+  // Past the guard's bound on back-off the problem is unstable and its search ends; past the
+  // time limit it ends too. Either way the discarded candidates are dropped from the report.
   Status check_anchor() {
     measure::AnchorCheck check = guard_.check();
     if (t_.interrupted()) return t_.interruption(problem_, anchor_);
     if (check.result == measure::AnchorCheck::Result::kUnreadable)
       spdlog::warn("the anchor config failed to run; drift is not checked for these candidates");
-    if (check.result != measure::AnchorCheck::Result::kDrifted) return Status::success();
+    if (check.result == measure::AnchorCheck::Result::kClean ||
+        check.result == measure::AnchorCheck::Result::kUnreadable) {
+      note_levels();
+      return Status::success();
+    }
     ++rep_.drift_events;
     const std::string why =
         fmt::format("the anchor {} moved {:+.1f}% ({:.2f} -> {:.2f} us) while this was measured",
                     anchor_.text(), 100 * check.drift(), check.reference_us, check.reading_us);
-    spdlog::warn("{}; discarding {} candidates and backing off", why, check.redo.size());
+    spdlog::warn("{}; discarding {} candidates{}", why, check.redo.size(),
+                 check.result == measure::AnchorCheck::Result::kDrifted ? " and backing off" : "");
     std::vector<std::int64_t> ids;
     for (const auto& c : check.redo) ids.insert(ids.end(), c.rows.begin(), c.rows.end());
     ATTUNE_TRY(t_.store_.discard(ids, why));
     rep_.discarded += static_cast<std::int64_t>(ids.size());
+    if (check.result == measure::AnchorCheck::Result::kUnstable)
+      return give_up(check.redo, fmt::format("the anchor drifted {} times, past the bound of {} "
+                                             "back-off rounds per problem",
+                                             rep_.drift_events, options_.drift.max_rounds));
     measure::Settling settled = guard_.settle();
     if (t_.interrupted()) return t_.interruption(problem_, anchor_);
+    if (settled.unstable)
+      return give_up(
+          check.redo,
+          fmt::format("the anchor did not settle within the bound of {:.0f} s and {} "
+                      "rounds of back-off per problem ({:.1f} s waited, {} drift events)",
+                      options_.drift.max_wait_s, options_.drift.max_rounds, guard_.waited_s(),
+                      rep_.drift_events));
+    if (t_.time_up()) {
+      stop_ = "time_limit";
+      drop(check.redo);
+      return Status::success();
+    }
     if (settled.new_reference_us)
       spdlog::warn(
           "the anchor did not come back within {:.0f}%; measuring against its new level {:.2f} us",
           100 * options_.drift.recover_bound, *settled.new_reference_us);
+    note_levels();
     for (auto& c : check.redo) {
       std::vector<std::int64_t> rows;
       ATTUNE_ASSIGN(CandidateResult r, measure(c.point, c.point == space_.baseline(), &rows));
@@ -417,6 +508,31 @@ class Tuner::ProblemSearch {
       (void)guard_.add(std::move(c.point), std::move(rows));
     }
     return Status::success();
+  }
+
+  // The device would not settle: the problem is unstable, its drifted candidates dropped.
+  Status give_up(const std::vector<measure::Pending>& redo, const std::string& why) {
+    spdlog::warn("{}: unstable: {}; its search ends here", problem_.name(), why);
+    rep_.unstable = why;
+    stop_ = "unstable";
+    drop(redo);
+    return Status::success();
+  }
+
+  void drop(const std::vector<measure::Pending>& redo) {
+    for (const auto& c : redo)
+      if (auto it = result_of_.find(c.point); it != result_of_.end()) dropped_.insert(it->second);
+  }
+
+  // Says once that the anchor has two levels.
+  void note_levels() {
+    if (!guard_.levels() || levels_noted_) return;
+    levels_noted_ = true;
+    const auto& l = *guard_.levels();
+    spdlog::warn(
+        "{}: the anchor {} has two levels, {:.2f} us ({} readings) and {:.2f} us ({}); drift is "
+        "checked against both",
+        problem_.name(), anchor_.text(), l.low_us, l.low_readings, l.high_us, l.high_readings);
   }
 
   bool pinned(const Point& p) const {
@@ -465,7 +581,7 @@ class Tuner::ProblemSearch {
   const bool continued_;  // the strategy continues an earlier run's state
   const RegimePolicy regimes_;
   const Config anchor_;
-  InterruptibleClock clock_;  // what the guard's back-off waits on
+  StoppableClock clock_;  // what the guard's back-off waits on
   measure::DriftGuard guard_;
   ProblemReport rep_;
   std::optional<double> best_;  // best ranking time so far
@@ -474,6 +590,9 @@ class Tuner::ProblemSearch {
   // Every candidate of this run in visit order; the report's counts are taken from here.
   std::vector<CandidateResult> results_;
   std::map<Point, std::size_t> result_of_;
+  std::set<std::size_t> dropped_;  // results_ discarded for drift and not measured again
+  std::string stop_;               // set to end the search: unstable or time_limit
+  bool levels_noted_ = false;
   // What --max-candidates counts: a refusal before any build (a variant cuBLASLt does not
   // support) costs no build and no GPU time, and on the H200 half of a gemm run's proposals were
   // such refusals, leaving half the budget for candidates that could win.
@@ -491,7 +610,14 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
                 make_strategy_for(problem, space, options, prior));
   ATTUNE_ASSIGN(bool continued, load_state(*strategy, problem));
   ProblemSearch search(*this, problem, space, options, observer, *strategy, continued, regimes);
-  ATTUNE_TRY(search.run());
+  if (Status st = search.run(); !st.ok()) {
+    if (!interrupted()) return st.error();
+    interruption_ = st.error().message();
+    // Not saved: a rerun replays this search from the store rather than continuing a tree that
+    // stopped in the middle of a step.
+    search.interrupted();
+    return search.report();
+  }
   ATTUNE_TRY(save_state(*strategy, problem));
   return search.report();
 }

@@ -47,8 +47,13 @@ struct TuneOptions {
   std::string command = "tune";  // the command, recorded with the run ("stack tune")
   // Set (by a SIGINT handler, after killing the programs in flight) to stop: the candidate in
   // flight is not recorded (its death was ours, not its own), the run is closed as
-  // "interrupted" and run() returns an error. nullptr: never interrupted.
+  // "interrupted" and run() returns the report of what was done, the problem in flight and
+  // those not started stopped_by "interrupted". nullptr: never interrupted.
   const std::atomic<bool>* interrupted = nullptr;
+  // --time-limit: the run stops at the first candidate boundary past it and reports what it did
+  // (Kernel Tuner's time_limit). The time is shared among the problems: each is given an equal
+  // part of what is left when it starts, so time one leaves unused goes to those after it.
+  std::optional<double> time_limit_s;
   // --strategy-option NAME=VALUE: the strategy's documented options (strategy_info()).
   StrategySettings strategy_options;
   // Drift: the baseline config is the anchor, re-read (in the ranking regime, never from the
@@ -75,17 +80,26 @@ struct ProblemReport {
   // Fastest ok candidate in the deploy regime; on equal times, the one with fewer knobs changed
   // from the baseline, then the lower config text, so the winner does not depend on visit order.
   std::optional<CandidateResult> best;
-  double speedup = 0;  // baseline deploy time / best deploy time; 0: not known
+  double speedup = 0;        // baseline deploy time / best deploy time; 0: not known
+  std::int64_t best_at = 0;  // the evaluation (1 = the baseline) that found the best; 0: none
   std::int64_t evaluated = 0;
   std::int64_t measured = 0;
   std::int64_t replayed = 0;
   std::map<Verdict, std::int64_t> verdicts;
   std::vector<CandidateResult> rejected;  // every candidate that did not pass, with its reason
-  // exhausted, patience, max_candidates, baseline_failed (a backend whose baseline is the
-  // reference: nothing else could be checked)
+  // exhausted, patience, max_candidates, time_limit, interrupted, unstable (the drift guard's
+  // bound on back-off was spent: the device did not settle), baseline_failed (a backend whose
+  // baseline is the reference: nothing else could be checked)
   std::string stopped_by;
+  bool started = true;         // false: the time limit or an interrupt came before this problem
   int drift_events = 0;        // anchor checks that found the device drifted
   std::int64_t discarded = 0;  // measurements discarded because of drift
+  double backoff_s = 0;        // seconds waited for the device to settle
+  int anchor_readings = 0;     // times the anchor config was run to check for drift
+  // The anchor's two levels when its readings fell in two clusters (measure::anchor_levels):
+  // drift was then checked against both.
+  std::optional<measure::AnchorLevels> anchor_levels;
+  std::string unstable;  // stopped_by "unstable": why, in words
   std::uint64_t space_size = 0;
 };
 
@@ -95,6 +109,9 @@ struct TuneReport {
   std::string strategy;
   std::uint64_t seed = 0;
   std::vector<ProblemReport> problems;
+  bool interrupted = false;  // stopped by TuneOptions::interrupted
+  std::string interruption;  // what was in flight then, in words
+  double elapsed_s = 0;      // wall time of the run, by the tuner's clock
   // Whether any problem found a passing candidate.
   bool any_passed() const;
 };
@@ -127,6 +144,8 @@ class Tuner {
 
   Result<ProblemReport> tune_one(const Problem& problem, const TuneOptions& options,
                                  const TuneObserver& observer);
+  // The report of a problem the run stopped before (why: time_limit or interrupted).
+  ProblemReport not_started(const Problem& problem, const std::string& why) const;
   // The strategy for one problem; one that takes a prior is steered by `prior`, loaded here from
   // the store (it must outlive the strategy).
   Result<std::unique_ptr<Strategy>> make_strategy_for(const Problem& problem, const Space& space,
@@ -140,9 +159,12 @@ class Tuner {
   // measured now, else 0.
   Result<Outcome> evaluate(const Problem& problem, const Config& config, Regime regime,
                            bool* replayed, std::int64_t* row_id);
-  // Whether the run was asked to stop (TuneOptions::interrupted), and the error it ends with.
+  // Whether the run was asked to stop (TuneOptions::interrupted), and the error that unwinds a
+  // problem's search to its report.
   bool interrupted() const { return interrupted_ && interrupted_->load(); }
   Error interruption(const Problem& problem, const Config& config) const;
+  // Whether the problem in flight is past its share of the time limit.
+  bool time_up() const { return deadline_ && clock_.now() >= *deadline_; }
 
   Store& store_;
   Backend& backend_;
@@ -151,6 +173,8 @@ class Tuner {
   DeviceFingerprint device_;
   std::int64_t run_id_ = 0;
   const std::atomic<bool>* interrupted_ = nullptr;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;  // the problem in flight's
+  std::string interruption_;
 };
 
 }  // namespace attune

@@ -54,7 +54,8 @@ class SimBackend final : public Backend {
   std::map<std::string, std::unique_ptr<SimProblem>> problems_;  // by op
   // Drift for testing the anchor protocol: ATTUNE_SIM_DRIFT="FROM:TO:FACTOR" makes this process's
   // timed executions number FROM..TO-1 (counting from 0) FACTOR times slower, as a clock drop
-  // would.
+  // would; ATTUNE_SIM_TWO_LEVEL="FACTOR" makes every other one FACTOR times slower, as a kernel
+  // with two performance levels reads.
   std::int64_t executions_ = 0;
   int device_ = 0;
 };
