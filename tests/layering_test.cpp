@@ -23,7 +23,7 @@ const std::map<std::string, std::set<std::string>>& layer_deps() {
   static const std::map<std::string, std::set<std::string>> deps = {
       {"core", {}},
       {"platform", {"core"}},
-      {"store", {"core"}},
+      {"store", {"core", "platform"}},
       {"measure", {"core", "platform"}},
       {"verify", {"core"}},
       {"search", {"core"}},

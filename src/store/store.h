@@ -28,6 +28,27 @@ struct RunInfo {
   std::string started_at;  // ISO 8601 UTC, filled by the store
   std::string finished_at;
   std::string status;  // running, done, failed, interrupted
+  // The process that began the run, filled by the store (begin_run ignores what is given): a run
+  // whose owner is gone is closed as interrupted (close_orphaned_runs). "" and 0 for runs
+  // recorded before schema v6.
+  std::string host;
+  std::int64_t pid = 0;
+  std::string search_key;    // the tuner's hash of the options that decide the search; "" none
+  std::int64_t resumes = 0;  // the id of the run this one continues; 0: none
+};
+
+// One candidate as concurrent tuners split them: the key of a measurement row.
+struct ClaimKey {
+  std::string device_key, problem_key, backend;
+  Regime regime = Regime::kRank;
+  std::string config_hash;
+};
+
+// What claim() answers.
+enum class ClaimResult {
+  kOurs,      // measure it: nobody else is
+  kHeld,      // another running run is measuring it: ask again later
+  kMeasured,  // a row exists already: answer from find()
 };
 
 // One candidate's result, whatever its verdict.
@@ -99,12 +120,30 @@ class Store {
  public:
   virtual ~Store() = default;
 
-  // A new run, status "running", started_at filled; returns its id (ids increase).
+  // A new run, status "running", started_at and the owner (host, pid, for this process) filled;
+  // returns its id (ids increase). A non-zero `resumes` names a run begun here.
   virtual Result<std::int64_t> begin_run(RunInfo run) = 0;
-  // Sets the run's status and finished_at.
+  // Sets the run's status and finished_at, and drops every claim of the run.
   virtual Status finish_run(std::int64_t run_id, const std::string& status) = 0;
   // Oldest first.
   virtual Result<std::vector<RunInfo>> runs() = 0;
+  // Closes every 'running' run of this host whose owner process is gone (the owner's pid no longer
+  // runs with its start time, or the host has rebooted since) as 'interrupted', finished_at now,
+  // and drops its claims; returns how many. A run of a live process, or of another host, is never
+  // touched. Opening a store does this once; a long-running caller may call it again.
+  virtual Result<int> close_orphaned_runs() = 0;
+
+  // Concurrent tuners of one problem split its candidates: each claims a candidate before
+  // measuring it. In one transaction: kMeasured when a non-discarded measurement row of the key
+  // exists (the caller answers from find()); kOurs when no claim exists, the claim is already
+  // run_id's, or the claiming run is no longer 'running' (the claim is taken over); kHeld when
+  // another run that is still running holds it. Before answering kHeld for a run of this host
+  // whose owner process is gone, that run is closed as interrupted (as close_orphaned_runs does)
+  // and the claim taken over. run_id names a run begun here.
+  virtual Result<ClaimResult> claim(const ClaimKey& key, std::int64_t run_id) = 0;
+  // Drops run_id's claim on key (once its measurement row is recorded); a claim of another run is
+  // left as it is.
+  virtual Status release(const ClaimKey& key, std::int64_t run_id) = 0;
 
   // Insert or refresh by key: a device seen again keeps one row with its newest fingerprint.
   virtual Status put_device(const DeviceFingerprint& device) = 0;

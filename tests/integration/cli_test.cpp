@@ -7,6 +7,7 @@
 
 #include "store/sqlite/schema.h"
 #include "store/sqlite/sqlite_store.h"
+#include "support/damage.h"
 #include "support/run.h"
 
 namespace attune {
@@ -229,6 +230,44 @@ TEST(Cli, CorruptAndForeignDatabasesAreRefusedAndLeftAlone) {
   auto missing = run_attune("eval failures --db nowhere.db", dir.path());
   EXPECT_EQ(missing.code, 2);
   EXPECT_FALSE(std::filesystem::exists(dir.file("nowhere.db")));
+}
+
+// A database with a damaged page took writes from import: now every command that opens it is
+// refused in one line with exit 2, and the file is left as it was.
+TEST(Cli, ADatabaseWithADamagedPageIsRefusedBeforeAnyWrite) {
+  TempDir dir;
+  ASSERT_EQ(
+      run_attune("tune --backend sim --problem faults --strategy grid --patience 0", dir.path())
+          .code,
+      0);
+  ASSERT_TRUE(testing::damage_table_page(dir.file("attune.db"), "measurements"));
+  const std::string before = read_bytes(dir.file("attune.db"));
+  const std::string cache = std::string(ATTUNE_SOURCE_DIR) + "/tests/backends/fixtures/tiny.json";
+  for (const std::string& args :
+       {"import kernel-tuner '" + cache + "' --name tiny",
+        std::string("tune --backend sim --problem rmsnorm --max-candidates 2")}) {
+    auto r = run_attune(args, dir.path());
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find("attune.db is damaged ("), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("refusing to write to it"), std::string::npos) << r.err;
+    EXPECT_EQ(read_bytes(dir.file("attune.db")), before) << args;
+  }
+}
+
+// A negative schema version crashed every command (exit 139, no message).
+TEST(Cli, AnOutOfRangeSchemaVersionIsOneLineAndExitTwo) {
+  TempDir dir;
+  ASSERT_EQ(run_attune("tune --backend sim --problem rmsnorm --max-candidates 2", dir.path()).code,
+            0);
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(dir.file("attune.db").c_str(), &raw), SQLITE_OK);
+    sqlite::Db db{sqlite::DbHandle(raw)};
+    ASSERT_TRUE(db.exec("UPDATE attune_schema SET version = -3").ok());
+  }
+  testing::expect_refused({"eval failures", "schema version -3 is not one any attune writes"}, dir,
+                          "attune.db");
 }
 
 TEST(Cli, AnOlderDatabaseIsMigratedAndKeepsItsRows) {

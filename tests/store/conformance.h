@@ -12,6 +12,8 @@
 // Tests run one at a time; a factory may hold files or a server-side schema for its database.
 #pragma once
 
+#include <unistd.h>
+
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -139,6 +141,105 @@ TYPED_TEST_P(StoreConformance, RunsBeginRunningAndFinishWithAStatus) {
   EXPECT_EQ(b.id, *second);
   EXPECT_EQ(b.status, "running");
   EXPECT_TRUE(b.finished_at.empty());
+}
+
+TYPED_TEST_P(StoreConformance, ARunNamesItsOwnerItsSearchAndTheRunItResumes) {
+  Store& s = this->store();
+  RunInfo first{0, "tune", "[]", "mcts", 7};
+  first.search_key = "3f2a9c";
+  first.host = "not-this-host";  // the store fills the owner, whatever is given
+  first.pid = 1;
+  auto a = s.begin_run(first);
+  ASSERT_TRUE(a.ok()) << a.error().message();
+  RunInfo again = first;
+  again.resumes = *a;
+  auto b = s.begin_run(again);
+  ASSERT_TRUE(b.ok()) << b.error().message();
+  auto runs = s.runs();
+  ASSERT_TRUE(runs.ok()) << runs.error().message();
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ((*runs)[0].search_key, "3f2a9c");
+  EXPECT_EQ((*runs)[0].resumes, 0);
+  EXPECT_EQ((*runs)[1].resumes, *a);
+  for (const RunInfo& r : *runs) {
+    EXPECT_EQ(r.pid, static_cast<std::int64_t>(getpid()));
+    EXPECT_NE(r.host, "not-this-host");
+    EXPECT_FALSE(r.host.empty());
+  }
+  // Opening the store again leaves the runs of this live process running.
+  auto other = this->connect();
+  ASSERT_TRUE(other);
+  auto closed = other->close_orphaned_runs();
+  ASSERT_TRUE(closed.ok()) << closed.error().message();
+  EXPECT_EQ(*closed, 0);
+  auto after = other->runs();
+  ASSERT_TRUE(after.ok()) << after.error().message();
+  for (const RunInfo& r : *after) EXPECT_EQ(r.status, "running");
+}
+
+TYPED_TEST_P(StoreConformance, ACandidateIsClaimedByOneRunAtATimeUntilReleasedOrMeasured) {
+  Store& s = this->store();
+  Problem p = this->known("gemm:m=1,n=64,k=64");
+  auto a = s.begin_run({0, "tune", "[]", "mcts", 1});
+  auto b = s.begin_run({0, "tune", "[]", "mcts", 1});
+  ASSERT_TRUE(a.ok() && b.ok());
+  MeasurementRow r = this->row(p, "t=1", 3.0);
+  const ClaimKey key{r.device_key, r.problem_key, r.backend, r.regime, r.config_hash};
+  auto claim = [&](const ClaimKey& k, std::int64_t run) {
+    auto c = s.claim(k, run);
+    EXPECT_TRUE(c.ok()) << c.error().message();
+    return c.ok() ? *c : ClaimResult::kHeld;
+  };
+  EXPECT_EQ(claim(key, *a), ClaimResult::kOurs);
+  EXPECT_EQ(claim(key, *a), ClaimResult::kOurs);  // asking again
+  EXPECT_EQ(claim(key, *b), ClaimResult::kHeld);  // a still runs: b measures something else
+  // A second connection (another process) sees the claim.
+  auto other = this->connect();
+  ASSERT_TRUE(other);
+  EXPECT_EQ(*other->claim(key, *b), ClaimResult::kHeld);
+
+  // Every other device, problem, backend, regime or config is another candidate.
+  for (ClaimKey k :
+       {ClaimKey{"other", key.problem_key, key.backend, key.regime, key.config_hash},
+        ClaimKey{key.device_key, "other", key.backend, key.regime, key.config_hash},
+        ClaimKey{key.device_key, key.problem_key, "cuda", key.regime, key.config_hash},
+        ClaimKey{key.device_key, key.problem_key, key.backend, Regime::kDeploy, key.config_hash},
+        ClaimKey{key.device_key, key.problem_key, key.backend, key.regime, "other"}})
+    EXPECT_EQ(claim(k, *b), ClaimResult::kOurs) << k.device_key << " " << k.config_hash;
+
+  // Releasing another run's claim leaves it; releasing one's own frees it.
+  ASSERT_TRUE(s.release(key, *b).ok());
+  EXPECT_EQ(claim(key, *b), ClaimResult::kHeld);
+  ASSERT_TRUE(s.release(key, *a).ok());
+  EXPECT_EQ(claim(key, *b), ClaimResult::kOurs);
+  EXPECT_EQ(claim(key, *a), ClaimResult::kHeld);
+
+  // Once a row is recorded the candidate is measured, for every run; a discarded row is not.
+  r.run_id = *b;
+  auto id = s.record(r);
+  ASSERT_TRUE(id.ok()) << id.error().message();
+  ASSERT_TRUE(s.release(key, *b).ok());
+  EXPECT_EQ(claim(key, *a), ClaimResult::kMeasured);
+  EXPECT_EQ(claim(key, *b), ClaimResult::kMeasured);
+  ASSERT_TRUE(s.discard({*id}, "the anchor moved").ok());
+  EXPECT_EQ(claim(key, *a), ClaimResult::kOurs);
+}
+
+TYPED_TEST_P(StoreConformance, FinishingARunDropsItsClaims) {
+  Store& s = this->store();
+  Problem p = this->known("gemm:m=1,n=64,k=64");
+  auto a = s.begin_run({0, "tune", "[]", "mcts", 1});
+  auto b = s.begin_run({0, "tune", "[]", "mcts", 1});
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<ClaimKey> keys;
+  for (const char* c : {"t=1", "t=2", "t=3"}) {
+    MeasurementRow r = this->row(p, c, 1.0);
+    keys.push_back({r.device_key, r.problem_key, r.backend, r.regime, r.config_hash});
+    EXPECT_EQ(*s.claim(keys.back(), *a), ClaimResult::kOurs);
+    EXPECT_EQ(*s.claim(keys.back(), *b), ClaimResult::kHeld);
+  }
+  ASSERT_TRUE(s.finish_run(*a, "failed").ok());
+  for (const ClaimKey& k : keys) EXPECT_EQ(*s.claim(k, *b), ClaimResult::kOurs);
 }
 
 TYPED_TEST_P(StoreConformance, DevicesAreKeptOncePerKeyWithTheNewestFingerprint) {
@@ -475,6 +576,8 @@ TYPED_TEST_P(StoreConformance, WhatIsWrittenIsSeenByASecondConnectionAndAfterReo
 
 REGISTER_TYPED_TEST_SUITE_P(
     StoreConformance, RunsBeginRunningAndFinishWithAStatus,
+    ARunNamesItsOwnerItsSearchAndTheRunItResumes,
+    ACandidateIsClaimedByOneRunAtATimeUntilReleasedOrMeasured, FinishingARunDropsItsClaims,
     DevicesAreKeptOncePerKeyWithTheNewestFingerprint, ProblemsAreFoundByKeyOrNameAndRefreshedByKey,
     EveryFieldOfAMeasurementReadsBackAsWritten, FindAnswersTheNewestRowOfExactlyItsKey,
     MeasurementsMatchEveryFieldOfTheQueryOldestFirst, DiscardedRowsAreNeverAnsweredAgain,

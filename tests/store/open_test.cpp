@@ -1,9 +1,14 @@
 // open_store picks the store by the --db text's scheme: a path or sqlite: opens SQLite, a
 // PostgreSQL URL is refused in one line by a build without it, another scheme is bad input.
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "store/sqlite/schema.h"
+#include "store/sqlite/sqlite_db.h"
 #include "store/store.h"
 #include "support/temp_dir.h"
 
@@ -69,6 +74,40 @@ TEST(OpenStore, AMissingFileIsNotCreatedWhenAskedNotTo) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().kind(), Error::Kind::kNotFound);
   EXPECT_FALSE(std::filesystem::exists(dir.file("absent.db")));
+}
+
+// A database whose attune_schema says something no attune wrote (a negative version made every
+// command segfault): one line, Error::corrupt (the CLI exits 2), the file byte for byte as it was.
+TEST(OpenStore, AnOutOfRangeSchemaVersionIsRefusedInOneLineAndTheFileLeftAlone) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"UPDATE attune_schema SET version = -1", "schema version -1"},
+      {"UPDATE attune_schema SET version = -2147483649", "schema version -2147483649"},
+      {"UPDATE attune_schema SET version = 0", "schema version 0"},
+      {"UPDATE attune_schema SET version = 4294967301", "schema version 4294967301"},
+      {"UPDATE attune_schema SET version = 'five'", "schema version 'five'"},
+      {"DELETE FROM attune_schema", "0 rows"},
+      {"INSERT INTO attune_schema VALUES (1)", "2 rows"},
+  };
+  for (const auto& [sql, says] : cases) {
+    TempDir dir;
+    const std::string path = dir.file("a.db");
+    ASSERT_TRUE(open_store(path).ok());
+    {
+      sqlite3* raw = nullptr;
+      ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+      sqlite::Db db{sqlite::DbHandle(raw)};
+      ASSERT_TRUE(db.exec(sql).ok()) << sql;
+      ASSERT_TRUE(db.exec("PRAGMA wal_checkpoint(TRUNCATE)").ok());
+    }
+    const std::string before = testing::read_bytes(path);
+    auto s = open_store(path);
+    ASSERT_FALSE(s.ok()) << sql;
+    EXPECT_EQ(s.error().kind(), Error::Kind::kCorrupt) << s.error().message();
+    EXPECT_NE(s.error().message().find(says), std::string::npos) << s.error().message();
+    EXPECT_NE(s.error().message().find(path), std::string::npos) << s.error().message();
+    EXPECT_EQ(s.error().message().find('\n'), std::string::npos) << s.error().message();
+    EXPECT_EQ(testing::read_bytes(path), before) << sql;
+  }
 }
 
 }  // namespace

@@ -2,11 +2,19 @@
 // promises: files classified before they are touched, forward migrations, WAL.
 #include "store/sqlite/sqlite_store.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
+
 #include "core/config.h"
+#include "platform/identity.h"
 #include "store/conformance.h"
 #include "store/sqlite/schema.h"
+#include "support/damage.h"
 #include "support/temp_dir.h"
 
 namespace attune {
@@ -62,6 +70,57 @@ TEST(SqliteStore, OpensInWalModeWithForeignKeysOn) {
   EXPECT_EQ(*(*s)->db().scalar("PRAGMA application_id"), sqlite::kApplicationId);
 }
 
+// Forks n children that each run `body` at the same moment (they wait on one pipe that the parent
+// closes when all are forked) and exit with its code; returns their exit codes (-1: killed).
+template <typename Body>
+std::vector<int> run_at_once(int n, Body body) {
+  int gate[2];
+  EXPECT_EQ(pipe(gate), 0);
+  std::vector<pid_t> pids;
+  for (int i = 0; i < n; ++i) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(gate[1]);
+      char c;
+      (void)!read(gate[0], &c, 1);  // returns 0 when the parent closes the gate
+      _exit(body(i));
+    }
+    pids.push_back(pid);
+  }
+  close(gate[0]);
+  close(gate[1]);
+  std::vector<int> codes;
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+  return codes;
+}
+
+// 108 `attune tune` started together on a new file had 33 fail with "table attune_schema already
+// exists" or "duplicate column name": creating and migrating the schema is one transaction that
+// re-reads the version inside it.
+TEST(SqliteStore, ManyProcessesOpeningANewFileAtOnceAllSucceed) {
+  for (int round = 0; round < 3; ++round) {
+    TempDir dir;
+    const std::string path = dir.file("fresh.db");
+    auto codes = run_at_once(16, [&](int) {
+      auto s = open_store(path);
+      if (!s.ok()) {
+        std::fprintf(stderr, "%s\n", s.error().message().c_str());
+        return 1;
+      }
+      return 0;
+    });
+    EXPECT_EQ(codes, std::vector<int>(16, 0)) << "round " << round;
+    auto s = SqliteStore::open(path);
+    ASSERT_TRUE(s.ok()) << s.error().message();
+    EXPECT_EQ(*sqlite::schema_version((*s)->db()), sqlite::current_schema_version());
+    EXPECT_EQ(*(*s)->db().scalar("SELECT count(*) FROM attune_schema"), 1);
+  }
+}
+
 TEST(SqliteStore, RefusesATextFileAndLeavesItUntouched) {
   TempDir dir;
   std::string path = dir.file("notes.db");
@@ -110,6 +169,58 @@ TEST(SqliteStore, RefusesACorruptDatabase) {
   auto store = SqliteStore::open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(read_bytes(path), bytes);
+}
+
+// A database with a damaged page of its measurements took writes from import and stack tune:
+// it is checked (PRAGMA quick_check) before anything is written, and refused untouched.
+TEST(SqliteStore, RefusesADatabaseWithADamagedPageAndWritesNothing) {
+  TempDir dir;
+  std::string path = dir.file("a.db");
+  {
+    auto s = SqliteStore::open(path);
+    ASSERT_TRUE(s.ok());
+    Problem p = *Problem::parse("rmsnorm:rows=8,hidden=64");
+    ASSERT_TRUE((*s)->put_device(sim_device()).ok());
+    ASSERT_TRUE((*s)->put_problem(p).ok());
+    ASSERT_TRUE((*s)->db().exec("BEGIN").ok());
+    for (int i = 0; i < 2000; ++i)
+      ASSERT_TRUE((*s)->record(store_rows::row(p, "t=" + std::to_string(i), 1.0 + i)).ok());
+    ASSERT_TRUE((*s)->db().exec("COMMIT").ok());
+  }
+  ASSERT_TRUE(testing::damage_table_page(path, "measurements"));
+  const std::string before = read_bytes(path);
+  auto store = SqliteStore::open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.error().kind(), Error::Kind::kCorrupt);
+  EXPECT_NE(store.error().message().find(path + " is damaged ("), std::string::npos)
+      << store.error().message();
+  EXPECT_NE(store.error().message().find("refusing to write to it"), std::string::npos);
+  EXPECT_EQ(store.error().message().find('\n'), std::string::npos) << store.error().message();
+  EXPECT_EQ(read_bytes(path), before);
+}
+
+// Errors say in words what failed, never the SQL statement (one error printed a whole INSERT).
+TEST(SqliteStore, AFailedWriteSaysWhatFailedInWordsNotInSql) {
+  TempDir dir;
+  const std::string path = dir.file("a.db");
+  auto s = SqliteStore::open(path);
+  ASSERT_TRUE(s.ok());
+  Problem p = *Problem::parse("rmsnorm:rows=8,hidden=64");
+  ASSERT_TRUE((*s)->put_device(sim_device()).ok());
+  ASSERT_TRUE((*s)->put_problem(p).ok());
+  // Another connection holds the write lock longer than the busy timeout allows.
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  sqlite::Db other{sqlite::DbHandle(raw)};
+  ASSERT_TRUE(other.exec("BEGIN IMMEDIATE").ok());
+  ASSERT_TRUE((*s)->db().exec("PRAGMA busy_timeout = 50").ok());
+  auto r = (*s)->record(store_rows::row(p, "t=1", 1.0));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message(), "recording a measurement: database is locked");
+  auto b = (*s)->put_baseline({sim_device().key(), p.structural_key(), "sim", "t=1", "h", ""});
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().message(), "recording a baseline: database is locked");
+  ASSERT_TRUE(other.exec("ROLLBACK").ok());
 }
 
 TEST(SqliteStore, RefusesADatabaseFromANewerAttune) {
@@ -239,7 +350,7 @@ TEST(SqliteStore, AV4DatabaseKeepsItsCudaDeployRowsButNoLongerAnswersWithThem) {
   }
   auto store = SqliteStore::open(path);
   ASSERT_TRUE(store.ok()) << store.error().message();
-  EXPECT_EQ(*sqlite::schema_version((*store)->db()), 5);
+  EXPECT_EQ(*sqlite::schema_version((*store)->db()), sqlite::current_schema_version());
   EXPECT_FALSE((*store)->find(dev, key, "cuda", Regime::kDeploy, "h1")->has_value());
   EXPECT_TRUE((*store)->find(dev, key, "cuda", Regime::kRank, "h1")->has_value());
   EXPECT_TRUE((*store)->find(dev, key, "sim", Regime::kDeploy, "h1")->has_value());
@@ -247,6 +358,176 @@ TEST(SqliteStore, AV4DatabaseKeepsItsCudaDeployRowsButNoLongerAnswersWithThem) {
   EXPECT_EQ(*(*store)->db().scalar(
                 "SELECT count(*) FROM measurements WHERE discarded LIKE '%memset L2 flush%'"),
             1);
+}
+
+// The owners' runs as `status` by id.
+std::map<std::int64_t, std::string> run_statuses(Store& s) {
+  std::map<std::int64_t, std::string> out;
+  auto runs = s.runs();
+  EXPECT_TRUE(runs.ok()) << runs.error().message();
+  if (runs.ok())
+    for (const RunInfo& r : *runs) out[r.id] = r.status;
+  return out;
+}
+
+// A child process that opens `path`, begins a run (and claims `key` for it when given), writes the
+// run's id on a pipe, and then either exits at once (as kill -9 would leave it: no finish_run) or
+// waits until told to go. The parent reads the id with run_id().
+class RunningChild {
+ public:
+  RunningChild(const std::string& path, const std::optional<ClaimKey>& key, bool linger) {
+    EXPECT_EQ(pipe(id_), 0);
+    EXPECT_EQ(pipe(go_), 0);
+    pid_ = fork();
+    if (pid_ == 0) {
+      close(id_[0]);
+      close(go_[1]);
+      auto s = open_store(path);
+      if (!s.ok()) _exit(1);
+      auto run = (*s)->begin_run({0, "tune", "[]", "mcts", 1});
+      if (!run.ok()) _exit(2);
+      if (key && !((*s)->claim(*key, *run).ok())) _exit(3);
+      std::int64_t id = *run;
+      if (write(id_[1], &id, sizeof id) != sizeof id) _exit(4);
+      char c;
+      if (linger) (void)!read(go_[0], &c, 1);
+      _exit(0);
+    }
+    close(id_[1]);
+    close(go_[0]);
+    if (read(id_[0], &run_id_, sizeof run_id_) != sizeof run_id_) run_id_ = -1;
+    if (!linger) end();
+  }
+  ~RunningChild() { end(); }
+  std::int64_t run_id() const { return run_id_; }
+  pid_t pid() const { return pid_; }
+  // Lets it exit and reaps it.
+  void end() {
+    if (pid_ <= 0) return;
+    close(go_[1]);
+    close(id_[0]);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    pid_ = -pid_;
+  }
+
+ private:
+  int id_[2] = {-1, -1}, go_[2] = {-1, -1};
+  pid_t pid_ = -1;
+  std::int64_t run_id_ = -1;
+};
+
+// 67 runs of killed tuners stayed 'running' forever: the next open closes them.
+TEST(SqliteStore, ARunWhoseProcessDiedIsInterruptedAtTheNextOpen) {
+  TempDir dir;
+  const std::string path = dir.file("a.db");
+  RunningChild killed(path, std::nullopt, /*linger=*/false);
+  ASSERT_GT(killed.run_id(), 0);
+  auto s = SqliteStore::open(path);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  auto runs = (*s)->runs();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].status, "interrupted");
+  EXPECT_FALSE((*runs)[0].finished_at.empty());
+  EXPECT_EQ((*runs)[0].pid, -killed.pid());  // end() negated it once reaped
+  EXPECT_EQ((*runs)[0].host, platform::host_name());
+  EXPECT_EQ(*(*s)->close_orphaned_runs(), 0);  // nothing left to close
+}
+
+TEST(SqliteStore, ARunOfALiveProcessIsLeftRunningUntilItsProcessIsGone) {
+  TempDir dir;
+  const std::string path = dir.file("a.db");
+  RunningChild tuner(path, std::nullopt, /*linger=*/true);
+  ASSERT_GT(tuner.run_id(), 0);
+  auto s = SqliteStore::open(path);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(run_statuses(**s)[tuner.run_id()], "running");
+  EXPECT_EQ(*(*s)->close_orphaned_runs(), 0);
+  tuner.end();  // now it exits without finishing its run
+  EXPECT_EQ(*(*s)->close_orphaned_runs(), 1);
+  EXPECT_EQ(run_statuses(**s)[tuner.run_id()], "interrupted");
+}
+
+// Runs another host owns cannot be judged from here; a run of this host's previous boot is dead.
+TEST(SqliteStore, ARunOfAnotherHostIsLeftAloneAndOneOfAnEarlierBootIsClosed) {
+  TempDir dir;
+  const std::string path = dir.file("a.db");
+  Problem p = *Problem::parse("gemm:m=8,n=8,k=8");
+  MeasurementRow row = store_rows::row(p, "t=1", 1.0);
+  const ClaimKey key{row.device_key, row.problem_key, row.backend, row.regime, row.config_hash};
+  {
+    auto s = SqliteStore::open(path);
+    ASSERT_TRUE(s.ok());
+    const std::string me = platform::host_name();
+    ASSERT_TRUE((*s)->db()
+                    .exec("INSERT INTO runs (id, command, arguments, started_at, status, host, "
+                          "boot_id, pid, pid_start) VALUES "
+                          "(1, 'tune', '[]', 't', 'running', 'elsewhere.example', 'b', 999999, 1),"
+                          "(2, 'tune', '[]', 't', 'running', '" +
+                          me + "', 'an-earlier-boot', " + std::to_string(getpid()) +
+                          ", 1),"
+                          "(3, 'tune', '[]', 't', 'running', NULL, NULL, NULL, NULL);"
+                          "INSERT INTO claims VALUES ('" +
+                          key.device_key + "', '" + key.problem_key + "', 'sim', 'rank', '" +
+                          key.config_hash + "', 1, 't')")
+                    .ok());
+  }
+  auto s = SqliteStore::open(path);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  auto status = run_statuses(**s);
+  EXPECT_EQ(status[1], "running");      // another host's: unknown, so alive
+  EXPECT_EQ(status[2], "interrupted");  // this host has rebooted since
+  EXPECT_EQ(status[3], "running");      // recorded before schema v6: no owner to judge
+  auto mine = (*s)->begin_run({0, "tune", "[]", "mcts", 1});
+  ASSERT_TRUE(mine.ok());
+  EXPECT_EQ(*(*s)->claim(key, *mine), ClaimResult::kHeld);  // another host's claim stands
+  EXPECT_EQ(run_statuses(**s)[1], "running");
+}
+
+// The tuner that claimed a candidate was killed: the next claim closes its run and takes it over
+// instead of waiting forever.
+TEST(SqliteStore, AClaimOfARunWhoseProcessDiedIsTakenOver) {
+  TempDir dir;
+  const std::string path = dir.file("a.db");
+  auto s = SqliteStore::open(path);  // opened before the other tuner dies
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  Problem p = *Problem::parse("gemm:m=8,n=8,k=8");
+  MeasurementRow row = store_rows::row(p, "t=1", 1.0);
+  const ClaimKey key{row.device_key, row.problem_key, row.backend, row.regime, row.config_hash};
+  auto mine = (*s)->begin_run({0, "tune", "[]", "mcts", 1});
+  ASSERT_TRUE(mine.ok());
+  {
+    RunningChild live(path, key, /*linger=*/true);
+    ASSERT_GT(live.run_id(), 0);
+    EXPECT_EQ(*(*s)->claim(key, *mine), ClaimResult::kHeld);
+  }
+  RunningChild killed(path, key, /*linger=*/false);  // the first one's run was closed at its open
+  ASSERT_GT(killed.run_id(), 0);
+  EXPECT_EQ(run_statuses(**s)[killed.run_id()], "running");
+  auto c = (*s)->claim(key, *mine);
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(*c, ClaimResult::kOurs);
+  EXPECT_EQ(run_statuses(**s)[killed.run_id()], "interrupted");
+  EXPECT_EQ(*(*s)->db().scalar("SELECT count(*) FROM claims"), 1);
+  EXPECT_EQ(*(*s)->db().scalar("SELECT run_id FROM claims"), *mine);
+}
+
+TEST(SqliteStore, AClaimWhoseRunEndedIsTakenOver) {
+  TempDir dir;
+  auto s = SqliteStore::open(dir.file("a.db"));
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  const ClaimKey key{"d", "p", "sim", Regime::kRank, "h"};
+  auto a = (*s)->begin_run({0, "tune", "[]", "mcts", 1});
+  auto b = (*s)->begin_run({0, "tune", "[]", "mcts", 1});
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(*(*s)->claim(key, *a), ClaimResult::kOurs);
+  // Ended without dropping its claims (as an attune before claims were dropped would leave it).
+  ASSERT_TRUE(
+      (*s)->db().exec("UPDATE runs SET status = 'failed' WHERE id = " + std::to_string(*a)).ok());
+  EXPECT_EQ(*(*s)->claim(key, *b), ClaimResult::kOurs);
+  EXPECT_EQ(*(*s)->db().scalar("SELECT run_id FROM claims"), *b);
 }
 
 }  // namespace

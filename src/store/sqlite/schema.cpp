@@ -1,5 +1,6 @@
 #include "store/sqlite/schema.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,32 @@ CREATE TABLE baselines (
 UPDATE measurements SET discarded = 'deploy time taken after a memset L2 flush (before schema v5)'
   WHERE backend = 'cuda' AND regime = 'deploy' AND discarded IS NULL;
 )sql",
+      // 6: a run names the process that owns it (host, boot, pid and the pid's start time, so a
+      // reused pid is not taken for the owner): 67 runs of killed tuners stayed 'running' in a
+      // kill campaign, and a later open can now close those whose owner is gone. Runs also carry
+      // the key of the search they run and the run they resume. Claims split a problem's
+      // candidates between concurrent tuners (8 processes of one problem measured 1,929
+      // duplicates): a candidate is claimed by a run before it is measured.
+      R"sql(
+ALTER TABLE runs ADD COLUMN host TEXT;
+ALTER TABLE runs ADD COLUMN boot_id TEXT;
+ALTER TABLE runs ADD COLUMN pid INTEGER;
+ALTER TABLE runs ADD COLUMN pid_start INTEGER;
+ALTER TABLE runs ADD COLUMN search_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN resumes INTEGER REFERENCES runs (id);
+CREATE INDEX runs_running ON runs (host) WHERE status = 'running';
+CREATE TABLE claims (
+  device_key TEXT NOT NULL,
+  problem_key TEXT NOT NULL,
+  backend TEXT NOT NULL,
+  regime TEXT NOT NULL,
+  config_hash TEXT NOT NULL,
+  run_id INTEGER NOT NULL REFERENCES runs (id),
+  claimed_at TEXT NOT NULL,
+  PRIMARY KEY (device_key, problem_key, backend, regime, config_hash)
+) WITHOUT ROWID;
+CREATE INDEX claims_by_run ON claims (run_id);
+)sql",
   };
   return m;
 }
@@ -136,23 +163,35 @@ int current_schema_version() {
 }
 
 Result<int> schema_version(const Db& db) {
+  constexpr const char* kReading = "reading the schema version";
   ATTUNE_ASSIGN(std::int64_t has, db.scalar("SELECT count(*) FROM sqlite_master "
-                                            "WHERE type = 'table' AND name = 'attune_schema'"));
+                                            "WHERE type = 'table' AND name = 'attune_schema'",
+                                            kReading));
   if (!has) return 0;
-  ATTUNE_ASSIGN(std::int64_t v, db.scalar("SELECT version FROM attune_schema"));
+  ATTUNE_ASSIGN(std::int64_t rows, db.scalar("SELECT count(*) FROM attune_schema", kReading));
+  if (rows != 1)
+    return Error::corrupt(
+        fmt::format("attune_schema holds {} rows, where attune writes one", rows));
+  ATTUNE_ASSIGN(Stmt s, db.prepare("SELECT typeof(version), version, quote(version) "
+                                   "FROM attune_schema",
+                                   kReading));
+  ATTUNE_ASSIGN(bool row, s.step());
+  if (!row) return Error::corrupt("attune_schema holds no row");
+  // Every attune that wrote a version wrote an integer from 1 up; a version that is not one
+  // cannot be migrated from (and indexing the migrations with it was a crash).
+  const std::int64_t v = s.i64(1);
+  if (s.text(0) != "integer" || v < 1 || v > std::numeric_limits<int>::max())
+    return Error::corrupt(fmt::format("schema version {} is not one any attune writes", s.text(2)));
   return static_cast<int>(v);
 }
 
 Status migrate(const Db& db, int from, int to) {
+  if (from < 0 || to > current_schema_version() || from > to)
+    return Error::internal(fmt::format("no migration from schema v{} to v{}", from, to));
   for (int v = from + 1; v <= to; ++v) {
-    ATTUNE_TRY(db.exec("BEGIN IMMEDIATE"));
-    Status s = db.exec(migrations()[static_cast<std::size_t>(v - 1)]);
-    if (s.ok()) s = db.exec(fmt::format("UPDATE attune_schema SET version = {}", v));
-    if (!s.ok()) {
-      (void)db.exec("ROLLBACK");
-      return s.error().with_context(fmt::format("migrating the database to schema v{}", v));
-    }
-    ATTUNE_TRY(db.exec("COMMIT"));
+    const std::string what = fmt::format("migrating the database to schema v{}", v);
+    ATTUNE_TRY(db.exec(migrations()[static_cast<std::size_t>(v - 1)], what));
+    ATTUNE_TRY(db.exec(fmt::format("UPDATE attune_schema SET version = {}", v), what));
   }
   return Status::success();
 }

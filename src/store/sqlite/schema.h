@@ -14,9 +14,13 @@ namespace attune::sqlite {
 inline constexpr std::int32_t kApplicationId = 0x4154554e;
 
 int current_schema_version();
-// The database's schema version; 0 for a database with no attune schema yet.
+// The database's schema version; 0 for a database with no attune schema yet. An attune_schema
+// that does not hold exactly one integer version of 1 or more is Error::corrupt (a version above
+// current_schema_version() is returned: the caller names it as a newer attune's).
 Result<int> schema_version(const Db& db);
-// Applies migrations from+1 .. to, each in its own transaction with the version bump.
+// Applies migrations from+1 .. to with their version bumps, inside the caller's transaction:
+// SqliteStore::open runs them all in one BEGIN IMMEDIATE after re-reading the version in it, so
+// processes opening one new file at once never apply a migration twice.
 Status migrate(const Db& db, int from, int to);
 
 }  // namespace attune::sqlite

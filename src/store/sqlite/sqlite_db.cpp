@@ -16,7 +16,7 @@ Result<bool> Stmt::step() {
   int rc = sqlite3_step(s_.get());
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  return sqlite_error(db_, rc, sqlite3_sql(s_.get()));
+  return sqlite_error(db_, rc, what_);
 }
 
 Status Stmt::run() {
@@ -33,28 +33,42 @@ std::string Stmt::text(int col) const {
                      static_cast<std::size_t>(sqlite3_column_bytes(s_.get(), col)));
 }
 
-Result<Stmt> Db::prepare(std::string_view sql) const {
+Result<Stmt> Db::prepare(std::string_view sql, std::string what) const {
   sqlite3_stmt* s = nullptr;
   int rc = sqlite3_prepare_v2(h_.get(), sql.data(), static_cast<int>(sql.size()), &s, nullptr);
-  if (rc != SQLITE_OK) return sqlite_error(h_.get(), rc, "preparing " + std::string(sql));
-  return Stmt(h_.get(), s);
+  // Preparing reads the schema, so a locked or damaged file can fail here too.
+  if (rc != SQLITE_OK) return sqlite_error(h_.get(), rc, what);
+  return Stmt(h_.get(), s, std::move(what));
 }
 
-Status Db::exec(const std::string& sql) const {
-  char* err = nullptr;
-  int rc = sqlite3_exec(h_.get(), sql.c_str(), nullptr, nullptr, &err);
-  if (rc != SQLITE_OK) {
-    sqlite3_free(err);
-    return sqlite_error(h_.get(), rc, "executing SQL");
-  }
+Status Db::exec(const std::string& sql, std::string_view what) const {
+  int rc = sqlite3_exec(h_.get(), sql.c_str(), nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) return sqlite_error(h_.get(), rc, what);
   return Status::success();
 }
 
-Result<std::int64_t> Db::scalar(const std::string& sql) const {
-  ATTUNE_ASSIGN(Stmt s, prepare(sql));
+Result<std::int64_t> Db::scalar(const std::string& sql, std::string_view what) const {
+  ATTUNE_ASSIGN(Stmt s, prepare(sql, std::string(what)));
   ATTUNE_ASSIGN(bool row, s.step());
-  if (!row) return Error::internal("no row from: " + sql);
+  if (!row) return Error::internal(std::string(what) + ": the database answered no row");
   return s.i64(0);
+}
+
+Result<Transaction> Transaction::begin(const Db& db, Mode mode, std::string_view what) {
+  ATTUNE_TRY(db.exec(mode == Mode::kImmediate ? "BEGIN IMMEDIATE" : "BEGIN", what));
+  return Transaction(&db, std::string(what));
+}
+
+Transaction::~Transaction() {
+  if (db_) (void)db_->exec("ROLLBACK", what_);
+}
+
+Status Transaction::commit() {
+  const Db* db = db_;
+  db_ = nullptr;
+  Status s = db->exec("COMMIT", what_);
+  if (!s.ok()) (void)db->exec("ROLLBACK", what_);
+  return s;
 }
 
 }  // namespace attune::sqlite

@@ -1,5 +1,7 @@
 // Thin RAII over the SQLite C API: a connection and prepared statements whose failures come back
-// as Error values carrying SQLite's message. One thread at a time per connection.
+// as Error values carrying SQLite's message after what was being done, in words ("recording a
+// measurement: database is locked"), never the statement's SQL. One thread at a time per
+// connection.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <sqlite3.h>
 
@@ -24,7 +27,8 @@ using DbHandle = std::unique_ptr<sqlite3, DbClose>;
 
 class Stmt {
  public:
-  Stmt(sqlite3* db, sqlite3_stmt* s) : db_(db), s_(s) {}
+  // `what` says in words what running the statement does, for its error messages.
+  Stmt(sqlite3* db, sqlite3_stmt* s, std::string what) : db_(db), s_(s), what_(std::move(what)) {}
 
   Stmt& bind(int i, std::int64_t v) {
     sqlite3_bind_int64(s_.get(), i, v);
@@ -76,6 +80,7 @@ class Stmt {
  private:
   sqlite3* db_;
   std::unique_ptr<sqlite3_stmt, StmtFinalize> s_;
+  std::string what_;
 };
 
 class Db {
@@ -84,13 +89,36 @@ class Db {
   explicit Db(DbHandle h) : h_(std::move(h)) {}
   sqlite3* get() const { return h_.get(); }
 
-  Result<Stmt> prepare(std::string_view sql) const;
-  Status exec(const std::string& sql) const;
+  // `what` names the step in words ("recording a measurement"): a failure reads
+  // "<what>: <SQLite's message>". The defaults are for tests and one-off statements.
+  Result<Stmt> prepare(std::string_view sql, std::string what = "querying the database") const;
+  Status exec(const std::string& sql, std::string_view what = "updating the database") const;
   // The first column of the first row as an integer.
-  Result<std::int64_t> scalar(const std::string& sql) const;
+  Result<std::int64_t> scalar(const std::string& sql,
+                              std::string_view what = "querying the database") const;
 
  private:
   DbHandle h_;
+};
+
+// One transaction on a Db, rolled back when it goes out of scope without commit(): every early
+// return of an error leaves nothing half-written. Move-only.
+class Transaction {
+ public:
+  enum class Mode { kDeferred, kImmediate };  // kDeferred: a read snapshot; kImmediate: writes
+  static Result<Transaction> begin(const Db& db, Mode mode, std::string_view what);
+  Transaction(Transaction&& other) noexcept : db_(other.db_), what_(std::move(other.what_)) {
+    other.db_ = nullptr;
+  }
+  Transaction& operator=(Transaction&&) = delete;
+  Transaction(const Transaction&) = delete;
+  ~Transaction();
+  Status commit();
+
+ private:
+  Transaction(const Db* db, std::string what) : db_(db), what_(std::move(what)) {}
+  const Db* db_;
+  std::string what_;
 };
 
 // SQLite's result code and message as an Error; corruption codes map to Error::corrupt.

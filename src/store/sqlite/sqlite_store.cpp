@@ -1,13 +1,16 @@
 #include "store/sqlite/sqlite_store.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "platform/identity.h"
 #include "store/sqlite/schema.h"
 
 namespace attune {
@@ -88,6 +91,86 @@ constexpr const char* kMeasurementColumns =
     "samples, median_us, min_us, max_us, noise, error_metric, error_value, error_tolerance, "
     "message, created_at, sm_clock_mhz, throttle";
 
+// The schema version of an attune database at path (0: a new file, no attune schema yet); a file
+// of another program, a damaged attune_schema or a newer attune's database is refused in one line.
+Result<int> attune_schema_version(const Db& db, const std::string& path) {
+  auto app_id = db.scalar("PRAGMA application_id", "reading the application id");
+  if (!app_id) return app_id.error().with_context(path + " is not a readable attune database");
+  auto tables = db.scalar("SELECT count(*) FROM sqlite_master", "listing the tables");
+  if (!tables) return tables.error().with_context(path + " is not a readable attune database");
+  if (*app_id != sqlite::kApplicationId) {
+    if (*app_id == 0 && *tables == 0) return 0;
+    return Error::corrupt(fmt::format(
+        "{} is an SQLite database of another program (application_id {:#x}, tables: {}), not "
+        "an attune database; refusing to touch it",
+        path, *app_id, table_list(db)));
+  }
+  auto v = sqlite::schema_version(db);
+  if (!v)
+    return Error::corrupt(fmt::format(
+        "{} is a damaged attune database ({}); refusing to touch it (pass another --db)", path,
+        v.error().message()));
+  const int current = sqlite::current_schema_version();
+  if (*v > current)
+    return Error::unsupported(fmt::format(
+        "{} was written by a newer attune (schema v{}; this attune reads up to v{}); upgrade "
+        "attune or use another --db",
+        path, *v, current));
+  return *v;
+}
+
+// PRAGMA quick_check: a database with damaged pages accepted writes from import and stack tune.
+// It reads every page once without cross-checking indexes against their tables: 50 ms on a
+// 100k-row (30 MiB) database with a warm page cache on a 2-core AMD EPYC, where integrity_check
+// takes 160 ms; a tuner opens its database once.
+Status check_integrity(const Db& db, const std::string& path) {
+  auto refuse = [&](const std::string& why) {
+    return Error::corrupt(
+        fmt::format("{} is damaged ({}): refusing to write to it; recover its rows with "
+                    "`sqlite3 {} .recover` or pass another --db",
+                    path, why, path));
+  };
+  auto s = db.prepare("PRAGMA quick_check(1)", "checking the database");
+  if (!s) return refuse(s.error().message());
+  auto row = s->step();
+  if (!row) return refuse(row.error().message());
+  if (!*row) return refuse("quick_check answered nothing");
+  std::string verdict = s->text(0);
+  if (verdict == "ok") return Status::success();
+  // "*** in database main ***\nTree 5 page 5 ...": one line, without the banner.
+  if (const std::string banner = "*** in database main ***"; verdict.rfind(banner, 0) == 0)
+    verdict.erase(0, banner.size());
+  for (char& c : verdict)
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  const auto first = verdict.find_first_not_of(' ');
+  return refuse(first == std::string::npos ? "quick_check failed" : verdict.substr(first));
+}
+
+// journal_mode = WAL, retried while another process holds the lock it needs: several processes
+// opening one new file at once all switch it, and only one at a time can.
+Status use_wal(const Db& db, const std::string& path) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::string last = "busy";
+  while (true) {
+    sqlite3_stmt* raw = nullptr;
+    int rc = sqlite3_prepare_v2(db.get(), "PRAGMA journal_mode = WAL", -1, &raw, nullptr);
+    std::unique_ptr<sqlite3_stmt, sqlite::StmtFinalize> st(raw);
+    if (rc == SQLITE_OK) rc = sqlite3_step(raw);
+    if (rc == SQLITE_ROW) {
+      const auto* mode = reinterpret_cast<const char*>(sqlite3_column_text(raw, 0));
+      if (mode && std::string(mode) == "wal") return Status::success();
+      last = std::string("the journal mode stayed ") + (mode ? mode : "unknown");
+    } else if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) {
+      last = sqlite3_errmsg(db.get());
+    } else {
+      return sqlite::sqlite_error(db.get(), rc, "switching " + path + " to WAL mode");
+    }
+    if (std::chrono::steady_clock::now() > deadline)
+      return Error::io(fmt::format("switching {} to WAL mode: {} for 10 s", path, last));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 }  // namespace
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
@@ -106,69 +189,95 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
   Db db{sqlite::DbHandle(raw)};
   if (rc != SQLITE_OK) return sqlite::sqlite_error(raw, rc, "opening " + path);
   sqlite3_extended_result_codes(raw, 1);
-  ATTUNE_TRY(db.exec("PRAGMA busy_timeout = 10000"));
+  ATTUNE_TRY(db.exec("PRAGMA busy_timeout = 10000", "setting the busy timeout"));
 
-  // Validate before any write: a foreign or newer database must stay byte-for-byte as it was.
-  auto app_id = db.scalar("PRAGMA application_id");
-  if (!app_id) return app_id.error().with_context(path + " is not a readable attune database");
-  auto tables = db.scalar("SELECT count(*) FROM sqlite_master");
-  if (!tables) return tables.error().with_context(path + " is not a readable attune database");
+  // Validate before any write: a foreign, damaged or newer database must stay byte-for-byte as
+  // it was. One read snapshot, so a database another process is creating reads as before or after.
   int version = 0;
-  if (*app_id == sqlite::kApplicationId) {
-    auto v = sqlite::schema_version(db);
-    if (!v) return v.error().with_context(path + " is a damaged attune database");
-    version = *v;
-  } else if (*app_id != 0 || *tables != 0) {
-    return Error::corrupt(fmt::format(
-        "{} is an SQLite database of another program (application_id {:#x}, tables: {}), not "
-        "an attune database; refusing to touch it",
-        path, *app_id, table_list(db)));
+  {
+    ATTUNE_ASSIGN(
+        sqlite::Transaction read,
+        sqlite::Transaction::begin(db, sqlite::Transaction::Mode::kDeferred, "reading " + path));
+    ATTUNE_ASSIGN(version, attune_schema_version(db, path));
+    if (kind == FileKind::kSqlite) ATTUNE_TRY(check_integrity(db, path));
+    ATTUNE_TRY(read.commit());
   }
-  const int current = sqlite::current_schema_version();
-  if (version > current)
-    return Error::unsupported(fmt::format(
-        "{} was written by a newer attune (schema v{}; this attune reads up to v{}); upgrade "
-        "attune or use another --db",
-        path, version, current));
-  if (version == 0)
-    ATTUNE_TRY(db.exec(fmt::format("PRAGMA application_id = {}", sqlite::kApplicationId)));
 
   // WAL lets readers (eval, another worker) run while a tuner writes. synchronous=NORMAL in WAL
   // mode keeps every commit across a process crash, which is what losing a worker can cause.
-  ATTUNE_TRY(db.exec("PRAGMA journal_mode = WAL"));
-  ATTUNE_TRY(db.exec("PRAGMA synchronous = NORMAL"));
-  ATTUNE_TRY(db.exec("PRAGMA foreign_keys = ON"));
-  if (version < current) ATTUNE_TRY(sqlite::migrate(db, version, current));
-  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db), path));
+  ATTUNE_TRY(use_wal(db, path));
+  ATTUNE_TRY(db.exec("PRAGMA synchronous = NORMAL", "setting synchronous mode"));
+  ATTUNE_TRY(db.exec("PRAGMA foreign_keys = ON", "turning foreign keys on"));
+
+  // Creating and migrating is one immediate transaction that reads the version again inside it:
+  // of 108 processes started together on a new file, 33 failed applying a migration that another
+  // one had applied in between ("table attune_schema already exists").
+  const int current = sqlite::current_schema_version();
+  if (version < current) {
+    const std::string what = fmt::format("bringing {} to schema v{}", path, current);
+    ATTUNE_ASSIGN(sqlite::Transaction write,
+                  sqlite::Transaction::begin(db, sqlite::Transaction::Mode::kImmediate, what));
+    ATTUNE_ASSIGN(version, attune_schema_version(db, path));
+    if (version == 0)
+      ATTUNE_TRY(db.exec(fmt::format("PRAGMA application_id = {}", sqlite::kApplicationId),
+                         "marking the database as attune's"));
+    ATTUNE_TRY(sqlite::migrate(db, version, current));
+    ATTUNE_TRY(write.commit());
+  }
+  std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db), path));
+  auto closed = store->close_orphaned_runs();
+  if (!closed) return closed.error().with_context(path);
+  return store;
 }
 
 Result<std::int64_t> SqliteStore::begin_run(RunInfo run) {
-  ATTUNE_ASSIGN(Stmt s,
-                db_.prepare(fmt::format(
-                    "INSERT INTO runs (command, arguments, strategy, seed, version, "
-                    "device_key, started_at, status) VALUES (?, ?, ?, ?, ?, ?, {}, 'running')",
-                    kNow)));
+  const platform::ProcessIdentity owner = platform::current_process();
+  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format("INSERT INTO runs (command, arguments, strategy, "
+                                                "seed, version, device_key, started_at, status, "
+                                                "host, boot_id, pid, pid_start, search_key, "
+                                                "resumes) VALUES (?, ?, ?, ?, ?, ?, {}, "
+                                                "'running', ?, ?, ?, ?, ?, ?)",
+                                                kNow),
+                                    "recording the start of a run"));
   s.bind(1, run.command)
       .bind(2, run.arguments)
       .bind(3, run.strategy)
       .bind(4, static_cast<std::int64_t>(run.seed))
       .bind(5, run.version)
-      .bind(6, run.device_key);
+      .bind(6, run.device_key)
+      .bind(7, owner.host)
+      .bind(8, owner.boot_id)
+      .bind(9, owner.pid)
+      .bind(10, owner.start_ticks)
+      .bind(11, run.search_key);
+  if (run.resumes)
+    s.bind(12, run.resumes);
+  else
+    s.bind_null(12);
   ATTUNE_TRY(s.run());
   return static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_.get()));
 }
 
 Status SqliteStore::finish_run(std::int64_t run_id, const std::string& status) {
-  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format(
-                            "UPDATE runs SET finished_at = {}, status = ? WHERE id = ?", kNow)));
-  s.bind(1, status).bind(2, run_id);
-  return s.run();
+  constexpr const char* kWhat = "recording the end of a run";
+  ATTUNE_ASSIGN(
+      Stmt s,
+      db_.prepare(fmt::format("UPDATE runs SET finished_at = {}, status = ? WHERE id = ?", kNow),
+                  kWhat));
+  ATTUNE_ASSIGN(Stmt drop, db_.prepare("DELETE FROM claims WHERE run_id = ?", kWhat));
+  ATTUNE_ASSIGN(sqlite::Transaction t,
+                sqlite::Transaction::begin(db_, sqlite::Transaction::Mode::kImmediate, kWhat));
+  ATTUNE_TRY(s.bind(1, status).bind(2, run_id).run());
+  ATTUNE_TRY(drop.bind(1, run_id).run());
+  return t.commit();
 }
 
 Result<std::vector<RunInfo>> SqliteStore::runs() {
   ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT id, command, arguments, strategy, seed, version, "
-                                    "device_key, started_at, coalesce(finished_at, ''), status "
-                                    "FROM runs ORDER BY id"));
+                                    "device_key, started_at, coalesce(finished_at, ''), status, "
+                                    "coalesce(host, ''), coalesce(pid, 0), search_key, "
+                                    "coalesce(resumes, 0) FROM runs ORDER BY id",
+                                    "listing runs"));
   std::vector<RunInfo> out;
   while (true) {
     ATTUNE_ASSIGN(bool row, s.step());
@@ -184,19 +293,148 @@ Result<std::vector<RunInfo>> SqliteStore::runs() {
     r.started_at = s.text(7);
     r.finished_at = s.text(8);
     r.status = s.text(9);
+    r.host = s.text(10);
+    r.pid = s.i64(11);
+    r.search_key = s.text(12);
+    r.resumes = s.i64(13);
     out.push_back(std::move(r));
   }
   return out;
 }
 
+Result<bool> SqliteStore::interrupt_run(std::int64_t run_id) {
+  constexpr const char* kWhat = "closing a run whose process is gone";
+  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format("UPDATE runs SET status = 'interrupted', "
+                                                "finished_at = {} WHERE id = ? AND "
+                                                "status = 'running'",
+                                                kNow),
+                                    kWhat));
+  ATTUNE_TRY(s.bind(1, run_id).run());
+  const bool closed = sqlite3_changes(db_.get()) > 0;  // another process may have closed it
+  ATTUNE_ASSIGN(Stmt drop, db_.prepare("DELETE FROM claims WHERE run_id = ?", kWhat));
+  ATTUNE_TRY(drop.bind(1, run_id).run());
+  return closed;
+}
+
+namespace {
+
+// The owner a runs row names, from its host, boot_id, pid and pid_start columns at `first`.
+platform::ProcessIdentity run_owner(const Stmt& s, int first) {
+  return {s.text(first), s.text(first + 1), s.i64(first + 2), s.i64(first + 3)};
+}
+
+}  // namespace
+
+Result<int> SqliteStore::close_orphaned_runs() {
+  constexpr const char* kWhat = "looking for runs whose process is gone";
+  const std::string host = platform::host_name();
+  if (host.empty()) return 0;  // no run can be judged ours
+  std::vector<std::int64_t> gone;
+  {
+    ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT id, host, coalesce(boot_id, ''), coalesce(pid, 0), "
+                                      "coalesce(pid_start, 0) FROM runs "
+                                      "WHERE status = 'running' AND host = ?",
+                                      kWhat));
+    s.bind(1, host);
+    while (true) {
+      ATTUNE_ASSIGN(bool row, s.step());
+      if (!row) break;
+      if (!platform::alive(run_owner(s, 1))) gone.push_back(s.i64(0));
+    }
+  }
+  if (gone.empty()) return 0;
+  ATTUNE_ASSIGN(sqlite::Transaction t,
+                sqlite::Transaction::begin(db_, sqlite::Transaction::Mode::kImmediate, kWhat));
+  int closed = 0;
+  for (std::int64_t id : gone) {
+    ATTUNE_ASSIGN(bool by_us, interrupt_run(id));
+    closed += by_us ? 1 : 0;
+  }
+  ATTUNE_TRY(t.commit());
+  return closed;
+}
+
+Result<ClaimResult> SqliteStore::claim(const ClaimKey& key, std::int64_t run_id) {
+  constexpr const char* kWhat = "claiming a candidate";
+  auto bind_key = [&](Stmt& s) -> Stmt& {
+    return s.bind(1, key.device_key)
+        .bind(2, key.problem_key)
+        .bind(3, key.backend)
+        .bind(4, to_string(key.regime))
+        .bind(5, key.config_hash);
+  };
+  ATTUNE_ASSIGN(Stmt measured, db_.prepare("SELECT 1 FROM measurements WHERE device_key = ?1 AND "
+                                           "problem_key = ?2 AND backend = ?3 AND regime = ?4 AND "
+                                           "config_hash = ?5 AND discarded IS NULL LIMIT 1",
+                                           kWhat));
+  ATTUNE_ASSIGN(Stmt holder,
+                db_.prepare("SELECT c.run_id, coalesce(r.status, ''), coalesce(r.host, ''), "
+                            "coalesce(r.boot_id, ''), coalesce(r.pid, 0), "
+                            "coalesce(r.pid_start, 0) FROM claims c LEFT JOIN runs r "
+                            "ON r.id = c.run_id WHERE c.device_key = ?1 AND c.problem_key = ?2 "
+                            "AND c.backend = ?3 AND c.regime = ?4 AND c.config_hash = ?5",
+                            kWhat));
+  ATTUNE_ASSIGN(Stmt take,
+                db_.prepare(fmt::format("INSERT INTO claims (device_key, problem_key, backend, "
+                                        "regime, config_hash, run_id, claimed_at) VALUES "
+                                        "(?1, ?2, ?3, ?4, ?5, ?6, {}) ON CONFLICT (device_key, "
+                                        "problem_key, backend, regime, config_hash) DO UPDATE "
+                                        "SET run_id = excluded.run_id, "
+                                        "claimed_at = excluded.claimed_at",
+                                        kNow),
+                            kWhat));
+  ATTUNE_ASSIGN(sqlite::Transaction t,
+                sqlite::Transaction::begin(db_, sqlite::Transaction::Mode::kImmediate, kWhat));
+  ATTUNE_ASSIGN(bool done, bind_key(measured).step());
+  if (done) {
+    ATTUNE_TRY(t.commit());
+    return ClaimResult::kMeasured;
+  }
+  ATTUNE_ASSIGN(bool held, bind_key(holder).step());
+  if (held) {
+    const std::int64_t by = holder.i64(0);
+    if (by == run_id) {
+      ATTUNE_TRY(t.commit());
+      return ClaimResult::kOurs;
+    }
+    if (holder.text(1) == "running") {
+      if (platform::alive(run_owner(holder, 2))) {
+        ATTUNE_TRY(t.commit());
+        return ClaimResult::kHeld;
+      }
+      // Its tuner was killed: nobody will measure it.
+      ATTUNE_TRY(interrupt_run(by));
+    }
+  }
+  ATTUNE_TRY(bind_key(take).bind(6, run_id).run());
+  ATTUNE_TRY(t.commit());
+  return ClaimResult::kOurs;
+}
+
+Status SqliteStore::release(const ClaimKey& key, std::int64_t run_id) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare("DELETE FROM claims WHERE device_key = ? AND problem_key = ? "
+                                    "AND backend = ? AND regime = ? AND config_hash = ? AND "
+                                    "run_id = ?",
+                                    "releasing a claimed candidate"));
+  s.bind(1, key.device_key)
+      .bind(2, key.problem_key)
+      .bind(3, key.backend)
+      .bind(4, to_string(key.regime))
+      .bind(5, key.config_hash)
+      .bind(6, run_id);
+  return s.run();
+}
+
 Status SqliteStore::put_device(const DeviceFingerprint& d) {
   ATTUNE_ASSIGN(
       Stmt s,
-      db_.prepare(fmt::format(
-          "INSERT INTO devices (key, backend, name, arch, sm_count, memory_bytes, fingerprint, "
-          "first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, {0}, {0}) "
-          "ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, last_seen = {0}",
-          kNow)));
+      db_.prepare(
+          fmt::format(
+              "INSERT INTO devices (key, backend, name, arch, sm_count, memory_bytes, fingerprint, "
+              "first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, {0}, {0}) "
+              "ON CONFLICT (key) DO UPDATE SET fingerprint = excluded.fingerprint, last_seen = {0}",
+              kNow),
+          "recording a device"));
   nlohmann::json j = d;
   s.bind(1, d.key())
       .bind(2, d.backend)
@@ -209,7 +447,8 @@ Status SqliteStore::put_device(const DeviceFingerprint& d) {
 }
 
 Result<std::vector<DeviceFingerprint>> SqliteStore::devices() {
-  ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT fingerprint FROM devices ORDER BY first_seen, rowid"));
+  ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT fingerprint FROM devices ORDER BY first_seen, rowid",
+                                    "listing devices"));
   std::vector<DeviceFingerprint> out;
   while (true) {
     ATTUNE_ASSIGN(bool row, s.step());
@@ -230,7 +469,8 @@ Status SqliteStore::put_problem(const Problem& p, const std::string& payload) {
                                         "ON CONFLICT (key) DO UPDATE SET name = excluded.name, "
                                         "payload = CASE WHEN excluded.payload = '' THEN "
                                         "problems.payload ELSE excluded.payload END",
-                                        kNow)));
+                                        kNow),
+                            "recording a problem"));
   s.bind(1, p.structural_key())
       .bind(2, p.op())
       .bind(3, p.text())
@@ -250,7 +490,8 @@ Result<ProblemRecord> read_problem(const Stmt& s) {
 
 Result<std::optional<ProblemRecord>> SqliteStore::find_problem(const std::string& key_or_name) {
   ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT key, text, name, payload FROM problems "
-                                    "WHERE key = ?1 OR name = ?1 ORDER BY key = ?1 DESC LIMIT 1"));
+                                    "WHERE key = ?1 OR name = ?1 ORDER BY key = ?1 DESC LIMIT 1",
+                                    "looking up a problem"));
   s.bind(1, key_or_name);
   ATTUNE_ASSIGN(bool row, s.step());
   if (!row) return std::optional<ProblemRecord>{};
@@ -259,7 +500,8 @@ Result<std::optional<ProblemRecord>> SqliteStore::find_problem(const std::string
 }
 
 Result<std::vector<ProblemRecord>> SqliteStore::problems() {
-  ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT key, text, name, '' FROM problems ORDER BY name"));
+  ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT key, text, name, '' FROM problems ORDER BY name",
+                                    "listing problems"));
   std::vector<ProblemRecord> out;
   while (true) {
     ATTUNE_ASSIGN(bool row, s.step());
@@ -273,14 +515,17 @@ Result<std::vector<ProblemRecord>> SqliteStore::problems() {
 Result<std::int64_t> SqliteStore::record(MeasurementRow r) {
   ATTUNE_ASSIGN(
       Stmt s,
-      db_.prepare(fmt::format(
-          "INSERT INTO measurements (run_id, device_key, problem_key, backend, config, "
-          "config_hash, "
-          "verdict, regime, cache, samples, median_us, min_us, max_us, noise, error_metric, "
-          "error_value, error_tolerance, message, created_at, sm_clock_mhz, throttle) VALUES "
-          "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, {}, "
-          "?19, ?20)",
-          kNow)));
+      db_.prepare(
+          fmt::format(
+              "INSERT INTO measurements (run_id, device_key, problem_key, backend, config, "
+              "config_hash, "
+              "verdict, regime, cache, samples, median_us, min_us, max_us, noise, error_metric, "
+              "error_value, error_tolerance, message, created_at, sm_clock_mhz, throttle) VALUES "
+              "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
+              "{}, "
+              "?19, ?20)",
+              kNow),
+          "recording a measurement"));
   if (r.run_id)
     s.bind(1, r.run_id);
   else
@@ -325,10 +570,13 @@ Result<std::optional<MeasurementRow>> SqliteStore::find(const std::string& devic
                                                         const std::string& config_hash) {
   ATTUNE_ASSIGN(
       Stmt s,
-      db_.prepare(fmt::format(
-          "SELECT {} FROM measurements WHERE device_key = ? AND problem_key = ? AND backend = ? "
-          "AND regime = ? AND config_hash = ? AND discarded IS NULL ORDER BY id DESC LIMIT 1",
-          kMeasurementColumns)));
+      db_.prepare(
+          fmt::format(
+              "SELECT {} FROM measurements WHERE device_key = ? AND problem_key = ? AND backend = "
+              "? "
+              "AND regime = ? AND config_hash = ? AND discarded IS NULL ORDER BY id DESC LIMIT 1",
+              kMeasurementColumns),
+          "looking up a measurement"));
   s.bind(1, device_key)
       .bind(2, problem_key)
       .bind(3, backend)
@@ -348,7 +596,7 @@ Result<std::vector<MeasurementRow>> SqliteStore::measurements(const MeasurementQ
       "AND (?4 = '' OR m.regime = ?4) AND (?5 = 0 OR m.verdict != 'ok') AND m.discarded IS NULL "
       "ORDER BY m.id",
       kMeasurementColumns);
-  ATTUNE_ASSIGN(Stmt s, db_.prepare(sql));
+  ATTUNE_ASSIGN(Stmt s, db_.prepare(sql, "listing measurements"));
   s.bind(1, q.problem)
       .bind(2, q.device_key)
       .bind(3, q.backend)
@@ -364,16 +612,17 @@ Result<std::vector<MeasurementRow>> SqliteStore::measurements(const MeasurementQ
 }
 
 Status SqliteStore::discard(const std::vector<std::int64_t>& ids, const std::string& reason) {
-  ATTUNE_ASSIGN(Stmt s, db_.prepare("UPDATE measurements SET discarded = ? WHERE id = ?"));
-  ATTUNE_TRY(db_.exec("BEGIN IMMEDIATE"));
+  ATTUNE_ASSIGN(Stmt s, db_.prepare("UPDATE measurements SET discarded = ? WHERE id = ?",
+                                    "discarding measurements"));
+  ATTUNE_TRY(db_.exec("BEGIN IMMEDIATE", "discarding measurements"));
   for (std::int64_t id : ids) {
     Status st = s.reset().bind(1, reason).bind(2, id).run();
     if (!st.ok()) {
-      (void)db_.exec("ROLLBACK");
+      (void)db_.exec("ROLLBACK", "discarding measurements");
       return st;
     }
   }
-  return db_.exec("COMMIT");
+  return db_.exec("COMMIT", "discarding measurements");
 }
 
 Status SqliteStore::put_search_nodes(const std::string& device_key, const std::string& problem_key,
@@ -381,15 +630,17 @@ Status SqliteStore::put_search_nodes(const std::string& device_key, const std::s
                                      const std::vector<SearchNode>& nodes) {
   ATTUNE_ASSIGN(
       Stmt s,
-      db_.prepare(fmt::format(
-          "INSERT INTO search_nodes (device_key, problem_key, strategy, path, visits, best_us, "
-          "payload, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, {}) ON CONFLICT "
-          "(device_key, problem_key, strategy, path) DO UPDATE SET visits = excluded.visits, "
-          "best_us = excluded.best_us, payload = excluded.payload, updated_at = "
-          "excluded.updated_at",
-          kNow)));
+      db_.prepare(
+          fmt::format(
+              "INSERT INTO search_nodes (device_key, problem_key, strategy, path, visits, best_us, "
+              "payload, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, {}) ON CONFLICT "
+              "(device_key, problem_key, strategy, path) DO UPDATE SET visits = excluded.visits, "
+              "best_us = excluded.best_us, payload = excluded.payload, updated_at = "
+              "excluded.updated_at",
+              kNow),
+          "saving search-tree nodes"));
   // One transaction for the whole tree: a later run sees all of it or none.
-  ATTUNE_TRY(db_.exec("BEGIN IMMEDIATE"));
+  ATTUNE_TRY(db_.exec("BEGIN IMMEDIATE", "saving search-tree nodes"));
   for (const auto& n : nodes) {
     s.reset()
         .bind(1, device_key)
@@ -401,11 +652,11 @@ Status SqliteStore::put_search_nodes(const std::string& device_key, const std::s
         .bind(7, n.payload);
     Status st = s.run();
     if (!st.ok()) {
-      (void)db_.exec("ROLLBACK");
+      (void)db_.exec("ROLLBACK", "saving search-tree nodes");
       return st;
     }
   }
-  return db_.exec("COMMIT");
+  return db_.exec("COMMIT", "saving search-tree nodes");
 }
 
 Result<std::vector<SearchNode>> SqliteStore::search_nodes(const std::string& device_key,
@@ -413,7 +664,8 @@ Result<std::vector<SearchNode>> SqliteStore::search_nodes(const std::string& dev
                                                           const std::string& strategy) {
   ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT path, visits, best_us, payload FROM search_nodes "
                                     "WHERE device_key = ? AND problem_key = ? AND strategy = ? "
-                                    "ORDER BY path"));
+                                    "ORDER BY path",
+                                    "reading search-tree nodes"));
   s.bind(1, device_key).bind(2, problem_key).bind(3, strategy);
   std::vector<SearchNode> out;
   while (true) {
@@ -427,13 +679,16 @@ Result<std::vector<SearchNode>> SqliteStore::search_nodes(const std::string& dev
 Status SqliteStore::put_baseline(const BaselineRecord& b) {
   ATTUNE_ASSIGN(
       Stmt s,
-      db_.prepare(fmt::format(
-          "INSERT INTO baselines (device_key, problem_key, backend, config, config_hash, "
-          "recorded_at) "
-          "VALUES (?, ?, ?, ?, ?, {}) ON CONFLICT (device_key, problem_key, backend) DO UPDATE SET "
-          "config = excluded.config, config_hash = excluded.config_hash, "
-          "recorded_at = excluded.recorded_at",
-          kNow)));
+      db_.prepare(
+          fmt::format(
+              "INSERT INTO baselines (device_key, problem_key, backend, config, config_hash, "
+              "recorded_at) "
+              "VALUES (?, ?, ?, ?, ?, {}) ON CONFLICT (device_key, problem_key, backend) DO UPDATE "
+              "SET "
+              "config = excluded.config, config_hash = excluded.config_hash, "
+              "recorded_at = excluded.recorded_at",
+              kNow),
+          "recording a baseline"));
   s.bind(1, b.device_key)
       .bind(2, b.problem_key)
       .bind(3, b.backend)
@@ -446,7 +701,8 @@ Result<std::optional<BaselineRecord>> SqliteStore::find_baseline(const std::stri
                                                                  const std::string& problem_key,
                                                                  const std::string& backend) {
   ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT config, config_hash, recorded_at FROM baselines "
-                                    "WHERE device_key = ? AND problem_key = ? AND backend = ?"));
+                                    "WHERE device_key = ? AND problem_key = ? AND backend = ?",
+                                    "looking up a baseline"));
   s.bind(1, device_key).bind(2, problem_key).bind(3, backend);
   ATTUNE_ASSIGN(bool row, s.step());
   if (!row) return std::optional<BaselineRecord>{};
@@ -455,12 +711,11 @@ Result<std::optional<BaselineRecord>> SqliteStore::find_baseline(const std::stri
 }
 
 Result<std::int64_t> SqliteStore::put_prior(PriorRecord p) {
-  ATTUNE_ASSIGN(
-      Stmt s,
-      db_.prepare(fmt::format(
-          "INSERT INTO priors (name, created_at, rows, calibration, quarantined, model, reservoir) "
-          "VALUES (?, {}, ?, ?, ?, ?, ?)",
-          kNow)));
+  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format("INSERT INTO priors (name, created_at, rows, "
+                                                "calibration, quarantined, model, reservoir) "
+                                                "VALUES (?, {}, ?, ?, ?, ?, ?)",
+                                                kNow),
+                                    "saving a prior checkpoint"));
   s.bind(1, p.name)
       .bind(2, p.rows)
       .bind(3, p.calibration)
@@ -474,7 +729,8 @@ Result<std::int64_t> SqliteStore::put_prior(PriorRecord p) {
 Result<std::optional<PriorRecord>> SqliteStore::latest_prior(const std::string& name) {
   ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT id, name, created_at, rows, calibration, quarantined, "
                                     "model, reservoir FROM priors WHERE name = ? "
-                                    "ORDER BY id DESC LIMIT 1"));
+                                    "ORDER BY id DESC LIMIT 1",
+                                    "reading a prior checkpoint"));
   s.bind(1, name);
   ATTUNE_ASSIGN(bool row, s.step());
   if (!row) return std::optional<PriorRecord>{};

@@ -1,6 +1,8 @@
 // The embedded tuning database: SQLite with WAL, foreign keys and a busy timeout, so several
-// processes can share one file. Opening never overwrites: a foreign, corrupt or newer file is
-// refused before anything is written. One thread at a time per SqliteStore.
+// processes can share one file, and create or migrate it together: the schema is brought up to
+// date in one immediate transaction. Opening never overwrites: a foreign, damaged (PRAGMA
+// quick_check) or newer file is refused before anything is written. One thread at a time per
+// SqliteStore.
 #pragma once
 
 #include <memory>
@@ -19,6 +21,9 @@ class SqliteStore final : public Store {
   Result<std::int64_t> begin_run(RunInfo run) override;
   Status finish_run(std::int64_t run_id, const std::string& status) override;
   Result<std::vector<RunInfo>> runs() override;
+  Result<int> close_orphaned_runs() override;
+  Result<ClaimResult> claim(const ClaimKey& key, std::int64_t run_id) override;
+  Status release(const ClaimKey& key, std::int64_t run_id) override;
 
   Status put_device(const DeviceFingerprint& device) override;
   Result<std::vector<DeviceFingerprint>> devices() override;
@@ -53,6 +58,9 @@ class SqliteStore final : public Store {
 
  private:
   SqliteStore(sqlite::Db db, std::string path) : db_(std::move(db)), path_(std::move(path)) {}
+  // Closes run_id as interrupted if it still runs and drops its claims, inside the caller's
+  // transaction; true when this call closed it.
+  Result<bool> interrupt_run(std::int64_t run_id);
   sqlite::Db db_;
   std::string path_;
 };
