@@ -559,24 +559,27 @@ class Campaign:
             p = self.spawn(argv, env, label)
             c["runs"] += 1
             at = p.started + self.rng.uniform(0.05, 0.9) * d
-            worker = None
+            killed = busy = False
+            before = {}
             if self.wait_until_measuring(p, db, at, p.started + 3 * d + 10):
-                worker = worker_of(p.pid)
-                # Mid-candidate: the worker running or blocked anywhere but on its next request.
+                before = snapshot(db)
+                # Mid-candidate: the worker running, or blocked anywhere but on its next request.
+                # It is killed the moment it is seen so (within 0.5 s; otherwise where it is).
                 give_up = time.monotonic() + 0.5
-                while worker and not worker_busy(worker) and time.monotonic() < give_up:
-                    time.sleep(0.001)
+                worker = None
+                while p.poll() is None:
                     worker = worker_of(p.pid) or worker
-            before = snapshot(db)
-            killed = False
-            if worker and p.poll() is None:
-                busy = worker_busy(worker)
-                try:
-                    os.kill(worker, signal.SIGKILL)
-                    killed = True
-                    mid += busy
-                except ProcessLookupError:
-                    pass
+                    busy = bool(worker) and worker_busy(worker)
+                    if busy or time.monotonic() > give_up:
+                        break
+                    time.sleep(0.0005)
+                if worker and p.poll() is None:
+                    try:
+                        os.kill(worker, signal.SIGKILL)
+                        killed = True
+                        mid += busy
+                    except ProcessLookupError:
+                        pass
             code = self.wait(p, 10 * d + 60)
             if not killed:
                 misses += 1
