@@ -104,14 +104,29 @@ Error Tuner::interruption(const Problem& problem, const Config& config) const {
 }
 
 Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Regime regime,
-                                bool* replayed, std::int64_t* row_id) {
+                                bool* replayed, std::int64_t* row_id, bool* held) {
   *row_id = 0;
+  if (held) *held = false;
   const std::string hash = config.hash_hex();
-  ATTUNE_ASSIGN(auto stored, store_.find(device_.key(), problem.structural_key(), backend_.name(),
-                                         regime, hash));
-  if (stored) {
-    *replayed = true;
-    return stored->outcome;
+  const ClaimKey key{device_.key(), problem.structural_key(), backend_.name(), regime, hash};
+  // Concurrent tuners of one problem split the work: a config is claimed before it is measured,
+  // and one another live run holds is answered from the store once that run has recorded it.
+  while (true) {
+    ATTUNE_ASSIGN(auto stored,
+                  store_.find(key.device_key, key.problem_key, key.backend, regime, hash));
+    if (stored) {
+      *replayed = true;
+      return stored->outcome;
+    }
+    ATTUNE_ASSIGN(ClaimResult claim, store_.claim(key, run_id_));
+    if (claim == ClaimResult::kOurs) break;
+    if (claim == ClaimResult::kMeasured) continue;
+    if (held) {
+      *held = true;
+      return Outcome{};
+    }
+    if (interrupted()) return interruption(problem, config);
+    clock_.sleep_for(std::chrono::milliseconds(20));
   }
   *replayed = false;
   Outcome o;
@@ -122,7 +137,10 @@ Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Re
     if (!interrupted()) o = runner_.run(problem, config, regime);
     if (interrupted()) return interruption(problem, config);
     // Not the candidate's outcome: the backend lost its reference (Backend::reference_lost).
-    if (backend_.baseline_is_reference() && backend_.reference_lost(problem)) return o;
+    if (backend_.baseline_is_reference() && backend_.reference_lost(problem)) {
+      ATTUNE_TRY(store_.release(key, run_id_));
+      return o;
+    }
   }
   MeasurementRow row;
   row.run_id = run_id_;
@@ -134,6 +152,7 @@ Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Re
   row.regime = regime;
   row.outcome = o;
   ATTUNE_ASSIGN(*row_id, store_.record(row));
+  ATTUNE_TRY(store_.release(key, run_id_));
   return o;
 }
 
@@ -333,6 +352,7 @@ class Tuner::ProblemSearch {
     rep_.stopped_by = "exhausted";
     std::deque<Point> ahead;
     while (true) {
+      ATTUNE_TRY(collect_held(false));
       if (!stop_.empty()) {
         rep_.stopped_by = stop_;
         break;
@@ -359,7 +379,7 @@ class Tuner::ProblemSearch {
       while (static_cast<int>(ahead.size()) < std::max(1, backend.prefetch_depth())) {
         auto next = strategy_.propose();
         if (!next) break;
-        if (done_.count(*next) || !pinned(*next) ||
+        if (done_.count(*next) || !pinned(*next) || held_.count(*next) ||
             std::find(ahead.begin(), ahead.end(), *next) != ahead.end())
           continue;
         if (backend.prefetch_depth() > 0) backend.prepare(problem_, space_.config(*next));
@@ -369,16 +389,40 @@ class Tuner::ProblemSearch {
       Point point = std::move(ahead.front());
       ahead.pop_front();
       if (done_.count(point)) continue;
-      ATTUNE_TRY(visit(point, false));
+      bool held = false;
+      ATTUNE_TRY(visit(point, false, false, &held));
+      if (held) held_.insert(point);
+    }
+    // What another tuner is measuring for this search is waited for: its result is this run's too.
+    if (stop_.empty() && !t_.time_up() && !reference_lost()) ATTUNE_TRY(collect_held(true));
+    return Status::success();
+  }
+
+  // Takes into the run the held points (measured by another live tuner of this problem) whose
+  // results have landed in the store, or measures those whose claim was given up. block: until
+  // none is left (or the run is stopped).
+  Status collect_held(bool block) {
+    while (!held_.empty()) {
+      for (auto it = held_.begin(); it != held_.end();) {
+        bool held = false;
+        ATTUNE_TRY(visit(*it, false, false, &held));
+        it = held ? std::next(it) : held_.erase(it);
+      }
+      if (!block || held_.empty() || t_.time_up()) break;
+      if (t_.interrupted()) return t_.interruption(problem_, anchor_);
+      clock_.sleep_for(std::chrono::milliseconds(50));
     }
     return Status::success();
   }
 
   // Measures (or replays) a point, takes it into the run and hands what it wrote to the guard.
-  // known: its result came from the store's list, which a continuing strategy has seen.
-  Status visit(const Point& point, bool is_baseline, bool known = false) {
+  // known: its result came from the store's list, which a continuing strategy has seen. held:
+  // when given, a point another live tuner has claimed is left to it (*held set, nothing taken)
+  // instead of waited for.
+  Status visit(const Point& point, bool is_baseline, bool known = false, bool* held = nullptr) {
     std::vector<std::int64_t> rows;
-    ATTUNE_ASSIGN(CandidateResult c, measure(point, is_baseline, &rows));
+    ATTUNE_ASSIGN(CandidateResult c, measure(point, is_baseline, &rows, held));
+    if (held && *held) return Status::success();
     if (reference_lost()) return Status::success();  // not this candidate's result: not kept
     account(point, c, known);
     if (!rows.empty() && guard_.add(point, std::move(rows))) ATTUNE_TRY(check_anchor());
@@ -387,13 +431,14 @@ class Tuner::ProblemSearch {
 
   // The ranking regime, then deploy when the policy asks. rows receives the rows written now.
   Result<CandidateResult> measure(const Point& point, bool is_baseline,
-                                  std::vector<std::int64_t>* rows) {
+                                  std::vector<std::int64_t>* rows, bool* held = nullptr) {
     const Config config = space_.config(point);
     CandidateResult c;
     c.config = config.text();
     std::int64_t id = 0;
     ATTUNE_ASSIGN(Outcome first,
-                  t_.evaluate(problem_, config, regimes_.ranking(), &c.replayed, &id));
+                  t_.evaluate(problem_, config, regimes_.ranking(), &c.replayed, &id, held));
+    if (held && *held) return c;
     if (id) rows->push_back(id);
     c.verdict = first.verdict;
     c.message = first.message;
@@ -591,6 +636,7 @@ class Tuner::ProblemSearch {
   std::vector<CandidateResult> results_;
   std::map<Point, std::size_t> result_of_;
   std::set<std::size_t> dropped_;  // results_ discarded for drift and not measured again
+  std::set<Point> held_;           // proposals another live tuner of the problem is measuring
   std::string stop_;               // set to end the search: unstable or time_limit
   bool levels_noted_ = false;
   // What --max-candidates counts: a refusal before any build (a variant cuBLASLt does not

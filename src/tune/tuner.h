@@ -154,11 +154,12 @@ class Tuner {
   // Loads what the strategy saved for this device and problem; whether it continues from it.
   Result<bool> load_state(Strategy& strategy, const Problem& problem);
   Status save_state(const Strategy& strategy, const Problem& problem);
-  // The outcome of config in regime: from the store when known, else run and stored (not
-  // stored when the backend lost its reference meanwhile). row_id: the stored row when it was
-  // measured now, else 0.
+  // The outcome of config in regime: from the store when known, else claimed, run and stored
+  // (not stored when the backend lost its reference meanwhile). row_id: the stored row when it
+  // was measured now, else 0. A config another live run has claimed is waited for, or, with
+  // `held`, left to it: *held is set and the outcome is empty.
   Result<Outcome> evaluate(const Problem& problem, const Config& config, Regime regime,
-                           bool* replayed, std::int64_t* row_id);
+                           bool* replayed, std::int64_t* row_id, bool* held = nullptr);
   // Whether the run was asked to stop (TuneOptions::interrupted), and the error that unwinds a
   // problem's search to its report.
   bool interrupted() const { return interrupted_ && interrupted_->load(); }

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -353,6 +354,43 @@ TEST_F(TunerTest, ADeviceThatDoesNotSettleWithinTheBoundIsReportedUnstable) {
   EXPECT_DOUBLE_EQ(p.backoff_s, 3);
   ASSERT_EQ(r->problems.size(), 2u);
   EXPECT_TRUE(r->problems[1].started);
+}
+
+// Issue 13: 8 tuners of one problem on one database re-measured each other's configs 1,929
+// times. Tuners claim a config before measuring it, so two at once split the grid: their union
+// is the whole space, and no config is measured twice.
+TEST_F(TunerTest, TwoTunersOfOneProblemSplitTheWorkWithoutMeasuringAnythingTwice) {
+  TuneOptions o;
+  o.strategy = "grid";
+  o.patience = 0;
+  o.drift.anchor_every = 0;
+  std::vector<std::int64_t> measured(2);
+  std::vector<std::thread> tuners;
+  for (int i = 0; i < 2; ++i)
+    tuners.emplace_back([&, i] {
+      auto own = std::move(*SqliteStore::open(dir.file("t.db")));
+      SimBackend b;
+      InProcessRunner r{b};
+      Tuner t(*own, b, r);
+      auto rep = t.run({*b.resolve("rmsnorm")}, o);
+      ASSERT_TRUE(rep.ok()) << rep.error().message();
+      measured[static_cast<std::size_t>(i)] = rep->problems.at(0).measured;
+      EXPECT_EQ(rep->problems.at(0).evaluated, 216);  // each reports the whole search
+    });
+  for (auto& t : tuners) t.join();
+  auto rows = store->measurements({});
+  ASSERT_TRUE(rows.ok());
+  std::set<std::string> rank, all;
+  for (const auto& row : *rows) {
+    EXPECT_TRUE(all.insert(std::string(to_string(row.regime)) + row.config_hash).second)
+        << "measured twice: " << row.config << " " << to_string(row.regime);
+    if (row.regime == Regime::kRank) rank.insert(row.config_hash);
+  }
+  EXPECT_EQ(rank.size(), 216u);
+  // Both took part; a candidate one measured warm and the other cold counts for both.
+  EXPECT_GT(measured[0], 0);
+  EXPECT_GT(measured[1], 0);
+  EXPECT_GE(measured[0] + measured[1], 216);
 }
 
 // One slow reading is not drift: whichever execution reads 50% slow (an anchor reading
