@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
+#include "core/hash.h"
 #include "prior/prior.h"
 #include "tune/regime_policy.h"
 
@@ -31,7 +33,23 @@ Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOp
   info.seed = options.seed;
   info.version = ATTUNE_VERSION;
   info.device_key = device_.key();
+  info.search_key = search_key(options);
+  // A run killed or interrupted is resumed by the next run of the same search: its rows are
+  // answered from the store as the search proposes them again, so it is the same search.
+  ATTUNE_ASSIGN(auto earlier, store_.runs());
+  resume_root_ = 0;
+  for (auto r = earlier.rbegin(); r != earlier.rend(); ++r) {
+    if (r->device_key != info.device_key || r->search_key != info.search_key ||
+        r->command != info.command)
+      continue;
+    if (r->status == "interrupted") resume_root_ = r->resumes ? r->resumes : r->id;
+    break;
+  }
+  info.resumes = resume_root_;
+  if (resume_root_)
+    spdlog::info("resuming the search of run {}, which was interrupted", resume_root_);
   ATTUNE_ASSIGN(run_id_, store_.begin_run(info));
+  pending_states_.clear();
 
   TuneReport report;
   report.device = device_;
@@ -66,6 +84,11 @@ Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOp
   }
   deadline_.reset();
   report.interrupted = interrupted();
+  // Search states are saved once the whole run is done: a rerun of an interrupted one replays
+  // it from the rows rather than continuing trees that ran past where it stopped.
+  if (!report.interrupted)
+    for (const auto& [key, state] : pending_states_)
+      ATTUNE_TRY(store_.put_search_nodes(device_.key(), key.first, key.second, state));
   report.interruption = interruption_;
   report.elapsed_s = std::chrono::duration<double>(clock_.now() - start).count();
   ATTUNE_TRY(store_.finish_run(run_id_, report.interrupted    ? "interrupted"
@@ -207,12 +230,24 @@ Result<bool> Tuner::load_state(Strategy& strategy, const Problem& problem) {
   return true;
 }
 
-Status Tuner::save_state(const Strategy& strategy, const Problem& problem) {
+void Tuner::save_state(const Strategy& strategy, const Problem& problem) {
   std::vector<SearchNode> rows;
   for (auto& n : strategy.save_state())
     rows.push_back({std::move(n.path), n.visits, n.best_us, std::move(n.payload)});
-  if (rows.empty()) return Status::success();
-  return store_.put_search_nodes(device_.key(), problem.structural_key(), strategy.name(), rows);
+  if (!rows.empty()) pending_states_[{problem.structural_key(), strategy.name()}] = std::move(rows);
+}
+
+std::string Tuner::search_key(const TuneOptions& o) {
+  nlohmann::json j = {{"command", o.command},
+                      {"strategy", o.strategy},
+                      {"seed", o.seed},
+                      {"options", o.strategy_options},
+                      {"patience", o.patience},
+                      {"max_candidates", o.max_candidates ? *o.max_candidates : -1},
+                      {"shard", {o.shard_index, o.shard_count}},
+                      {"deploy_band", o.deploy_band},
+                      {"pins", o.pins}};
+  return hex64(fnv1a64(j.dump()));
 }
 
 // The clock the drift back-off waits on. A wait ends at the problem's deadline (its share of
@@ -337,6 +372,8 @@ class Tuner::ProblemSearch {
     q.regime = regimes_.ranking();
     ATTUNE_ASSIGN(auto rows, t_.store_.measurements(q));
     for (const auto& row : rows) {
+      // Resuming: what the interrupted search measured is replayed as it is proposed again.
+      if (t_.resume_root_ && row.run_id >= t_.resume_root_) continue;
       auto cfg = space_.parse(row.config);
       if (!cfg) continue;  // the space changed since: not a candidate any more
       ATTUNE_ASSIGN(Point p, space_.point(*cfg));
@@ -664,7 +701,7 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
     search.interrupted();
     return search.report();
   }
-  ATTUNE_TRY(save_state(*strategy, problem));
+  save_state(*strategy, problem);
   return search.report();
 }
 

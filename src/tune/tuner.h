@@ -153,7 +153,10 @@ class Tuner {
                                                       std::optional<prior::Prior>& prior);
   // Loads what the strategy saved for this device and problem; whether it continues from it.
   Result<bool> load_state(Strategy& strategy, const Problem& problem);
-  Status save_state(const Strategy& strategy, const Problem& problem);
+  // Keeps the strategy's state, written when the whole run is done (pending_states_).
+  void save_state(const Strategy& strategy, const Problem& problem);
+  // A hash of the options that decide the search: runs with the same one are the same search.
+  static std::string search_key(const TuneOptions& options);
   // The outcome of config in regime: from the store when known, else claimed, run and stored
   // (not stored when the backend lost its reference meanwhile). row_id: the stored row when it
   // was measured now, else 0. A config another live run has claimed is waited for, or, with
@@ -176,6 +179,8 @@ class Tuner {
   const std::atomic<bool>* interrupted_ = nullptr;
   std::optional<std::chrono::steady_clock::time_point> deadline_;  // the problem in flight's
   std::string interruption_;
+  std::int64_t resume_root_ = 0;  // the first run of the interrupted search this one resumes
+  std::map<std::pair<std::string, std::string>, std::vector<SearchNode>> pending_states_;
 };
 
 }  // namespace attune

@@ -393,6 +393,50 @@ TEST_F(TunerTest, TwoTunersOfOneProblemSplitTheWorkWithoutMeasuringAnythingTwice
   EXPECT_GE(measured[0] + measured[1], 216);
 }
 
+// Issue 13: after a kill, the rerun of an mcts tune of rmsnorm evaluated 63 configs where an
+// uninterrupted run with the same seed evaluated 97. A rerun of an interrupted search is the same
+// search: the same configs evaluated and the same best as a run that was never stopped.
+TEST_F(TunerTest, ARerunOfAnInterruptedSearchIsTheSameSearch) {
+  TuneOptions o;
+  o.seed = 7;
+  o.patience = 20;
+  std::vector<std::string> whole;
+  Tuner t(*store, sim, runner);
+  auto full = t.run({*sim.resolve("rmsnorm")}, o,
+                    [&](const TuneEvent& e) { whole.push_back(e.result.config); });
+  ASSERT_TRUE(full.ok()) << full.error().message();
+
+  testing::TempDir other;
+  auto resumed_store = std::move(*SqliteStore::open(other.file("r.db")));
+  std::atomic<bool> stop{false};
+  TuneOptions stopped = o;
+  stopped.interrupted = &stop;
+  int seen = 0;
+  Tuner first(*resumed_store, sim, runner);
+  auto cut = first.run({*sim.resolve("rmsnorm")}, stopped, [&](const TuneEvent&) {
+    if (++seen == 25) stop = true;
+  });
+  ASSERT_TRUE(cut.ok());
+  ASSERT_TRUE(cut->interrupted);
+  ASSERT_LT(cut->problems[0].evaluated, static_cast<std::int64_t>(whole.size()));
+
+  std::vector<std::string> again;
+  Tuner second(*resumed_store, sim, runner);
+  auto rerun = second.run({*sim.resolve("rmsnorm")}, o,
+                          [&](const TuneEvent& e) { again.push_back(e.result.config); });
+  ASSERT_TRUE(rerun.ok()) << rerun.error().message();
+  EXPECT_EQ(again, whole);  // the same configs, in the same order
+  const ProblemReport &a = full->problems[0], &b = rerun->problems[0];
+  EXPECT_EQ(b.evaluated, a.evaluated);
+  EXPECT_GE(b.replayed, 24);  // what the first part measured is not measured again
+  ASSERT_TRUE(a.best && b.best);
+  EXPECT_EQ(b.best->config, a.best->config);
+  auto runs = *resumed_store->runs();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].status, "interrupted");
+  EXPECT_EQ(runs[1].resumes, runs[0].id);
+}
+
 // One slow reading is not drift: whichever execution reads 50% slow (an anchor reading
 // included), the two confirming readings overrule it and nothing is discarded.
 TEST_F(TunerTest, ASingleSlowAnchorReadingIsNotDrift) {
