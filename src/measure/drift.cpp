@@ -44,8 +44,9 @@ std::optional<AnchorLevels> anchor_levels(const std::vector<double>& readings, d
   return l;
 }
 
-DriftGuard::DriftGuard(DriftPolicy policy, ReadAnchor read, platform::Clock& clock)
-    : policy_(policy), read_(std::move(read)), clock_(clock) {}
+DriftGuard::DriftGuard(DriftPolicy policy, ReadAnchor read, platform::Clock& clock,
+                       std::function<bool()> stop)
+    : policy_(policy), read_(std::move(read)), clock_(clock), stop_(std::move(stop)) {}
 
 std::optional<double> DriftGuard::read_once() {
   auto t = read_();
@@ -125,15 +126,17 @@ Settling DriftGuard::settle() {
       return s;
     }
     if (waited) ++rounds_;  // the event's own round covers its first wait
-    const double d = std::min(wait, left);
-    clock_.sleep_for(std::chrono::duration<double>(d));
-    waited_s_ += d;
+    // What the clock says was waited: a caller's clock may end a wait early (a deadline).
+    const auto before = clock_.now();
+    clock_.sleep_for(std::chrono::duration<double>(std::min(wait, left)));
+    waited_s_ += std::chrono::duration<double>(clock_.now() - before).count();
+    if (stop_ && stop_()) return s;
     waited = true;
     wait *= 2;
     t = reading();
     s.recovered = within(t, policy_.recover_bound) || (t && near_a_level(*t));
   }
-  if (s.recovered || !t) return s;
+  if (s.recovered || !t || (stop_ && stop_())) return s;
   if (policy_.max_backoffs > 0) {
     // The new level: the median of several fresh readings, never one low or high reading.
     std::vector<double> v;

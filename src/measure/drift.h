@@ -72,8 +72,10 @@ std::optional<AnchorLevels> anchor_levels(const std::vector<double>& readings, d
 
 class DriftGuard {
  public:
-  DriftGuard(DriftPolicy policy, ReadAnchor read,
-             platform::Clock& clock = platform::system_clock());
+  // stop: when it says so (an interrupt, the caller's deadline), a back-off ends before its next
+  // round, neither recovered nor at a new level.
+  DriftGuard(DriftPolicy policy, ReadAnchor read, platform::Clock& clock = platform::system_clock(),
+             std::function<bool()> stop = {});
 
   // Takes a newly measured candidate into the pending list; whether an anchor check is due. The
   // first call takes the anchor's reference reading; while the anchor cannot be read, nothing is
@@ -115,6 +117,7 @@ class DriftGuard {
   DriftPolicy policy_;
   ReadAnchor read_;
   platform::Clock& clock_;
+  std::function<bool()> stop_;
   std::optional<double> reference_;
   std::optional<double> drifted_;  // the last drifted check's reading, until settle()
   std::vector<Pending> pending_;

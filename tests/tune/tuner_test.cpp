@@ -301,6 +301,32 @@ TEST_F(TunerTest, ATimeLimitEndsAtACandidateBoundaryWithEveryProblemReported) {
   EXPECT_EQ(r2->problems[1].evaluated, 0);
 }
 
+// On the H200 (limit 60 s), gemm m=3000 n=3072 k=3072 drifted at its first anchor check and its
+// back-off ran into its deadline: every candidate, the baseline included, was dropped and the
+// problem reported nothing. Out of time after drift, the baseline is measured again.
+TEST_F(TunerTest, TimeRunningOutInTheBackOffStillReportsTheBaseline) {
+  ::setenv("ATTUNE_SIM_DRIFT", "6:1000000:1.5", 1);
+  platform::FakeClock clock;
+  TimedRunner timed(runner, clock, 1.0);
+  TuneOptions o;
+  o.strategy = "grid";
+  o.patience = 0;
+  o.drift.anchor_every = 4;
+  o.time_limit_s = 20;
+  Tuner t(*store, sim, timed, clock);
+  auto r = t.run({*sim.resolve("rmsnorm")}, o);
+  ::unsetenv("ATTUNE_SIM_DRIFT");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const ProblemReport& p = r->problems.at(0);
+  EXPECT_EQ(p.stopped_by, "time_limit");
+  EXPECT_GE(p.drift_events, 1);
+  ASSERT_TRUE(p.baseline);
+  EXPECT_EQ(p.baseline->verdict, Verdict::kOk);
+  EXPECT_TRUE(p.best);
+  // The limit, the anchor check under way (three readings) and the baseline again.
+  EXPECT_LE(r->elapsed_s, 20 + 3 + 2 + 1e-9);
+}
+
 // The H200 case of issue 13 on the sim: an anchor with two levels 12% apart. The run finishes,
 // reports the two levels, and the drift guard's back-off stays within its bound.
 TEST_F(TunerTest, AnAnchorWithTwoLevelsIsReportedAndTheRunFinishes) {
