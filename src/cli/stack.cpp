@@ -119,6 +119,10 @@ int run_run(const GlobalOptions& g, const StackFlags& f) {
                f.tuned, why);
   }
   nlohmann::json report = nlohmann::json::array();
+  // A work directory attune made is removed after the run: say so instead of naming it.
+  auto where = [&](const runtime::ProviderRun& p) {
+    return run->temporary_workdir ? std::string("removed (--workdir DIR keeps it)") : p.workdir;
+  };
   for (const auto& p : run->providers) {
     if (!g.json) {
       fmt::print("{}", p.process.out);
@@ -127,11 +131,11 @@ int run_run(const GlobalOptions& g, const StackFlags& f) {
     std::string how = p.tuned ? "tuned" : "defaults";
     if (p.ok())
       fmt::print(stderr, "attune: {}: ran {} ({}): {:.4g} records/s; work dir {}\n", p.name,
-                 p.label.empty() ? "(no knobs)" : p.label, how, p.throughput, p.workdir);
+                 p.label.empty() ? "(no knobs)" : p.label, how, p.throughput, where(p));
     else
       fmt::print(stderr, "attune: {}: ran {} ({}): {}: {}; work dir {}\n", p.name,
                  p.label.empty() ? "(no knobs)" : p.label, how, command::to_string(*p.failure),
-                 p.detail, p.workdir);
+                 p.detail, where(p));
     report.push_back({{"provider", p.name},
                       {"config", p.label},
                       {"tuned", p.tuned},
@@ -139,7 +143,7 @@ int run_run(const GlobalOptions& g, const StackFlags& f) {
                       {"failure", p.failure ? std::string(command::to_string(*p.failure)) : ""},
                       {"detail", p.detail},
                       {"records_per_second", p.throughput},
-                      {"workdir", p.workdir},
+                      {"workdir", run->temporary_workdir ? "" : p.workdir},
                       {"stdout", p.process.out}});
   }
   if (g.json)
@@ -149,6 +153,7 @@ int run_run(const GlobalOptions& g, const StackFlags& f) {
                                       {"mismatches", run->mismatches},
                                       {"providers", report}}
                            .dump(2));
+  runtime::remove_temporary_workdir(*run);
   return run->ok() ? kExitOk : failed("a provider failed; see above");
 }
 

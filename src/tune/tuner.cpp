@@ -266,12 +266,12 @@ class StoppableClock final : public platform::Clock {
       if (d.count() > 0) clock_.sleep_for(d);
       return;
     }
+    // Slices until an end time, so that the lateness of each wake-up does not add up.
+    const auto end =
+        clock_.now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
     const std::chrono::duration<double> slice(0.1);
-    while (d.count() > 0 && !stop_->load()) {
-      const auto s = std::min(d, slice);
-      clock_.sleep_for(s);
-      d -= s;
-    }
+    for (auto now = clock_.now(); now < end && !stop_->load(); now = clock_.now())
+      clock_.sleep_for(std::min<std::chrono::duration<double>>(end - now, slice));
   }
 
  private:

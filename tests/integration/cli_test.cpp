@@ -1,4 +1,8 @@
 // The CLI as a user runs it, on the simulated device.
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -369,6 +373,74 @@ TEST(Cli, StrategyOptionsReachTheStrategyAndHelpListsThem) {
   EXPECT_FALSE(plain.empty());
   EXPECT_NE(plain, small);
   EXPECT_EQ(small, visited("c.db", "--strategy-option population=3 --strategy-option elite=1"));
+}
+
+// Issue 13, item 10: input that was accepted or garbled.
+TEST(Cli, BadNumbersAndUnknownCommandsAreOneLineAndExitTwo) {
+  TempDir dir;
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"tune --backend sim --problem faults --deploy-band nan", "not a finite number"},
+           {"tune --backend sim --problem faults --time-limit inf", "not a finite number"},
+           {"tune --backend sim --problem faults --seed -1", "not a whole number"},
+           {"tune --backend sim --problem faults --timeout nan", "not a finite number"},
+           {"tnue --backend sim",
+            "unknown command 'tnue'; the commands are: device, problems, tune"},
+       }) {
+    auto r = run_attune(args, dir.path());
+    EXPECT_EQ(r.code, 2) << args << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << args << ": " << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("attune.db")));  // nothing was created
+}
+
+TEST(Cli, ControlCharactersFromAFileAreEscapedAndTheMessageStaysOneLine) {
+  TempDir dir;
+  {
+    std::ofstream f(dir.file("shapes.txt"));
+    f << "gemm:m=1,\x1b[31mn=\r\n=2\x07\n";
+  }
+  auto r = run_attune("tune --backend sim --shapes shapes.txt", dir.path());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
+}
+
+// --time-limit and SIGTERM end tune with its whole report on --json.
+TEST(Cli, ATimeLimitAndSigtermBothEndWithTheWholeJsonReport) {
+  TempDir dir;
+  auto start = std::chrono::steady_clock::now();
+  // grid reaches the planted hang (block=64,vec=1,unroll=1,stages=2) early; each try of it costs
+  // the 1.5 s timeout.
+  auto r = run_attune(
+      "--json tune --backend sim --problem faults --problem rmsnorm --strategy grid --timeout 1.5 "
+      "--time-limit 1",
+      dir.path());
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["problems"].size(), 2u);
+  EXPECT_EQ(j["problems"][0]["stopped_by"], "time_limit");
+  EXPECT_LT(j["problems"][0]["evaluated"].get<int>(), 54);
+  EXPECT_EQ(j["problems"][1]["stopped_by"], "time_limit");
+  EXPECT_EQ(j["report_version"], 2);
+  EXPECT_LT(wall, 1 + 1.5 + 2.0);  // the limit, one candidate, and process start-up
+
+  // SIGTERM (a scheduler's deadline) while a candidate hangs: the report still comes, exit 130.
+  std::string cmd = "cd '" + dir.path().string() + "' && (timeout --preserve-status -s TERM 1 '" +
+                    ATTUNE_BINARY +
+                    "' --db t.db --json tune --backend sim --problem faults --strategy grid "
+                    "--timeout 30 > term.json 2> term.err; echo $? > term.rc)";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(read_bytes(dir.file("term.rc")), "130\n") << read_bytes(dir.file("term.err"));
+  auto t = nlohmann::json::parse(read_bytes(dir.file("term.json")));
+  EXPECT_TRUE(t["run"]["interrupted"].get<bool>());
+  EXPECT_EQ(t["problems"][0]["stopped_by"], "interrupted");
+  auto store = open_store(dir.file("t.db"), false);
+  ASSERT_TRUE(store.ok());
+  EXPECT_EQ((*store)->runs()->at(0).status, "interrupted");
 }
 
 }  // namespace

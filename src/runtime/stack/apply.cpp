@@ -38,6 +38,15 @@ Status check_tuned(const StackFile& stack, const TunedStack& tuned) {
   return Status::success();
 }
 
+void remove_temporary_workdir(const StackRun& run) {
+  std::error_code ec;
+  if (run.temporary_workdir && !run.workdir_root.empty()) fs::remove_all(run.workdir_root, ec);
+}
+
+namespace {
+Result<StackRun> run_providers(const StackFile& stack, const RunOptions& options, StackRun out);
+}  // namespace
+
 Result<StackRun> run_stack(const StackFile& stack, const platform::HostFingerprint& here,
                            const RunOptions& options) {
   StackRun out;
@@ -56,11 +65,26 @@ Result<StackRun> run_stack(const StackFile& stack, const platform::HostFingerpri
     std::string tmpl = (fs::temp_directory_path() / "attune-stack-run-XXXXXX").string();
     if (!::mkdtemp(tmpl.data())) return Error::io("cannot create a directory under " + tmpl);
     out.workdir_root = tmpl;
+    out.temporary_workdir = true;
   } else {
     fs::create_directories(out.workdir_root, ec);
     if (ec) return Error::io("cannot create " + out.workdir_root + ": " + ec.message());
   }
   out.workdir_root = fs::absolute(out.workdir_root).string();
+  const std::string root = out.workdir_root;
+  const bool temporary = out.temporary_workdir;
+  auto run = run_providers(stack, options, std::move(out));
+  if (!run && temporary) {
+    std::error_code ignored;
+    fs::remove_all(root, ignored);
+  }
+  return run;
+}
+
+namespace {
+
+Result<StackRun> run_providers(const StackFile& stack, const RunOptions& options, StackRun out) {
+  std::error_code ec;
 
   for (const Provider& p : stack.providers) {
     ProviderRun pr;
@@ -100,5 +124,7 @@ Result<StackRun> run_stack(const StackFile& stack, const platform::HostFingerpri
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace attune::runtime

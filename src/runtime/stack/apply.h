@@ -27,7 +27,7 @@ struct ProviderRun {
   std::optional<Rejection> failure;
   std::string detail;
   double throughput = 0;  // records per second
-  std::string workdir;    // kept
+  std::string workdir;    // kept when RunOptions::workdir_root was given
   platform::ProcessResult process;
   bool ok() const { return !failure; }
 };
@@ -37,14 +37,22 @@ struct StackRun {
   bool fingerprint_matched = false;
   std::vector<std::string> mismatches;  // fingerprint_differences, when tuned_given
   std::string workdir_root;
+  // workdir_root is a directory made under the temporary directory for this run: the caller
+  // removes it once it has read the providers' results (remove_temporary_workdir).
+  bool temporary_workdir = false;
   std::vector<ProviderRun> providers;
   bool ok() const;
 };
 
+// Removes a run's temporary work directory (nothing when the user named one).
+void remove_temporary_workdir(const StackRun& run);
+
 struct RunOptions {
   const TunedStack* tuned = nullptr;  // nullptr: run the defaults
   std::optional<int> sample;          // records in {sample}; default: each provider's `records`
-  std::string workdir_root;           // default: a new directory under the temp directory
+  // default: a new directory under the temporary directory, removed on failure here and by the
+  // caller after a run (remove_temporary_workdir)
+  std::string workdir_root;
   const std::atomic<bool>* interrupted = nullptr;  // set to stop before the next provider
 };
 

@@ -83,6 +83,14 @@ TEST_F(StackCli, TuneWritesTheTunedFileAndTheDatabaseThenRunAppliesIt) {
   EXPECT_NE(run.err.find("ran variant=fast (tuned)"), std::string::npos) << run.err;
   EXPECT_TRUE(fs::is_directory(dir_ / "work/encoder"));  // kept for the user to read
 
+  // Without --workdir the run's directory is made under the temporary directory and removed.
+  fs::create_directories(dir_ / "tmp");
+  auto plain = run_attune("stack run stack.yaml --tuned " + tuned, dir_.path(),
+                          "TMPDIR='" + dir_ / "tmp" + "'");
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_TRUE(fs::is_empty(dir_ / "tmp")) << "left in the temporary directory";
+  EXPECT_NE(plain.err.find("--workdir DIR keeps it"), std::string::npos) << plain.err;
+
   std::string text = read_file(tuned);
   auto at = text.find("logical_cpus: ");
   ASSERT_NE(at, std::string::npos);
