@@ -39,9 +39,8 @@ Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOp
   ATTUNE_ASSIGN(auto earlier, store_.runs());
   resume_root_ = 0;
   for (auto r = earlier.rbegin(); r != earlier.rend(); ++r) {
-    if (r->device_key != info.device_key || r->search_key != info.search_key ||
-        r->command != info.command)
-      continue;
+    // The search key covers the command too.
+    if (r->device_key != info.device_key || r->search_key != info.search_key) continue;
     if (r->status == "interrupted") resume_root_ = r->resumes ? r->resumes : r->id;
     break;
   }
@@ -578,18 +577,11 @@ class Tuner::ProblemSearch {
     if (t_.time_up()) {
       // Out of time: only the baseline, which every speedup is against, is measured again.
       stop_ = "time_limit";
-      std::vector<measure::Pending> rest;
-      for (auto& c : check.redo) {
-        if (c.point != space_.baseline()) {
-          rest.push_back(std::move(c));
-          continue;
-        }
-        std::vector<std::int64_t> rows;
-        ATTUNE_ASSIGN(CandidateResult r, measure(c.point, true, &rows));
-        account(c.point, r, false);
-      }
-      drop(rest);
-      return Status::success();
+      auto rest = std::stable_partition(check.redo.begin(), check.redo.end(), [&](const auto& c) {
+        return c.point == space_.baseline();
+      });
+      drop({std::make_move_iterator(rest), std::make_move_iterator(check.redo.end())});
+      check.redo.erase(rest, check.redo.end());
     }
     if (settled.new_reference_us)
       spdlog::warn(
