@@ -145,9 +145,11 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
     if (!f.backend.empty() && f.backend != "cuda")
       return bad_input("user kernels run on --backend cuda");
     std::error_code ec;
-    options.emplace_back("user_spec", std::filesystem::absolute(f.spec_file, ec).string());
+    // The kernel first: the family loads the spec when it gets it, and a spec without `source:`
+    // loads only with the kernel known.
     if (!f.kernel_file.empty())
       options.emplace_back("user_kernel", std::filesystem::absolute(f.kernel_file, ec).string());
+    options.emplace_back("user_spec", std::filesystem::absolute(f.spec_file, ec).string());
     // --problem n=123 sets the spec's sizes.
     for (const auto& p : f.problems) user_sizes.push_back(p);
     if (!user_sizes.empty()) {
