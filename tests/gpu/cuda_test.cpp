@@ -1,8 +1,10 @@
 // The CUDA backend on a real GPU: fingerprint, and every config of the rmsnorm family's space on
 // odd shapes against the float64 reference, with poisoned outputs and guard elements.
 #include <algorithm>
+#include <map>
 #include <random>
 #include <set>
+#include <string>
 
 #include <sys/wait.h>
 
@@ -168,29 +170,60 @@ TEST(CudaGpu, DeployRegimeIsColdAndMeasured) {
 namespace attune {
 namespace {
 
+// `attune tune --spec SPEC --strategy grid --patience 0 --json` on a fresh database: the report.
+nlohmann::json tune_spec(const std::string& spec, const std::string& name) {
+  const char* bin = std::getenv("ATTUNE_BIN");
+  const char* src = std::getenv("ATTUNE_SOURCE_ROOT");
+  const std::string attune = bin ? bin : ATTUNE_BINARY;
+  const std::string root = src ? src : ATTUNE_SOURCE_DIR;
+  const std::string db = ::testing::TempDir() + "/" + name + ".db";
+  std::remove(db.c_str());
+  const std::string cmd = "'" + attune + "' tune --spec '" + root + "/" + spec +
+                          "' --strategy grid "
+                          "--patience 0 --timeout 10 --backoff 0.2 --json --db '" +
+                          db + "' 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  EXPECT_NE(p, nullptr);
+  if (!p) return {};
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  return nlohmann::json::parse(out, nullptr, false);
+}
+
+// The user-kernel gate as the device runs it (fills, poison, guards and the comparison on the
+// GPU, the reference once per input set): each planted fault gets its verdict, with the host's
+// words for it, and a candidate that overwrites its input does not fail the ones after it.
+TEST(CudaGpu, UserKernelGateCatchesEachFaultOnTheDevice) {
+  ATTUNE_REQUIRE_GPU(cuda);
+  auto j = tune_spec("tests/gpu/gate/gate.yaml", "gate");
+  ASSERT_TRUE(j.is_object());
+  const auto& v = j["problems"][0]["verdicts"];
+  std::cout << "verdicts: " << v.dump() << "\n";
+  EXPECT_EQ(v["ok"], 3);            // modes 0, 5, 6
+  EXPECT_EQ(v["wrong_output"], 3);  // modes 1, 2, 3
+  EXPECT_EQ(v["non_finite"], 1);    // mode 4
+  std::map<std::string, std::string> why;
+  for (const auto& r : j["problems"][0]["rejected"]) {
+    std::cout << "  " << r["config"].get<std::string>() << ": " << r["verdict"].get<std::string>()
+              << ": " << r["message"].get<std::string>() << "\n";
+    why[r["config"].get<std::string>()] = r["message"].get<std::string>();
+  }
+  EXPECT_NE(why["mode=1"].find("y32: 1 of 100003 outputs off; worst at [7]"), std::string::npos);
+  EXPECT_NE(why["mode=2"].find("y64: 10 of 100003 outputs never written"), std::string::npos);
+  EXPECT_NE(why["mode=3"].find("yi: wrote past the end"), std::string::npos);
+  EXPECT_NE(why["mode=4"].find("y32: 1 of 100003 outputs are NaN"), std::string::npos);
+}
+
 // Faults on a real GPU through the CLI, as a user meets them: an out-of-bounds write is crashed
 // and the run goes on in a fresh worker; a kernel that never ends is killed as timeout; too much
 // shared memory is a launch verdict decided before launch. The other configs pass.
 TEST(CudaGpu, UserKernelFaultsAreVerdictsAndTheRunCompletes) {
   ATTUNE_REQUIRE_GPU(cuda);
-  const char* bin = std::getenv("ATTUNE_BIN");
-  const char* src = std::getenv("ATTUNE_SOURCE_ROOT");
-  const std::string attune = bin ? bin : ATTUNE_BINARY;
-  const std::string root = src ? src : ATTUNE_SOURCE_DIR;
-  const std::string db = ::testing::TempDir() + "/faults.db";
-  std::remove(db.c_str());
-  const std::string cmd = "'" + attune + "' tune --spec '" + root +
-                          "/tests/gpu/faults/faults.yaml' --strategy grid "
-                          "--patience 0 --timeout 10 --backoff 0.2 --json --db '" +
-                          db + "' 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = pclose(p);
-  ASSERT_EQ(WEXITSTATUS(status), 0) << out;
-  auto j = nlohmann::json::parse(out);
+  auto j = tune_spec("tests/gpu/faults/faults.yaml", "faults");
+  ASSERT_TRUE(j.is_object());
   const auto& v = j["problems"][0]["verdicts"];
   std::cout << "verdicts: " << v.dump() << "\n";
   EXPECT_EQ(v["ok"], 2);             // mode 0 at both block sizes
