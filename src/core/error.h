@@ -4,6 +4,7 @@
 
 #include <cassert>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -95,6 +96,16 @@ class [[nodiscard]] Status {
   Error error_ = Error::internal("");
   bool ok_ = true;
 };
+
+// A source file as attune's tree names it ("src/cuda/cuda_device.cpp"), for messages that cite
+// __FILE__: that may be absolute on the build machine, or relative to the build directory when
+// ccache rewrote it ("../src/...").
+inline std::string_view in_tree(std::string_view file) {
+  for (std::string_view top : {"src/", "tests/", "bench/", "examples/"})
+    for (std::size_t at = file.find(top); at != std::string_view::npos; at = file.find(top, at + 1))
+      if (at == 0 || file[at - 1] == '/') return file.substr(at);
+  return file;
+}
 
 }  // namespace attune
 

@@ -51,7 +51,7 @@ std::string toolkit_include_dir() {
 
 Error nvrtc_error(nvrtcResult rc, const char* call, const char* file, int line) {
   return Error::internal(
-      fmt::format("{} failed: {} at {}:{}", call, nvrtcGetErrorString(rc), file, line));
+      fmt::format("{} failed: {} [{}:{}]", call, nvrtcGetErrorString(rc), in_tree(file), line));
 }
 
 fs::path default_cache_dir() {
