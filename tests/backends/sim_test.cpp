@@ -28,9 +28,27 @@ TEST(Sim, ProblemsKeepTheirStructuralKeys) {
   EXPECT_EQ(sim.resolve("rmsnorm")->text(), "rmsnorm:hidden=4096,landscape=2,rows=4096");
   EXPECT_EQ(sim.resolve("faults")->text(), "faults:landscape=3,n=65536");
   EXPECT_EQ(sim.resolve("gemm:m=16,n=4096,k=1024")->text(), "gemm:k=1024,landscape=1,m=16,n=4096");
-  auto dtype = sim.resolve("gemm:m=16,dtype=bf16");
-  ASSERT_FALSE(dtype.ok());  // the sim models no dtype
-  EXPECT_EQ(dtype.error().message(), "sim problem 'gemm' has no attribute 'dtype'");
+}
+
+// `--op gemm --shape ... --dtype bf16` without a GPU falls back to the sim with the same problem
+// spec: the op's dtype and flags are taken; the defaults change nothing (same problem, same key),
+// other values make a problem of their own, and values the op does not have are refused.
+TEST(Sim, BuiltInOpsTakeTheirSignaturesDtypeAndFlags) {
+  SimBackend sim;
+  EXPECT_EQ(sim.resolve("gemm:m=16,n=4096,k=1024,dtype=bf16")->text(),
+            "gemm:k=1024,landscape=1,m=16,n=4096");
+  EXPECT_EQ(sim.resolve("gemm:m=16,dtype=fp16,bias=1")->text(),
+            "gemm:bias=1,dtype=fp16,k=4096,landscape=1,m=16,n=4096");
+  EXPECT_EQ(sim.resolve("rmsnorm:rows=8192,hidden=4096,residual=0")->text(),
+            "rmsnorm:hidden=4096,landscape=2,rows=8192");
+  EXPECT_EQ(sim.resolve("gemm:dtype=fp8").error().message(),
+            "sim problem 'gemm': dtype 'fp8' is not one of the op's");
+  EXPECT_EQ(sim.resolve("gemm:bias=2").error().message(), "sim problem 'gemm': bias is 0 or 1");
+  EXPECT_EQ(sim.resolve("faults:dtype=bf16").error().message(),
+            "sim problem 'faults' has no attribute 'dtype'");
+  // Tuned like any sim problem.
+  Problem p = *sim.resolve("gemm:m=16,dtype=fp16");
+  EXPECT_TRUE(sim.space(p).ok());
 }
 
 TEST(Sim, LandscapeIsDeterministicWithAKnownOptimumAndCliffs) {

@@ -368,20 +368,41 @@ Result<Problem> SimBackend::resolve(const std::string& spec) const {
                                    "' (it has: " + known + ")");
   }
   std::map<std::string, std::string> attrs = it->second->attrs;
+  // A simulated built-in op takes its signature's dtype and flags too, as the CUDA backend's
+  // problem of it does (`--op gemm --shape ... --dtype bf16` falls back to the sim unchanged).
+  // The landscape is the same for every dtype and flag; a value other than the default is kept
+  // in the problem, so it is its own unit of work, and a default one is dropped, so the problem
+  // stays the one written without it.
+  const OpSignature* op = find_op(p.op());
+  std::map<std::string, std::string> extra;
   for (const auto& [key, value] : p.attrs()) {
+    if (op && key == "dtype") {
+      if (std::find(op->dtypes.begin(), op->dtypes.end(), value) == op->dtypes.end())
+        return Error::invalid_argument("sim problem '" + p.op() + "': dtype '" + value +
+                                       "' is not one of the op's");
+      if (value != op->dtypes.front()) extra[key] = value;
+      continue;
+    }
+    if (op && std::find(op->flags.begin(), op->flags.end(), key) != op->flags.end()) {
+      if (value != "0" && value != "1")
+        return Error::invalid_argument("sim problem '" + p.op() + "': " + key + " is 0 or 1");
+      if (value == "1") extra[key] = value;
+      continue;
+    }
     if (!attrs.count(key))
       return Error::invalid_argument("sim problem '" + p.op() + "' has no attribute '" + key + "'");
     attrs[key] = value;
   }
-  Problem out(p.op(), attrs);
+  const Problem sized(p.op(), attrs);
   for (const auto& [key, value] : attrs)
     if (key != "landscape") {
-      auto v = out.int_attr(key);
+      auto v = sized.int_attr(key);
       if (!v) return v.error();
       if (*v <= 0)
         return Error::invalid_argument("sim problem '" + spec + "': " + key + " must be positive");
     }
-  return out;
+  attrs.insert(extra.begin(), extra.end());
+  return Problem(p.op(), attrs);
 }
 
 Result<const SimProblem*> SimBackend::find(const Problem& problem) const {
