@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -14,6 +15,7 @@
 #include "cli/replay.h"
 #include "core/op.h"
 #include "core/shapes_file.h"
+#include "report/progress.h"
 #include "report/report.h"
 #include "search/strategy.h"
 #include "tune/tuner.h"
@@ -48,16 +50,28 @@ struct TuneFlags {
   int device = -1;          // --device: index into the backend's devices; -1: its default
 };
 
-// A one-line progress bar on a terminal.
+// A one-line progress bar on a terminal (report/progress.h).
 class ProgressBar {
  public:
+  ProgressBar(std::optional<std::int64_t> max_candidates, double time_limit_s)
+      : max_candidates_(max_candidates), time_limit_s_(time_limit_s) {}
+
   void update(const TuneEvent& e, std::optional<double> best) {
-    const std::uint64_t total = std::max<std::uint64_t>(e.space_size, 1);
-    const int width = 30;
-    int fill = static_cast<int>(width * std::min(1.0, double(e.index) / double(total)));
-    fmt::print(stderr, "\r{} [{}{}] {}/{} best {}   ", e.problem.name(), std::string(fill, '#'),
-               std::string(width - fill, ' '), e.index, e.space_size,
-               best ? fmt::format("{:.2f} us", *best) : "-");
+    const auto now = std::chrono::steady_clock::now();
+    if (problem_ != e.problem.structural_key()) {
+      problem_ = e.problem.structural_key();
+      problem_start_ = now;
+    }
+    Progress p;
+    p.problem = e.problem.name();
+    p.index = e.index;
+    p.space_size = e.space_size;
+    p.best_us = best;
+    p.elapsed_s = std::chrono::duration<double>(now - problem_start_).count();
+    p.max_candidates = max_candidates_;
+    if (time_limit_s_ > 0)
+      p.time_left_s = time_limit_s_ - std::chrono::duration<double>(now - run_start_).count();
+    fmt::print(stderr, "\r{}   ", progress_line(p));
     dirty_ = true;
   }
   void finish() {
@@ -66,6 +80,11 @@ class ProgressBar {
   }
 
  private:
+  std::optional<std::int64_t> max_candidates_;
+  double time_limit_s_;
+  std::chrono::steady_clock::time_point run_start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point problem_start_ = run_start_;
+  std::string problem_;
   bool dirty_ = false;
 };
 
@@ -222,7 +241,9 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   }
 
   const bool bar = !g.verbose && ::isatty(STDERR_FILENO);
-  ProgressBar progress;
+  ProgressBar progress(
+      f.max_candidates > 0 ? std::optional<std::int64_t>(f.max_candidates) : std::nullopt,
+      f.time_limit_s);
   std::optional<double> best;
   std::string current;
   TuneObserver observer = [&](const TuneEvent& e) {
