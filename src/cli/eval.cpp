@@ -171,12 +171,15 @@ Command add_eval_command(CLI::App& app, GlobalOptions& g) {
   sub->require_subcommand(1);
   auto f = std::make_shared<EvalFlags>();
   auto* variants = sub->add_subcommand("variants", "measured configs, best first");
-  variants->add_option("--kernel", f->kernel, "problem name, op or structural key")->required();
+  // --problem, as tune names a problem; --kernel (tune's flag for a .cu file) stays as an alias.
+  variants->add_option("--problem,--kernel", f->kernel, "problem name, op or structural key")
+      ->required();
   variants->add_option("--device", f->device, "only this device key (see attune device)");
   variants->add_option("--limit", f->limit, "rows to show; 0: all")->capture_default_str();
   auto* failures =
       sub->add_subcommand("failures", "failing configs grouped by the knob values they share");
-  failures->add_option("--kernel", f->kernel, "problem name, op or structural key (default: all)");
+  failures->add_option("--problem,--kernel", f->kernel,
+                       "problem name, op or structural key (default: all)");
   failures->add_option("--device", f->device, "only this device key");
   return {sub, [&g, f, variants] {
             return variants->parsed() ? run_variants(g, *f) : run_failures(g, *f);

@@ -111,7 +111,8 @@ int main(int argc, char** argv) {
   // Global flags may come after the command too: attune tune ... --json -v.
   app.fallthrough();
   app.option_defaults()->always_capture_default();
-  app.add_option("--db", g.db, "tuning database: an SQLite file or a postgresql:// URL")
+  app.add_option("--db", g.db,
+                 "tuning database: an SQLite file (or sqlite:PATH); default attune.db here")
       ->capture_default_str();
   app.add_flag("-v,--verbose", g.verbose, "one line per step instead of a progress bar");
   app.add_flag("--json", g.json, "machine-readable report on stdout; logs stay on stderr");

@@ -71,7 +71,7 @@ TEST(Cli, FaultsRunCompletesWithEveryFailureClassCountedThenReplaysWithNothingMe
   auto text = run_attune("eval failures", dir.path());
   EXPECT_NE(text.out.find("block=64,vec=2,unroll=2"), std::string::npos) << text.out;
 
-  auto v = run_attune("eval variants --kernel faults --limit 3", dir.path());
+  auto v = run_attune("eval variants --problem faults --limit 3", dir.path());
   ASSERT_EQ(v.code, 0) << v.err;
   EXPECT_NE(v.out.find(p["best"]["config"].get<std::string>()), std::string::npos) << v.out;
   EXPECT_EQ(lines(v.out), 5u);  // header, 3 rows, "... more"
