@@ -49,6 +49,7 @@ int run_import(const GlobalOptions& g, const std::string& file, std::string name
                         {"device", rs->device_name},
                         {"configs", rs->points.size()},
                         {"ok", ok},
+                        {"left_open", rs->was_open},
                         {"optimum_us", rs->optimum_us() ? *rs->optimum_us() : 0.0}};
     fmt::print("{}\n", j.dump(2));
   } else {

@@ -117,6 +117,10 @@ TEST(ReplayCli, ImportsACacheLeftOpenByACrashAndSaysSo) {
   EXPECT_EQ(r.out, "kt15_vector_add_crashed\n");
   EXPECT_NE(r.err.find("left open"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("imported 14 recorded configs"), std::string::npos) << r.err;
+  auto j = run_attune("import kernel-tuner '" + fixture("kt15_vector_add.json") + "' --json",
+                      dir.path().string());
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_EQ(nlohmann::json::parse(j.out)["left_open"], false);
 }
 
 TEST(ReplayCli, KernelTunerExportOfASimProblemIsTheWholeSpaceOrSaysWhatIsMissing) {
