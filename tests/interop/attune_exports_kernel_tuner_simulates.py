@@ -114,6 +114,7 @@ def check_replay_round_trip(binary, work):
 def main():
     binary = sys.argv[1]
     work = tempfile.mkdtemp(prefix="attune-kt-export-")
+    os.chdir(work)  # Kernel Tuner's C backend compiles its temporary files in the working directory
     try:
         check_sim_problem(binary, "rmsnorm", (4096, 4096), work)  # rows x hidden
         check_sim_problem(binary, "faults", (3, 65536), work)  # its integer attributes by name

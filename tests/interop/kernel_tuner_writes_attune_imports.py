@@ -42,6 +42,7 @@ def crashing_run(cache):
 def main():
     binary = sys.argv[1]
     work = tempfile.mkdtemp(prefix="attune-kt-import-")
+    os.chdir(work)  # Kernel Tuner's C backend compiles its temporary files in the working directory
     try:
         # A finished cache.
         full = os.path.join(work, "vector_add.json")
