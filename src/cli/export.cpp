@@ -209,7 +209,8 @@ struct ProblemFacts {
 };
 
 // The sizes of a problem of a registered op, in its signature's order (--shape order); of any
-// other problem its integer attributes by name.
+// other problem its integer attributes by name (a user kernel's source and launch attributes are
+// hashes, which may happen to be all digits: user::make_problem).
 std::vector<std::int64_t> sizes_of(const Problem& p) {
   std::vector<std::int64_t> out;
   if (const OpSignature* op = find_op(p.op())) {
@@ -217,9 +218,11 @@ std::vector<std::int64_t> sizes_of(const Problem& p) {
       if (auto v = p.int_attr(name)) out.push_back(*v);
     return out;
   }
-  for (const auto& [name, text] : p.attrs())
+  for (const auto& [name, text] : p.attrs()) {
+    if (p.op() == "user" && (name == "source" || name == "launch")) continue;
     if (auto v = p.int_attr(name); v && text.find_first_not_of("0123456789") == std::string::npos)
       out.push_back(*v);
+  }
   return out;
 }
 

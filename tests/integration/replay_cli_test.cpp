@@ -193,6 +193,7 @@ TEST(ReplayCli, KernelTunerExportOfAUserKernelTakesItsSpaceFromTheSpec) {
   EXPECT_NE(bare.err.find("give --spec FILE"), std::string::npos) << bare.err;
   auto b = nlohmann::json::parse(testing::read_bytes(dir.file("bare.json")));
   EXPECT_EQ(b["tune_params"]["block_size"], nlohmann::json({256, 1024}));
+  EXPECT_EQ(b["problem_size"], spec.problem.front().second);  // its sizes, not its hashes
 
   auto r = run_attune(
       "export --format kernel-tuner --problem vector_add --spec '" + yaml + "' -o out.json", cwd);
