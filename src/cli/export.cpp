@@ -1,7 +1,8 @@
 // attune export: what the database holds for a device, in another form.
 //   --format json|csv|cpp: the tuned Table per device (src/table/export.h has the rules);
-//   --format kernel-tuner --problem NAME: one problem's measurements as a Kernel Tuner cache, so
-//   Kernel Tuner (or attune import) can replay them.
+//   --format kernel-tuner --problem NAME [--spec FILE [--kernel F.cu]]: one problem's
+//   measurements as a Kernel Tuner 1.5 cache (docs/kernel-tuner.md), so Kernel Tuner's
+//   simulation mode (or attune import) can replay them.
 #include <unistd.h>
 
 #include <filesystem>
@@ -10,10 +11,15 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "backends/registry.h"
 #include "backends/replay/kernel_tuner_cache.h"
+#include "backends/sim/sim_backend.h"
 #include "cli/common.h"
+#include "core/op.h"
+#include "kernels/user/spec.h"
 #include "table/export.h"
 #include "table/formats.h"
 
@@ -32,6 +38,8 @@ struct ExportFlags {
   double min_improvement_pct = 3;
   std::vector<std::string> buckets;
   std::string bucket_edges;
+  std::string spec;    // kernel-tuner: a user kernel's spec, for its full space
+  std::string kernel;  // kernel-tuner: the spec's kernel source, when the spec names none
 };
 
 int run_kernel_tuner_export(const GlobalOptions& g, const ExportFlags& f);
@@ -53,6 +61,8 @@ int run_table_export(const GlobalOptions& g, const ExportFlags& f, table::Format
   if (!f.problem.empty())
     return bad_input(
         "--problem is for --format kernel-tuner; a table holds every tuned problem of a device");
+  if (!f.spec.empty() || !f.kernel.empty())
+    return bad_input("--spec and --kernel are for --format kernel-tuner");
   table::ExportOptions o;
   if (!(f.min_improvement_pct >= 0 && f.min_improvement_pct < 100))
     return bad_input(fmt::format("--min-improvement-pct {:g} is not a percentage in [0, 100)",
@@ -186,9 +196,123 @@ int run_export(const GlobalOptions& g, const ExportFlags& f) {
   return run_table_export(g, f, *format);
 }
 
+// What export knows of a problem beyond its measurements: its Space (every config Kernel Tuner's
+// simulation mode will look up), its sizes and kernel name, and recorded samples.
+struct ProblemFacts {
+  std::optional<Space> space;
+  std::string space_unknown;  // why space is unset, for the warning
+  std::vector<std::int64_t> sizes;
+  std::string kernel_name;
+  std::string device_name;  // a recorded space's own device name; "" otherwise
+  std::map<std::string, std::vector<double>> samples_us;  // by config text (a recorded space)
+  std::string tune_command;                               // how to measure the rest of the space
+};
+
+// The sizes of a problem of a registered op, in its signature's order (--shape order); of any
+// other problem its integer attributes by name (a user kernel's source and launch attributes are
+// hashes, which may happen to be all digits: user::make_problem).
+std::vector<std::int64_t> sizes_of(const Problem& p) {
+  std::vector<std::int64_t> out;
+  if (const OpSignature* op = find_op(p.op())) {
+    for (const auto& name : op->sizes)
+      if (auto v = p.int_attr(name)) out.push_back(*v);
+    return out;
+  }
+  for (const auto& [name, text] : p.attrs()) {
+    if (p.op() == "user" && (name == "source" || name == "launch")) continue;
+    if (auto v = p.int_attr(name); v && text.find_first_not_of("0123456789") == std::string::npos)
+      out.push_back(*v);
+  }
+  return out;
+}
+
+// nullopt after one line on stderr (bad input).
+std::optional<ProblemFacts> facts_of(const ProblemRecord& rec, const std::string& backend,
+                                     const ExportFlags& f) {
+  const Problem& p = rec.problem;
+  ProblemFacts facts;
+  facts.kernel_name = p.attr("kernel") ? *p.attr("kernel") : p.op();
+  facts.sizes = sizes_of(p);
+  const std::string grid = " --strategy grid --patience 0";
+  if (!f.spec.empty()) {
+    if (p.op() != "user") {
+      bad_input("--spec describes a user kernel; '" + p.name() + "' is a problem of op '" + p.op() +
+                "'");
+      return std::nullopt;
+    }
+    std::optional<std::filesystem::path> kernel;
+    if (!f.kernel.empty()) kernel = f.kernel;
+    auto spec = user::load_spec(f.spec, kernel);
+    if (!spec) {
+      bad_input(spec.error().message());
+      return std::nullopt;
+    }
+    auto mine = user::spec_for_problem(*spec, p);
+    if (!mine) {
+      bad_input("--spec " + f.spec + " is not the spec of '" + p.name() +
+                "': " + mine.error().message());
+      return std::nullopt;
+    }
+    auto space = user::make_space(*mine);
+    if (!space) {
+      bad_input(space.error().message());
+      return std::nullopt;
+    }
+    facts.space = std::move(space).value();
+    facts.kernel_name = mine->kernel;
+    facts.sizes.clear();
+    std::string sizes;
+    for (const auto& [name, v] : mine->problem) {
+      facts.sizes.push_back(v);
+      sizes += (sizes.empty() ? "" : ",") + name + "=" + std::to_string(v);
+    }
+    facts.tune_command = "attune tune" + (f.kernel.empty() ? "" : " --kernel " + f.kernel) +
+                         " --spec " + f.spec + " --problem " + sizes + grid;
+  } else if (!rec.payload.empty()) {
+    // A recorded space: its payload is the compact cache `attune import` stored.
+    auto rs = replay::parse_kernel_tuner_cache(rec.payload);
+    if (!rs) {
+      bad_input("stored recorded space '" + p.name() + "': " + rs.error().message());
+      return std::nullopt;
+    }
+    facts.kernel_name = rs->kernel_name;
+    facts.device_name = rs->device_name;
+    facts.sizes = replay::problem_size_numbers(rs->problem_size);
+    for (std::size_t i = 0; i < rs->points.size(); ++i)
+      if (!rs->results[i].samples_us.empty())
+        facts.samples_us[rs->space.config(rs->points[i]).text()] = rs->results[i].samples_us;
+    facts.space = rs->space;
+    facts.tune_command = "attune tune --backend replay --problem " + p.name() + grid;
+  } else if (p.op() == "user") {
+    facts.space_unknown = "a user kernel's space is in its spec: give --spec FILE [--kernel F.cu]";
+  } else if (backend == "sim") {
+    SimBackend sim;
+    auto space = sim.space(p);
+    if (space)
+      facts.space = std::move(space).value();
+    else
+      facts.space_unknown = space.error().message();
+    facts.tune_command = "attune tune --backend sim --problem " + p.text() + grid;
+  } else {
+    // The backend that measured it knows its space, when this machine can open it (the CUDA
+    // plugin loads without a GPU only to say it has none).
+    auto b = make_backend(backend);
+    auto space = b ? (*b)->space(p) : Result<Space>(b.error());
+    if (space)
+      facts.space = std::move(space).value();
+    else
+      facts.space_unknown = "the " + backend + " backend cannot say: " + space.error().message();
+    facts.tune_command = "attune tune --backend " + backend + " --problem " + p.text() + grid;
+  }
+  return facts;
+}
+
 int run_kernel_tuner_export(const GlobalOptions& g, const ExportFlags& f) {
   if (f.problem.empty())
     return bad_input("--format kernel-tuner needs --problem NAME (a cache holds one problem)");
+  if (!f.kernel.empty() && f.spec.empty())
+    return bad_input(
+        "--kernel goes with --spec (the user kernel's source, if the spec names none)");
   auto store = open_store_or_report(g, false);
   if (!store) return kExitBadInput;
   auto rec = store->find_problem(f.problem);
@@ -198,6 +322,11 @@ int run_kernel_tuner_export(const GlobalOptions& g, const ExportFlags& f) {
   MeasurementQuery q;
   q.problem = (*rec)->key;
   q.device_key = f.device;
+  // The rank regime: every config measured has a rank-regime row, only those near the best a
+  // deploy-regime one. Kernel Tuner's simulation mode compares every config of the space with
+  // every other, so they must all be timed the same way; rank (warm L2, back-to-back launches)
+  // is also how Kernel Tuner itself times a kernel. Tables use deploy (src/table/export.h).
+  q.regime = Regime::kRank;
   auto rows = store->measurements(q);
   if (!rows) return bad_input(rows.error().message());
   if (rows->empty()) return failed("no measurements of '" + f.problem + "' to export");
@@ -208,21 +337,20 @@ int run_kernel_tuner_export(const GlobalOptions& g, const ExportFlags& f) {
   if (device.empty())
     for (const auto& [k, n] : per_device)
       if (device.empty() || n > per_device[device]) device = k;
-  // Per config: the deploy-regime row when there is one (what tables trust), else the newest.
+  // Per config the newest row (rows come oldest first).
   std::map<std::string, const MeasurementRow*> chosen;
   std::vector<std::string> order;
+  std::string backend;
   for (const auto& r : *rows) {
     if (r.device_key != device) continue;
+    if (backend.empty()) backend = r.backend;
     auto [it, fresh] = chosen.emplace(r.config, &r);
-    if (fresh) {
-      order.push_back(r.config);
-      continue;
-    }
-    const MeasurementRow* old = it->second;
-    bool better = (r.regime == Regime::kDeploy && old->regime != Regime::kDeploy) ||
-                  (r.regime == old->regime && r.id > old->id);
-    if (better) it->second = &r;
+    if (fresh) order.push_back(r.config);
+    it->second = &r;
   }
+  auto facts = facts_of(**rec, backend, f);
+  if (!facts) return kExitBadInput;
+
   std::vector<replay::ExportRow> out;
   for (const auto& text : order) {
     const MeasurementRow& r = *chosen[text];
@@ -231,30 +359,52 @@ int run_kernel_tuner_export(const GlobalOptions& g, const ExportFlags& f) {
     replay::ExportRow e;
     e.config = *c;
     e.verdict = r.outcome.verdict;
+    e.measured_at = r.created_at;
     if (r.outcome.verdict == Verdict::kOk && r.outcome.measurement)
       e.time_us = r.outcome.measurement->median_us;
     else if (r.outcome.verdict == Verdict::kOk)
       e.verdict = Verdict::kLaunchFailed;  // an ok row without a time cannot be replayed as ok
+    if (auto s = facts->samples_us.find(text); s != facts->samples_us.end())
+      e.samples_us = s->second;
     out.push_back(std::move(e));
   }
-  std::string device_name = device;
-  if (auto devices = store->devices())
-    for (const auto& d : *devices)
-      if (d.key() == device) device_name = d.name;
+  replay::CacheHeader header;
+  header.device_name = facts->device_name.empty() ? device : facts->device_name;
+  if (facts->device_name.empty())
+    if (auto devices = store->devices())
+      for (const auto& d : *devices)
+        if (d.key() == device) header.device_name = d.name;
   const Problem& p = (*rec)->problem;
-  const std::string* kernel = p.attr("kernel");
-  const std::string* size = p.attr("problem_size");
-  auto json = replay::write_kernel_tuner_cache(device_name, kernel ? *kernel : p.op(),
-                                               size ? *size : p.text(), out);
-  if (!json) return failed(json.error().message());
+  header.kernel_name = facts->kernel_name;
+  header.problem_size = facts->sizes;
+  header.problem_size_text = p.text();
+  header.space = facts->space;
+  auto cache = replay::write_kernel_tuner_cache(header, out);
+  if (!cache) return failed(cache.error().message());
+
+  if (cache->outside_space > 0)
+    spdlog::warn("{} stored configs of {} are not legal configs of its space; left out",
+                 cache->outside_space, p.name());
+  if (!cache->space_configs)
+    spdlog::warn(
+        "the space of {} is not known ({}); tune_params lists only the values measured, and "
+        "Kernel Tuner's simulation mode needs every config of the space",
+        p.name(), facts->space_unknown);
+  else if (cache->configs < *cache->space_configs)
+    spdlog::warn(
+        "{} of {} configs of the space measured; Kernel Tuner's simulation mode needs every one: "
+        "`{}` measures the rest (what is measured is answered from the database)",
+        cache->configs, *cache->space_configs,
+        facts->tune_command.empty() ? "attune tune ... --strategy grid --patience 0"
+                                    : facts->tune_command);
   if (f.out.empty() || f.out == "-") {
-    fmt::print("{}\n", *json);
+    fmt::print("{}\n", cache->text);
   } else {
     std::ofstream o(f.out);
-    o << *json << "\n";
+    o << cache->text << "\n";
     if (!o) return bad_input("cannot write '" + f.out + "'");
-    fmt::print(stderr, "wrote {} configs of {} on {} to {}\n", out.size(), p.name(), device_name,
-               f.out);
+    fmt::print(stderr, "wrote {} configs of {} on {} to {}\n", cache->configs, p.name(),
+               header.device_name, f.out);
   }
   return kExitOk;
 }
@@ -288,6 +438,11 @@ Command add_export_command(CLI::App& app, GlobalOptions& g) {
       "ascending inclusive upper edges of the buckets, e.g. 1,2,4,8,16 (default: powers of two)");
   sub->add_option("--problem", f->problem,
                   "kernel-tuner: the problem to export (name or structural key)");
+  sub->add_option(
+      "--spec", f->spec,
+      "kernel-tuner: a user kernel's spec (YAML), so tune_params lists its whole space");
+  sub->add_option("--kernel", f->kernel,
+                  "kernel-tuner, with --spec: the kernel source (.cu) when the spec names none");
   return {sub, [&g, f] { return run_export(g, *f); }};
 }
 

@@ -33,6 +33,11 @@ int run_import(const GlobalOptions& g, const std::string& file, std::string name
   if (*same && (*same)->key != problem.structural_key())
     return bad_input("the name '" + name + "' is already taken by another problem in " + g.db +
                      "; choose another with --name");
+  if (rs->was_open)
+    fmt::print(stderr,
+               "{} was left open (a Kernel Tuner run cut short); read as Kernel Tuner reads it: "
+               "the configs written before the end\n",
+               file);
   if (auto st = store->put_problem(problem, rs->compact_json()); !st.ok())
     return failed("storing the recorded space: " + st.error().message());
   std::size_t ok = 0;
@@ -44,6 +49,7 @@ int run_import(const GlobalOptions& g, const std::string& file, std::string name
                         {"device", rs->device_name},
                         {"configs", rs->points.size()},
                         {"ok", ok},
+                        {"left_open", rs->was_open},
                         {"optimum_us", rs->optimum_us() ? *rs->optimum_us() : 0.0}};
     fmt::print("{}\n", j.dump(2));
   } else {

@@ -3,6 +3,7 @@
 #include <set>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "backends/replay/replay_backend.h"
 
@@ -102,13 +103,231 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(BadCase{"truncated.json.gz", "gzip"},
                       BadCase{"truncated.json", "not valid JSON"},
                       BadCase{"not_json.json", "not valid JSON"},
-                      BadCase{"unknown_field.json", "unknown field 'extra_field'"},
+                      BadCase{"left_open_inside_a_config.json", "not valid JSON"},
+                      BadCase{"objective_not_time.json", "objective [\"GFLOP/s\"]"},
+                      BadCase{"two_objectives.json", "objective [\"time\",\"energy\"]"},
                       BadCase{"missing_field.json", "missing field 'tune_params'"},
                       BadCase{"config_not_an_option.json", "'4' is not an option of knob 'a'"},
                       BadCase{"config_wrong_arity.json", "has 3 values"},
                       BadCase{"config_field_mismatch.json", "its field 'a' is 3"},
                       BadCase{"unknown_failure.json", "unknown failure 'WeirdFailure'"},
                       BadCase{"config_without_time.json", "has no 'time'"}));
+
+// kt15_vector_add.json and kt15_vector_add_crashed.json were written by Kernel Tuner 1.5.0
+// itself, tuning tests/interop/vector_add.c with its C backend (tests/interop/common.py): the
+// second by a run the kernel aborted part-way, so it ends in a config's comma, left open.
+TEST(KernelTunerCache, ReadsACacheKernelTuner15Wrote) {
+  auto rs = load_kernel_tuner_cache(fixture("kt15_vector_add.json"));
+  ASSERT_TRUE(rs) << rs.error().message();
+  EXPECT_FALSE(rs->was_open);
+  EXPECT_EQ(rs->kernel_name, "vector_add");
+  EXPECT_EQ(rs->problem_size, "100000");  // a number there
+  EXPECT_EQ(rs->points.size(), 20u);
+  std::size_t ok = 0, build_failed = 0;
+  for (const auto& r : rs->results) {
+    ok += r.verdict == Verdict::kOk;
+    build_failed += r.verdict == Verdict::kBuildFailed;  // "__error__": "CompilationFailedConfig"
+    if (r.verdict == Verdict::kOk) {
+      EXPECT_EQ(r.samples_us.size(), 3u);
+    }
+  }
+  EXPECT_EQ(ok, 16u);
+  EXPECT_EQ(build_failed, 4u);
+  EXPECT_DOUBLE_EQ(*rs->optimum_us(), 0.2190476655960083 * 1000.0);
+}
+
+TEST(KernelTunerCache, ReadsACacheLeftOpenByACrashAsKernelTunerDoes) {
+  auto rs = load_kernel_tuner_cache(fixture("kt15_vector_add_crashed.json"));
+  ASSERT_TRUE(rs) << rs.error().message();
+  EXPECT_TRUE(rs->was_open);
+  EXPECT_EQ(rs->points.size(), 14u);  // the configs written before the abort
+  EXPECT_DOUBLE_EQ(*rs->optimum_us(), 0.23344433307647705 * 1000.0);
+}
+
+TEST(KernelTunerCache, ClosesAnOpenCacheAsCorrectOpenCacheDoes) {
+  EXPECT_EQ(close_open_cache("{\n\"cache\": {\n\"1\": {\"time\": 1.0},\n"),
+            "{\n\"cache\": {\n\"1\": {\"time\": 1.0}}\n}");
+  EXPECT_EQ(close_open_cache("{\n\"cache\": {"), "{\n\"cache\": {}\n}");  // crashed before any
+  // Closed files are left as they are, but for surrounding white space.
+  EXPECT_EQ(close_open_cache("  {\"cache\": {\"1\": {}}\n}\n"), "{\"cache\": {\"1\": {}}\n}");
+  EXPECT_EQ(close_open_cache("{\"cache\": {\"1\": {}}}"), "{\"cache\": {\"1\": {}}}");
+}
+
+// tiny.json's space with one field of the file changed.
+std::string tiny_with(const std::string& field, const nlohmann::json& value) {
+  auto j = nlohmann::json::parse(read_maybe_gzipped(fixture("tiny.json")).value());
+  j[field] = value;
+  return j.dump();
+}
+
+TEST(KernelTunerCache, ObjectiveIsTimeAsAStringOrAListOfOne) {
+  for (const auto& o : {nlohmann::json("time"), nlohmann::json::array({"time"})}) {
+    auto rs = parse_kernel_tuner_cache(tiny_with("objective", o));
+    EXPECT_TRUE(rs) << o.dump() << ": " << rs.error().message();
+  }
+  for (const auto& o : {nlohmann::json("GFLOP/s"), nlohmann::json::array({"time", "energy"}),
+                        nlohmann::json::array(), nlohmann::json(3)}) {
+    auto rs = parse_kernel_tuner_cache(tiny_with("objective", o));
+    ASSERT_FALSE(rs) << o.dump();
+    EXPECT_NE(rs.error().message().find("objective " + o.dump() + " is not supported"),
+              std::string::npos)
+        << rs.error().message();
+  }
+}
+
+TEST(KernelTunerCache, ProblemSizeIsANumberOrAList) {
+  auto number = parse_kernel_tuner_cache(tiny_with("problem_size", 4096));
+  ASSERT_TRUE(number);
+  EXPECT_EQ(number->problem_size, "4096");
+  auto list = parse_kernel_tuner_cache(tiny_with("problem_size", {4096, 1024, 2}));
+  ASSERT_TRUE(list);
+  EXPECT_EQ(list->problem_size, "4096x1024x2");
+  EXPECT_EQ(problem_size_numbers("4096x1024x2"), (std::vector<std::int64_t>{4096, 1024, 2}));
+  EXPECT_EQ(problem_size_numbers("100000"), (std::vector<std::int64_t>{100000}));
+  EXPECT_TRUE(problem_size_numbers("callable").empty());
+  EXPECT_TRUE(problem_size_numbers("64xk").empty());
+  EXPECT_TRUE(problem_size_numbers("").empty());
+}
+
+TEST(KernelTunerCache, FieldsAttuneDoesNotUseAreIgnored) {
+  // At the top level (the next field a Kernel Tuner version adds) ...
+  auto rs = load_kernel_tuner_cache(fixture("unknown_field.json"));
+  ASSERT_TRUE(rs) << rs.error().message();
+  EXPECT_EQ(rs->points.size(), 5u);
+  // ... and in a config (metrics, observers' readings, timings).
+  auto j = nlohmann::json::parse(read_maybe_gzipped(fixture("tiny.json")).value());
+  j["cache"]["3,16"]["GFLOP/s"] = 812.5;
+  j["cache"]["3,16"]["nvml_power"] = {1, 2};
+  j["cache"]["1,8"]["compile_time"] = 12.0;
+  j["schema_version"] = "1.1.0";
+  auto more = parse_kernel_tuner_cache(j.dump());
+  ASSERT_TRUE(more) << more.error().message();
+  EXPECT_DOUBLE_EQ(*more->optimum_us(), 500.0);
+}
+
+TEST(KernelTunerCache, AFailureIsItsErrorFieldOrItsTime) {
+  auto j = nlohmann::json::parse(read_maybe_gzipped(fixture("tiny.json")).value());
+  j["cache"]["1,8"] = {{"a", 1}, {"b", 8}, {"__error__", "InvalidConfig"}, {"compile_time", 0}};
+  j["cache"]["2,16"] = {{"a", 2}, {"b", 16}, {"time", "CompilationFailedConfig"}};
+  auto rs = parse_kernel_tuner_cache(j.dump());
+  ASSERT_TRUE(rs) << rs.error().message();
+  auto verdict = [&](const std::string& text) {
+    return rs->find(rs->space.point(rs->space.parse(text).value()).value())->verdict;
+  };
+  EXPECT_EQ(verdict("a=1,b=8"), Verdict::kUnsupported);
+  EXPECT_EQ(verdict("a=2,b=16"), Verdict::kBuildFailed);
+  j["cache"]["1,8"]["__error__"] = 7;
+  EXPECT_FALSE(parse_kernel_tuner_cache(j.dump()));
+}
+
+// ---- the writer ---------------------------------------------------------------------------
+
+// a in {1, 2, 3} x b in {8, 16}, a * b <= 32: 5 legal configs.
+Space small_space() {
+  return Space::make({{"a", {1, 2, 3}, 0}, {"b", {8, 16}, 0}},
+                     {{"a * b <= 32",
+                       {"a", "b"},
+                       [](const Assignment& x) { return x.i("a") * x.i("b") <= 32; }}})
+      .value();
+}
+
+ExportRow row(const std::string& config, Verdict verdict, std::optional<double> us) {
+  ExportRow r;
+  r.config = Config::parse(config).value();
+  r.verdict = verdict;
+  r.time_us = us;
+  r.measured_at = "2026-11-30T14:53:54.123Z";
+  return r;
+}
+
+TEST(KernelTunerCacheWriter, WritesKernelTunersFieldOrderWithTheCacheLast) {
+  CacheHeader h;
+  h.device_name = "NVIDIA H200";
+  h.kernel_name = "tiny_kernel";
+  h.problem_size = {64, 32};
+  h.space = small_space();
+  std::vector<ExportRow> rows = {row("a=1,b=8", Verdict::kOk, 2000.0),
+                                 row("a=2,b=16", Verdict::kBuildFailed, std::nullopt)};
+  rows[0].samples_us = {1900.0, 2000.0, 2100.0};
+  auto w = write_kernel_tuner_cache(h, rows);
+  ASSERT_TRUE(w) << w.error().message();
+  EXPECT_EQ(w->configs, 2u);
+  EXPECT_EQ(w->space_configs, 5u);
+  EXPECT_EQ(w->outside_space, 0u);
+  // Closed as close_cache closes a cache: Kernel Tuner cuts these three characters off to append.
+  EXPECT_TRUE(w->text.ends_with("}}\n}")) << w->text;
+  auto j = nlohmann::ordered_json::parse(w->text);
+  std::vector<std::string> order;
+  for (const auto& [k, v] : j.items()) order.push_back(k);
+  EXPECT_EQ(order,
+            (std::vector<std::string>{"device_name", "kernel_name", "problem_size",
+                                      "tune_params_keys", "tune_params", "objective", "cache"}));
+  EXPECT_EQ(j["problem_size"], nlohmann::json({64, 32}));
+  EXPECT_EQ(j["objective"], nlohmann::json::array({"time"}));
+  // Every option of every knob, measured or not (a=3 never was).
+  EXPECT_EQ(j["tune_params"].dump(), R"({"a":[1,2,3],"b":[8,16]})");
+  // One config per line, as store_cache appends them.
+  EXPECT_NE(w->text.find("\n\"1,8\": {\"a\": 1, \"b\": 8, \"time\": 2.0, \"times\": [1.9,2.0,2.1], "
+                         "\"compile_time\": 0, \"verification_time\": 0, \"benchmark_time\": 0, "
+                         "\"strategy_time\": 0, \"framework_time\": 0, "
+                         "\"timestamp\": \"2026-11-30 14:53:54.123000+00:00\"},\n"),
+            std::string::npos)
+      << w->text;
+  const auto& failed = j["cache"]["2,16"];
+  EXPECT_EQ(failed["__error__"], "CompilationFailedConfig");
+  EXPECT_FALSE(failed.contains("time"));  // Kernel Tuner 1.x writes no time for a failure
+  // attune reads it back the same.
+  auto back = parse_kernel_tuner_cache(w->text);
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->points.size(), 2u);
+  EXPECT_DOUBLE_EQ(*back->optimum_us(), 2000.0);
+}
+
+TEST(KernelTunerCacheWriter, SurvivesKernelTunerAppendingToIt) {
+  CacheHeader h;
+  h.kernel_name = "tiny_kernel";
+  h.problem_size = {100000};
+  h.space = small_space();
+  auto w = write_kernel_tuner_cache(h, {row("a=1,b=8", Verdict::kOk, 2000.0)});
+  ASSERT_TRUE(w);
+  EXPECT_EQ(nlohmann::json::parse(w->text)["problem_size"], 100000);  // one size: a number
+  // What Kernel Tuner does to continue tuning from a cache: read_cache(open_cache=True) cuts
+  // "}\n}" and adds a comma, store_cache appends a line per config, and a crash leaves it so.
+  std::string appended = w->text.substr(0, w->text.size() - 3) + "," +
+                         "\n\"3,8\": {\"a\": 3, \"b\": 8, \"time\": 0.5},";
+  auto back = parse_kernel_tuner_cache(appended);
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_TRUE(back->was_open);
+  EXPECT_EQ(back->points.size(), 2u);
+  EXPECT_DOUBLE_EQ(*back->optimum_us(), 500.0);
+}
+
+TEST(KernelTunerCacheWriter, CountsTheSpaceAndLeavesOutConfigsOutsideIt) {
+  CacheHeader h;
+  h.kernel_name = "k";
+  h.problem_size_text = "callable";
+  h.space = small_space();
+  auto w = write_kernel_tuner_cache(
+      h, {row("a=1,b=8", Verdict::kOk, 10.0), row("a=3,b=16", Verdict::kOk, 1.0),  // a * b > 32
+          row("a=1,b=8", Verdict::kOk, 99.0)});                                    // first row wins
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->configs, 1u);
+  EXPECT_EQ(w->space_configs, 5u);
+  EXPECT_EQ(w->outside_space, 1u);
+  auto j = nlohmann::json::parse(w->text);
+  EXPECT_EQ(j["problem_size"], "callable");
+  EXPECT_DOUBLE_EQ(j["cache"]["1,8"]["time"].get<double>(), 0.01);
+  EXPECT_FALSE(j["cache"]["1,8"].contains("times"));  // no samples known: none written
+  // Without a space the knobs are the values seen; the space cannot be counted.
+  h.space.reset();
+  auto seen = write_kernel_tuner_cache(
+      h, {row("a=2,b=8", Verdict::kOk, 10.0), row("a=1,b=8", Verdict::kUnsupported, std::nullopt)});
+  ASSERT_TRUE(seen);
+  EXPECT_FALSE(seen->space_configs);
+  auto js = nlohmann::json::parse(seen->text);
+  EXPECT_EQ(js["tune_params"]["a"], nlohmann::json({1, 2}));
+  EXPECT_EQ(js["cache"]["1,8"]["__error__"], "InvalidConfig");
+}
 
 TEST(KernelTunerCache, MissingFileIsAnIoError) {
   auto rs = load_kernel_tuner_cache(fixture("no_such_file.json"));

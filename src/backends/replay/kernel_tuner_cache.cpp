@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
-#include <set>
 #include <unordered_set>
 
 #include <nlohmann/json.hpp>
@@ -193,23 +193,42 @@ std::string RecordedSpace::compact_json() const {
   return j.dump();
 }
 
+std::string close_open_cache(std::string_view text) {
+  // Python's str.strip(): the white space Kernel Tuner trims before looking at the end.
+  auto blank = [](char c) {
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\f' || c == '\v';
+  };
+  while (!text.empty() && blank(text.front())) text.remove_prefix(1);
+  while (!text.empty() && blank(text.back())) text.remove_suffix(1);
+  std::string out(text);
+  if (out.empty() || out.ends_with("}\n}") || out.ends_with("}}}")) return out;
+  if (out.back() == ',') out.pop_back();
+  out += "}\n}";
+  return out;
+}
+
 Result<RecordedSpace> parse_kernel_tuner_cache(std::string_view json_text) {
+  bool was_open = false;
   json j = json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return bad("not valid JSON (truncated or not a cache file)");
+  if (j.is_discarded()) {
+    // Kernel Tuner appends each config as it is measured and closes the file at the end, so a
+    // run cut short leaves it open; Kernel Tuner itself resumes from such a file.
+    std::string closed = close_open_cache(json_text);
+    j = json::parse(closed, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded())
+      return bad(
+          "not valid JSON, also when closed as Kernel Tuner closes a cache left open "
+          "(cut short inside a config, or not a cache file)");
+    was_open = true;
+  }
   if (!j.is_object()) return bad("the top level is not a JSON object");
 
-  static const std::set<std::string> kRequired = {"device_name",      "kernel_name", "problem_size",
-                                                  "tune_params_keys", "tune_params", "cache"};
-  // Written by some Kernel Tuner versions; read and ignored (objective is checked below).
-  static const std::set<std::string> kOptional = {"objective", "objective_higher_is_better",
-                                                  "simulation_mode", "schema_version"};
-  for (const auto& [k, v] : j.items())
-    if (!kRequired.count(k) && !kOptional.count(k))
-      return bad("unknown field '" + k +
-                 "' (expected device_name, kernel_name, problem_size, "
-                 "tune_params_keys, tune_params, objective, cache)");
-  for (const auto& k : kRequired)
-    if (!j.contains(k)) return bad("missing field '" + k + "'");
+  // Only what replay needs is required; every other field (Kernel Tuner adds some from version
+  // to version) is ignored.
+  static const char* const kRequired[] = {"device_name",      "kernel_name", "problem_size",
+                                          "tune_params_keys", "tune_params", "cache"};
+  for (const char* k : kRequired)
+    if (!j.contains(k)) return bad(std::string("missing field '") + k + "'");
 
   RecordedSpace rs;
   if (!j["device_name"].is_string()) return bad("'device_name' must be a string");
@@ -231,10 +250,15 @@ Result<RecordedSpace> parse_kernel_tuner_cache(std::string_view json_text) {
   }
   if (rs.problem_size.empty()) rs.problem_size = "none";
   rs.objective = "time";
+  rs.was_open = was_open;
   if (j.contains("objective")) {
-    if (!j["objective"].is_string() || j["objective"].get<std::string>() != "time")
-      return bad("objective " + j["objective"].dump() +
-                 " is not supported (replay reads recorded times: objective \"time\")");
+    // Kernel Tuner 1.x writes its objectives as a list (["time"]), older versions a string.
+    const json& o = j["objective"];
+    const json* one = o.is_array() && o.size() == 1 ? &o[0] : &o;
+    if (!one->is_string() || one->get<std::string>() != "time")
+      return bad("objective " + o.dump() +
+                 " is not supported (replay serves recorded times: objective \"time\" or "
+                 "[\"time\"])");
   }
 
   const json& keys = j["tune_params_keys"];
@@ -295,10 +319,27 @@ Result<RecordedSpace> parse_kernel_tuner_cache(std::string_view json_text) {
                      entry[knobs[k].name].dump() + ", its key says " + parts[k]);
       }
     }
-    if (!entry.contains("time")) return bad("config '" + key + "' has no 'time'");
-    const json& time = entry["time"];
     RecordedResult r;
-    if (time.is_number()) {
+    // A failure: Kernel Tuner 1.x writes it as "__error__" (and no time), older versions in
+    // place of the time.
+    const json* failure = nullptr;
+    if (entry.contains("__error__")) {
+      failure = &entry["__error__"];
+      if (!failure->is_string())
+        return bad("config '" + key + "' has an '__error__' that is not a failure string");
+    } else if (entry.contains("time") && entry["time"].is_string()) {
+      failure = &entry["time"];
+    }
+    if (failure) {
+      auto v = verdict_from_kernel_tuner(failure->get<std::string>());
+      if (!v)
+        return bad("config '" + key + "' has unknown failure '" + failure->get<std::string>() +
+                   "' (known: InvalidConfig, CompilationFailedConfig, RuntimeFailedConfig)");
+      r.verdict = *v;
+      r.failure = failure->get<std::string>();
+    } else if (!entry.contains("time")) {
+      return bad("config '" + key + "' has no 'time' and no '__error__'");
+    } else if (const json& time = entry["time"]; time.is_number()) {
       double ms = time.get<double>();
       if (!std::isfinite(ms) || ms <= 0)
         return bad("config '" + key + "' has time " + time.dump() + " (must be positive)");
@@ -306,13 +347,6 @@ Result<RecordedSpace> parse_kernel_tuner_cache(std::string_view json_text) {
       if (entry.contains("times") && entry["times"].is_array())
         for (const auto& s : entry["times"])
           if (s.is_number()) r.samples_us.push_back(s.get<double>() * 1000.0);
-    } else if (time.is_string()) {
-      auto v = verdict_from_kernel_tuner(time.get<std::string>());
-      if (!v)
-        return bad("config '" + key + "' has unknown failure '" + time.get<std::string>() +
-                   "' (known: InvalidConfig, CompilationFailedConfig, RuntimeFailedConfig)");
-      r.verdict = *v;
-      r.failure = time.get<std::string>();
     } else {
       return bad("config '" + key + "' has a 'time' that is neither a number nor a failure string");
     }
@@ -378,61 +412,185 @@ Result<RecordedSpace> parse_kernel_tuner_cache(std::string_view json_text) {
   return rs;
 }
 
-Result<std::string> write_kernel_tuner_cache(const std::string& device_name,
-                                             const std::string& kernel_name,
-                                             const std::string& problem_size,
-                                             const std::vector<ExportRow>& rows) {
+std::vector<std::int64_t> problem_size_numbers(std::string_view text) {
+  std::vector<std::int64_t> out;
+  for (const std::string& part : split(text, 'x')) {
+    std::int64_t v = 0;
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || ec != std::errc() || end != part.data() + part.size() || v < 0) return {};
+    out.push_back(v);
+  }
+  return out;
+}
+
+namespace {
+
+// A knob option as Kernel Tuner's tune_params hold it. Words "True"/"False" are what the parser
+// makes of Python booleans, so they go back as booleans.
+json option_json(const Value& v) {
+  if (v.is_int()) return v.as_int();
+  if (v.is_real()) return v.as_real();
+  if (v.as_word() == "True") return true;
+  if (v.as_word() == "False") return false;
+  return v.as_word();
+}
+
+// The store's "2026-11-30T14:53:54.123Z" as Kernel Tuner writes a timestamp,
+// str(datetime.now(timezone.utc)): "2026-11-30 14:53:54.123000+00:00". Other text as it is.
+std::string kernel_tuner_timestamp(std::string t) {
+  if (t.size() < 20 || t[10] != 'T' || t.back() != 'Z') return t;
+  t[10] = ' ';
+  t.pop_back();
+  auto dot = t.find('.');
+  std::string fraction = dot == std::string::npos ? "" : t.substr(dot + 1);
+  if (dot != std::string::npos) t.resize(dot);
+  fraction.resize(6, '0');
+  return t + "." + fraction + "+00:00";
+}
+
+// json.dumps(value, indent="") as Python writes it: one element per line, no indentation.
+void dump_python_indented(const json& v, std::string& out) {
+  if (v.is_array() && !v.empty()) {
+    out += "[\n";
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i) out += ",\n";
+      dump_python_indented(v[i], out);
+    }
+    out += "\n]";
+  } else if (v.is_object() && !v.empty()) {
+    out += "{\n";
+    bool first = true;
+    for (const auto& [k, e] : v.items()) {
+      if (!first) out += ",\n";
+      first = false;
+      out += json(k).dump() + ": ";
+      dump_python_indented(e, out);
+    }
+    out += "\n}";
+  } else {
+    out += v.dump();
+  }
+}
+
+}  // namespace
+
+Result<WrittenCache> write_kernel_tuner_cache(const CacheHeader& header,
+                                              const std::vector<ExportRow>& rows) {
   if (rows.empty()) return Error::invalid_argument("no measurements to export");
-  std::vector<Knob> knobs;
-  for (const auto& [name, v] : rows.front().config.entries()) knobs.push_back({name, {}, 0});
-  for (const auto& r : rows) {
-    const auto& e = r.config.entries();
-    if (e.size() != knobs.size())
-      return Error::invalid_argument("config '" + r.config.text() +
-                                     "' does not set the knobs of '" + rows.front().config.text() +
-                                     "'");
-    for (std::size_t k = 0; k < e.size(); ++k) {
-      if (e[k].first != knobs[k].name)
+  std::optional<Space> space = header.space;
+  if (!space) {
+    // The knobs and options the rows name: all rows must set the same knobs in the same order.
+    std::vector<Knob> knobs;
+    for (const auto& [name, v] : rows.front().config.entries()) knobs.push_back({name, {}, 0});
+    for (const auto& r : rows) {
+      const auto& e = r.config.entries();
+      bool same = e.size() == knobs.size();
+      for (std::size_t k = 0; same && k < e.size(); ++k) same = e[k].first == knobs[k].name;
+      if (!same)
         return Error::invalid_argument("config '" + r.config.text() +
                                        "' does not set the knobs of '" +
                                        rows.front().config.text() + "'");
-      auto& opts = knobs[k].options;
-      if (std::find(opts.begin(), opts.end(), e[k].second) == opts.end())
-        opts.push_back(e[k].second);
+      for (std::size_t k = 0; k < e.size(); ++k) {
+        auto& opts = knobs[k].options;
+        if (std::find(opts.begin(), opts.end(), e[k].second) == opts.end())
+          opts.push_back(e[k].second);
+      }
     }
+    for (auto& k : knobs) {
+      bool numeric = std::all_of(k.options.begin(), k.options.end(),
+                                 [](const Value& v) { return v.is_int() || v.is_real(); });
+      if (numeric)
+        std::stable_sort(k.options.begin(), k.options.end(),
+                         [](const Value& a, const Value& b) { return a.as_real() < b.as_real(); });
+    }
+    auto made = Space::make(std::move(knobs));
+    if (!made) return made.error().with_context("exporting");
+    space = std::move(made).value();
   }
-  for (auto& k : knobs) {
-    bool numeric = std::all_of(k.options.begin(), k.options.end(),
-                               [](const Value& v) { return v.is_int() || v.is_real(); });
-    if (numeric)
-      std::stable_sort(k.options.begin(), k.options.end(),
-                       [](const Value& a, const Value& b) { return a.as_real() < b.as_real(); });
+
+  // The header as process_cache writes it: json.dumps(header, indent="") in Kernel Tuner's field
+  // order, cut before the empty cache's "}\n}" so configs can be appended. (nlohmann's json
+  // sorts keys, which would put `cache` first.)
+  json problem_size = header.problem_size.size() == 1 ? json(header.problem_size.front())
+                      : header.problem_size.empty()   ? json(header.problem_size_text)
+                                                      : json(header.problem_size);
+  json keys = json::array();
+  for (const auto& k : space->knobs()) keys.push_back(k.name);
+  std::string text = "{\n";
+  auto top = [&text](const char* name, const json& v) {
+    text += json(name).dump() + ": ";
+    dump_python_indented(v, text);
+    text += ",\n";
+  };
+  top("device_name", header.device_name);
+  top("kernel_name", header.kernel_name);
+  top("problem_size", problem_size);
+  top("tune_params_keys", keys);
+  // tune_params by hand too: its knobs in Space order, every option of each.
+  text += "\"tune_params\": {";
+  for (std::size_t k = 0; k < space->depth(); ++k) {
+    json opts = json::array();
+    for (const auto& v : space->knobs()[k].options) opts.push_back(option_json(v));
+    text += (k ? ",\n" : "\n") + json(space->knobs()[k].name).dump() + ": ";
+    dump_python_indented(opts, text);
   }
-  RecordedSpace rs;
-  rs.device_name = device_name;
-  rs.kernel_name = kernel_name;
-  rs.problem_size = problem_size;
-  rs.objective = "time";
-  auto space = Space::make(knobs);
-  if (!space) return space.error().with_context("exporting");
-  rs.space = std::move(space).value();
+  text += "\n},\n";
+  top("objective", json::array({"time"}));  // Kernel Tuner 1.x writes its objectives as a list
+  text += "\"cache\": {";
+
+  WrittenCache out;
+  std::unordered_set<Point, PointHash> written;
   for (const auto& r : rows) {
-    ATTUNE_ASSIGN(Point p, rs.space.point(r.config));
-    if (!rs.index.emplace(p, rs.points.size()).second) continue;  // the first row of a config wins
-    RecordedResult res;
-    res.verdict = r.verdict;
+    auto p = space->point(r.config);
+    if (!p || !space->prefix_legal(*p)) {
+      ++out.outside_space;
+      continue;
+    }
+    if (!written.insert(*p).second) continue;  // the first row of a config wins
+    // The config's key and fields as store_cache writes them: json.dumps of one entry, its
+    // separators ", " and ": ", on a line of its own.
+    std::string key, fields;
+    for (std::size_t k = 0; k < space->depth(); ++k) {
+      const json v = option_json(space->knobs()[k].options[(*p)[k]]);
+      if (k) key += ',';
+      key += *python_text(v);
+      fields += (k ? ", " : "") + json(space->knobs()[k].name).dump() + ": " + v.dump();
+    }
+    auto field = [&fields](const char* name, const json& v) {
+      fields += std::string(", \"") + name + "\": " + v.dump();
+    };
     if (r.verdict == Verdict::kOk) {
       if (!r.time_us)
         return Error::invalid_argument("ok row '" + r.config.text() + "' has no time");
-      res.time_us = *r.time_us;
-      res.samples_us = r.samples_us;
+      // Milliseconds, as Kernel Tuner records them; written as a float, which Kernel Tuner's
+      // get_best_config requires (an integer time is skipped as if failed).
+      field("time", static_cast<double>(*r.time_us / 1000.0));
+      if (!r.samples_us.empty()) {
+        json t = json::array();
+        for (double s : r.samples_us) t.push_back(s / 1000.0);
+        field("times", t);
+      }
     } else {
-      res.failure = *kernel_tuner_failure(r.verdict);
+      field("__error__", *kernel_tuner_failure(r.verdict));
     }
-    rs.points.push_back(std::move(p));
-    rs.results.push_back(std::move(res));
+    // attune keeps no per-candidate compile, verification, benchmark, strategy or framework
+    // wall time, so these are 0, never made up (docs/kernel-tuner.md).
+    for (const char* zero :
+         {"compile_time", "verification_time", "benchmark_time", "strategy_time", "framework_time"})
+      field(zero, 0);
+    if (!r.measured_at.empty()) field("timestamp", kernel_tuner_timestamp(r.measured_at));
+    text += "\n" + json(key).dump() + ": {" + fields + "},";
+    ++out.configs;
   }
-  return rs.compact_json();
+  if (out.configs == 0)
+    return Error::invalid_argument("none of the " + std::to_string(rows.size()) +
+                                   " measured configs is a legal config of the problem's space");
+  // close_cache: the last entry's comma becomes the end of the cache and of the file.
+  text.pop_back();
+  text += "}\n}";
+  if (header.space) out.space_configs = space->count();
+  out.text = std::move(text);
+  return out;
 }
 
 Result<std::string> read_maybe_gzipped(const std::string& path) {
