@@ -46,6 +46,9 @@ Command add_prior_command(CLI::App& app, GlobalOptions& g);
 // a tuned table (src/cli/verify.cpp).
 Command add_ab_command(CLI::App& app, GlobalOptions& g);
 Command add_verify_command(CLI::App& app, GlobalOptions& g);
+// Issue 14: `attune space`, a user kernel's spec checked and its configs counted without a GPU
+// (src/cli/space.cpp).
+Command add_space_command(CLI::App& app, GlobalOptions& g);
 
 // "attune: error: <what>" on stderr, one line (control characters escaped); returns
 // kExitBadInput.

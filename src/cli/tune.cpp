@@ -10,9 +10,11 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "backends/registry.h"
 #include "backends/worker/worker.h"
 #include "cli/common.h"
 #include "cli/replay.h"
+#include "cli/user_spec.h"
 #include "core/op.h"
 #include "core/shapes_file.h"
 #include "report/progress.h"
@@ -157,12 +159,18 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   std::vector<std::pair<std::string, std::string>> options;
   std::vector<std::string> user_sizes;
   const bool user_kernel = !f.spec_file.empty() || !f.kernel_file.empty();
+  ReportOptions report_options;
   if (user_kernel) {
     if (f.spec_file.empty())
       return bad_input(
           "--kernel needs --spec FILE.yaml describing its knobs, launch and arguments");
     if (!f.backend.empty() && f.backend != "cuda")
       return bad_input("user kernels run on --backend cuda");
+    // The spec's own mistakes come first, in its one-line form, whatever the machine has: a
+    // typo must not read as "the cuda backend is unavailable" on a laptop.
+    auto checked = check_user_spec(f.spec_file, f.kernel_file, f.problems);
+    if (!checked) return bad_input(checked.error().message());
+    report_options = report_options_for(checked->spec);
     std::error_code ec;
     // The kernel first: the family loads the spec when it gets it, and a spec without `source:`
     // loads only with the kernel known.
@@ -177,8 +185,19 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
       options.emplace_back("user_problem", all);
     }
   }
-  auto backend = f.backend == "replay" ? open_replay_backend_or_report(g, f.problems)
-                                       : open_backend_or_report(user_kernel ? "cuda" : f.backend);
+  std::unique_ptr<Backend> backend;
+  if (user_kernel) {
+    auto cuda = make_backend("cuda");
+    if (!cuda)
+      return bad_input(fmt::format(
+          "the spec {} is valid, but no GPU can run it here: {}; `attune space --spec {}` checks "
+          "and counts a spec without one",
+          f.spec_file, cuda.error().message(), f.spec_file));
+    backend = std::move(*cuda);
+  } else {
+    backend = f.backend == "replay" ? open_replay_backend_or_report(g, f.problems)
+                                    : open_backend_or_report(f.backend);
+  }
   if (!backend || !select_device_or_report(*backend, f.device)) return kExitBadInput;
   for (const auto& [key, value] : options)
     if (auto st = backend->configure(key, value); !st.ok()) return bad_input(st.error().message());
@@ -276,9 +295,9 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   progress.finish();
   if (!report) return failed(report.error().message());
   if (g.json)
-    fmt::print("{}\n", report_json(*report).dump(2));
+    fmt::print("{}\n", report_json(*report, report_options).dump(2));
   else
-    fmt::print("{}", report_text(*report));
+    fmt::print("{}", report_text(*report, report_options));
   std::fflush(stdout);
   if (report->interrupted) {
     spdlog::error("interrupted: {}", report->interruption);

@@ -43,7 +43,7 @@ const Function* find_function(std::string_view name) {
   return nullptr;
 }
 
-constexpr std::string_view kKeywords[] = {"and", "or", "not", "in"};
+constexpr std::string_view kKeywords[] = {"and", "or", "not", "in", "True", "False"};
 bool is_keyword(std::string_view w) {
   return std::find(std::begin(kKeywords), std::end(kKeywords), w) != std::end(kKeywords);
 }
@@ -114,6 +114,8 @@ class Parser {
       if ((op == "<" || op == ">" || op == "!" || op == "=") && next == '=') return false;
       if (op == "&" && next == '&') return false;
       if (op == "|" && next == '|') return false;
+      if (op == "*" && next == '*') return false;
+      if (op == "/" && next == '/') return false;
     }
     pos_ += op.size();
     return true;
@@ -139,6 +141,15 @@ class Parser {
     n->column = column;
     n->kids = std::move(kids);
     return n;
+  }
+  static NodePtr copy(const Node& n) {
+    auto c = std::make_unique<Node>();
+    c->kind = n.kind;
+    c->op = n.op;
+    c->literal = n.literal;
+    c->column = n.column;
+    for (const auto& k : n.kids) c->kids.push_back(copy(*k));
+    return c;
   }
   static NodePtr binary(std::string op, std::size_t column, NodePtr a, NodePtr b) {
     std::vector<NodePtr> kids;
@@ -216,23 +227,54 @@ class Parser {
       }
       if (op == "==" || op == "!=") {
         ATTUNE_ASSIGN(NodePtr rhs, parse_rel());
-        lhs = binary(op, column, std::move(lhs), std::move(rhs));
+        lhs = chain(op, column, std::move(lhs), std::move(rhs));
         continue;
       }
       std::vector<NodePtr> kids;
       kids.push_back(std::move(lhs));
-      ATTUNE_TRY(expect("["));
-      if (!accept("]")) {
+      // A list, or a Python tuple: "x in (1, 2)".
+      std::string_view close = accept("(") ? ")" : "]";
+      if (close == "]") ATTUNE_TRY(expect("["));
+      if (!accept(close)) {
         for (;;) {
           ATTUNE_ASSIGN(NodePtr item, parse_expr());
           kids.push_back(std::move(item));
-          if (!accept(",")) break;
+          if (!accept(",")) {
+            ATTUNE_TRY(expect(close));
+            break;
+          }
+          if (accept(close)) break;  // a trailing comma, as in (16,)
         }
-        ATTUNE_TRY(expect("]"));
       }
       lhs = make(Node::Kind::kIn, op, column, std::move(kids));
     }
   }
+
+  // Comparisons of one level chain as in Python: "a < b <= c" is "a < b and b <= c" (b is
+  // pure, so reading it twice is reading it once), where C would compare (a < b) with c. The
+  // levels stay C's: "a < b == c" is "(a < b) == c".
+  NodePtr chain(std::string_view op, std::size_t column, NodePtr lhs, NodePtr rhs) {
+    auto level = [](std::string_view o) {
+      if (o == "==" || o == "!=") return 1;
+      if (o == "<" || o == "<=" || o == ">" || o == ">=") return 2;
+      return 0;
+    };
+    if (level(op) == 0) return binary(std::string(op), column, std::move(lhs), std::move(rhs));
+    const Node* last = nullptr;  // lhs's last comparison, when lhs is an open one or a chain
+    if (open_.count(lhs.get())) last = lhs->op == "&&" ? lhs->kids[1].get() : lhs.get();
+    if (!last || level(last->op) != level(op)) {
+      NodePtr n = binary(std::string(op), column, std::move(lhs), std::move(rhs));
+      open_.insert(n.get());
+      return n;
+    }
+    NodePtr link = binary(std::string(op), column, copy(*last->kids[1]), std::move(rhs));
+    NodePtr n = binary("&&", column, std::move(lhs), std::move(link));
+    open_.insert(n.get());
+    return n;
+  }
+  // Comparisons and chains written without parentheses around them: the ones a following
+  // comparison of their level extends.
+  std::set<const Node*> open_;
 
   // The binary operators of one C precedence level, each parsing the next level down.
   Result<NodePtr> parse_level(std::initializer_list<std::string_view> ops,
@@ -249,12 +291,25 @@ class Parser {
         }
       if (matched.empty()) return lhs;
       ATTUNE_ASSIGN(NodePtr rhs, (this->*next)());
-      lhs = binary(std::string(matched), column, std::move(lhs), std::move(rhs));
+      lhs = chain(matched, column, std::move(lhs), std::move(rhs));
     }
   }
   Result<NodePtr> parse_rel() { return parse_level({"<=", ">=", "<", ">"}, &Parser::parse_add); }
   Result<NodePtr> parse_add() { return parse_level({"+", "-"}, &Parser::parse_mul); }
-  Result<NodePtr> parse_mul() { return parse_level({"*", "/", "%"}, &Parser::parse_unary); }
+  Result<NodePtr> parse_mul() { return parse_level({"*", "//", "/", "%"}, &Parser::parse_unary); }
+
+  // Python's power: tighter than a unary minus on its left (-2 ** 2 is -4), right-associative,
+  // and its exponent may carry a sign (2 ** -1).
+  Result<NodePtr> parse_power() {
+    ATTUNE_ASSIGN(NodePtr base, parse_primary());
+    skip_space();
+    std::size_t column = pos_ + 1;
+    if (!accept("**")) return base;
+    ATTUNE_TRY(enter());
+    ATTUNE_ASSIGN(NodePtr exponent, parse_unary());
+    --depth_;
+    return binary("**", column, std::move(base), std::move(exponent));
+  }
 
   Result<NodePtr> parse_unary() {
     skip_space();
@@ -269,7 +324,7 @@ class Parser {
         return make(Node::Kind::kUnary, std::string(op), column, std::move(kids));
       }
     }
-    return parse_primary();
+    return parse_power();
   }
 
   // The name starting at pos_: the longest compound name the text continues with, else a C
@@ -299,6 +354,11 @@ class Parser {
     if (ident_start(c)) {
       std::size_t start = pos_;
       std::string name(read_name());
+      if (name == "True" || name == "False") {  // Python's, as Kernel Tuner restrictions write them
+        auto n = make(Node::Kind::kLiteral, "", column);
+        n->literal = Value(std::int64_t{name == "True" ? 1 : 0});
+        return n;
+      }
       if (is_keyword(name)) {
         pos_ = start;
         return fail(fmt::format("expected a number, a name or '(', found '{}'", name));
@@ -334,6 +394,7 @@ class Parser {
     if (accept("(")) {
       ATTUNE_ASSIGN(NodePtr inner, parse_expr());
       ATTUNE_TRY(expect(")"));
+      open_.erase(inner.get());  // "(a < b) < c" compares a condition with c
       return inner;
     }
     return fail(fmt::format("expected a number, a name or '(', found {}", describe_here()));
@@ -594,9 +655,15 @@ class Evaluator {
     if (op == "+") return Value(x + y);
     if (op == "-") return Value(x - y);
     if (op == "*") return Value(x * y);
-    if (op == "/" || op == "%") {
-      if (y == 0) return fail(n, op == "/" ? "division by zero" : "modulo by zero");
-      return Value(op == "/" ? x / y : std::fmod(x, y));
+    if (op == "/" || op == "%" || op == "//") {
+      if (y == 0) return fail(n, op == "%" ? "modulo by zero" : "division by zero");
+      return Value(op == "/" ? x / y : op == "//" ? std::floor(x / y) : std::fmod(x, y));
+    }
+    if (op == "**") {
+      const double p = std::pow(x, y);
+      if (std::isnan(p) && !std::isnan(x) && !std::isnan(y))
+        return fail(n, fmt::format("{} ** {} is not a real number", a.text(), b.text()));
+      return Value(p);
     }
     return Error::internal("unknown operator " + op);
   }
@@ -620,6 +687,25 @@ class Evaluator {
       if (b == 0) return fail(n, op == "/" ? "division by zero" : "modulo by zero");
       if (a == std::numeric_limits<std::int64_t>::min() && b == -1) return overflow(n);
       return Value(op == "/" ? a / b : a % b);
+    }
+    if (op == "//") {  // Python's: rounds toward negative infinity
+      if (b == 0) return fail(n, "division by zero");
+      if (a == std::numeric_limits<std::int64_t>::min() && b == -1) return overflow(n);
+      std::int64_t q = a / b;
+      if (a % b != 0 && ((a < 0) != (b < 0))) --q;
+      return Value(q);
+    }
+    if (op == "**") {
+      if (b < 0)
+        return fail(n, fmt::format("integer power with the negative exponent {} (write {}.0 "
+                                   "** {} for a real)",
+                                   b, a, b));
+      std::int64_t p = 1, base = a;
+      for (std::int64_t e = b; e > 0; e >>= 1) {
+        if ((e & 1) && __builtin_mul_overflow(p, base, &p)) return overflow(n);
+        if (e > 1 && __builtin_mul_overflow(base, base, &base)) return overflow(n);
+      }
+      return Value(p);
     }
     if (op == "<") return truth(a < b);
     if (op == "<=") return truth(a <= b);

@@ -28,21 +28,30 @@ namespace attune {
 //   not     := 'not' not | eq
 //   eq      := rel (('==' | '!=') rel | ('in' | 'not' 'in') list)*
 //   rel     := add (('<' | '<=' | '>' | '>=') add)*
-//   add     := mul (('+' | '-') mul)*       mul := unary (('*' | '/' | '%') unary)*
-//   unary   := ('-' | '+' | '!') unary | primary
-//   primary := integer | real | string | name | name '(' expr (',' expr)* ')' | '(' expr ')'
-//   list    := '[' (expr (',' expr)*)? ']'
+//   add     := mul (('+' | '-') mul)*       mul := unary (('*' | '/' | '//' | '%') unary)*
+//   unary   := ('-' | '+' | '!') unary | power
+//   power   := primary ('**' unary)?      (Python's: -2 ** 2 is -4, 2 ** 3 ** 2 is 2 ** 9)
+//   primary := integer | real | string | 'True' | 'False' | name | name '(' expr (',' expr)* ')'
+//            | '(' expr ')'
+//   list    := '[' (expr (',' expr)* ','?)? ']' | '(' (expr (',' expr)* ','?)? ')'
+//
+// Comparisons of one level chain as in Python, so Kernel Tuner's restrictions read as written:
+// "a < b <= c" is "a < b and b <= c", "a == b == c" is "a == b and b == c"; a parenthesized
+// comparison does not chain, and the levels stay C's ("a < b == c" is "(a < b) == c").
+// True and False are the integers 1 and 0.
 //
 // Values are integers (int64), reals (double) and strings; a comparison or a logical operator
 // gives the integer 0 or 1, and its static type is Type::kBool. Integers are decimal or 0x-hex;
 // a real has a '.' or an exponent (0.5, 1e3). Strings are quoted with ' or " (no escapes).
 // Names are C identifiers, or a name given to parse() that holds '.' or '-' (stack knobs may).
-// The words and, or, not, in are not names.
+// The words and, or, not, in, True, False are not names.
 //
 // Semantics: integers keep C's (division truncates toward zero, % takes the sign of the
-// dividend, overflow is an error); an operation with a real operand is done in double (% is
-// fmod). == and != compare numbers numerically and anything else by canonical text, so a knob
-// of value 1 equals '1'; ordering and arithmetic need numbers. "x in [a, b]" is x == a || x == b.
+// dividend, overflow is an error); '//' is Python's floor division (rounds toward negative
+// infinity, on reals too); '**' is a power (an integer to a negative power is an error; on reals
+// pow()); an operation with a real operand is done in double (% is fmod). == and != compare numbers
+// numerically and anything else by canonical text, so a knob of value 1 equals '1'; ordering and
+// arithmetic need numbers. "x in [a, b]" is x == a || x == b.
 // && || and ?: evaluate only the operands they need, so "b != 0 && a / b > 2" is safe.
 // Functions: min(a,b), max(a,b), abs(a), and on integers ceil_div(a,b) (a/b rounded up, for
 // positive b), round_up(a,b) (a rounded up to a multiple of b), is_pow2(a) (1 when a is a

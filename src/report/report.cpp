@@ -19,9 +19,32 @@ std::string us(std::optional<double> t) {
   return t ? fmt::format("{:.2f} us", *t) : "-";
 }
 
+std::optional<ProblemMetrics> metrics_of(const ReportOptions& o, const Problem& p) {
+  if (!o.metrics_of) return std::nullopt;
+  return o.metrics_of(p);
+}
+
+// The metrics of a candidate at its deploy-regime median (what the report's times are), or an
+// empty object when it has none.
+nlohmann::json metrics_json(const std::optional<ProblemMetrics>& m, const CandidateResult& c) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!m || !m->at || !c.deploy_us) return j;
+  for (const auto& [name, value] : m->at(*c.deploy_us)) j[name] = value;
+  return j;
+}
+
+// "  1234.5 gflops, 310.2 gbs" for the text report; "" when there are none.
+std::string metrics_text(const std::optional<ProblemMetrics>& m, const CandidateResult& c) {
+  if (!m || !m->at || !c.deploy_us) return "";
+  std::string out;
+  for (const auto& [name, value] : m->at(*c.deploy_us))
+    out += fmt::format("{}{:.6g} {}", out.empty() ? "" : ", ", value, name);
+  return out;
+}
+
 }  // namespace
 
-nlohmann::json report_json(const TuneReport& r) {
+nlohmann::json report_json(const TuneReport& r, const ReportOptions& options) {
   nlohmann::json j;
   j["device"] = r.device;
   j["report_version"] = 2;
@@ -40,6 +63,21 @@ nlohmann::json report_json(const TuneReport& r) {
     pj["baseline"] = p.baseline ? candidate_json(*p.baseline, p.backend) : nlohmann::json(nullptr);
     pj["best"] = p.best ? candidate_json(*p.best, p.backend) : nlohmann::json(nullptr);
     pj["speedup"] = p.speedup > 0 ? nlohmann::json(p.speedup) : nlohmann::json(nullptr);
+    if (auto m = metrics_of(options, p.problem)) {
+      if (p.baseline) pj["baseline"]["metrics"] = metrics_json(m, *p.baseline);
+      if (p.best) pj["best"]["metrics"] = metrics_json(m, *p.best);
+      // The objective's value for the baseline and the best: a metric's, or the time's (us).
+      auto value = [&](const std::optional<CandidateResult>& c) -> nlohmann::json {
+        if (!c || !c->deploy_us) return nullptr;
+        if (m->objective.empty()) return *c->deploy_us;
+        nlohmann::json mj = metrics_json(m, *c);
+        return mj.contains(m->objective) ? mj[m->objective] : nlohmann::json(nullptr);
+      };
+      pj["objective"] = {{"metric", m->objective.empty() ? "time" : m->objective},
+                         {"higher_is_better", m->higher_is_better},
+                         {"baseline", value(p.baseline)},
+                         {"best", value(p.best)}};
+    }
     pj["evaluated"] = p.evaluated;
     pj["measured"] = p.measured;
     pj["replayed"] = p.replayed;
@@ -72,11 +110,12 @@ nlohmann::json report_json(const TuneReport& r) {
   return j;
 }
 
-std::string report_text(const TuneReport& r) {
+std::string report_text(const TuneReport& r, const ReportOptions& options) {
   std::string out = fmt::format("device {} ({}, {}), run {}, strategy {}, seed {}\n", r.device.name,
                                 r.device.backend, r.device.key(), r.run_id, r.strategy, r.seed);
   for (const auto& p : r.problems) {
     out += fmt::format("\n{}  [{}]\n", p.problem.name(), p.problem.text());
+    const auto m = metrics_of(options, p.problem);
     if (!p.started) {
       out += fmt::format("  not tuned: {} before it started\n",
                          p.stopped_by == "interrupted" ? "interrupted" : "the time limit came");
@@ -87,11 +126,28 @@ std::string report_text(const TuneReport& r) {
       if (p.baseline->verdict != Verdict::kOk)
         out += fmt::format("  FAILED: {} ({}) - not trusted", to_string(p.baseline->verdict),
                            p.baseline->message);
+      else if (auto t = metrics_text(m, *p.baseline); !t.empty())
+        out += "  (" + t + ")";
       out += "\n";
     }
     if (p.best) {
-      out += fmt::format("  best      {:>12}  {}\n", us(p.best->deploy_us), p.best->config);
+      out += fmt::format("  best      {:>12}  {}", us(p.best->deploy_us), p.best->config);
+      if (auto t = metrics_text(m, *p.best); !t.empty()) out += "  (" + t + ")";
+      out += "\n";
       if (p.speedup > 0) out += fmt::format("  speedup   {:.3f}x\n", p.speedup);
+      if (m && !m->objective.empty()) {
+        // The search ranked by time; the objective is a strictly monotonic function of it
+        // (checked when the spec was loaded), so its best is this same config.
+        auto value = [&](const CandidateResult& c) -> std::string {
+          if (!c.deploy_us || !m->at) return "-";
+          for (const auto& [name, v] : m->at(*c.deploy_us))
+            if (name == m->objective) return fmt::format("{:.6g}", v);
+          return "-";
+        };
+        out += fmt::format("  objective {} ({} is better): {} -> {}\n", m->objective,
+                           m->higher_is_better ? "higher" : "lower",
+                           p.baseline ? value(*p.baseline) : "-", value(*p.best));
+      }
     } else {
       out += "  best      none: no candidate passed\n";
     }

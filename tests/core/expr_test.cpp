@@ -253,6 +253,65 @@ TEST(Expr, InTestsMembershipOfAList) {
   EXPECT_NE(parse_error("bs not 3").find("unexpected 'not' at column 4"), std::string::npos);
 }
 
+// ---- Python-style restrictions, as Kernel Tuner users write them -----------------------------
+
+TEST(Expr, ComparisonsChainAsInPython) {
+  Vars v{{"a", 1}, {"b", 2}, {"c", 3}};
+  EXPECT_EQ(eval("a < b < c", v), 1);
+  EXPECT_EQ(eval("a < c < b", v), 0);  // C would say (1 < 3) < 2, true
+  EXPECT_EQ(eval("c > b > a", v), 1);
+  EXPECT_EQ(eval("1 <= a <= b < c", v), 1);
+  EXPECT_EQ(eval("1 <= a <= b < 2", v), 0);
+  EXPECT_EQ(eval("a == 1 == 1", v), 1);
+  EXPECT_EQ(eval("b == 2 == 1", v), 0);  // C would say (2 == 2) == 1, true
+  EXPECT_EQ(eval("a != b != a", v), 1);  // C would say (1 != 2) != 1, false
+  // A parenthesized comparison is a condition, compared as a value: no chain.
+  EXPECT_EQ(eval("(a < c) < b", v), 1);
+  EXPECT_EQ(eval("(a < b < c) < 2", v), 1);
+  // The levels stay C's: "a < b == 1" is "(a < b) == 1".
+  EXPECT_EQ(eval("a < b == 1", v), 1);
+  EXPECT_EQ(eval("1 < 2 == 1"), 1);
+  // The middle operand is read once per link, with its errors: a division by zero stays one.
+  EXPECT_NE(eval_error("0 < 1 / 0 < 2").find("division by zero"), std::string::npos);
+  // Chains are conditions for a stack file's constraint too.
+  std::vector<Knob> knobs{{"t", {Value(1), Value(2), Value(4)}, 0}};
+  EXPECT_TRUE(parse_constraint("1 <= t < 4", knobs).ok());
+}
+
+TEST(Expr, FloorDivisionPowerAndTrueFalse) {
+  EXPECT_EQ(eval("7 // 2"), 3);
+  EXPECT_EQ(eval("-7 // 2"), -4);  // floors, as Python; '/' truncates, as C
+  EXPECT_EQ(eval("-7 / 2"), -3);
+  EXPECT_EQ(eval("7 // -2"), -4);
+  EXPECT_EQ(eval("6 // 3"), 2);
+  EXPECT_EQ(value_of("7.0 // 2"), Value(3.0));
+  EXPECT_EQ(eval("2 ** 10"), 1024);
+  EXPECT_EQ(eval("2 ** 3 ** 2"), 512);  // right-associative
+  EXPECT_EQ(eval("-2 ** 2"), -4);       // binds tighter than a unary minus on its left
+  EXPECT_EQ(eval("2 * 3 ** 2"), 18);
+  EXPECT_EQ(eval("3 ** 0"), 1);
+  EXPECT_EQ(value_of("2.0 ** -1"), Value(0.5));
+  EXPECT_EQ(value_of("4 ** 0.5"), Value(2.0));
+  EXPECT_NE(eval_error("2 ** 63").find("integer overflow"), std::string::npos);
+  EXPECT_NE(eval_error("2 ** -1").find("negative exponent"), std::string::npos);
+  EXPECT_NE(eval_error("1 // 0").find("division by zero"), std::string::npos);
+  EXPECT_EQ(eval("True"), 1);
+  EXPECT_EQ(eval("False"), 0);
+  EXPECT_EQ(eval("True and not False"), 1);
+  EXPECT_EQ(eval("(2 > 1) == True"), 1);
+  // Kernel Tuner's matmul restriction, and its tuple membership.
+  Vars m{{"block_size_x", 32}, {"block_size_y", 8}, {"tile_size_y", 4}};
+  EXPECT_EQ(eval("block_size_x == block_size_y * tile_size_y", m), 1);
+  EXPECT_EQ(eval("block_size_x in (16, 32)", m), 1);
+  EXPECT_EQ(eval("block_size_x not in (16,)", m), 1);
+  EXPECT_EQ(eval("block_size_x * block_size_y <= 1024 and tile_size_y % 2 == 0", m), 1);
+  EXPECT_NE(parse_error("n in (1, 2").find("expected ')'"), std::string::npos);
+  // True and False are words of the language, not names a knob could take.
+  auto e = Expr::parse("True + x");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->names(), (std::vector<std::string>{"x"}));
+}
+
 TEST(Expr, RealsFollowCPromotion) {
   Vars v{{"lr", 0.5}, {"n", 3}};
   EXPECT_EQ(value_of("lr * 4", v), Value(2.0));

@@ -86,6 +86,18 @@ std::string_view to_string(ArgRole r) {
   return "?";
 }
 
+std::string_view to_string(FillKind k) {
+  switch (k) {
+    case FillKind::kRandom:
+      return "random";
+    case FillKind::kConstant:
+      return "constant";
+    case FillKind::kFile:
+      return "file";
+  }
+  return "?";
+}
+
 // ---- helpers --------------------------------------------------------------------------------
 
 namespace {
@@ -217,6 +229,189 @@ std::string base_name(std::string_view name) {
   return std::string(s);
 }
 
+// Why `v` cannot be an element of type t, or nullopt when it can (reals round to the type).
+std::optional<std::string> unrepresentable(ElementType t, double v) {
+  if (!std::isfinite(v)) return "'" + std::to_string(v) + "' is not finite";
+  if (is_floating(t)) {
+    const double max = t == ElementType::kFloat16   ? 65504.0
+                       : t == ElementType::kFloat64 ? std::numeric_limits<double>::max()
+                                                    : std::numeric_limits<float>::max();
+    if (std::abs(v) > max) return Value(v).text() + " does not fit in " + std::string(to_string(t));
+    return std::nullopt;
+  }
+  if (v != std::floor(v))
+    return Value(v).text() + " is not an integer, as " + std::string(to_string(t)) + " needs";
+  double lo = 0, hi = 0;
+  switch (t) {
+    case ElementType::kInt32:
+      lo = INT32_MIN, hi = INT32_MAX;
+      break;
+    case ElementType::kInt64:
+      lo = -9.2e18, hi = 9.2e18;
+      break;
+    case ElementType::kUInt32:
+      lo = 0, hi = UINT32_MAX;
+      break;
+    case ElementType::kInt8:
+      lo = INT8_MIN, hi = INT8_MAX;
+      break;
+    default:  // kUInt8
+      lo = 0, hi = UINT8_MAX;
+      break;
+  }
+  if (v < lo || v > hi) return Value(v).text() + " does not fit in " + std::string(to_string(t));
+  return std::nullopt;
+}
+
+// ---- NumPy .npy files ------------------------------------------------------------------------
+
+// The .npy dtype descr of each element type, as numpy.save writes it on a little-endian host. A
+// .npy has no bfloat16: its raw bits are stored as uint16 (x.view(np.uint16)).
+std::string_view npy_descr(ElementType t) {
+  switch (t) {
+    case ElementType::kFloat32:
+      return "<f4";
+    case ElementType::kFloat64:
+      return "<f8";
+    case ElementType::kFloat16:
+      return "<f2";
+    case ElementType::kBFloat16:
+      return "<u2";
+    case ElementType::kInt32:
+      return "<i4";
+    case ElementType::kInt64:
+      return "<i8";
+    case ElementType::kUInt32:
+      return "<u4";
+    case ElementType::kInt8:
+      return "|i1";
+    case ElementType::kUInt8:
+      return "|u1";
+  }
+  return "?";
+}
+
+struct NpyHeader {
+  std::string descr;
+  std::vector<std::int64_t> shape;
+  std::int64_t elements = 1;
+  std::int64_t data_offset = 0;
+};
+
+// The value of 'key' in the header's Python dict literal, as text up to the entry's end: "'<f4'",
+// "False", "(17, 17)".
+std::optional<std::string> npy_field(const std::string& header, std::string_view key) {
+  for (char q : {'\'', '"'}) {
+    std::string quoted = std::string(1, q) + std::string(key) + std::string(1, q);
+    std::size_t pos = header.find(quoted);
+    if (pos == std::string::npos) continue;
+    pos = header.find(':', pos + quoted.size());
+    if (pos == std::string::npos) return std::nullopt;
+    ++pos;
+    while (pos < header.size() && header[pos] == ' ') ++pos;
+    std::size_t end = pos;
+    if (end < header.size() && header[end] == '(') {
+      end = header.find(')', end);
+      if (end == std::string::npos) return std::nullopt;
+      ++end;
+    } else if (end < header.size() && (header[end] == '\'' || header[end] == '"')) {
+      end = header.find(header[end], end + 1);
+      if (end == std::string::npos) return std::nullopt;
+      ++end;
+    } else {
+      while (end < header.size() && header[end] != ',' && header[end] != '}') ++end;
+    }
+    std::string v = header.substr(pos, end - pos);
+    while (!v.empty() && v.back() == ' ') v.pop_back();
+    return v;
+  }
+  return std::nullopt;
+}
+
+// Reads and checks a .npy file's header (format versions 1 to 3). Errors say what is wrong with
+// the file, without its name (the caller adds where it was named).
+Result<NpyHeader> read_npy_header(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error::io("cannot read '" + path.string() + "'");
+  char magic[8] = {};
+  in.read(magic, 8);
+  if (in.gcount() != 8 || std::memcmp(magic, "\x93NUMPY", 6) != 0)
+    return Error::invalid_argument("'" + path.string() +
+                                   "' is not a NumPy .npy file (no \\x93NUMPY magic); write it "
+                                   "with numpy.save");
+  const int major = static_cast<unsigned char>(magic[6]);
+  if (major < 1 || major > 3)
+    return Error::invalid_argument("'" + path.string() + "' is .npy format version " +
+                                   std::to_string(major) + "; versions 1 to 3 are read");
+  std::uint32_t header_len = 0;
+  unsigned char len[4] = {};
+  const int len_bytes = major == 1 ? 2 : 4;
+  in.read(reinterpret_cast<char*>(len), len_bytes);
+  if (in.gcount() != len_bytes)
+    return Error::invalid_argument("'" + path.string() + "' is cut short");
+  for (int i = len_bytes - 1; i >= 0; --i) header_len = (header_len << 8) | len[i];
+  if (header_len > (1u << 20))
+    return Error::invalid_argument("'" + path.string() + "' has a header of " +
+                                   std::to_string(header_len) + " bytes; not a .npy numpy wrote");
+  std::string header(header_len, '\0');
+  in.read(header.data(), header_len);
+  if (in.gcount() != static_cast<std::streamsize>(header_len))
+    return Error::invalid_argument("'" + path.string() + "' is cut short in its header");
+  NpyHeader h;
+  h.data_offset = 8 + len_bytes + header_len;
+  auto descr = npy_field(header, "descr");
+  auto fortran = npy_field(header, "fortran_order");
+  auto shape = npy_field(header, "shape");
+  if (!descr || !fortran || !shape || descr->size() < 2 || shape->front() != '(')
+    return Error::invalid_argument("'" + path.string() +
+                                   "' has a header without descr, fortran_order and shape: '" +
+                                   header.substr(0, header.find('\n')) + "'");
+  h.descr = descr->substr(1, descr->size() - 2);
+  if (*fortran != "False")
+    return Error::invalid_argument(
+        "'" + path.string() +
+        "' is in Fortran order; save a C-ordered array (numpy.ascontiguousarray)");
+  std::string dims = shape->substr(1, shape->size() - 2);
+  std::size_t pos = 0;
+  while (pos < dims.size()) {
+    while (pos < dims.size() && (dims[pos] == ' ' || dims[pos] == ',')) ++pos;
+    if (pos >= dims.size()) break;
+    std::size_t end = pos;
+    while (end < dims.size() && dims[end] != ',') ++end;
+    std::string d = dims.substr(pos, end - pos);
+    while (!d.empty() && d.back() == ' ') d.pop_back();
+    auto v = parse_int(d);
+    if (!v || *v < 0)
+      return Error::invalid_argument("'" + path.string() + "' has the shape " + *shape +
+                                     ", not a tuple of sizes");
+    h.shape.push_back(*v);
+    if (__builtin_mul_overflow(h.elements, *v, &h.elements))
+      return Error::invalid_argument("'" + path.string() + "' has the shape " + *shape +
+                                     ", too many elements");
+    pos = end;
+  }
+  return h;
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + (shape.size() == 1 ? ",)" : ")");
+}
+
+// Whether the file's dtype is the argument's type: numpy writes '<' for little-endian, '|' for
+// one-byte types, and '=' may stand for this (little-endian) host's order.
+bool npy_descr_matches(std::string descr, ElementType t) {
+  std::string want(npy_descr(t));
+  if (!descr.empty() && (descr[0] == '=' || (descr[0] == '|' && want[0] == '<') ||
+                         (descr[0] == '<' && want[0] == '|')))
+    descr[0] = want[0];
+  return descr == want;
+}
+
+// Why the spec's objective metric cannot stand for the time at its problem sizes, or nullopt.
+std::optional<std::string> objective_problem(const UserKernelSpec& spec);
+
 // ---- the reader -----------------------------------------------------------------------------
 
 struct Entry {
@@ -347,6 +542,9 @@ class Reader {
     return Status::success();
   }
 
+  static bool is_time_name(std::string_view name) {
+    return name == "time_s" || name == "time_ms" || name == "time_us";
+  }
   bool is_size(std::string_view name) const {
     return std::any_of(spec_.problem.begin(), spec_.problem.end(),
                        [&](const auto& p) { return p.first == name; });
@@ -430,11 +628,11 @@ class Reader {
     if (!root.IsDefined() || root.IsNull())
       return fail(Mark{},
                   "the spec is empty; it needs at least kernel, grid, block, args and reference");
-    ATTUNE_ASSIGN(Fields top,
-                  fields(root, "the spec",
-                         {"kernel", "source", "description", "problem", "knobs", "constraints",
-                          "pass_knobs_as", "template_args", "defines", "compile_options", "grid",
-                          "block", "shared_memory_bytes", "args", "reference", "tolerance"}));
+    ATTUNE_ASSIGN(Fields top, fields(root, "the spec",
+                                     {"kernel", "source", "description", "problem", "knobs",
+                                      "constraints", "pass_knobs_as", "template_args", "defines",
+                                      "compile_options", "grid", "block", "shared_memory_bytes",
+                                      "args", "reference", "tolerance", "metrics", "objective"}));
     ATTUNE_TRY(read_source(top, root, kernel_file));
     if (const Entry* d = find(top, "description")) {
       ATTUNE_ASSIGN(spec_.description, scalar(d->value, "description"));
@@ -458,6 +656,8 @@ class Reader {
     ATTUNE_TRY(read_args(top, root));
     ATTUNE_TRY(read_reference(top, root));
     ATTUNE_TRY(read_tolerance(top));
+    ATTUNE_TRY(read_metrics(top));
+    ATTUNE_TRY(read_objective(top));
     ATTUNE_TRY(check_knobs_reach_the_kernel());
     return Status::success();
   }
@@ -717,10 +917,16 @@ class Reader {
   Status read_constraints(const Fields& top) {
     const Entry* c = find(top, "constraints");
     if (!c || c->value.IsNull()) return Status::success();
+    // One expression alone, as Kernel Tuner accepts a single restriction string.
+    if (c->value.IsScalar()) {
+      ATTUNE_ASSIGN(Expr e, expr(c->value, "constraints", Scope::kConstraint));
+      spec_.constraints.push_back({std::move(e), mark_of(c->value)});
+      return Status::success();
+    }
     if (!c->value.IsSequence())
       return fail(c->value,
                   "constraints must be a list of expressions, e.g. "
-                  "[\"block_size * items_per_thread <= 4096\"]");
+                  "[\"block_size * items_per_thread <= 4096\"], or one expression");
     for (std::size_t i = 0; i < c->value.size(); ++i) {
       ATTUNE_ASSIGN(
           Expr e, expr(c->value[i], "constraints[" + std::to_string(i) + "]", Scope::kConstraint));
@@ -741,8 +947,9 @@ class Reader {
     for (std::size_t i = 0; i < a->value.size(); ++i) {
       const YAML::Node n = a->value[i];
       std::string what = "args[" + std::to_string(i) + "]";
-      ATTUNE_ASSIGN(Fields f,
-                    fields(n, what, {"name", "type", "buffer", "size", "scalar", "range"}));
+      ATTUNE_ASSIGN(Fields f, fields(n, what,
+                                     {"name", "type", "buffer", "size", "scalar", "range", "fill",
+                                      "memory", "symbol"}));
       ArgSpec arg;
       arg.mark = mark_of(n);
       ATTUNE_ASSIGN(const Entry* name, require(f, n, "name", what, "name: out"));
@@ -804,11 +1011,14 @@ class Reader {
                         what + ".range: [" + lo + ", " + hi + "] must be two numbers, low <= high");
           arg.range = {*l, *h};
         }
+        ATTUNE_TRY(read_fill(f, arg, what));
+        ATTUNE_TRY(read_memory(f, arg, what));
       } else {
         arg.role = ArgRole::kScalar;
         if (const Entry* s = find(f, "size")) return fail(s->key, what + ": a scalar has no size");
-        if (const Entry* r = find(f, "range"))
-          return fail(r->key, what + ".range only applies to input and inout buffers");
+        for (const char* key : {"range", "fill", "memory", "symbol"})
+          if (const Entry* r = find(f, key))
+            return fail(r->key, what + "." + key + " only applies to buffers");
         ATTUNE_ASSIGN(std::string text, scalar(scal->value, what + ".scalar"));
         auto e = Expr::parse(text);
         // A float scalar may be a real number, such as 0.5 or -2.25.
@@ -832,6 +1042,193 @@ class Reader {
       return fail(a->value,
                   "args: no output to check; mark at least one buffer 'output' or "
                   "'inout' so the correctness gate can compare it with the reference");
+    return Status::success();
+  }
+
+  // metrics: {gflops: "2.0 * n * n * n / (time_s * 1e9)", ...}
+  Status read_metrics(const Fields& top) {
+    const Entry* m = find(top, "metrics");
+    if (!m || m->value.IsNull()) return Status::success();
+    const std::string example = "e.g. {gflops: \"2.0 * n * n * n / (time_s * 1e9)\"}";
+    if (!m->value.IsMap())
+      return fail(m->value, "metrics must be a map of names to expressions, " + example);
+    for (auto it = m->value.begin(); it != m->value.end(); ++it) {
+      MetricSpec metric;
+      ATTUNE_ASSIGN(metric.name, scalar(it->first, "metric name"));
+      metric.mark = mark_of(it->second);
+      const std::string what = "metrics." + metric.name;
+      if (!is_identifier(metric.name))
+        return fail(it->first,
+                    "metrics: '" + metric.name + "' is not a name (letters, digits, '_')");
+      if (metric.name == "time" || is_time_name(metric.name) || is_size(metric.name) ||
+          knob(metric.name))
+        return fail(it->first, "metrics: '" + metric.name +
+                                   "' is already the name of the time, a size or a knob");
+      for (const auto& other : spec_.metrics)
+        if (other.name == metric.name)
+          return fail(it->first, "metrics: '" + metric.name + "' is given twice");
+      ATTUNE_ASSIGN(std::string text, scalar(it->second, what));
+      auto e = Expr::parse(text);
+      if (!e) return fail(it->second, what + ": " + e.error().message());
+      for (const auto& name : e->names()) {
+        if (is_size(name) || is_time_name(name)) continue;
+        if (knob(name))
+          return fail(it->second, what + " reads knob '" + name + "' in '" + text +
+                                      "'; a metric is of the time (time_s, time_ms, time_us) and "
+                                      "the problem sizes only");
+        std::vector<std::string> known = {"time_s", "time_ms", "time_us"};
+        for (const auto& [s, v] : spec_.problem) known.push_back(s);
+        return fail(it->second, what + ": unknown name '" + name + "' in '" + text + "'" +
+                                    suggestion(name, known) + "; known names: " + join(known));
+      }
+      auto type = e->type([](std::string_view) { return std::optional(Expr::Type::kReal); });
+      if (!type) return fail(it->second, what + ": " + type.error().message());
+      if (*type == Expr::Type::kString)
+        return fail(it->second, what + ": '" + text + "' is a string, not a number");
+      metric.expr = std::move(e).value();
+      spec_.metrics.push_back(std::move(metric));
+    }
+    return Status::success();
+  }
+
+  // objective: time (default) | {metric: gflops, higher_is_better: true}
+  Status read_objective(const Fields& top) {
+    const Entry* o = find(top, "objective");
+    if (!o) return Status::success();
+    const std::string forms =
+        "'time' (the default) or {metric: NAME, higher_is_better: true|false}";
+    if (o->value.IsScalar()) {
+      if (o->value.Scalar() == "time") return Status::success();
+      return fail(o->value, "objective: '" + o->value.Scalar() + "' must be " + forms);
+    }
+    ATTUNE_ASSIGN(Fields f, fields(o->value, "objective", {"metric", "higher_is_better"}));
+    ATTUNE_ASSIGN(const Entry* metric, require(f, o->value, "metric", "objective",
+                                               "{metric: gflops, "
+                                               "higher_is_better: true}"));
+    ATTUNE_ASSIGN(spec_.objective.metric, scalar(metric->value, "objective.metric"));
+    if (spec_.objective.metric == "time") {
+      spec_.objective.metric.clear();
+    } else if (std::none_of(spec_.metrics.begin(), spec_.metrics.end(), [&](const MetricSpec& m) {
+                 return m.name == spec_.objective.metric;
+               })) {
+      std::vector<std::string> names;
+      for (const auto& m : spec_.metrics) names.push_back(m.name);
+      return fail(
+          metric->value,
+          "objective.metric: '" + spec_.objective.metric + "' is not one of the spec's metrics" +
+              suggestion(spec_.objective.metric, names) +
+              "; declared: " + (names.empty() ? "(none; add it under metrics:)" : join(names)));
+    }
+    if (const Entry* h = find(f, "higher_is_better")) {
+      ATTUNE_ASSIGN(std::string b, scalar(h->value, "objective.higher_is_better"));
+      if (b == "true" || b == "True")
+        spec_.objective.higher_is_better = true;
+      else if (b != "false" && b != "False")
+        return fail(h->value, "objective.higher_is_better: '" + b + "' must be true or false");
+    }
+    if (spec_.objective.metric.empty() && spec_.objective.higher_is_better)
+      return fail(o->value,
+                  "objective: the time is lower-is-better; higher_is_better applies to "
+                  "a metric");
+    if (auto bad = objective_problem(spec_)) return fail(metric->value, "objective: " + *bad);
+    spec_.objective.mark = mark_of(metric->value);
+    return Status::success();
+  }
+
+  // fill: random (default) | {constant: 1.5} | {file: data/x.npy}
+  Status read_fill(const Fields& f, ArgSpec& arg, const std::string& what) const {
+    const Entry* e = find(f, "fill");
+    if (!e) return Status::success();
+    const std::string forms =
+        "'random' (the default), {constant: 1.5} or {file: data/x.npy} (a NumPy .npy)";
+    if (arg.role != ArgRole::kInput && arg.role != ArgRole::kInOut)
+      return fail(e->key, what + ".fill only applies to input and inout buffers");
+    if (e->value.IsScalar()) {
+      if (e->value.Scalar() != "random")
+        return fail(e->value, what + ".fill: '" + e->value.Scalar() + "' must be " + forms);
+      return Status::success();
+    }
+    if (!e->value.IsMap() || e->value.size() != 1)
+      return fail(e->value, what + ".fill must be " + forms);
+    ATTUNE_ASSIGN(Fields ff, fields(e->value, what + ".fill", {"constant", "file"}));
+    if (find(f, "range"))
+      return fail(find(f, "range")->key,
+                  what + ".range only applies to fill: random (values are drawn from it)");
+    if (const Entry* c = find(ff, "constant")) {
+      ATTUNE_ASSIGN(std::string text, scalar(c->value, what + ".fill.constant"));
+      auto v = parse_real(text);
+      if (!v) return fail(c->value, what + ".fill.constant: '" + text + "' is not a number");
+      if (auto bad = unrepresentable(arg.type, *v))
+        return fail(c->value, what + ".fill.constant: " + *bad);
+      arg.fill.kind = FillKind::kConstant;
+      arg.fill.constant = *v;
+      return Status::success();
+    }
+    const Entry* file = find(ff, "file");
+    ATTUNE_ASSIGN(std::string p, scalar(file->value, what + ".fill.file"));
+    arg.fill.kind = FillKind::kFile;
+    arg.fill.file = resolve(p);
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(arg.fill.file, ec))
+      return fail(file->value, what + ".fill.file: '" + arg.fill.file.string() +
+                                   "' does not exist or is not a file (paths are relative to "
+                                   "the spec)");
+    auto h = read_npy_header(arg.fill.file);
+    if (!h) return fail(file->value, what + ".fill.file: " + h.error().message());
+    if (!npy_descr_matches(h->descr, arg.type))
+      return fail(file->value, what + ".fill.file: '" + arg.fill.file.string() + "' holds dtype '" +
+                                   h->descr + "', but the argument is " +
+                                   std::string(to_string(arg.type)) + " ('" +
+                                   std::string(npy_descr(arg.type)) +
+                                   "'); save it with that dtype (x.astype(...))");
+    const auto size = std::filesystem::file_size(arg.fill.file, ec);
+    const std::int64_t need =
+        h->data_offset + h->elements * static_cast<std::int64_t>(size_of(arg.type));
+    if (ec || static_cast<std::int64_t>(size) < need)
+      return fail(file->value, what + ".fill.file: '" + arg.fill.file.string() +
+                                   "' is cut short: shape " + shape_text(h->shape) + " needs " +
+                                   std::to_string(need) + " bytes, the file has " +
+                                   std::to_string(size));
+    arg.fill.file_elements = h->elements;
+    arg.fill.file_data_offset = h->data_offset;
+    return Status::success();
+  }
+
+  // memory: global (default) | constant, and symbol: NAME for a constant one.
+  Status read_memory(const Fields& f, ArgSpec& arg, const std::string& what) {
+    const Entry* m = find(f, "memory");
+    const Entry* sym = find(f, "symbol");
+    if (m) {
+      ATTUNE_ASSIGN(std::string kind, scalar(m->value, what + ".memory"));
+      if (kind == "constant")
+        arg.constant_memory = true;
+      else if (kind != "global")
+        return fail(m->value, what + ".memory: '" + kind +
+                                  "' must be 'global' (a kernel parameter, the default) or "
+                                  "'constant' (a __constant__ symbol of the module)");
+    }
+    if (sym && !arg.constant_memory)
+      return fail(sym->key, what + ".symbol only applies with memory: constant");
+    if (!arg.constant_memory) return Status::success();
+    if (arg.role != ArgRole::kInput)
+      return fail(m->value, what +
+                                ": memory: constant needs buffer: input (a kernel cannot write "
+                                "its constant memory)");
+    arg.symbol = arg.name;
+    if (sym) {
+      ATTUNE_ASSIGN(arg.symbol, scalar(sym->value, what + ".symbol"));
+      if (!is_identifier(arg.symbol))
+        return fail(sym->value, what + ".symbol: '" + arg.symbol + "' is not a C identifier");
+    }
+    for (const auto& other : spec_.args)
+      if (other.constant_memory && other.symbol == arg.symbol)
+        return fail(
+            sym ? sym->value : m->value,
+            what + ": symbol '" + arg.symbol + "' is already argument '" + other.name + "''s");
+    if (!mentions(spec_.source, arg.symbol))
+      return fail(sym ? sym->value : m->value,
+                  what + ": the __constant__ symbol '" + arg.symbol + "' does not appear in " +
+                      spec_.source_path.string() + " (set 'symbol:' to the name it has there)");
     return Status::success();
   }
 
@@ -870,6 +1267,12 @@ class Reader {
       if (!mentions(ref.source, base_name(ref.name)))
         return fail(name->value, "reference.kernel.name: '" + base_name(ref.name) +
                                      "' does not appear in " + ref.source_path.string());
+      for (const auto& a : spec_.args)
+        if (a.constant_memory && !mentions(ref.source, a.symbol))
+          return fail(name->value, "reference.kernel: the __constant__ symbol '" + a.symbol +
+                                       "' (argument '" + a.name + "') does not appear in " +
+                                       ref.source_path.string() +
+                                       "; the reference reads its constant memory too");
       if (ref.name == spec_.kernel && ref.source_path == spec_.source_path)
         return fail(name->value,
                     "reference.kernel.name: the reference must be another kernel "
@@ -953,7 +1356,78 @@ std::string where(const UserKernelSpec& spec, Mark m) {
   return w;
 }
 
+// The metric's value at time_us, with every size and time a real (so '/' divides exactly).
+Result<double> metric_value(const UserKernelSpec& spec, const MetricSpec& m, double time_us) {
+  Vars vars;
+  for (const auto& [name, value] : spec.problem) vars.emplace(name, static_cast<double>(value));
+  vars.emplace("time_s", time_us * 1e-6);
+  vars.emplace("time_ms", time_us * 1e-3);
+  vars.emplace("time_us", time_us);
+  ATTUNE_ASSIGN(Value v, m.expr.eval(vars));
+  if (v.is_word()) return Error::invalid_argument("'" + m.expr.text() + "' is a string");
+  const double d = v.as_real();
+  if (!std::isfinite(d))
+    return Error::invalid_argument("'" + m.expr.text() + "' is not finite at " +
+                                   Value(time_us).text() + " us");
+  return d;
+}
+
+std::optional<std::string> objective_problem(const UserKernelSpec& spec) {
+  if (spec.objective.metric.empty()) return std::nullopt;
+  const MetricSpec* m = nullptr;
+  for (const auto& metric : spec.metrics)
+    if (metric.name == spec.objective.metric) m = &metric;
+  if (!m) return "'" + spec.objective.metric + "' is not a metric of the spec";
+  // The search ranks by time everywhere (patience, the deploy band, the prior); the objective
+  // may only restate that ranking. Times from 1 ns to 100 s cover every kernel attune measures.
+  const double times_us[] = {1e-3, 0.5, 1, 3, 10, 77, 1e3, 1e4, 1e5, 1e6, 1e8};
+  std::optional<double> last;
+  const char* direction = spec.objective.higher_is_better ? "fall" : "grow";
+  for (double t : times_us) {
+    auto v = metric_value(spec, *m, t);
+    if (!v)
+      return "metric '" + m->name + "' = '" + m->expr.text() + "' cannot be evaluated at " +
+             Value(t).text() + " us for problem " + sizes_text(spec) + ": " + v.error().message();
+    if (last && (spec.objective.higher_is_better ? !(*v < *last) : !(*v > *last)))
+      return "metric '" + m->name + "' = '" + m->expr.text() + "' does not " + direction +
+             " strictly as the time grows (problem " + sizes_text(spec) +
+             "), so it cannot be the objective with higher_is_better: " +
+             (spec.objective.higher_is_better ? "true" : "false") +
+             "; the search ranks by time, and an objective must be a strictly monotonic function "
+             "of it (e.g. work / time_s, higher is better)";
+    last = *v;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+SpaceCensus census(const UserKernelSpec& spec, const Space& space, bool keep_configs) {
+  SpaceCensus c;
+  c.cartesian = space.cartesian_size();
+  LaunchLimits limits;
+  limits.max_shared_memory_bytes = std::numeric_limits<std::int64_t>::max();
+  auto e = space.enumerate();
+  while (auto point = e.next()) {
+    ++c.legal;
+    Config config = space.config(*point);
+    if (auto why = unsupported_reason(spec, config, limits)) {
+      ++c.unlaunchable;
+      if (keep_configs) c.refused.emplace_back(std::move(config), std::move(*why));
+    } else if (keep_configs) {
+      c.configs.push_back(std::move(config));
+    }
+  }
+  return c;
+}
+
+std::vector<std::pair<std::string, double>> evaluate_metrics(const UserKernelSpec& spec,
+                                                             double time_us) {
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& m : spec.metrics)
+    if (auto v = metric_value(spec, m, time_us)) out.emplace_back(m.name, *v);
+  return out;
+}
 
 // ---- loading --------------------------------------------------------------------------------
 
@@ -1027,7 +1501,23 @@ Result<Space> make_space(const UserKernelSpec& spec) {
       return Error::invalid_argument(where(spec, a.mark) + ": argument '" + a.name + "' has " +
                                      std::to_string(*n) + " elements ('" + a.size.text() +
                                      "') for problem " + sizes_text(spec) + "; it needs >= 1");
+    if (a.fill.kind == FillKind::kFile && a.fill.file_elements != *n)
+      return Error::invalid_argument(
+          where(spec, a.mark) + ": argument '" + a.name + "': '" + a.fill.file.string() +
+          "' holds " + std::to_string(a.fill.file_elements) + " elements, but its size '" +
+          a.size.text() + "' is " + std::to_string(*n) + " for problem " + sizes_text(spec) +
+          "; save an array of that many elements or change the size");
+    // Every GPU since sm_20 has 64 KiB of constant memory for a module's __constant__ data.
+    constexpr std::int64_t kConstantMemoryBytes = 64 * 1024;
+    if (a.constant_memory && *n > kConstantMemoryBytes / static_cast<std::int64_t>(size_of(a.type)))
+      return Error::invalid_argument(where(spec, a.mark) + ": argument '" + a.name +
+                                     "' in constant memory has " + std::to_string(*n) +
+                                     " elements ('" + a.size.text() + "') of " +
+                                     std::string(to_string(a.type)) + " for problem " +
+                                     sizes_text(spec) + "; constant memory holds at most 64 KiB");
   }
+  if (auto bad = objective_problem(spec))
+    return Error::invalid_argument(where(spec, spec.objective.mark) + ": objective: " + *bad);
   // The defaults are the baseline every candidate is compared with, so they must be legal;
   // say so at the constraint's line rather than through Space::make.
   Vars baseline = *sizes;
@@ -1095,6 +1585,10 @@ std::string launch_description(const UserKernelSpec& spec) {
       d += a.real_value ? Value(*a.real_value).text() : a.value.text();
     else
       d += a.size.text();
+    // Only what differs from a random global buffer, so older specs keep their keys.
+    if (a.fill.kind == FillKind::kConstant) d += ":fill=constant:" + Value(a.fill.constant).text();
+    if (a.fill.kind == FillKind::kFile) d += ":fill=file:" + a.fill.file.filename().string();
+    if (a.constant_memory) d += ":constant=" + a.symbol;
   }
   return d;
 }
@@ -1310,6 +1804,10 @@ Result<std::vector<ArgInstance>> eval_args(const UserKernelSpec& spec, const Var
     ai.type = a.type;
     ai.role = a.role;
     ai.range = a.range;
+    ai.fill = a.fill;
+    ai.constant_memory = a.constant_memory;
+    ai.symbol = a.symbol;
+    ai.spec_index = out.size();
     if (a.role == ArgRole::kScalar) {
       ai.elements = 1;
       ai.bytes = static_cast<std::int64_t>(size_of(a.type));
@@ -1333,6 +1831,17 @@ Result<std::vector<ArgInstance>> eval_args(const UserKernelSpec& spec, const Var
     out.push_back(std::move(ai));
   }
   return out;
+}
+
+// Kernel parameters to args; __constant__ symbols, which are not parameters, to constant_args.
+void split_args(std::vector<ArgInstance> all, Instance& inst) {
+  for (auto& a : all) (a.constant_memory ? inst.constant_args : inst.args).push_back(std::move(a));
+}
+
+template <typename T>
+void fill_with(std::vector<unsigned char>& out, T v) {
+  for (std::size_t i = 0; i + sizeof(T) <= out.size(); i += sizeof(T))
+    std::memcpy(out.data() + i, &v, sizeof(T));
 }
 
 Result<std::vector<std::string>> eval_defines(
@@ -1388,8 +1897,75 @@ Result<Instance> instantiate(const UserKernelSpec& spec, const Config& config,
   inst.compile_options.insert(inst.compile_options.end(), spec.compile_options.begin(),
                               spec.compile_options.end());
   ATTUNE_ASSIGN(inst.launch, eval_launch(spec.launch, vars, context, limits));
-  ATTUNE_ASSIGN(inst.args, eval_args(spec, vars, context));
+  ATTUNE_ASSIGN(auto args, eval_args(spec, vars, context));
+  split_args(std::move(args), inst);
   return inst;
+}
+
+Result<std::vector<unsigned char>> fixed_bytes(const ArgInstance& a) {
+  if (a.elements < 0 || a.bytes != a.elements * static_cast<std::int64_t>(size_of(a.type)))
+    return Error::invalid_argument("argument '" + a.name + "': " + std::to_string(a.bytes) +
+                                   " bytes for " + std::to_string(a.elements) + " elements of " +
+                                   std::string(to_string(a.type)));
+  std::vector<unsigned char> out(static_cast<std::size_t>(a.bytes));
+  switch (a.fill.kind) {
+    case FillKind::kRandom:
+      return Error::invalid_argument("argument '" + a.name +
+                                     "' has random values, drawn per check from a seed; "
+                                     "it has no fixed bytes");
+    case FillKind::kConstant: {
+      const double v = a.fill.constant;
+      if (auto bad = unrepresentable(a.type, v))
+        return Error::invalid_argument("argument '" + a.name + "': fill.constant " + *bad);
+      switch (a.type) {
+        case ElementType::kFloat32:
+          fill_with(out, static_cast<float>(v));
+          break;
+        case ElementType::kFloat64:
+          fill_with(out, v);
+          break;
+        case ElementType::kFloat16:
+          fill_with(out, to_half_bits(static_cast<float>(v)));
+          break;
+        case ElementType::kBFloat16:
+          fill_with(out, to_bf16_bits(static_cast<float>(v)));
+          break;
+        case ElementType::kInt32:
+          fill_with(out, static_cast<std::int32_t>(v));
+          break;
+        case ElementType::kInt64:
+          fill_with(out, static_cast<std::int64_t>(v));
+          break;
+        case ElementType::kUInt32:
+          fill_with(out, static_cast<std::uint32_t>(v));
+          break;
+        case ElementType::kInt8:
+          fill_with(out, static_cast<std::int8_t>(v));
+          break;
+        case ElementType::kUInt8:
+          fill_with(out, static_cast<std::uint8_t>(v));
+          break;
+      }
+      return out;
+    }
+    case FillKind::kFile: {
+      if (a.fill.file_elements != a.elements)
+        return Error::invalid_argument("argument '" + a.name + "': '" + a.fill.file.string() +
+                                       "' holds " + std::to_string(a.fill.file_elements) +
+                                       " elements; the argument has " + std::to_string(a.elements));
+      std::ifstream in(a.fill.file, std::ios::binary);
+      if (!in)
+        return Error::io("argument '" + a.name + "': cannot read '" + a.fill.file.string() + "'");
+      in.seekg(a.fill.file_data_offset);
+      in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size()));
+      if (!in || in.gcount() != static_cast<std::streamsize>(out.size()))
+        return Error::io("argument '" + a.name + "': '" + a.fill.file.string() +
+                         "' is shorter than when the spec was loaded (" + std::to_string(a.bytes) +
+                         " data bytes expected)");
+      return out;
+    }
+  }
+  return Error::internal("unknown fill kind");
 }
 
 std::optional<std::string> unsupported_reason(const UserKernelSpec& spec, const Config& config,
@@ -1407,7 +1983,8 @@ Result<Instance> instantiate_reference(const UserKernelSpec& spec, const LaunchL
   ATTUNE_ASSIGN(std::vector<const Value*> values, knob_values(spec, baseline, vars));
   const std::string context = "the reference (problem " + sizes_text(spec) + ")";
   Instance inst;
-  ATTUNE_ASSIGN(inst.args, eval_args(spec, vars, context));
+  ATTUNE_ASSIGN(auto args, eval_args(spec, vars, context));
+  split_args(std::move(args), inst);
   const auto* ref = std::get_if<ReferenceKernel>(&spec.reference);
   if (!ref) return inst;
   inst.name_expression = ref->name;

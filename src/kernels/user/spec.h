@@ -83,13 +83,34 @@ enum class KnobPassing {
 };
 
 enum class ArgRole {
-  kInput,    // filled with fresh random values before each check; the reference sees the same
+  kInput,    // filled before each check (see Fill); the reference sees the same values
   kOutput,   // poisoned before each run, compared with the reference after
   kInOut,    // filled like an input, compared like an output
   kScratch,  // workspace, neither filled nor compared; its size may depend on knobs
   kScalar,   // passed by value
 };
 std::string_view to_string(ArgRole r);
+
+// How an input or inout buffer gets its values before a check. Whatever the kind, the reference
+// and the candidate see the same values.
+enum class FillKind {
+  kRandom,    // `fill: random` (default): fresh values, uniform in the argument's range, for
+              // every check; drawn by the backend (on the device) from a seed
+  kConstant,  // `fill: {constant: 1.5}`: every element the value, in the argument's type
+  kFile,      // `fill: {file: x.npy}`: the elements of a NumPy .npy file, as stored
+};
+std::string_view to_string(FillKind k);  // "random", "constant", "file"
+
+struct Fill {
+  FillKind kind = FillKind::kRandom;
+  double constant = 0;         // kConstant; an integer type's value is integral and in range
+  std::filesystem::path file;  // kFile: the .npy, resolved against the spec's directory
+  // kFile, from the header checked at load (dtype = the argument's type, C order): the element
+  // count it holds (checked against the argument's size for each problem) and where its data
+  // starts in the file.
+  std::int64_t file_elements = 0;
+  std::int64_t file_data_offset = 0;
+};
 
 struct ArgSpec {
   std::string name;
@@ -98,9 +119,16 @@ struct ArgSpec {
   Expr size;                         // buffers: elements (only problem sizes, except for scratch)
   Expr value;                        // integer scalars, and float scalars given as expressions
   std::optional<double> real_value;  // float scalars given as a literal such as 0.5
-  // Inputs: random values drawn uniformly from [lo, hi] (integers inclusive). Default [-1, 1]
-  // for floating types, [0, 100] for integer types.
+  // Inputs with fill kRandom: values drawn uniformly from [lo, hi] (integers inclusive). Default
+  // [-1, 1] for floating types, [0, 100] for integer types.
   std::pair<double, double> range{-1.0, 1.0};
+  Fill fill;  // inputs and inouts
+  // `memory: constant` (Kernel Tuner's cmem_args): an input that is a __constant__ array of the
+  // module, named `symbol` (default: the argument's name), rather than a kernel parameter. The
+  // backend fills the symbol before each run, in the tuned kernel's module and in the reference
+  // kernel's; it is never passed to the kernel. Only inputs; its size is of problem sizes only.
+  bool constant_memory = false;
+  std::string symbol;  // set (to the name by default) when constant_memory
   Mark mark;
 };
 
@@ -117,7 +145,8 @@ struct ReferenceKernel {
 //   extern "C" int NAME(void* const* args, const int64_t* counts, int num_args);
 // args[i] is the i-th spec argument: for a buffer, host memory holding counts[i] elements of its
 // type (inputs and inouts filled, outputs to be written by the function, scratch unspecified);
-// for a scalar, a pointer to its value in its type, with counts[i] == 1. It returns 0 on success;
+// for a scalar, a pointer to its value in its type, with counts[i] == 1. Constant-memory arguments
+// are buffers like the others here. It returns 0 on success;
 // any other value fails the check. It is called from one thread at a time.
 struct ReferenceLibrary {
   std::filesystem::path path;
@@ -132,6 +161,23 @@ struct ToleranceSpec {
   std::optional<double> rtol;
   std::optional<double> floor;
   std::optional<Expr> reduction_length;  // of problem sizes, e.g. "k" for a dot product
+};
+
+// A user metric, `metrics: {gflops: "2.0 * n * n * n / (time_s * 1e9)"}`: real arithmetic over
+// the problem sizes and the time (time_s, time_ms, time_us), never the knobs.
+struct MetricSpec {
+  std::string name;
+  Expr expr;
+  Mark mark;
+};
+
+// What the tuning optimizes: the time (default) or a metric. The search always ranks by time; a
+// metric objective is accepted only when it is a strictly monotonic function of the time in the
+// declared direction (checked at load), so ranking by it is ranking by time.
+struct Objective {
+  std::string metric;  // "" : the time, lower is better
+  bool higher_is_better = false;
+  Mark mark;  // of the metric's name under objective:
 };
 
 struct UserKernelSpec {
@@ -151,6 +197,8 @@ struct UserKernelSpec {
   std::vector<ArgSpec> args;
   Reference reference;
   ToleranceSpec tolerance;
+  std::vector<MetricSpec> metrics;  // in spec order
+  Objective objective;
   // Doubts that are not errors, one line each with file:line:col, for the CLI to print: a knob
   // macro the source never mentions (it may come through a header, so this is not refused).
   std::vector<std::string> warnings;
@@ -207,8 +255,18 @@ struct ArgInstance {
   std::array<unsigned char, 8> scalar_bytes{};
   std::int64_t scalar_int = 0;
   double scalar_real = 0;
-  std::pair<double, double> range{-1.0, 1.0};
+  std::pair<double, double> range{-1.0, 1.0};  // fill kRandom
+  Fill fill;
+  bool constant_memory = false;  // a __constant__ symbol, filled before the run, not a parameter
+  std::string symbol;            // its name in the module (constant_memory)
+  std::size_t spec_index = 0;    // the argument's index in UserKernelSpec::args
 };
+
+// The bytes of an input with a fixed fill (kConstant or kFile), a.bytes of them, on the host; the
+// same for every check, the reference and every candidate. A file is read here (its header was
+// checked at load); an element count that does not match a.elements, a file changed or gone since,
+// or a random fill is an error naming the argument.
+Result<std::vector<unsigned char>> fixed_bytes(const ArgInstance& a);
 
 // Everything needed to build and launch one kernel.
 struct Instance {
@@ -219,7 +277,12 @@ struct Instance {
   // the backend adds the architecture. Deterministic order, so they can key a build cache.
   std::vector<std::string> compile_options;
   Launch launch;
-  std::vector<ArgInstance> args;  // in the kernel's parameter order
+  // The kernel's parameters in order: every spec argument but the constant-memory ones.
+  std::vector<ArgInstance> args;
+  // The constant-memory arguments (constant_memory set), in spec order: __constant__ symbols of
+  // the module to fill before each run. spec_index merges them back into spec order (a reference
+  // library takes every argument in spec order).
+  std::vector<ArgInstance> constant_args;
 };
 
 // Hardware limits a launch is checked against; the defaults hold on every GPU since sm_50. The
@@ -259,5 +322,28 @@ struct GateTolerance {
   std::int64_t reduction_length = 1;
 };
 Result<GateTolerance> gate_tolerance(const UserKernelSpec& spec, std::size_t arg);
+
+// ---- the space without a GPU (attune space) ------------------------------------------------
+
+// The configs of a spec's Space, counted as a tune would meet them. The launch check is
+// unsupported_reason() with every limit that holds on all GPUs (threads per block, block and grid
+// sizes); shared memory, which differs per GPU, is left to the device.
+struct SpaceCensus {
+  double cartesian = 0;            // the knobs' full product
+  std::uint64_t legal = 0;         // configs the constraints allow
+  std::uint64_t unlaunchable = 0;  // of them, refused by the launch check before any build
+  std::uint64_t launchable() const { return legal - unlaunchable; }
+  // With keep_configs: the launchable configs in enumeration order (the baseline first), and the
+  // unlaunchable ones with the reason.
+  std::vector<Config> configs;
+  std::vector<std::pair<Config, std::string>> refused;
+};
+SpaceCensus census(const UserKernelSpec& spec, const Space& space, bool keep_configs);
+
+// The spec's metrics, in spec order, for a median time of `time_us` at the spec's problem sizes
+// (spec_for_problem() gives a spec at a problem's sizes). An evaluation that fails (a division by
+// zero) or is not finite leaves that metric out.
+std::vector<std::pair<std::string, double>> evaluate_metrics(const UserKernelSpec& spec,
+                                                             double time_us);
 
 }  // namespace attune::user
