@@ -217,6 +217,22 @@ TEST(CudaGpu, UserKernelGateCatchesEachFaultOnTheDevice) {
   EXPECT_NE(why["mode=4"].find("y32: 1 of 100003 outputs are NaN"), std::string::npos);
 }
 
+// Constant memory (Kernel Tuner's cmem_args) and fixed fills on the device: the __constant__
+// coefficients are filled in the candidate's module and the reference's, so a kernel that ignores
+// them fails, and inputs read from a .npy file and set to a constant reach both.
+TEST(CudaGpu, UserKernelConstantMemoryAndFixedFillsReachTheKernel) {
+  ATTUNE_REQUIRE_GPU(cuda);
+  auto j = tune_spec("tests/gpu/cmem/weigh.yaml", "cmem");
+  ASSERT_TRUE(j.is_object());
+  const auto& v = j["problems"][0]["verdicts"];
+  std::cout << "verdicts: " << v.dump() << "\n";
+  EXPECT_EQ(v["ok"], 2);            // mode 0 at both block sizes
+  EXPECT_EQ(v["wrong_output"], 2);  // mode 1: coef ignored
+  for (const auto& r : j["problems"][0]["rejected"])
+    std::cout << "  " << r["config"].get<std::string>() << ": " << r["message"].get<std::string>()
+              << "\n";
+}
+
 // Faults on a real GPU through the CLI, as a user meets them: an out-of-bounds write is crashed
 // and the run goes on in a fresh worker; a kernel that never ends is killed as timeout; too much
 // shared memory is a launch verdict decided before launch. The other configs pass.

@@ -2,10 +2,12 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -205,6 +207,9 @@ class UserFamily final : public CudaFamily {
     int checks = 0;
     std::vector<DeviceBuffer> expected;  // per arg: the reference's output (compared args only)
     std::vector<DeviceBuffer> work;      // per arg: the candidate's buffer with its guard bytes
+    // By spec index: the bytes of every input with a fixed fill (a constant, a .npy file) and of
+    // every constant-memory input (random ones drawn once per set: no kernel can write them).
+    std::map<std::size_t, DeviceBuffer> fixed;
   };
   // A fresh set after this many checks, so a long search sees more than one draw of inputs.
   static constexpr int kChecksPerInputSet = 32;
@@ -252,18 +257,69 @@ class UserFamily final : public CudaFamily {
     return params;
   }
 
-  // Puts the set's inputs into `ptrs` (inputs and inouts drawn from the seed, outputs poisoned,
-  // every buffer's guard bytes reset), as before every check.
+  // An argument's random values: a function of the set's seed and the argument alone, so the
+  // reference and every candidate see the same.
+  Status draw(CudaEnv& env, const ArgInstance& a, CUdeviceptr p, std::uint64_t seed) {
+    return gate_.fill_random(env, p, static_cast<std::size_t>(a.elements), gate_type(a.type),
+                             seed + a.spec_index * 0x9e3779b97f4a7c15ULL, a.range.first,
+                             a.range.second);
+  }
+
+  // The set's fixed bytes: fixed fills read (a file) or made (a constant) once per set, and
+  // constant-memory inputs drawn.
+  Status prepare_fixed(CudaEnv& env, InputSet& set, const std::vector<ArgInstance>& args) {
+    for (const ArgInstance& a : args) {
+      if (!is_filled(a.role) || set.fixed.count(a.spec_index)) continue;
+      if (a.fill.kind == user::FillKind::kRandom && !a.constant_memory) continue;
+      ATTUNE_ASSIGN(DeviceBuffer b, DeviceBuffer::alloc(static_cast<std::size_t>(a.bytes)));
+      if (a.fill.kind == user::FillKind::kRandom) {
+        ATTUNE_TRY(draw(env, a, b.ptr(), set.seed));
+      } else {
+        ATTUNE_ASSIGN(std::vector<unsigned char> bytes, user::fixed_bytes(a));
+        ATTUNE_TRY(b.upload(bytes.data(), bytes.size(), env.stream()));
+      }
+      set.fixed.emplace(a.spec_index, std::move(b));
+    }
+    return Status::success();
+  }
+
+  // Copies the set's values of the constant-memory inputs into the __constant__ symbols of the
+  // module `fn` belongs to.
+  Status fill_constants(CudaEnv& env, CUfunction fn, const std::vector<ArgInstance>& cargs,
+                        const InputSet& set) {
+    if (cargs.empty()) return Status::success();
+    CUmodule mod = nullptr;
+    ATTUNE_CU(cuFuncGetModule(&mod, fn));
+    for (const ArgInstance& a : cargs) {
+      CUdeviceptr sym = 0;
+      std::size_t bytes = 0;
+      if (cuModuleGetGlobal(&sym, &bytes, mod, a.symbol.c_str()) != CUDA_SUCCESS)
+        return Error::invalid_argument(fmt::format(
+            "{}: the module has no __constant__ symbol '{}' (memory: constant)", a.name, a.symbol));
+      if (bytes < static_cast<std::size_t>(a.bytes))
+        return Error::invalid_argument(
+            fmt::format("{}: __constant__ {} holds {} bytes, the spec's size {}", a.name, a.symbol,
+                        bytes, a.bytes));
+      ATTUNE_CU(cuMemcpyDtoDAsync(sym, set.fixed.at(a.spec_index).ptr(),
+                                  static_cast<std::size_t>(a.bytes), env.stream()));
+    }
+    return Status::success();
+  }
+
+  // Puts the set's inputs into `ptrs` (random inputs and inouts drawn from the seed, fixed ones
+  // copied, outputs poisoned, every buffer's guard bytes reset), as before every check.
   Status stage(CudaEnv& env, const std::vector<ArgInstance>& args,
-               const std::vector<CUdeviceptr>& ptrs, std::uint64_t seed) {
+               const std::vector<CUdeviceptr>& ptrs, const InputSet& set) {
     for (std::size_t i = 0; i < args.size(); ++i) {
       const ArgInstance& a = args[i];
       if (a.role == ArgRole::kScalar || !ptrs[i]) continue;
       const auto n = static_cast<std::size_t>(a.elements);
       if (is_filled(a.role)) {
-        ATTUNE_TRY(gate_.fill_random(env, ptrs[i], n, gate_type(a.type),
-                                     seed + i * 0x9e3779b97f4a7c15ULL, a.range.first,
-                                     a.range.second));
+        if (auto f = set.fixed.find(a.spec_index); f != set.fixed.end())
+          ATTUNE_CU(cuMemcpyDtoDAsync(ptrs[i], f->second.ptr(), static_cast<std::size_t>(a.bytes),
+                                      env.stream()));
+        else
+          ATTUNE_TRY(draw(env, a, ptrs[i], set.seed));
       } else if (a.role == ArgRole::kOutput) {
         ATTUNE_TRY(gate_.fill_pattern(env, ptrs[i], n, static_cast<int>(user::size_of(a.type)),
                                       poison_bits(a.type)));
@@ -290,23 +346,25 @@ class UserFamily final : public CudaFamily {
   // The set for this problem: the cached one while it serves, else a fresh draw with the
   // reference run on it.
   Result<InputSet*> input_set(CudaEnv& env, const user::UserKernelSpec& s, const Problem& problem,
-                              const std::vector<ArgInstance>& args) {
+                              const user::Instance& inst) {
     const std::string key = problem.structural_key();
     if (set_ && set_->problem_key == key && set_->checks < kChecksPerInputSet) return &*set_;
     set_.reset();  // its memory first: the new set may need it
     InputSet fresh;
     fresh.problem_key = key;
     fresh.seed = env.fresh_seed();
-    ATTUNE_ASSIGN(fresh.expected, reference(env, s, fresh.seed));
-    ATTUNE_ASSIGN(fresh.work, allocate(args, false));
+    ATTUNE_TRY(prepare_fixed(env, fresh, inst.args));
+    ATTUNE_TRY(prepare_fixed(env, fresh, inst.constant_args));
+    ATTUNE_ASSIGN(fresh.expected, reference(env, s, fresh));
+    ATTUNE_ASSIGN(fresh.work, allocate(inst.args, false));
     set_ = std::move(fresh);
     return &*set_;
   }
 
   // Checks compared argument i of the candidate's buffer against the set's reference output.
   Result<Outcome> check(CudaEnv& env, const user::UserKernelSpec& s, const ArgInstance& a,
-                        std::size_t i, CUdeviceptr got, CUdeviceptr want) {
-    ATTUNE_ASSIGN(user::GateTolerance gt, user::gate_tolerance(s, i));
+                        CUdeviceptr got, CUdeviceptr want) {
+    ATTUNE_ASSIGN(user::GateTolerance gt, user::gate_tolerance(s, a.spec_index));
     Tolerance tol = tolerance_for(gt.dtype, gt.reduction_length);
     if (gt.rtol) tol.rtol = *gt.rtol;
     if (gt.floor) tol.floor = *gt.floor;
@@ -375,7 +433,7 @@ class UserFamily final : public CudaFamily {
                              static_cast<unsigned>(L.threads_per_block()),
                              static_cast<unsigned>(L.shared_memory_bytes)));
     if (k.refused) return *k.refused;
-    ATTUNE_ASSIGN(InputSet * set, input_set(env, s, problem, inst->args));
+    ATTUNE_ASSIGN(InputSet * set, input_set(env, s, problem, *inst));
     ++set->checks;
     // Scratch may depend on the knobs: its own buffers, per candidate.
     ATTUNE_ASSIGN(std::vector<DeviceBuffer> scratch, allocate(inst->args, true));
@@ -384,7 +442,8 @@ class UserFamily final : public CudaFamily {
       if (inst->args[i].role == ArgRole::kScalar) continue;
       ptrs[i] = inst->args[i].role == ArgRole::kScratch ? scratch[i].ptr() : set->work[i].ptr();
     }
-    ATTUNE_TRY(stage(env, inst->args, ptrs, set->seed));
+    ATTUNE_TRY(stage(env, inst->args, ptrs, *set));
+    ATTUNE_TRY(fill_constants(env, k.fn, inst->constant_args, *set));
     std::vector<void*> params = params_for(inst->args, ptrs);
     auto launch = [&](CUstream st) {
       return cuLaunchKernel(
@@ -400,7 +459,7 @@ class UserFamily final : public CudaFamily {
     for (std::size_t i = 0; i < inst->args.size() && o.verdict == Verdict::kOk; ++i) {
       const ArgInstance& a = inst->args[i];
       if (!is_output(a.role)) continue;
-      ATTUNE_ASSIGN(o, check(env, s, a, i, ptrs[i], set->expected[i].ptr()));
+      ATTUNE_ASSIGN(o, check(env, s, a, ptrs[i], set->expected[i].ptr()));
     }
     if (o.verdict != Verdict::kOk) return o;
     ATTUNE_ASSIGN(Measurement m, env.time(launch, regime));
@@ -409,14 +468,14 @@ class UserFamily final : public CudaFamily {
   }
 
   // The reference's output for every compared argument (empty buffers for the others), on the
-  // inputs `seed` draws.
+  // set's inputs.
   Result<std::vector<DeviceBuffer>> reference(CudaEnv& env, const user::UserKernelSpec& s,
-                                              std::uint64_t seed) {
+                                              const InputSet& set) {
     ATTUNE_ASSIGN(user::Instance ri, user::instantiate_reference(s, limits(env)));
     ATTUNE_ASSIGN(std::vector<DeviceBuffer> bufs, allocate(ri.args, true));
     std::vector<CUdeviceptr> ptrs(ri.args.size(), 0);
     for (std::size_t i = 0; i < ri.args.size(); ++i) ptrs[i] = bufs[i].ptr();
-    ATTUNE_TRY(stage(env, ri.args, ptrs, seed));
+    ATTUNE_TRY(stage(env, ri.args, ptrs, set));
     std::vector<DeviceBuffer> out(ri.args.size());
     if (const auto* lib = std::get_if<user::ReferenceLibrary>(&s.reference)) {
       std::unique_ptr<void, DlClose> h(dlopen(lib->path.c_str(), RTLD_NOW | RTLD_LOCAL));
@@ -427,17 +486,26 @@ class UserFamily final : public CudaFamily {
       auto fn = reinterpret_cast<Fn>(dlsym(h.get(), lib->function.c_str()));
       if (!fn)
         return Error::invalid_argument("the reference library has no function " + lib->function);
-      std::vector<std::vector<unsigned char>> host(ri.args.size());
+      // Every argument in spec order, constant-memory ones among them (from the set's bytes).
+      std::vector<std::pair<const ArgInstance*, CUdeviceptr>> all;
+      for (std::size_t i = 0; i < ri.args.size(); ++i) all.emplace_back(&ri.args[i], ptrs[i]);
+      for (const ArgInstance& a : ri.constant_args)
+        all.emplace_back(&a, set.fixed.at(a.spec_index).ptr());
+      std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) {
+        return x.first->spec_index < y.first->spec_index;
+      });
+      std::vector<std::vector<unsigned char>> host(all.size());
       std::vector<void*> hptrs;
       std::vector<std::int64_t> counts;
-      for (std::size_t i = 0; i < ri.args.size(); ++i) {
-        const ArgInstance& a = ri.args[i];
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        const ArgInstance& a = *all[i].first;
         if (a.role == ArgRole::kScalar) {
           host[i].assign(a.scalar_bytes.begin(), a.scalar_bytes.end());
         } else {
           host[i].assign(static_cast<std::size_t>(a.bytes), 0);
           if (is_filled(a.role))
-            ATTUNE_CU(cuMemcpyDtoHAsync(host[i].data(), ptrs[i], host[i].size(), env.stream()));
+            ATTUNE_CU(
+                cuMemcpyDtoHAsync(host[i].data(), all[i].second, host[i].size(), env.stream()));
         }
         hptrs.push_back(host[i].data());
         counts.push_back(a.role == ArgRole::kScalar ? 1 : a.elements);
@@ -447,11 +515,13 @@ class UserFamily final : public CudaFamily {
       ATTUNE_CU(rc);
       if (int ret = fn(hptrs.data(), counts.data(), static_cast<int>(hptrs.size())); ret != 0)
         return Error::internal(fmt::format("the reference function returned {}", ret));
-      for (std::size_t i = 0; i < ri.args.size(); ++i)
-        if (is_output(ri.args[i].role)) {
-          ATTUNE_TRY(bufs[i].upload(host[i].data(), host[i].size(), env.stream()));
-          out[i] = std::move(bufs[i]);
-        }
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        if (!is_output(all[i].first->role)) continue;
+        // Back to the position among the kernel's parameters.
+        const auto at = static_cast<std::size_t>(all[i].first - ri.args.data());
+        ATTUNE_TRY(bufs[at].upload(host[i].data(), host[i].size(), env.stream()));
+        out[at] = std::move(bufs[at]);
+      }
       return out;
     }
     const auto& rk = std::get<user::ReferenceKernel>(s.reference);
@@ -460,6 +530,7 @@ class UserFamily final : public CudaFamily {
     ATTUNE_ASSIGN(Built k, env.function(req, ri.name_expression));
     if (k.verdict != Verdict::kOk)
       return Error::invalid_argument("the reference kernel does not compile: " + k.log);
+    ATTUNE_TRY(fill_constants(env, k.fn, ri.constant_args, set));
     std::vector<void*> params = params_for(ri.args, ptrs);
     const auto& L = ri.launch;
     CUresult rc = cuLaunchKernel(
