@@ -150,6 +150,9 @@ def main():
         lines.append(f"attune mcts report: best {p['best']['config']} deploy "
                      f"{p['best']['median_us']:.1f} us, stopped_by {p['stopped_by']}, "
                      f"evaluated {p['evaluated']}, verdicts {json.dumps(p['verdicts'])}")
+        if p.get("objective"):
+            lines.append(f"attune mcts objective: {json.dumps(p['objective'])}; best metrics "
+                         f"{json.dumps(p['best'].get('metrics'))}")
 
     # One config end to end: each tool tunes only the other's winner.
     kt_best = s[id(kt)]["best"]

@@ -136,6 +136,35 @@ TEST(KernelTunerCache, ReadsACacheKernelTuner15Wrote) {
   EXPECT_DOUBLE_EQ(*rs->optimum_us(), 0.2190476655960083 * 1000.0);
 }
 
+// The cache Kernel Tuner 1.5 (CuPy backend) wrote on an H200 tuning its own matmul example in
+// bench/kernel_tuner_duel (bench/results/kernel_tuner_duel-h200-2026-12-01.md): 40 configs, 4
+// that CuPy failed to compile, the fastest 32,4,4,8.
+TEST(KernelTunerCache, ReadsACacheKernelTuner15WroteOnAGpu) {
+  auto rs = load_kernel_tuner_cache(fixture("kt15_h200_matmul.json"));
+  ASSERT_TRUE(rs) << rs.error().message();
+  EXPECT_EQ(rs->device_name, "NVIDIA H200");
+  EXPECT_EQ(rs->kernel_name, "matmul_kernel");
+  EXPECT_EQ(rs->points.size(), 40u);
+  std::size_t ok = 0, build_failed = 0;
+  const RecordedResult* best = nullptr;
+  for (std::size_t i = 0; i < rs->results.size(); ++i) {
+    const auto& r = rs->results[i];
+    ok += r.verdict == Verdict::kOk;
+    build_failed += r.verdict == Verdict::kBuildFailed;
+    if (r.verdict == Verdict::kOk && (!best || r.time_us < best->time_us)) best = &r;
+    if (r.verdict == Verdict::kOk) {
+      EXPECT_EQ(r.samples_us.size(), 7u);  // its 7 iterations
+    }
+  }
+  EXPECT_EQ(ok, 36u);
+  EXPECT_EQ(build_failed, 4u);
+  ASSERT_NE(best, nullptr);
+  EXPECT_DOUBLE_EQ(*rs->optimum_us(), best->time_us);
+  const Point& p = rs->points[static_cast<std::size_t>(best - rs->results.data())];
+  EXPECT_EQ(rs->space.config(p).text(),
+            "block_size_x=32,block_size_y=4,tile_size_x=4,tile_size_y=8");
+}
+
 TEST(KernelTunerCache, ReadsACacheLeftOpenByACrashAsKernelTunerDoes) {
   auto rs = load_kernel_tuner_cache(fixture("kt15_vector_add_crashed.json"));
   ASSERT_TRUE(rs) << rs.error().message();
