@@ -46,11 +46,12 @@ std::optional<std::string> driver_load_error() {
 // not match the header's declaration does not compile.
 #define ATTUNE_STR2(x) #x
 #define ATTUNE_STR(x) ATTUNE_STR2(x)
-#define ATTUNE_FORWARD(name, params, args)                                                      \
-  CUresult CUDAAPI name params {                                                                \
-    static const auto fn = reinterpret_cast<decltype(&name)>(attune::cuda::resolve(ATTUNE_STR(name))); \
-    if (!fn) return CUDA_ERROR_NO_DEVICE;                                                       \
-    return fn args;                                                                             \
+#define ATTUNE_FORWARD(name, params, args)                                          \
+  CUresult CUDAAPI name params {                                                    \
+    static const auto fn =                                                          \
+        reinterpret_cast<decltype(&name)>(attune::cuda::resolve(ATTUNE_STR(name))); \
+    if (!fn) return CUDA_ERROR_NO_DEVICE;                                           \
+    return fn args;                                                                 \
   }
 
 extern "C" {

@@ -15,8 +15,7 @@ std::string clock_text(double seconds) {
 
 std::string progress_line(const Progress& p, int width) {
   const double total = static_cast<double>(std::max<std::uint64_t>(p.space_size, 1));
-  const int fill =
-      static_cast<int>(width * std::min(1.0, static_cast<double>(p.index) / total));
+  const int fill = static_cast<int>(width * std::min(1.0, static_cast<double>(p.index) / total));
   std::string line = fmt::format("{} [{}{}] {}/{} best {}", p.problem, std::string(fill, '#'),
                                  std::string(width - fill, ' '), p.index, p.space_size,
                                  p.best_us ? fmt::format("{:.2f} us", *p.best_us) : "-");
@@ -25,8 +24,7 @@ std::string progress_line(const Progress& p, int width) {
     const double rate = static_cast<double>(p.index) / p.elapsed_s;
     line += rate >= 1 ? fmt::format(", {:.1f}/s", rate) : fmt::format(", {:.1f} s each", 1 / rate);
     double left = static_cast<double>(p.space_size) - static_cast<double>(p.index);
-    if (p.max_candidates)
-      left = std::min(left, static_cast<double>(*p.max_candidates - p.index));
+    if (p.max_candidates) left = std::min(left, static_cast<double>(*p.max_candidates - p.index));
     double eta = std::max(0.0, left) / rate;
     if (p.time_left_s) eta = std::min(eta, std::max(0.0, *p.time_left_s));
     line += ", at most " + clock_text(eta) + " left";

@@ -13,9 +13,9 @@ struct Progress {
   std::int64_t index = 0;        // candidates evaluated for this problem
   std::uint64_t space_size = 0;  // configs in its space
   std::optional<double> best_us;
-  double elapsed_s = 0;                       // on this problem
+  double elapsed_s = 0;                        // on this problem
   std::optional<std::int64_t> max_candidates;  // --max-candidates
-  std::optional<double> time_left_s;          // what --time-limit leaves the run
+  std::optional<double> time_left_s;           // what --time-limit leaves the run
 };
 
 // "gemm [#####     ] 12/40 best 3.87 us  0:09, 1.3/s, at most 0:21 left". The time left is an

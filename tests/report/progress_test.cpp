@@ -20,7 +20,8 @@ TEST(Progress, ShowsElapsedRateAndAnUpperBoundOnWhatIsLeft) {
   p.space_size = 40;
   p.best_us = 3868.8;
   p.elapsed_s = 6;  // 2 a second: 28 configs left take 14 s
-  EXPECT_EQ(progress_line(p, 10), "matmul [###       ] 12/40 best 3868.80 us  0:06, 2.0/s, at most 0:14 left");
+  EXPECT_EQ(progress_line(p, 10),
+            "matmul [###       ] 12/40 best 3868.80 us  0:06, 2.0/s, at most 0:14 left");
   p.max_candidates = 20;  // 8 left: 4 s
   EXPECT_NE(progress_line(p, 10).find("at most 0:04 left"), std::string::npos);
   p.time_left_s = 1.2;  // the time limit comes first
