@@ -46,6 +46,7 @@ void expect_builds(const cuda::Compiler& c, const char* source, std::vector<std:
 TEST(KernelSources, CompileForHopper) {
   cuda::Compiler c("sm_90a", "");
   expect_builds(c, kernels::kGateSource, {}, "check_half");
+  expect_builds(c, kernels::kGateSource, {}, "check_typed");
   expect_builds(c, kernels::kRmsnormRefSource, {}, "rmsnorm_ref");
   expect_builds(c, kernels::kGemmRefSource, {}, "gemm_ref");
   expect_builds(c,

@@ -14,6 +14,24 @@ __device__ __forceinline__ unsigned long long splitmix(unsigned long long x) {
   return x ^ (x >> 31);
 }
 
+// One thread's counts of a comparison, added into counters [0] unwritten, [1] non-finite,
+// [2] mismatched and max_err (the largest relative error's bits: non-negative doubles order like
+// their bit patterns).
+struct Tally {
+  unsigned long long unwritten = 0, nonfinite = 0, mismatched = 0;
+  double worst = 0;
+  __device__ void error(double err, double rtol) {
+    if (err > rtol) ++mismatched;
+    worst = fmax(worst, err);
+  }
+  __device__ void publish(unsigned long long* counters, unsigned long long* max_err) const {
+    if (unwritten) atomicAdd(&counters[0], unwritten);
+    if (nonfinite) atomicAdd(&counters[1], nonfinite);
+    if (mismatched) atomicAdd(&counters[2], mismatched);
+    if (worst > 0) atomicMax(max_err, static_cast<unsigned long long>(__double_as_longlong(worst)));
+  }
+};
+
 __device__ __forceinline__ float to_float(unsigned short v, int fmt) {
   if (fmt == 0) return __bfloat162float(__ushort_as_bfloat16(v));
   return __half2float(__ushort_as_half(v));
@@ -44,34 +62,27 @@ extern "C" __global__ void sum_squares(const double* ref, unsigned long long n, 
   if (threadIdx.x % 32 == 0) atomicAdd(out, s);
 }
 
-// counters: [0] unwritten, [1] non-finite, [2] mismatched; max_err holds the largest relative
-// error's bits (non-negative doubles order like their bit patterns).
+// counters and max_err: see Tally.
 extern "C" __global__ void check_half(const unsigned short* out, const double* ref,
                                       unsigned long long n, int fmt, unsigned short poison,
                                       double rtol, double floor, unsigned long long* counters,
                                       unsigned long long* max_err) {
-  unsigned long long unwritten = 0, nonfinite = 0, mismatched = 0;
-  double worst = 0;
+  Tally t;
   for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < n;
        i += 1ull * gridDim.x * blockDim.x) {
     const unsigned short v = out[i];
     if (v == poison) {
-      ++unwritten;
+      ++t.unwritten;
       continue;
     }
     const float f = to_float(v, fmt);
     if (!isfinite(f)) {
-      ++nonfinite;
+      ++t.nonfinite;
       continue;
     }
-    const double err = fabs(static_cast<double>(f) - ref[i]) / fmax(fabs(ref[i]), floor);
-    if (err > rtol) ++mismatched;
-    worst = fmax(worst, err);
+    t.error(fabs(static_cast<double>(f) - ref[i]) / fmax(fabs(ref[i]), floor), rtol);
   }
-  if (unwritten) atomicAdd(&counters[0], unwritten);
-  if (nonfinite) atomicAdd(&counters[1], nonfinite);
-  if (mismatched) atomicAdd(&counters[2], mismatched);
-  if (worst > 0) atomicMax(max_err, static_cast<unsigned long long>(__double_as_longlong(worst)));
+  t.publish(counters, max_err);
 }
 
 // Guard bytes: elements past the end of an output that must still hold the poison.
@@ -227,34 +238,28 @@ extern "C" __global__ void sum_squares_typed(const unsigned char* ref, unsigned 
 }
 
 // The host's compare_widened on the device, for two arrays of one element type: out still
-// holding `poison` (when check_unwritten) is unwritten; counters and max_err as check_half's.
+// holding `poison` (when check_unwritten) is unwritten; counters and max_err: see Tally.
 extern "C" __global__ void check_typed(const unsigned char* out, const unsigned char* ref,
                                        unsigned long long n, int type, int check_unwritten,
                                        unsigned long long poison, double rtol, double floor,
                                        unsigned long long* counters, unsigned long long* max_err) {
   const int size = type_size(type);
-  unsigned long long unwritten = 0, nonfinite = 0, mismatched = 0;
-  double worst = 0;
+  Tally t;
   for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < n;
        i += 1ull * gridDim.x * blockDim.x) {
     if (check_unwritten && load_bits(out, i, size) == poison) {
-      ++unwritten;
+      ++t.unwritten;
       continue;
     }
     const double o = load_wide(out, i, type);
     if (!isfinite(o)) {
-      ++nonfinite;
+      ++t.nonfinite;
       continue;
     }
     const double r = load_wide(ref, i, type);
-    const double err = fabs(o - r) / fmax(fabs(r), floor);
-    if (err > rtol) ++mismatched;
-    worst = fmax(worst, err);
+    t.error(fabs(o - r) / fmax(fabs(r), floor), rtol);
   }
-  if (unwritten) atomicAdd(&counters[0], unwritten);
-  if (nonfinite) atomicAdd(&counters[1], nonfinite);
-  if (mismatched) atomicAdd(&counters[2], mismatched);
-  if (worst > 0) atomicMax(max_err, static_cast<unsigned long long>(__double_as_longlong(worst)));
+  t.publish(counters, max_err);
 }
 
 // Bytes that no longer hold `value` (guard regions past the end of an output).
