@@ -187,12 +187,21 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   }
   std::unique_ptr<Backend> backend;
   if (user_kernel) {
+    // The plugin loads without a driver (it loads the driver itself), so ask for a device too.
     auto cuda = make_backend("cuda");
-    if (!cuda)
+    Status usable = cuda ? Status::success() : Status(cuda.error());
+    if (usable.ok()) {
+      auto devices = (*cuda)->devices();
+      if (!devices)
+        usable = devices.error();
+      else if (devices->empty())
+        usable = Error::unsupported("the CUDA driver sees no GPU");
+    }
+    if (!usable.ok())
       return bad_input(fmt::format(
           "the spec {} is valid, but no GPU can run it here: {}; `attune space --spec {}` checks "
           "and counts a spec without one",
-          f.spec_file, cuda.error().message(), f.spec_file));
+          f.spec_file, usable.error().message(), f.spec_file));
     backend = std::move(*cuda);
   } else {
     backend = f.backend == "replay" ? open_replay_backend_or_report(g, f.problems)

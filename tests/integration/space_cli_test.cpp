@@ -1,5 +1,7 @@
 // attune space as a user runs it, and attune tune's spec check before its backend: both with no
 // GPU and no CUDA plugin (ATTUNE_PLUGIN_DIR points where there is none).
+#include <dlfcn.h>
+
 #include <filesystem>
 #include <string>
 
@@ -155,6 +157,21 @@ TEST(TuneCli, AUserSpecsErrorsComeBeforeAnythingAboutTheBackend) {
   EXPECT_NE(ok.err.find("the cuda backend is unavailable"), std::string::npos) << ok.err;
   EXPECT_NE(ok.err.find("attune space --spec"), std::string::npos) << ok.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("attune.db")));
+
+  // The real plugin loads without a driver (it loads the driver itself), so on a host without
+  // one the line names what is missing instead.
+  if (void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(driver);
+  } else {
+    auto real = run_attune("tune --kernel " + kExamples + "vector_add.cu --spec " + kExamples +
+                               "vector_add.yaml --problem n=1000",
+                           dir.path());
+    EXPECT_EQ(real.code, 2) << real.out << real.err;
+    EXPECT_EQ(lines(real.err), 1u) << real.err;
+    EXPECT_NE(real.err.find("is valid, but no GPU can run it here"), std::string::npos) << real.err;
+    EXPECT_NE(real.err.find("no NVIDIA driver"), std::string::npos) << real.err;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("attune.db")));
+  }
 
   // --problem sizes are checked with the spec.
   auto size = run_attune("tune --spec " + kExamples + "vector_add.yaml --problem m=4", dir.path(),
