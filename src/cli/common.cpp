@@ -1,6 +1,7 @@
 #include "cli/common.h"
 
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -86,12 +87,29 @@ std::atomic<bool> g_interrupted{false};
 
 namespace {
 
+// CLOCK_MONOTONIC nanoseconds of the first signal (clock_gettime is async-signal-safe).
+std::atomic<long long> g_first_signal_ns{0};
+// `timeout`, a terminal and job schedulers signal attune and then its whole process group, so one
+// request can arrive twice in quick succession: only a signal this long after the first one is a
+// second request.
+constexpr long long kSameRequestNs = 1'000'000'000;
+
+long long monotonic_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 extern "C" void on_interrupt(int sig) {
-  if (g_interrupted.exchange(true)) {
+  const long long now = monotonic_ns();
+  long long first = 0;
+  if (!g_first_signal_ns.compare_exchange_strong(first, now)) {
+    if (now - first < kSameRequestNs) return;
     ::signal(sig, SIG_DFL);
     ::raise(sig);
     return;
   }
+  g_interrupted.store(true);
   platform::kill_running_programs();
 }
 
@@ -101,6 +119,7 @@ void install_interrupt_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_interrupt;
   sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&sa.sa_mask, sig);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
 }
 

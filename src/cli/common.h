@@ -34,7 +34,9 @@ std::string self_executable();
 extern std::atomic<bool> g_interrupted;
 // The first SIGINT/SIGTERM/SIGHUP kills the programs attune is running (platform Children, each in
 // its own process group, so the terminal's SIGINT does not reach them) and sets g_interrupted so
-// the command can stop cleanly; a second one ends attune at once (its programs die with it).
+// the command can stop cleanly; a second one, a second or more after the first, ends attune at
+// once (its programs die with it). One sooner is the same request delivered again (`timeout` and
+// schedulers signal the process and then its group).
 void install_interrupt_handlers();
 
 }  // namespace attune::cli

@@ -106,6 +106,10 @@ int print_strategy_options(const std::string& strategy) {
 }
 
 int run_tune(const GlobalOptions& g, const TuneFlags& f) {
+  // Ctrl-C, SIGTERM (a scheduler's deadline) and SIGHUP end the run at the candidate in flight,
+  // which is not recorded, and the report of what was done is still printed. The handlers go in
+  // first: a signal while the backend opens still gets a report (every problem "interrupted").
+  install_interrupt_handlers();
   if (f.patience < 0)
     return bad_input(fmt::format(
         "--patience {} is negative; use 0 to disable it or a positive count", f.patience));
@@ -295,10 +299,7 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
     }
   };
 
-  // Ctrl-C, SIGTERM (a scheduler's deadline) and SIGHUP end the run at the candidate in flight,
-  // which is not recorded, and the report of what was done is still printed.
   o.interrupted = &g_interrupted;
-  install_interrupt_handlers();
   Tuner tuner(*store, *backend, *runner);
   auto report = tuner.run(problems, o, observer);
   progress.finish();

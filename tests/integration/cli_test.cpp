@@ -294,6 +294,22 @@ TEST(Cli, AnOlderDatabaseIsMigratedAndKeepsItsRows) {
   EXPECT_EQ((*store)->runs()->size(), 2u);
 }
 
+// One request delivered twice in quick succession (the process, then its group, as `timeout` and
+// schedulers do) is one request: the run still ends with its report, exit 130. Two signals sent
+// while attune is stopped are both delivered, back to back, when it continues.
+TEST(Cli, ASignalDeliveredTwiceIsOneRequest) {
+  TempDir dir;
+  std::string cmd =
+      "cd '" + dir.path().string() + "' && ('" + ATTUNE_BINARY +
+      "' --db t.db --json tune --backend sim --problem faults --strategy grid "
+      "--timeout 30 > t.json 2> t.err & p=$!; sleep 1.5; kill -STOP $p; kill -TERM $p; "
+      "kill -INT $p; kill -CONT $p; wait $p; echo $? > t.rc)";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(read_bytes(dir.file("t.rc")), "130\n") << read_bytes(dir.file("t.err"));
+  auto t = nlohmann::json::parse(read_bytes(dir.file("t.json")));
+  EXPECT_EQ(t["problems"][0]["stopped_by"], "interrupted");
+}
+
 }  // namespace
 }  // namespace attune
 
@@ -429,7 +445,7 @@ TEST(Cli, ATimeLimitAndSigtermBothEndWithTheWholeJsonReport) {
   EXPECT_LT(wall, 1 + 1.5 + 2.0);  // the limit, one candidate, and process start-up
 
   // SIGTERM (a scheduler's deadline) while a candidate hangs: the report still comes, exit 130.
-  std::string cmd = "cd '" + dir.path().string() + "' && (timeout --preserve-status -s TERM 1 '" +
+  std::string cmd = "cd '" + dir.path().string() + "' && (timeout --preserve-status -s TERM 2 '" +
                     ATTUNE_BINARY +
                     "' --db t.db --json tune --backend sim --problem faults --strategy grid "
                     "--timeout 30 > term.json 2> term.err; echo $? > term.rc)";
