@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Brute-forces search spaces on the GPU and writes each in Kernel Tuner's cache format.
+
+Each space is one problem tuned with `attune tune --strategy grid --patience 0` (every config
+measured once, the rank regime's median kept) into one database, then exported with
+`attune export --format kernel-tuner`. The caches feed bench/search_replay (--datasets
+bench/spaces). Run by `tools/gpu-check spaces` on the GPU machine:
+
+    bench/spaces/record.py ATTUNE OUTDIR [--deadline S] [--only NAME,...]
+
+Every space gets a time limit; one cut short says so in OUTDIR/record.md (a partial space is not
+a brute-forced one: leave it out of bench/spaces). OUTDIR/record.md is the log of the run.
+"""
+import argparse
+import datetime
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+EXAMPLES = os.path.join(ROOT, "examples", "user-kernel")
+DUEL = os.path.join(ROOT, "bench", "kernel_tuner_duel")
+
+# name, what it is, tune arguments, export arguments, time limit (s). Ordered by cost: the cheap
+# spaces first, so a short run still brings some back.
+SPACES = [
+    ("rmsnorm_h200_16x4096", "attune rmsnorm family, bf16, 16 rows x 4096 (a decode step)",
+     ["--op", "rmsnorm", "--shape", "16x4096", "--dtype", "bf16"], [], 90),
+    ("rmsnorm_h200_4096x4096", "attune rmsnorm family, bf16, 4096 rows x 4096 (a prefill)",
+     ["--op", "rmsnorm", "--shape", "4096x4096", "--dtype", "bf16"], [], 90),
+    ("transpose_h200", "examples/user-kernel/transpose.cu, 4093 x 2047 float32 (a user kernel)",
+     ["--kernel", f"{EXAMPLES}/transpose.cu", "--spec", f"{EXAMPLES}/transpose.yaml"],
+     ["--spec", f"{EXAMPLES}/transpose.yaml", "--kernel", f"{EXAMPLES}/transpose.cu"], 60),
+    ("vector_add_h200", "examples/user-kernel/vector_add.cu (a user kernel)",
+     ["--kernel", f"{EXAMPLES}/vector_add.cu", "--spec", f"{EXAMPLES}/vector_add.yaml"],
+     ["--spec", f"{EXAMPLES}/vector_add.yaml", "--kernel", f"{EXAMPLES}/vector_add.cu"], 60),
+    ("matmul_kt_h200", "Kernel Tuner's matmul example (../shared/peers/kernel-tuner-matmul), "
+     "4096 x 4096 float32, as bench/kernel_tuner_duel's spec gives it",
+     ["--kernel", os.path.join(ROOT, "gpu-bundle", "peers", "matmul.cu"), "--spec",
+      f"{DUEL}/matmul.yaml"],
+     ["--spec", f"{DUEL}/matmul.yaml", "--kernel",
+      os.path.join(ROOT, "gpu-bundle", "peers", "matmul.cu")], 60),
+    ("gemm_h200_1x4096x4096", "attune gemm family (cuBLASLt, skinny, skinny_tc, tiled), bf16, "
+     "M=1 N=4096 K=4096 (a decode projection)",
+     ["--op", "gemm", "--shape", "1x4096x4096", "--dtype", "bf16"], [], 300),
+    ("gemm_h200_16x4096x12288", "attune gemm family, bf16, M=16 N=4096 K=12288 (a batched "
+     "decode down projection)",
+     ["--op", "gemm", "--shape", "16x4096x12288", "--dtype", "bf16"], [], 300),
+    ("gemm_h200_64x4096x4096", "attune gemm family, bf16, M=64 N=4096 K=4096 (a short prefill: "
+     "cuBLASLt and the tiled kernel)",
+     ["--op", "gemm", "--shape", "64x4096x4096", "--dtype", "bf16"], [], 520),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("attune")
+    ap.add_argument("outdir")
+    ap.add_argument("--deadline", type=float, default=540, help="seconds for the whole run")
+    ap.add_argument("--only", default="", help="comma-separated names")
+    a = ap.parse_args()
+    os.makedirs(a.outdir, exist_ok=True)
+    db = os.path.join(a.outdir, "spaces.db")
+    only = set(filter(None, a.only.split(",")))
+    start = time.time()
+    log = [f"# bench/spaces/record.py, {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC", "",
+           f"- command: `{' '.join(sys.argv)}`", "",
+           "| space | configs measured | failed | space size | wall s | stopped by | file |",
+           "| --- | ---: | ---: | ---: | ---: | --- | --- |"]
+    for name, what, tune_args, export_args, limit in SPACES:
+        if only and name not in only:
+            continue
+        left = a.deadline - (time.time() - start)
+        if left < 20:
+            log.append(f"| {name} | | | | | skipped: the run's deadline | |")
+            continue
+        limit = min(limit, left - 10)
+        cmd = [a.attune, "--db", db, "--json", "tune", "--backend", "cuda", *tune_args,
+               "--strategy", "grid",
+               "--patience", "0", "--time-limit", str(int(limit))]
+        t0 = time.time()
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.time() - t0
+        with open(os.path.join(a.outdir, f"{name}.tune.err"), "w") as f:
+            f.write(" ".join(cmd) + "\n" + r.stderr)
+        try:
+            p = json.loads(r.stdout)["problems"][0]
+        except (ValueError, KeyError, IndexError):
+            log.append(f"| {name} | | | | {wall:.0f} | tune exit {r.returncode}, no report | |")
+            continue
+        problem = p.get("problem", "")
+        out = os.path.join(a.outdir, f"{name}.json")
+        e = subprocess.run([a.attune, "--db", db, "export", "--format", "kernel-tuner",
+                            "--problem", problem, *export_args, "-o", out],
+                           capture_output=True, text=True)
+        if e.returncode != 0:
+            log.append(f"| {name} | {p.get('evaluated')} | | {p.get('space_size')} | {wall:.0f} | "
+                       f"export failed: {e.stderr.strip()[:200]} | |")
+            continue
+        with open(out) as f:
+            cache = json.load(f)
+        # What the space is and how it was recorded, beside Kernel Tuner's own fields (its reader
+        # ignores unknown top-level keys).
+        cache["attune_recorded"] = {"what": what, "problem": problem, "command": " ".join(cmd),
+                                    "date": f"{datetime.datetime.utcnow():%Y-%m-%d}"}
+        with gzip.open(out + ".gz", "wt") as f:
+            json.dump(cache, f)
+        os.remove(out)
+        failed = sum(1 for v in cache["cache"].values()
+                     if "__error__" in v or not isinstance(v.get("time"), (int, float)))
+        log.append(f"| {name} | {len(cache['cache'])} | {failed} | {p.get('space_size')} | "
+                   f"{wall:.0f} | {p.get('stopped_by')} | {name}.json.gz |")
+        print(log[-1], flush=True)
+    log.append("")
+    log.append(f"- wall time: {time.time() - start:.0f} s")
+    with open(os.path.join(a.outdir, "record.md"), "w") as f:
+        f.write("\n".join(log) + "\n")
+    print("\n".join(log))
+
+
+if __name__ == "__main__":
+    main()
