@@ -23,7 +23,9 @@
 #include "prior/prior.h"
 #include "search/harness.h"
 #include "search/mcts.h"
+#include "search/portfolio.h"
 #include "search/strategy.h"
+#include "search/walk.h"
 
 namespace fs = std::filesystem;
 using namespace attune;
@@ -44,6 +46,7 @@ struct Args {
   search::MctsOptions mcts;
   std::string kernel_tuner_csv;    // results of bench/kernel_tuner_side_by_side.py to merge in
   bool with_kernel_tuner = false;  // run Kernel Tuner's strategies (venv + PyPI) in this run
+  std::map<std::string, std::string> settings;  // --set STRATEGY.OPTION=VALUE
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -164,7 +167,18 @@ std::unique_ptr<Strategy> make(const std::string& name, const Space& space, std:
     return std::make_unique<SteeredMcts>(space, seed, a.mcts, prior::Prior(po), context_of(*rs),
                                          true);
   }
-  auto s = make_strategy(name, space, StrategyOptions{seed});
+  StrategyOptions so{seed};
+  for (const auto& [key, value] : a.settings)
+    if (key.starts_with(name + ".")) so.settings[key.substr(name.size() + 1)] = value;
+  if (name == "portfolio") {  // with the --mcts-* options for its tree
+    search::PortfolioOptions po;
+    if (auto st = search::portfolio_option_list().apply(name, so.settings, po); !st.ok()) {
+      std::cerr << "search_replay: " << st.error().message() << "\n";
+      std::exit(2);
+    }
+    return search::make_portfolio(space, so, po, a.mcts);
+  }
+  auto s = make_strategy(name, space, so);
   if (!s) {
     std::cerr << "search_replay: " << s.error().message() << "\n";
     std::exit(2);
@@ -277,6 +291,86 @@ std::string run_transfer(const std::map<std::string, replay::RecordedSpace>& spa
   return "\n## Warm start across devices\n\n" + notes.str() + "\n" + table(rows, a.budget);
 }
 
+// The search's own cost: wall time of propose + observe per evaluation, on a CLBlast-style GEMM
+// space of about 18k legal configs (the size) whose times are a deterministic hash, so
+// only the strategy's bookkeeping is timed. Mean and 99th percentile over 1000 evaluations.
+std::string overhead_table(const Args& a) {
+  std::vector<Knob> knobs;
+  auto knob = [&](const char* name, std::vector<std::int64_t> opts) {
+    std::vector<Value> v(opts.begin(), opts.end());
+    knobs.push_back({name, std::move(v)});
+  };
+  knob("MWG", {16, 32, 64, 128});
+  knob("NWG", {16, 32, 64, 128});
+  knob("KWG", {16, 32});
+  knob("MDIMC", {8, 16, 32});
+  knob("NDIMC", {8, 16, 32});
+  knob("MDIMA", {8, 16, 32});
+  knob("NDIMB", {8, 16, 32});
+  knob("VWM", {1, 2, 4, 8});
+  knob("VWN", {1, 2, 4, 8});
+  knob("STRM", {0, 1});
+  knob("SA", {0, 1});
+  knob("SB", {0, 1});
+  std::vector<Constraint> cs = {
+      {"MWG % (MDIMC * VWM) == 0",
+       {"MWG", "MDIMC", "VWM"},
+       [](const Assignment& x) { return x.i("MWG") % (x.i("MDIMC") * x.i("VWM")) == 0; }},
+      {"NWG % (NDIMC * VWN) == 0",
+       {"NWG", "NDIMC", "VWN"},
+       [](const Assignment& x) { return x.i("NWG") % (x.i("NDIMC") * x.i("VWN")) == 0; }},
+      {"MWG % (MDIMA * VWM) == 0",
+       {"MWG", "MDIMA", "VWM"},
+       [](const Assignment& x) { return x.i("MWG") % (x.i("MDIMA") * x.i("VWM")) == 0; }},
+      {"NWG % (NDIMB * VWN) == 0",
+       {"NWG", "NDIMB", "VWN"},
+       [](const Assignment& x) { return x.i("NWG") % (x.i("NDIMB") * x.i("VWN")) == 0; }},
+      {"KWG % ((MDIMC * NDIMC) / MDIMA) == 0",
+       {"KWG", "MDIMC", "NDIMC", "MDIMA"},
+       [](const Assignment& x) {
+         return x.i("KWG") % ((x.i("MDIMC") * x.i("NDIMC")) / x.i("MDIMA")) == 0;
+       }},
+  };
+  auto space = Space::make(std::move(knobs), std::move(cs));
+  if (!space) {
+    std::cerr << "search_replay: " << space.error().message() << "\n";
+    std::exit(1);
+  }
+  std::ostringstream o;
+  o << "\n## Search overhead\n\nWall time of the strategy's propose + observe per evaluation, "
+       "on a CLBlast-style GEMM space of "
+    << space->count()
+    << " legal configs with hashed times (only the search is timed), 1000 evaluations, seeds "
+    << a.first_seed << ".." << a.first_seed + 2 << ":\n\n"
+    << "| strategy | mean ms/evaluation | p99 ms | slowest ms |\n| --- | ---: | ---: | ---: |\n";
+  for (const auto& name : a.strategies) {
+    if (name == "mcts+prior") continue;  // its cost is the prior's refits, timed elsewhere
+    std::vector<double> ms;
+    for (int seed = a.first_seed; seed < a.first_seed + 3; ++seed) {
+      auto s = make(name, *space, static_cast<std::uint64_t>(seed), a);
+      for (int i = 0; i < 1000; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        auto p = s->propose();
+        if (!p) break;
+        std::uint64_t h = search::PointHasher{}(*p) * 0x9e3779b97f4a7c15ULL;
+        double t = 10.0 + static_cast<double>(h >> 40) / static_cast<double>(1ULL << 24);
+        s->observe(*p, Verdict::kOk, t);
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
+      }
+    }
+    std::vector<double> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    char line[200];
+    std::snprintf(line, sizeof line, "| %s | %.3f | %.3f | %.3f |\n", name.c_str(), mean(ms),
+                  sorted.empty() ? 0.0 : sorted[sorted.size() * 99 / 100],
+                  sorted.empty() ? 0.0 : sorted.back());
+    o << line;
+  }
+  return o.str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -328,12 +422,20 @@ int main(int argc, char** argv) {
       a.mcts.first_play = std::stod(val());
     else if (f == "--kernel-tuner-csv")
       a.kernel_tuner_csv = val();
-    else if (f == "--with-kernel-tuner")
+    else if (f == "--set") {
+      std::string kv = val();
+      auto eq = kv.find('=');
+      if (eq == std::string::npos) {
+        std::cerr << "search_replay: --set takes STRATEGY.OPTION=VALUE\n";
+        return 2;
+      }
+      a.settings[kv.substr(0, eq)] = kv.substr(eq + 1);
+    } else if (f == "--with-kernel-tuner")
       a.with_kernel_tuner = true;
     else {
       std::cerr << "search_replay: unknown flag '" << f
                 << "' (flags: --datasets DIR --strategies a,b --seeds N --budget N --out FILE "
-                   "--traces FILE --only SUBSTR --no-transfer --with-kernel-tuner "
+                   "--traces FILE --only SUBSTR --no-transfer --with-kernel-tuner --set S.OPT=V "
                    "--kernel-tuner-csv FILE --mcts-exploration X "
                    "--mcts-power X --mcts-incumbent X --mcts-neighbour X --mcts-tail X "
                    "--mcts-initial N --mcts-first-play X)\n";
@@ -343,12 +445,13 @@ int main(int argc, char** argv) {
 
   std::vector<fs::path> files;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(a.datasets, ec)) {
-    std::string n = e.path().filename().string();
-    if ((n.ends_with(".json") || n.ends_with(".json.gz")) &&
-        (a.only.empty() || n.find(a.only) != std::string::npos))
-      files.push_back(e.path());
-  }
+  for (const auto& dir : split(a.datasets, ','))
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      std::string n = e.path().filename().string();
+      if ((n.ends_with(".json") || n.ends_with(".json.gz")) &&
+          (a.only.empty() || n.find(a.only) != std::string::npos))
+        files.push_back(e.path());
+    }
   if (ec || files.empty()) {
     std::cerr << "search_replay: no cache files in '" << a.datasets << "'\n";
     return 2;
@@ -413,6 +516,7 @@ int main(int argc, char** argv) {
   }
   std::string transfer_text;
   if (a.transfer) transfer_text = run_transfer(spaces, a);
+  const std::string overhead_text = overhead_table(a);
   if (a.with_kernel_tuner) {
     // Same caches, seeds and budget, in Kernel Tuner's simulation mode.
     std::string out =
@@ -459,7 +563,7 @@ int main(int argc, char** argv) {
     std::string line;
     while (std::getline(in, line)) report << line << "\n";
   }
-  report << transfer_text;
+  report << overhead_text << transfer_text;
   std::cout << report.str();
   if (!a.out.empty()) {
     std::ofstream out(a.out);

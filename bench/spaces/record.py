@@ -57,6 +57,42 @@ SPACES = [
 ]
 
 
+def gemm_restrictions(m, k):
+    """The gemm family's constraints (src/kernels/gemm/gemm_family.cpp) as Kernel Tuner
+    restrictions, so its simulation mode builds the space from them: a restriction that only
+    says "is in the cache" makes it enumerate the product of all 21 knobs (~1e11)."""
+    r = []
+
+    def only(kernel, name, fixed):
+        r.append(f"kernel == '{kernel}' or {name} == {fixed}")
+
+    for n, v in [("lt_algo", 0), ("lt_split", 0), ("lt_tile", 0)]:
+        only("cublaslt", n, v)
+    for n, v in [("sk_warps", 4), ("sk_nb", 2), ("sk_vec", 8), ("sk_unroll", 1), ("sk_split", 1)]:
+        only("skinny", n, v)
+    for n, v in [("tc_warps", 4), ("tc_nt", 1), ("tc_unroll", 1), ("tc_split", 1)]:
+        only("skinny_tc", n, v)
+    for n, v in [("tl_bm", 128), ("tl_bn", 128), ("tl_bk", 32), ("tl_wm", 2), ("tl_wn", 2),
+                 ("tl_stages", 3), ("tl_split", 1), ("tl_group", 8)]:
+        only("tiled", n, v)
+    r += [
+        f"kernel != 'skinny' or {m} <= 16",
+        f"kernel != 'skinny' or {m} * sk_nb <= 64",
+        f"kernel != 'skinny' or {k} % sk_vec == 0",
+        f"kernel != 'skinny_tc' or ({m} <= 16 and {k} % 8 == 0)",
+        f"kernel != 'skinny' or sk_split == 1 or {k} // (sk_vec * sk_split) >= sk_warps * 32",
+        f"kernel != 'skinny_tc' or tc_split == 1 or ({k} + 31) // 32 // tc_split >= tc_warps",
+        f"kernel != 'tiled' or {k} % 8 == 0",
+        f"kernel != 'tiled' or tl_bm < 2 * {max(m, 16)}",
+        "kernel != 'tiled' or ((tl_bm // tl_wm) % 16 == 0 and tl_bm >= 16 * tl_wm and "
+        "(tl_bn // tl_wn) % 16 == 0 and tl_bn >= 16 * tl_wn)",
+        "kernel != 'tiled' or (tl_bm // tl_wm) * (tl_bn // tl_wn) <= 64 * 64",
+        "kernel != 'tiled' or tl_stages * (tl_bm + tl_bn) * tl_bk * 2 <= 232448",
+        f"kernel != 'tiled' or tl_split == 1 or ({k} + tl_bk - 1) // tl_bk >= 2 * tl_split",
+    ]
+    return r
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("attune")
@@ -105,9 +141,15 @@ def main():
         with open(out) as f:
             cache = json.load(f)
         # What the space is and how it was recorded, beside Kernel Tuner's own fields (its reader
-        # ignores unknown top-level keys).
+        # ignores unknown top-level keys; "cache" stays last, or its reader takes the file for
+        # one left open by a crash).
+        configs = cache.pop("cache")
         cache["attune_recorded"] = {"what": what, "problem": problem, "command": " ".join(cmd),
                                     "date": f"{datetime.datetime.utcnow():%Y-%m-%d}"}
+        if tune_args[:2] == ["--op", "gemm"]:
+            m, _, k = (int(x) for x in tune_args[3].split("x"))
+            cache["attune_recorded"]["kernel_tuner_restrictions"] = gemm_restrictions(m, k)
+        cache["cache"] = configs
         with gzip.open(out + ".gz", "wt") as f:
             json.dump(cache, f)
         os.remove(out)

@@ -6,6 +6,7 @@
 #include "search/genetic.h"
 #include "search/grid.h"
 #include "search/mcts.h"
+#include "search/portfolio.h"
 #include "search/random.h"
 
 namespace attune::search {
@@ -71,6 +72,14 @@ const std::vector<Registration>& registrations() {
             m.prior_generation = c.prior_generation;
             return std::unique_ptr<Strategy>(new Mcts(s, o, std::move(m)));
           }),
+      registration("portfolio", false, true, portfolio_option_list(),
+                   [](const Space& s, const StrategyOptions& o, PortfolioOptions p,
+                      const StrategyContext& c) {
+                     MctsOptions m;
+                     m.prior = c.prior;
+                     m.prior_generation = c.prior_generation;
+                     return make_portfolio(s, o, p, std::move(m));
+                   }),
       registration("annealing", false, false, annealing_option_list(),
                    [](const Space& s, const StrategyOptions& o, AnnealingOptions a,
                       const StrategyContext&) { return make_annealing(s, o, a); }),
@@ -88,7 +97,7 @@ const Registration* find_registration(const std::string& name) {
 }
 
 std::vector<std::string> search_strategy_names() {
-  return {"mcts", "annealing", "genetic"};
+  return {"portfolio", "mcts", "annealing", "genetic"};
 }
 
 std::unique_ptr<Strategy> make_search_strategy(const std::string& name, const Space& space,

@@ -8,6 +8,7 @@
 #include "search/genetic.h"
 #include "search/harness.h"
 #include "search/mcts.h"
+#include "search/portfolio.h"
 #include "search/registry.h"
 #include "search/walk.h"
 
@@ -67,6 +68,28 @@ TEST_P(EveryStrategy, IsDeterministicForASeed) {
   ASSERT_TRUE(a && b && c);
   EXPECT_EQ(a->proposed, b->proposed);
   EXPECT_NE(a->proposed, c->proposed);
+}
+
+// The tuner proposes ahead of results (up to twice the host's cores): nothing may be proposed
+// twice while earlier proposals are still in flight, and the space is still covered.
+TEST_P(EveryStrategy, ProposesEveryLegalPointOnceWithManyInFlight) {
+  Space s = test_space();
+  auto strategy = make(GetParam(), s, 5);
+  std::set<Point> seen;
+  std::vector<Point> in_flight;
+  while (true) {
+    std::optional<Point> p;
+    while (in_flight.size() < 8 && (p = strategy->propose())) {
+      ASSERT_TRUE(legal(s, *p));
+      ASSERT_TRUE(seen.insert(*p).second) << s.config(*p).text() << " proposed twice";
+      in_flight.push_back(*p);
+    }
+    if (in_flight.empty()) break;
+    Evaluation e = landscape(s, in_flight.front());
+    strategy->observe(in_flight.front(), e.verdict, e.time_us);
+    in_flight.erase(in_flight.begin());
+  }
+  EXPECT_EQ(seen.size(), s.count());
 }
 
 TEST_P(EveryStrategy, StartsWithTheBaseline) {
@@ -295,3 +318,30 @@ TEST(Factory, MakesTheSearchStrategiesByName) {
 }
 }  // namespace
 }  // namespace attune
+
+namespace attune::search {
+namespace {
+
+// Until mcts stalls, the portfolio is mcts: with a stall it never reaches, it proposes what mcts
+// alone proposes; with none, the genetic arm takes part from the start.
+TEST(Portfolio, IsMctsUntilMctsStalls) {
+  Space s = test_space();
+  auto eval = [&](const Point& p) { return landscape(s, p); };
+  Mcts mcts(s, StrategyOptions{9});
+  auto alone = run_strategy(mcts, s, eval, 60);
+  PortfolioOptions patient;
+  patient.stall = 1000000;
+  auto same = make_portfolio(s, StrategyOptions{9}, patient, {});
+  auto with_patient = run_strategy(*same, s, eval, 60);
+  PortfolioOptions eager;
+  eager.stall = 0;
+  eager.warmup = 0;
+  auto mixed = make_portfolio(s, StrategyOptions{9}, eager, {});
+  auto with_eager = run_strategy(*mixed, s, eval, 60);
+  ASSERT_TRUE(alone && with_patient && with_eager);
+  EXPECT_EQ(with_patient->proposed, alone->proposed);
+  EXPECT_NE(with_eager->proposed, alone->proposed);
+}
+
+}  // namespace
+}  // namespace attune::search
