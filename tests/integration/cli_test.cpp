@@ -459,5 +459,18 @@ TEST(Cli, ATimeLimitAndSigtermBothEndWithTheWholeJsonReport) {
   EXPECT_EQ((*store)->runs()->at(0).status, "interrupted");
 }
 
+// grid is offered beside the searches; its help says it is not one.
+TEST(Cli, GridsHelpSaysItWalksTheSpaceInOrderAndIgnoresTheSeed) {
+  TempDir dir;
+  const std::string says = "grid walks the space in enumeration order";
+  auto help = run_attune("tune --help", dir.path());
+  ASSERT_EQ(help.code, 0) << help.err;
+  EXPECT_NE(help.out.find(says), std::string::npos) << help.out;
+  auto options = run_attune("tune --strategy grid --strategy-option help", dir.path());
+  ASSERT_EQ(options.code, 0) << options.err;
+  EXPECT_NE(options.out.find(says), std::string::npos) << options.out;
+  EXPECT_NE(options.out.find("ignores --seed"), std::string::npos) << options.out;
+}
+
 }  // namespace
 }  // namespace attune
