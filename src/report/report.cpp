@@ -135,6 +135,8 @@ std::string report_text(const TuneReport& r, const ReportOptions& options) {
       if (auto t = metrics_text(m, *p.best); !t.empty()) out += "  (" + t + ")";
       out += "\n";
       if (p.speedup > 0) out += fmt::format("  speedup   {:.3f}x\n", p.speedup);
+      if (p.best_at > 0)
+        out += fmt::format("  best found at evaluation {} of {}\n", p.best_at, p.evaluated);
       if (m && !m->objective.empty()) {
         // The search ranked by time; the objective is a strictly monotonic function of it
         // (checked when the spec was loaded), so its best is this same config.

@@ -459,6 +459,20 @@ TEST(Cli, ATimeLimitAndSigtermBothEndWithTheWholeJsonReport) {
   EXPECT_EQ((*store)->runs()->at(0).status, "interrupted");
 }
 
+TEST(Cli, TheTextReportSaysAtWhichEvaluationTheBestWasFound) {
+  TempDir dir;
+  auto json = run_attune("tune --backend sim --problem faults --json --db a.db", dir.path());
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto p = nlohmann::json::parse(json.out)["problems"][0];
+  ASSERT_TRUE(p["best_at"].is_number());
+  auto text = run_attune("tune --backend sim --problem faults --db b.db", dir.path());
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("  best found at evaluation " + std::to_string(p["best_at"].get<int>()) +
+                          " of " + std::to_string(p["evaluated"].get<int>()) + "\n"),
+            std::string::npos)
+      << text.out;
+}
+
 // grid is offered beside the searches; its help says it is not one.
 TEST(Cli, GridsHelpSaysItWalksTheSpaceInOrderAndIgnoresTheSeed) {
   TempDir dir;

@@ -86,5 +86,16 @@ TEST(Report, ATimeObjectiveReportsTheTimeAndNoObjectiveLine) {
   EXPECT_EQ(report_text(two_problems(), o).find("objective"), std::string::npos);
 }
 
+// Issue 15: the text report did not say at which evaluation the best was found.
+TEST(Report, TheTextSaysAtWhichEvaluationTheBestWasFound) {
+  TuneReport r = two_problems();
+  r.problems[0].evaluated = 60;
+  r.problems[0].best_at = 17;
+  const std::string t = report_text(r);
+  EXPECT_NE(t.find("  speedup   2.000x\n  best found at evaluation 17 of 60\n"), std::string::npos)
+      << t;
+  EXPECT_EQ(t.find("best found", t.find("best found") + 1), std::string::npos) << t;  // one
+}
+
 }  // namespace
 }  // namespace attune
