@@ -19,6 +19,7 @@
 #include "core/shapes_file.h"
 #include "report/progress.h"
 #include "report/report.h"
+#include "report/trace.h"
 #include "search/strategy.h"
 #include "tune/tuner.h"
 
@@ -50,6 +51,7 @@ struct TuneFlags {
   std::string kernel_file;  // --kernel: the user's .cu
   std::string spec_file;    // --spec: its YAML spec
   int device = -1;          // --device: index into the backend's devices; -1: its default
+  std::string trace_file;   // --trace: the evaluation trace as CSV; "": none
 };
 
 // A one-line progress bar on a terminal (report/progress.h).
@@ -260,6 +262,15 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
       return bad_input(pins.error().message());
   }
 
+  // The trace is opened (and its header written) before the database: a path that cannot be
+  // written is bad input, refused before anything is stored or tuned.
+  std::optional<TraceWriter> trace;
+  if (!f.trace_file.empty()) {
+    auto opened = TraceWriter::open(f.trace_file, o.strategy, o.seed);
+    if (!opened) return bad_input(opened.error().message());
+    trace.emplace(std::move(*opened));
+  }
+
   auto store = open_store_or_report(g, true);
   if (!store) return kExitBadInput;
 
@@ -286,6 +297,13 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   std::optional<double> best;
   std::string current;
   TuneObserver observer = [&](const TuneEvent& e) {
+    if (trace) {
+      if (Status st = trace->write(e); !st.ok()) {
+        // The tuning goes on: its results are in the database whatever the trace's fate.
+        spdlog::warn("{}; the rest of the run is not traced", st.error().message());
+        trace.reset();
+      }
+    }
     if (current != e.problem.structural_key()) {
       current = e.problem.structural_key();
       best.reset();
@@ -353,6 +371,9 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--seed", f->seed, "seed of the strategy")
       ->check(unsigned_integer())
       ->capture_default_str();
+  sub->add_option("--trace", f->trace_file,
+                  "write every evaluation to this CSV file as the run goes (columns in "
+                  "docs/report.md)");
   sub->add_option("--patience", f->patience,
                   "stop after this many passing candidates without a new best; 0: never")
       ->capture_default_str();

@@ -524,9 +524,12 @@ class Tuner::ProblemSearch {
     }
     if (!(known && continued_)) strategy_.observe(point, c.verdict, t);
     done_.insert(point);
-    if (observer_)
-      observer_(TuneEvent{problem_, static_cast<std::int64_t>(results_.size()), rep_.space_size, c,
-                          new_best});
+    if (observer_) {
+      const auto count = static_cast<std::int64_t>(results_.size());
+      observer_(TuneEvent{problem_, count, rep_.space_size, c, new_best,
+                          static_cast<std::int64_t>(it->second) + 1,
+                          c.verdict == Verdict::kOk ? t : std::nullopt, best_});
+    }
   }
 
   // The anchor: the baseline config, run fresh in the ranking regime.

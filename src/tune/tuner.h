@@ -116,13 +116,19 @@ struct TuneReport {
   bool any_passed() const;
 };
 
-// Called once per evaluated candidate (after its result is stored).
+// Called once per evaluated candidate (after its result is stored), and again for a candidate
+// measured again after drift.
 struct TuneEvent {
   const Problem& problem;
   std::int64_t index;  // candidates evaluated so far for this problem
   std::uint64_t space_size;
   const CandidateResult& result;
   bool new_best;
+  // The candidate's place in visit order (1 = the baseline), as ProblemReport::best_at counts;
+  // index, except for a candidate measured again after drift.
+  std::int64_t evaluation;
+  std::optional<double> ranking_us;  // the time the search ranks by; nullopt when not ok
+  std::optional<double> best_us;     // the best ranking time so far; nullopt until one passes
 };
 using TuneObserver = std::function<void(const TuneEvent&)>;
 

@@ -3,8 +3,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -205,7 +208,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"device --backend sim --device 3", "has 1 device (index 0), not device 3"},
         BadInput{"tune --backend sim --problem rmsnorm --device -1", "'-1' is not a device index"},
         BadInput{"tune --backend sim --problem rmsnorm --db postgresql://db/attune",
-                 "this attune was built without PostgreSQL support"}),
+                 "this attune was built without PostgreSQL support"},
+        BadInput{"tune --backend sim --problem rmsnorm --trace no/such/dir/t.csv",
+                 "--trace no/such/dir/t.csv: cannot write the file (No such file or directory)"}),
     [](const ::testing::TestParamInfo<BadInput>& info) {
       return "case" + std::to_string(info.index);
     });
@@ -457,6 +462,109 @@ TEST(Cli, ATimeLimitAndSigtermBothEndWithTheWholeJsonReport) {
   auto store = open_store(dir.file("t.db"), false);
   ASSERT_TRUE(store.ok());
   EXPECT_EQ((*store)->runs()->at(0).status, "interrupted");
+}
+
+// The rows of a CSV text (RFC 4180 quoting), each a list of fields.
+std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      row.push_back(std::exchange(field, ""));
+    } else if (c == '\n') {
+      row.push_back(std::exchange(field, ""));
+      rows.push_back(std::exchange(row, {}));
+    } else {
+      field += c;
+    }
+  }
+  return rows;
+}
+
+// Issue 15: --trace writes every evaluation as the run goes, in the columns search_replay's
+// --traces uses where they overlap.
+TEST(Cli, TheTraceHasOneRowPerEvaluatedCandidateAndTheBestSoFarNeverRises) {
+  TempDir dir;
+  auto r =
+      run_attune("tune --backend sim --problem faults --seed 3 --json --trace t.csv", dir.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto p = nlohmann::json::parse(r.out)["problems"][0];
+  const auto rows = csv_rows(read_bytes(dir.file("t.csv")));
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0],
+            (std::vector<std::string>{"problem", "strategy", "seed", "evaluation", "config",
+                                      "verdict", "time_us", "best_us", "replayed", "new_best"}));
+  ASSERT_EQ(static_cast<std::int64_t>(rows.size()) - 1, p["evaluated"].get<std::int64_t>());
+  EXPECT_EQ(rows[1][4], p["baseline"]["config"]);
+  std::optional<double> best;
+  int new_bests = 0;
+  std::set<std::string> configs;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    ASSERT_EQ(row.size(), 10u) << i;
+    EXPECT_EQ(row[0], "faults");
+    EXPECT_EQ(row[1], "mcts");
+    EXPECT_EQ(row[2], "3");
+    EXPECT_EQ(row[3], std::to_string(i));
+    EXPECT_TRUE(configs.insert(row[4]).second) << row[4] << " twice";
+    EXPECT_EQ(row[6].empty(), row[5] != "ok") << i;
+    EXPECT_EQ(row[8], "0");  // a fresh database: everything measured
+    if (row[9] == "1") {
+      ++new_bests;
+      EXPECT_EQ(row[7], row[6]) << i;
+    }
+    if (row[7].empty()) {
+      EXPECT_FALSE(best) << "best_us empty after one passed, at " << i;
+      continue;
+    }
+    const double b = std::stod(row[7]);
+    if (best) {
+      EXPECT_LE(b, *best) << i;
+    }
+    EXPECT_EQ(row[9] == "1", !best || b < *best) << i;
+    best = b;
+  }
+  EXPECT_GT(new_bests, 0);
+
+  // The same search again is answered from the database: the same rows, replayed.
+  auto again =
+      run_attune("tune --backend sim --problem faults --seed 3 --trace t2.csv", dir.path());
+  ASSERT_EQ(again.code, 0) << again.err;
+  const auto replayed = csv_rows(read_bytes(dir.file("t2.csv")));
+  ASSERT_EQ(replayed.size(), rows.size());
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_EQ(replayed[i][4], rows[i][4]);
+    EXPECT_EQ(replayed[i][8], "1");
+  }
+}
+
+// A run killed outright keeps the rows it traced: each is flushed when written.
+TEST(Cli, AKilledRunLeavesTheTraceOfWhatItEvaluated) {
+  TempDir dir;
+  // grid reaches the planted hang early; the kill comes while it runs (the 30 s timeout).
+  std::string cmd = "cd '" + dir.path().string() + "' && (timeout -s KILL 3 '" + ATTUNE_BINARY +
+                    "' tune --backend sim --problem faults --strategy grid --timeout 30 "
+                    "--trace t.csv > out 2> err; echo $? > rc)";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(read_bytes(dir.file("rc")), "137\n") << read_bytes(dir.file("err"));
+  const auto rows = csv_rows(read_bytes(dir.file("t.csv")));
+  ASSERT_GE(rows.size(), 2u) << read_bytes(dir.file("t.csv"));  // the header and the baseline
+  EXPECT_EQ(rows[1][4], "block=128,vec=1,unroll=1,stages=1");
+  for (std::size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(rows[i].size(), 10u) << i;
 }
 
 TEST(Cli, TheTextReportSaysAtWhichEvaluationTheBestWasFound) {
