@@ -51,7 +51,8 @@ struct TuneFlags {
   std::string kernel_file;  // --kernel: the user's .cu
   std::string spec_file;    // --spec: its YAML spec
   int device = -1;          // --device: index into the backend's devices; -1: its default
-  std::string trace_file;   // --trace: the evaluation trace as CSV; "": none
+  bool fresh_search = false;
+  std::string trace_file;  // --trace: the evaluation trace as CSV; "": none
 };
 
 // A one-line progress bar on a terminal (report/progress.h).
@@ -127,6 +128,7 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   TuneOptions o;
   o.strategy = f.strategy;
   o.seed = f.seed;
+  o.fresh_search = f.fresh_search;
   o.patience = f.patience;
   if (f.max_candidates > 0) o.max_candidates = f.max_candidates;
   if (!f.shard.empty()) {
@@ -371,6 +373,11 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--seed", f->seed, "seed of the strategy")
       ->check(unsigned_integer())
       ->capture_default_str();
+  sub->add_flag("--fresh-search", f->fresh_search,
+                "start a new search instead of continuing the one stored for the problem (the "
+                "strategy's saved state, and the stored results a continuing run evaluates "
+                "first); a config it proposes that the database holds is still answered from it, "
+                "nothing stored is lost, and its state is stored at the end");
   sub->add_option("--trace", f->trace_file,
                   "write every evaluation to this CSV file as the run goes (columns in "
                   "docs/report.md)");

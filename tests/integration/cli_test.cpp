@@ -495,6 +495,14 @@ std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
   return rows;
 }
 
+// The configs of a trace's rows, in order.
+std::vector<std::string> traced_configs(const std::string& trace) {
+  std::vector<std::string> configs;
+  auto rows = csv_rows(trace);
+  for (std::size_t i = 1; i < rows.size(); ++i) configs.push_back(rows[i].at(4));
+  return configs;
+}
+
 // Issue 15: --trace writes every evaluation as the run goes, in the columns search_replay's
 // --traces uses where they overlap.
 TEST(Cli, TheTraceHasOneRowPerEvaluatedCandidateAndTheBestSoFarNeverRises) {
@@ -565,6 +573,50 @@ TEST(Cli, AKilledRunLeavesTheTraceOfWhatItEvaluated) {
   ASSERT_GE(rows.size(), 2u) << read_bytes(dir.file("t.csv"));  // the header and the baseline
   EXPECT_EQ(rows[1][4], "block=128,vec=1,unroll=1,stages=1");
   for (std::size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(rows[i].size(), 10u) << i;
+}
+
+// Issue 15: a second run with another seed on the same database replayed the first run (its
+// stored results came first, then its tree was continued) and said nothing of it.
+TEST(Cli, ASecondSeedSaysItContinuedAndFreshSearchProposesAfresh) {
+  TempDir dir;
+  const std::string tune = "tune --backend sim --problem rmsnorm --patience 20 --json ";
+  auto first = run_attune(tune + "--seed 1 --trace one.csv", dir.path());
+  ASSERT_EQ(first.code, 0) << first.err;
+  const auto a = nlohmann::json::parse(first.out);
+  EXPECT_EQ(a["problems"][0]["continued"], false);
+  EXPECT_TRUE(a["problems"][0]["continued_from"].is_null());
+
+  auto second = run_attune(tune + "--seed 2", dir.path());
+  ASSERT_EQ(second.code, 0) << second.err;
+  const auto b = nlohmann::json::parse(second.out)["problems"][0];
+  EXPECT_EQ(b["continued"], true);
+  EXPECT_EQ(b["continued_from"]["state"], true);
+  EXPECT_EQ(b["continued_from"]["stored_results"],
+            a["problems"][0]["evaluated"].get<int>() - 1);  // all but the baseline
+  EXPECT_EQ(b["continued_from"]["runs"], nlohmann::json::array({a["run"]["id"]}));
+  auto text = run_attune("tune --backend sim --problem rmsnorm --patience 20 --seed 2", dir.path());
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("  continued: mcts's stored search state and "), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("(--fresh-search starts a new search)\n"), std::string::npos);
+
+  // --fresh-search proposes what seed 2 proposes on an empty database; the stored results
+  // answer the configs they cover.
+  auto fresh = run_attune(tune + "--seed 2 --fresh-search --trace fresh.csv", dir.path());
+  ASSERT_EQ(fresh.code, 0) << fresh.err;
+  const auto c = nlohmann::json::parse(fresh.out)["problems"][0];
+  EXPECT_EQ(c["continued"], false);
+  EXPECT_TRUE(c["continued_from"].is_null());
+  EXPECT_GT(c["replayed"].get<int>(), 0);  // the baseline at least
+  auto alone = run_attune(tune + "--seed 2 --db alone.db --trace alone.csv", dir.path());
+  ASSERT_EQ(alone.code, 0) << alone.err;
+  const auto fresh_order = traced_configs(read_bytes(dir.file("fresh.csv")));
+  EXPECT_EQ(fresh_order, traced_configs(read_bytes(dir.file("alone.csv"))));
+  EXPECT_NE(fresh_order, traced_configs(read_bytes(dir.file("one.csv"))));
+  EXPECT_EQ(c["evaluated"], nlohmann::json::parse(alone.out)["problems"][0]["evaluated"]);
+
+  auto help = run_attune("tune --help", dir.path());
+  EXPECT_NE(help.out.find("--fresh-search"), std::string::npos) << help.out;
 }
 
 TEST(Cli, TheTextReportSaysAtWhichEvaluationTheBestWasFound) {
