@@ -19,6 +19,7 @@
 #include "core/shapes_file.h"
 #include "report/progress.h"
 #include "report/report.h"
+#include "report/trace.h"
 #include "search/strategy.h"
 #include "tune/tuner.h"
 
@@ -50,6 +51,8 @@ struct TuneFlags {
   std::string kernel_file;  // --kernel: the user's .cu
   std::string spec_file;    // --spec: its YAML spec
   int device = -1;          // --device: index into the backend's devices; -1: its default
+  bool fresh_search = false;
+  std::string trace_file;  // --trace: the evaluation trace as CSV; "": none
 };
 
 // A one-line progress bar on a terminal (report/progress.h).
@@ -90,12 +93,19 @@ class ProgressBar {
   bool dirty_ = false;
 };
 
+// What a user should know of a strategy before picking it, beyond its options. Kept here, not
+// in StrategyInfo, while src/search/ is being reworked; grid is offered beside the adaptive
+// strategies but is not a search in their sense.
+constexpr const char* kGridNote =
+    "grid walks the space in enumeration order (the baseline first) and ignores --seed";
+
 // --strategy-option help: the strategy's options, one line each.
 int print_strategy_options(const std::string& strategy) {
   auto info = strategy_info(strategy);
   if (!info) return bad_input(info.error().message());
   if (info->options.empty()) {
     fmt::print("{} takes no --strategy-option\n", strategy);
+    if (strategy == "grid") fmt::print("{}\n", kGridNote);
     return kExitOk;
   }
   fmt::print("--strategy-option NAME=VALUE for --strategy {}:\n", strategy);
@@ -118,6 +128,7 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   TuneOptions o;
   o.strategy = f.strategy;
   o.seed = f.seed;
+  o.fresh_search = f.fresh_search;
   o.patience = f.patience;
   if (f.max_candidates > 0) o.max_candidates = f.max_candidates;
   if (!f.shard.empty()) {
@@ -253,6 +264,15 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
       return bad_input(pins.error().message());
   }
 
+  // The trace is opened (and its header written) before the database: a path that cannot be
+  // written is bad input, refused before anything is stored or tuned.
+  std::optional<TraceWriter> trace;
+  if (!f.trace_file.empty()) {
+    auto opened = TraceWriter::open(f.trace_file, o.strategy, o.seed);
+    if (!opened) return bad_input(opened.error().message());
+    trace.emplace(std::move(*opened));
+  }
+
   auto store = open_store_or_report(g, true);
   if (!store) return kExitBadInput;
 
@@ -279,6 +299,13 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   std::optional<double> best;
   std::string current;
   TuneObserver observer = [&](const TuneEvent& e) {
+    if (trace) {
+      if (Status st = trace->write(e); !st.ok()) {
+        // The tuning goes on: its results are in the database whatever the trace's fate.
+        spdlog::warn("{}; the rest of the run is not traced", st.error().message());
+        trace.reset();
+      }
+    }
     if (current != e.problem.structural_key()) {
       current = e.problem.structural_key();
       best.reset();
@@ -341,10 +368,19 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--dtype", f->dtype, "element type for --op/--shape (bf16, fp16, ...)");
   std::string names;
   for (const auto& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;
-  sub->add_option("--strategy", f->strategy, "search strategy: " + names)->capture_default_str();
+  sub->add_option("--strategy", f->strategy, "search strategy: " + names + "; " + kGridNote)
+      ->capture_default_str();
   sub->add_option("--seed", f->seed, "seed of the strategy")
       ->check(unsigned_integer())
       ->capture_default_str();
+  sub->add_flag("--fresh-search", f->fresh_search,
+                "start a new search instead of continuing the one stored for the problem (the "
+                "strategy's saved state, and the stored results a continuing run evaluates "
+                "first); a config it proposes that the database holds is still answered from it, "
+                "nothing stored is lost, and its state is stored at the end");
+  sub->add_option("--trace", f->trace_file,
+                  "write every evaluation to this CSV file as the run goes (columns in "
+                  "docs/report.md)");
   sub->add_option("--patience", f->patience,
                   "stop after this many passing candidates without a new best; 0: never")
       ->capture_default_str();

@@ -42,6 +42,31 @@ std::string metrics_text(const std::optional<ProblemMetrics>& m, const Candidate
   return out;
 }
 
+// "run 3", "runs 1, 2 and 5", "6 runs from 1 to 9".
+std::string runs_text(const std::vector<std::int64_t>& runs) {
+  if (runs.size() == 1) return fmt::format("run {}", runs[0]);
+  if (runs.size() > 3)
+    return fmt::format("{} runs from {} to {}", runs.size(), runs.front(), runs.back());
+  std::string out = "runs";
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    out += fmt::format("{}{}", i == 0 ? " " : i + 1 == runs.size() ? " and " : ", ", runs[i]);
+  return out;
+}
+
+// What a continued search went on from, in words: "mcts's stored search state and 54 stored
+// results of run 1".
+std::string continued_text(const ProblemReport& p, const std::string& strategy) {
+  std::string out;
+  if (p.continued_state) out = strategy + "'s stored search state";
+  if (p.stored_first > 0) {
+    if (!out.empty()) out += " and ";
+    out += fmt::format("{} stored result{}", p.stored_first, p.stored_first == 1 ? "" : "s");
+    if (!p.stored_runs.empty()) out += " of " + runs_text(p.stored_runs);
+    out += ", evaluated first";
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json report_json(const TuneReport& r, const ReportOptions& options) {
@@ -83,6 +108,13 @@ nlohmann::json report_json(const TuneReport& r, const ReportOptions& options) {
     pj["replayed"] = p.replayed;
     pj["space_size"] = p.space_size;
     pj["best_at"] = p.best_at > 0 ? nlohmann::json(p.best_at) : nlohmann::json(nullptr);
+    pj["continued"] = p.continued();
+    if (p.continued())
+      pj["continued_from"] = {{"state", p.continued_state},
+                              {"stored_results", p.stored_first},
+                              {"runs", p.stored_runs}};
+    else
+      pj["continued_from"] = nullptr;
     pj["started"] = p.started;
     pj["stopped_by"] = p.stopped_by;
     pj["unstable"] = p.unstable.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.unstable);
@@ -135,6 +167,8 @@ std::string report_text(const TuneReport& r, const ReportOptions& options) {
       if (auto t = metrics_text(m, *p.best); !t.empty()) out += "  (" + t + ")";
       out += "\n";
       if (p.speedup > 0) out += fmt::format("  speedup   {:.3f}x\n", p.speedup);
+      if (p.best_at > 0)
+        out += fmt::format("  best found at evaluation {} of {}\n", p.best_at, p.evaluated);
       if (m && !m->objective.empty()) {
         // The search ranked by time; the objective is a strictly monotonic function of it
         // (checked when the spec was loaded), so its best is this same config.
@@ -155,6 +189,9 @@ std::string report_text(const TuneReport& r, const ReportOptions& options) {
         "  candidates: {} evaluated ({} measured, {} from the database) of {} in the space; "
         "stopped: {}\n",
         p.evaluated, p.measured, p.replayed, p.space_size, p.stopped_by);
+    if (p.continued())
+      out += fmt::format("  continued: {} (--fresh-search starts a new search)\n",
+                         continued_text(p, r.strategy));
     std::string rejected;
     for (const auto& [v, n] : p.verdicts)
       if (v != Verdict::kOk && n > 0)

@@ -246,6 +246,9 @@ std::string Tuner::search_key(const TuneOptions& o) {
                       {"shard", {o.shard_index, o.shard_count}},
                       {"deploy_band", o.deploy_band},
                       {"pins", o.pins}};
+  // Only when set: the keys of searches that continue stay what they were, so a run interrupted
+  // before --fresh-search existed is still resumed.
+  if (o.fresh_search) j["fresh_search"] = true;
   return hex64(fnv1a64(j.dump()));
 }
 
@@ -303,6 +306,7 @@ class Tuner::ProblemSearch {
     rep_.problem = problem;
     rep_.backend = t_.backend_.name();
     rep_.space_size = space.count();
+    rep_.continued_state = continued;
     for (Verdict v : kAllVerdicts) rep_.verdicts[v] = 0;
   }
 
@@ -320,7 +324,7 @@ class Tuner::ProblemSearch {
       rep_.stopped_by = "baseline_failed";
       return Status::success();
     }
-    ATTUNE_TRY(visit_stored());
+    if (!options_.fresh_search) ATTUNE_TRY(visit_stored());
     ATTUNE_TRY(search());
     // Candidates measured since the last clean anchor are checked before the run ends, unless
     // the time is up: the limit is kept to within one candidate.
@@ -363,7 +367,8 @@ class Tuner::ProblemSearch {
 
  private:
   // What this device already measured for this problem comes first, answered from the store: a
-  // run continues from what is known, and an identical rerun measures nothing.
+  // run continues from what is known, and an identical rerun measures nothing. Not with
+  // --fresh-search, whose strategy proposes from the start (the store answers what it holds).
   Status visit_stored() {
     MeasurementQuery q;
     q.problem = problem_.structural_key();
@@ -371,6 +376,7 @@ class Tuner::ProblemSearch {
     q.backend = t_.backend_.name();
     q.regime = regimes_.ranking();
     ATTUNE_ASSIGN(auto rows, t_.store_.measurements(q));
+    std::set<std::int64_t> runs;
     for (const auto& row : rows) {
       // Resuming: what the interrupted search measured is replayed as it is proposed again.
       if (t_.resume_root_ && row.run_id >= t_.resume_root_) continue;
@@ -381,7 +387,10 @@ class Tuner::ProblemSearch {
       if (budget_spent() || t_.time_up() || !stop_.empty()) break;
       ATTUNE_TRY(visit(p, false, true));
       if (reference_lost()) break;
+      ++rep_.stored_first;
+      runs.insert(row.run_id);
     }
+    rep_.stored_runs.assign(runs.begin(), runs.end());
     return Status::success();
   }
 
@@ -524,9 +533,12 @@ class Tuner::ProblemSearch {
     }
     if (!(known && continued_)) strategy_.observe(point, c.verdict, t);
     done_.insert(point);
-    if (observer_)
-      observer_(TuneEvent{problem_, static_cast<std::int64_t>(results_.size()), rep_.space_size, c,
-                          new_best});
+    if (observer_) {
+      const auto count = static_cast<std::int64_t>(results_.size());
+      observer_(TuneEvent{problem_, count, rep_.space_size, c, new_best,
+                          static_cast<std::int64_t>(it->second) + 1,
+                          c.verdict == Verdict::kOk ? t : std::nullopt, best_});
+    }
   }
 
   // The anchor: the baseline config, run fresh in the ranking regime.
@@ -697,7 +709,10 @@ Result<ProblemReport> Tuner::tune_one(const Problem& problem, const TuneOptions&
   std::optional<prior::Prior> prior;  // declared first: the strategy may hold on to it
   ATTUNE_ASSIGN(std::unique_ptr<Strategy> strategy,
                 make_strategy_for(problem, space, options, prior));
-  ATTUNE_ASSIGN(bool continued, load_state(*strategy, problem));
+  bool continued = false;
+  if (!options.fresh_search) {
+    ATTUNE_ASSIGN(continued, load_state(*strategy, problem));
+  }
   ProblemSearch search(*this, problem, space, options, observer, *strategy, continued, regimes);
   if (Status st = search.run(); !st.ok()) {
     if (!interrupted()) return st.error();

@@ -56,6 +56,10 @@ struct TuneOptions {
   std::optional<double> time_limit_s;
   // --strategy-option NAME=VALUE: the strategy's documented options (strategy_info()).
   StrategySettings strategy_options;
+  // --fresh-search: a new search, as if none had run before. Neither the strategy's stored state
+  // nor the stored results are taken in first; a config it proposes that the store holds is still
+  // answered from it. Its state is saved at the end like any run's. false (default): continue.
+  bool fresh_search = false;
   // Drift: the baseline config is the anchor, re-read (in the ranking regime, never from the
   // store) after every anchor_every newly measured candidates; see measure/drift.h. When it moved
   // by more than drift_bound, the candidates measured since the last clean anchor are discarded
@@ -82,6 +86,14 @@ struct ProblemReport {
   std::optional<CandidateResult> best;
   double speedup = 0;        // baseline deploy time / best deploy time; 0: not known
   std::int64_t best_at = 0;  // the evaluation (1 = the baseline) that found the best; 0: none
+  // What the search went on from (TuneOptions::fresh_search turns both off): the strategy's state
+  // an earlier run saved (mcts's tree), and the results stored for this device and problem, taken
+  // into the run before the strategy proposed anything (counted in evaluated and replayed). A
+  // second run with another seed evaluates those first and may have nothing left to propose.
+  bool continued_state = false;
+  std::int64_t stored_first = 0;
+  std::vector<std::int64_t> stored_runs;  // the runs that measured those results, ascending
+  bool continued() const { return continued_state || stored_first > 0; }
   std::int64_t evaluated = 0;
   std::int64_t measured = 0;
   std::int64_t replayed = 0;
@@ -116,13 +128,19 @@ struct TuneReport {
   bool any_passed() const;
 };
 
-// Called once per evaluated candidate (after its result is stored).
+// Called once per evaluated candidate (after its result is stored), and again for a candidate
+// measured again after drift.
 struct TuneEvent {
   const Problem& problem;
   std::int64_t index;  // candidates evaluated so far for this problem
   std::uint64_t space_size;
   const CandidateResult& result;
   bool new_best;
+  // The candidate's place in visit order (1 = the baseline), as ProblemReport::best_at counts;
+  // index, except for a candidate measured again after drift.
+  std::int64_t evaluation;
+  std::optional<double> ranking_us;  // the time the search ranks by; nullopt when not ok
+  std::optional<double> best_us;     // the best ranking time so far; nullopt until one passes
 };
 using TuneObserver = std::function<void(const TuneEvent&)>;
 

@@ -3,8 +3,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -205,7 +208,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"device --backend sim --device 3", "has 1 device (index 0), not device 3"},
         BadInput{"tune --backend sim --problem rmsnorm --device -1", "'-1' is not a device index"},
         BadInput{"tune --backend sim --problem rmsnorm --db postgresql://db/attune",
-                 "this attune was built without PostgreSQL support"}),
+                 "this attune was built without PostgreSQL support"},
+        BadInput{"tune --backend sim --problem rmsnorm --trace no/such/dir/t.csv",
+                 "--trace no/such/dir/t.csv: cannot write the file (No such file or directory)"}),
     [](const ::testing::TestParamInfo<BadInput>& info) {
       return "case" + std::to_string(info.index);
     });
@@ -457,6 +462,188 @@ TEST(Cli, ATimeLimitAndSigtermBothEndWithTheWholeJsonReport) {
   auto store = open_store(dir.file("t.db"), false);
   ASSERT_TRUE(store.ok());
   EXPECT_EQ((*store)->runs()->at(0).status, "interrupted");
+}
+
+// The rows of a CSV text (RFC 4180 quoting), each a list of fields.
+std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      row.push_back(std::exchange(field, ""));
+    } else if (c == '\n') {
+      row.push_back(std::exchange(field, ""));
+      rows.push_back(std::exchange(row, {}));
+    } else {
+      field += c;
+    }
+  }
+  return rows;
+}
+
+// The configs of a trace's rows, in order.
+std::vector<std::string> traced_configs(const std::string& trace) {
+  std::vector<std::string> configs;
+  auto rows = csv_rows(trace);
+  for (std::size_t i = 1; i < rows.size(); ++i) configs.push_back(rows[i].at(4));
+  return configs;
+}
+
+// Issue 15: --trace writes every evaluation as the run goes, in the columns search_replay's
+// --traces uses where they overlap.
+TEST(Cli, TheTraceHasOneRowPerEvaluatedCandidateAndTheBestSoFarNeverRises) {
+  TempDir dir;
+  auto r =
+      run_attune("tune --backend sim --problem faults --seed 3 --json --trace t.csv", dir.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto p = nlohmann::json::parse(r.out)["problems"][0];
+  const auto rows = csv_rows(read_bytes(dir.file("t.csv")));
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0],
+            (std::vector<std::string>{"problem", "strategy", "seed", "evaluation", "config",
+                                      "verdict", "time_us", "best_us", "replayed", "new_best"}));
+  ASSERT_EQ(static_cast<std::int64_t>(rows.size()) - 1, p["evaluated"].get<std::int64_t>());
+  EXPECT_EQ(rows[1][4], p["baseline"]["config"]);
+  std::optional<double> best;
+  int new_bests = 0;
+  std::set<std::string> configs;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    ASSERT_EQ(row.size(), 10u) << i;
+    EXPECT_EQ(row[0], "faults");
+    EXPECT_EQ(row[1], "mcts");
+    EXPECT_EQ(row[2], "3");
+    EXPECT_EQ(row[3], std::to_string(i));
+    EXPECT_TRUE(configs.insert(row[4]).second) << row[4] << " twice";
+    EXPECT_EQ(row[6].empty(), row[5] != "ok") << i;
+    EXPECT_EQ(row[8], "0");  // a fresh database: everything measured
+    if (row[9] == "1") {
+      ++new_bests;
+      EXPECT_EQ(row[7], row[6]) << i;
+    }
+    if (row[7].empty()) {
+      EXPECT_FALSE(best) << "best_us empty after one passed, at " << i;
+      continue;
+    }
+    const double b = std::stod(row[7]);
+    if (best) {
+      EXPECT_LE(b, *best) << i;
+    }
+    EXPECT_EQ(row[9] == "1", !best || b < *best) << i;
+    best = b;
+  }
+  EXPECT_GT(new_bests, 0);
+
+  // The same search again is answered from the database: the same rows, replayed.
+  auto again =
+      run_attune("tune --backend sim --problem faults --seed 3 --trace t2.csv", dir.path());
+  ASSERT_EQ(again.code, 0) << again.err;
+  const auto replayed = csv_rows(read_bytes(dir.file("t2.csv")));
+  ASSERT_EQ(replayed.size(), rows.size());
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_EQ(replayed[i][4], rows[i][4]);
+    EXPECT_EQ(replayed[i][8], "1");
+  }
+}
+
+// A run killed outright keeps the rows it traced: each is flushed when written.
+TEST(Cli, AKilledRunLeavesTheTraceOfWhatItEvaluated) {
+  TempDir dir;
+  // grid reaches the planted hang early; the kill comes while it runs (the 30 s timeout).
+  std::string cmd = "cd '" + dir.path().string() + "' && (timeout -s KILL 3 '" + ATTUNE_BINARY +
+                    "' tune --backend sim --problem faults --strategy grid --timeout 30 "
+                    "--trace t.csv > out 2> err; echo $? > rc)";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(read_bytes(dir.file("rc")), "137\n") << read_bytes(dir.file("err"));
+  const auto rows = csv_rows(read_bytes(dir.file("t.csv")));
+  ASSERT_GE(rows.size(), 2u) << read_bytes(dir.file("t.csv"));  // the header and the baseline
+  EXPECT_EQ(rows[1][4], "block=128,vec=1,unroll=1,stages=1");
+  for (std::size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(rows[i].size(), 10u) << i;
+}
+
+// Issue 15: a second run with another seed on the same database replayed the first run (its
+// stored results came first, then its tree was continued) and said nothing of it.
+TEST(Cli, ASecondSeedSaysItContinuedAndFreshSearchProposesAfresh) {
+  TempDir dir;
+  const std::string tune = "tune --backend sim --problem rmsnorm --patience 20 --json ";
+  auto first = run_attune(tune + "--seed 1 --trace one.csv", dir.path());
+  ASSERT_EQ(first.code, 0) << first.err;
+  const auto a = nlohmann::json::parse(first.out);
+  EXPECT_EQ(a["problems"][0]["continued"], false);
+  EXPECT_TRUE(a["problems"][0]["continued_from"].is_null());
+
+  auto second = run_attune(tune + "--seed 2", dir.path());
+  ASSERT_EQ(second.code, 0) << second.err;
+  const auto b = nlohmann::json::parse(second.out)["problems"][0];
+  EXPECT_EQ(b["continued"], true);
+  EXPECT_EQ(b["continued_from"]["state"], true);
+  EXPECT_EQ(b["continued_from"]["stored_results"],
+            a["problems"][0]["evaluated"].get<int>() - 1);  // all but the baseline
+  EXPECT_EQ(b["continued_from"]["runs"], nlohmann::json::array({a["run"]["id"]}));
+  auto text = run_attune("tune --backend sim --problem rmsnorm --patience 20 --seed 2", dir.path());
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("  continued: mcts's stored search state and "), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("(--fresh-search starts a new search)\n"), std::string::npos);
+
+  // --fresh-search proposes what seed 2 proposes on an empty database; the stored results
+  // answer the configs they cover.
+  auto fresh = run_attune(tune + "--seed 2 --fresh-search --trace fresh.csv", dir.path());
+  ASSERT_EQ(fresh.code, 0) << fresh.err;
+  const auto c = nlohmann::json::parse(fresh.out)["problems"][0];
+  EXPECT_EQ(c["continued"], false);
+  EXPECT_TRUE(c["continued_from"].is_null());
+  EXPECT_GT(c["replayed"].get<int>(), 0);  // the baseline at least
+  auto alone = run_attune(tune + "--seed 2 --db alone.db --trace alone.csv", dir.path());
+  ASSERT_EQ(alone.code, 0) << alone.err;
+  const auto fresh_order = traced_configs(read_bytes(dir.file("fresh.csv")));
+  EXPECT_EQ(fresh_order, traced_configs(read_bytes(dir.file("alone.csv"))));
+  EXPECT_NE(fresh_order, traced_configs(read_bytes(dir.file("one.csv"))));
+  EXPECT_EQ(c["evaluated"], nlohmann::json::parse(alone.out)["problems"][0]["evaluated"]);
+
+  auto help = run_attune("tune --help", dir.path());
+  EXPECT_NE(help.out.find("--fresh-search"), std::string::npos) << help.out;
+}
+
+TEST(Cli, TheTextReportSaysAtWhichEvaluationTheBestWasFound) {
+  TempDir dir;
+  auto json = run_attune("tune --backend sim --problem faults --json --db a.db", dir.path());
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto p = nlohmann::json::parse(json.out)["problems"][0];
+  ASSERT_TRUE(p["best_at"].is_number());
+  auto text = run_attune("tune --backend sim --problem faults --db b.db", dir.path());
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("  best found at evaluation " + std::to_string(p["best_at"].get<int>()) +
+                          " of " + std::to_string(p["evaluated"].get<int>()) + "\n"),
+            std::string::npos)
+      << text.out;
+}
+
+// grid is offered beside the searches; its help says it is not one.
+TEST(Cli, GridsHelpSaysItWalksTheSpaceInOrderAndIgnoresTheSeed) {
+  TempDir dir;
+  const std::string says = "grid walks the space in enumeration order";
+  auto help = run_attune("tune --help", dir.path());
+  ASSERT_EQ(help.code, 0) << help.err;
+  EXPECT_NE(help.out.find(says), std::string::npos) << help.out;
+  auto options = run_attune("tune --strategy grid --strategy-option help", dir.path());
+  ASSERT_EQ(options.code, 0) << options.err;
+  EXPECT_NE(options.out.find(says), std::string::npos) << options.out;
+  EXPECT_NE(options.out.find("ignores --seed"), std::string::npos) << options.out;
 }
 
 }  // namespace

@@ -86,5 +86,49 @@ TEST(Report, ATimeObjectiveReportsTheTimeAndNoObjectiveLine) {
   EXPECT_EQ(report_text(two_problems(), o).find("objective"), std::string::npos);
 }
 
+// Issue 15: the text report did not say at which evaluation the best was found.
+TEST(Report, TheTextSaysAtWhichEvaluationTheBestWasFound) {
+  TuneReport r = two_problems();
+  r.problems[0].evaluated = 60;
+  r.problems[0].best_at = 17;
+  const std::string t = report_text(r);
+  EXPECT_NE(t.find("  speedup   2.000x\n  best found at evaluation 17 of 60\n"), std::string::npos)
+      << t;
+  EXPECT_EQ(t.find("best found", t.find("best found") + 1), std::string::npos) << t;  // one
+}
+
+// Issue 15: a second run with another seed went on from the first run's tree and results and
+// said nothing; the report now says what it continued from.
+TEST(Report, AContinuedSearchSaysWhatItWentOnFromInBothReports) {
+  TuneReport r = two_problems();
+  r.strategy = "mcts";
+  ProblemReport& p = r.problems[0];
+  p.continued_state = true;
+  p.stored_first = 54;
+  p.stored_runs = {1, 3};
+  auto j = report_json(r);
+  EXPECT_EQ(j["report_version"], 2);  // fields added, none changed
+  EXPECT_EQ(j["problems"][0]["continued"], true);
+  EXPECT_EQ(j["problems"][0]["continued_from"],
+            (nlohmann::json{{"state", true}, {"stored_results", 54}, {"runs", {1, 3}}}));
+  EXPECT_EQ(j["problems"][1]["continued"], false);
+  EXPECT_TRUE(j["problems"][1]["continued_from"].is_null());
+  const std::string t = report_text(r);
+  EXPECT_NE(t.find("  continued: mcts's stored search state and 54 stored results of runs 1 and "
+                   "3, evaluated first (--fresh-search starts a new search)\n"),
+            std::string::npos)
+      << t;
+  EXPECT_EQ(t.find("continued", t.find("continued") + 1), std::string::npos) << t;  // one line
+
+  // A strategy without state continues from the stored results alone.
+  p.continued_state = false;
+  p.stored_first = 1;
+  p.stored_runs = {2};
+  EXPECT_NE(report_text(r).find("  continued: 1 stored result of run 2, evaluated first"),
+            std::string::npos)
+      << report_text(r);
+  EXPECT_EQ(report_json(r)["problems"][0]["continued_from"]["state"], false);
+}
+
 }  // namespace
 }  // namespace attune

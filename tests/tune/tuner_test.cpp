@@ -463,6 +463,59 @@ TEST_F(TunerTest, ARerunOfAnInterruptedSearchIsTheSameSearch) {
   EXPECT_EQ(runs[1].resumes, runs[0].id);
 }
 
+// Issue 15: a second run with another seed took the first run's results in first and continued
+// its tree, so it had little or nothing of its own to propose (measured 0), and said nothing of
+// it. The report says what it continued from; a fresh search with that seed proposes what it
+// would on an empty store, the stored results answering the configs they cover.
+TEST_F(TunerTest, AnotherSeedContinuesTheStoredSearchAndAFreshOneProposesAsOnAnEmptyStore) {
+  auto visits = [&](Store& s, TuneOptions o, ProblemReport* report) {
+    std::vector<std::string> order;
+    Tuner t(s, sim, runner);
+    auto r = t.run({*sim.resolve("rmsnorm")}, o,
+                   [&](const TuneEvent& e) { order.push_back(e.result.config); });
+    EXPECT_TRUE(r.ok()) << r.error().message();
+    *report = r->problems.at(0);
+    return order;
+  };
+  TuneOptions o;
+  o.patience = 20;
+  o.seed = 1;
+  ProblemReport first, second, fresh, alone;
+  const auto one = visits(*store, o, &first);
+  EXPECT_FALSE(first.continued());
+  EXPECT_EQ(first.stored_first, 0);
+
+  o.seed = 2;
+  const auto two = visits(*store, o, &second);
+  EXPECT_TRUE(second.continued_state);                  // mcts's tree
+  EXPECT_EQ(second.stored_first, first.evaluated - 1);  // all but the baseline
+  EXPECT_EQ(second.stored_runs, (std::vector<std::int64_t>{1}));
+  // What it continued from came first, in the order it was measured.
+  ASSERT_GE(two.size(), one.size());
+  EXPECT_EQ(std::vector<std::string>(two.begin(), two.begin() + one.size()), one);
+
+  o.fresh_search = true;
+  const auto again = visits(*store, o, &fresh);
+  EXPECT_FALSE(fresh.continued());
+  EXPECT_EQ(fresh.stored_first, 0);
+  testing::TempDir other;
+  auto empty = std::move(*SqliteStore::open(other.file("e.db")));
+  o.fresh_search = false;
+  const auto seed_two = visits(*empty, o, &alone);
+  EXPECT_EQ(again, seed_two);
+  EXPECT_NE(again, one);
+  EXPECT_GT(fresh.replayed, 0);  // the stored results still answer what they cover
+  EXPECT_EQ(fresh.replayed + fresh.measured, alone.evaluated);
+  // Nothing stored was lost: every config the first run measured is still in the store.
+  MeasurementQuery q;
+  q.regime = Regime::kRank;
+  auto rows = store->measurements(q);
+  ASSERT_TRUE(rows.ok()) << rows.error().message();
+  std::set<std::string> stored;
+  for (const auto& row : rows.value()) stored.insert(row.config);
+  for (const auto& config : one) EXPECT_TRUE(stored.count(config)) << config;
+}
+
 // One slow reading is not drift: whichever execution reads 50% slow (an anchor reading
 // included), the two confirming readings overrule it and nothing is discarded.
 TEST_F(TunerTest, ASingleSlowAnchorReadingIsNotDrift) {
