@@ -45,6 +45,8 @@ def run_one(cache_path, data, strategy, seed, budget):
     # restrictions: with many knobs, "is in the cache" alone makes Kernel Tuner enumerate their
     # whole product. They must give exactly the cached configs (checked in main).
     restrictions = data.get("attune_recorded", {}).get("kernel_tuner_restrictions") or recorded
+    passing = sum(1 for v in cache.values()
+                  if "__error__" not in v and isinstance(v.get("time"), (int, float)))
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -55,8 +57,9 @@ def run_one(cache_path, data, strategy, seed, budget):
                 data["kernel_name"], "__global__ void k() {}", data["problem_size"], [],
                 tune_params, restrictions=restrictions, strategy=strategy, cache=cache_path,
                 simulation_mode=True,
-                # More than the space holds and some strategies (greedy_ils, mls) never stop.
-                strategy_options={"max_fevals": min(budget, len(cache))}, seed=seed,
+                # More than the space's passing configs and some strategies (greedy_ils, mls)
+                # never stop: they do not count a failed config.
+                strategy_options={"max_fevals": min(budget, passing)}, seed=seed,
                 quiet=True, verbose=False, objective="time")
         except Exception:  # noqa: BLE001 - any failure of the peer's run is reported, not fatal
             return None

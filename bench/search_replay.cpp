@@ -433,12 +433,13 @@ int main(int argc, char** argv) {
     } else if (f == "--with-kernel-tuner")
       a.with_kernel_tuner = true;
     else {
-      std::cerr << "search_replay: unknown flag '" << f
-                << "' (flags: --datasets DIR --strategies a,b --seeds N --budget N --out FILE "
-                   "--traces FILE --only SUBSTR --no-transfer --with-kernel-tuner --set S.OPT=V "
-                   "--kernel-tuner-csv FILE --mcts-exploration X "
-                   "--mcts-power X --mcts-incumbent X --mcts-neighbour X --mcts-tail X "
-                   "--mcts-initial N --mcts-first-play X)\n";
+      std::cerr
+          << "search_replay: unknown flag '" << f
+          << "' (flags: --datasets DIR[,DIR] --strategies a,b --seeds N --budget N --out FILE "
+             "--traces FILE --only SUBSTR --no-transfer --with-kernel-tuner --set S.OPT=V "
+             "--kernel-tuner-csv FILE --mcts-exploration X "
+             "--mcts-power X --mcts-incumbent X --mcts-neighbour X --mcts-tail X "
+             "--mcts-initial N --mcts-first-play X)\n";
       return 2;
     }
   }
