@@ -6,19 +6,11 @@
 
 #include <fmt/format.h>
 
+#include "core/csv.h"
+
 namespace attune {
 
 namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"') q += '"';
-    q += c;
-  }
-  return q + "\"";
-}
 
 // Shortest text that reads back as the same double; empty for none.
 std::string number(const std::optional<double>& v) {

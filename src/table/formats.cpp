@@ -6,19 +6,11 @@
 
 #include <fmt/format.h>
 
+#include "core/csv.h"
+
 namespace attune::table {
 
 namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"') q += '"';
-    q += c;
-  }
-  return q + "\"";
-}
 
 std::string number(double v) {
   return fmt::format("{}", v);
