@@ -447,14 +447,20 @@ int main(int argc, char** argv) {
 
   std::vector<fs::path> files;
   std::error_code ec;
-  for (const auto& dir : split(a.datasets, ','))
+  for (const auto& dir : split(a.datasets, ',')) {
     for (const auto& e : fs::directory_iterator(dir, ec)) {
       std::string n = e.path().filename().string();
       if ((n.ends_with(".json") || n.ends_with(".json.gz")) &&
           (a.only.empty() || n.find(a.only) != std::string::npos))
         files.push_back(e.path());
     }
-  if (ec || files.empty()) {
+    // Each folder is checked: a later one that reads fine would clear the error of this one.
+    if (ec) {
+      std::cerr << "search_replay: cannot read '" << dir << "': " << ec.message() << "\n";
+      return 2;
+    }
+  }
+  if (files.empty()) {
     std::cerr << "search_replay: no cache files in '" << a.datasets << "'\n";
     return 2;
   }
