@@ -33,7 +33,8 @@ def load(path):
         return json.load(f)
 
 
-def run_one(cache_path, data, strategy, seed, budget):
+def run_one(cache_path, data, strategy, seed, budget, passing):
+    """One seed's trace of best-so-far times; `passing`: the space's configs that ran."""
     keys = data["tune_params_keys"]
     cache = data["cache"]
     tune_params = {k: data["tune_params"][k] for k in keys}
@@ -45,8 +46,6 @@ def run_one(cache_path, data, strategy, seed, budget):
     # restrictions: with many knobs, "is in the cache" alone makes Kernel Tuner enumerate their
     # whole product. They must give exactly the cached configs (checked in main).
     restrictions = data.get("attune_recorded", {}).get("kernel_tuner_restrictions") or recorded
-    passing = sum(1 for v in cache.values()
-                  if "__error__" not in v and isinstance(v.get("time"), (int, float)))
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -132,7 +131,7 @@ def main():
                 raised = 0
                 for seed in range(a.first_seed, a.first_seed + a.seeds):
                     np.random.seed(seed)
-                    trace = run_one(cache_path, data, strategy, seed, a.budget)
+                    trace = run_one(cache_path, data, strategy, seed, a.budget, len(times))
                     if trace is None:
                         raised, trace = raised + 1, []
                     to1.append(first_within(trace, optimum, 0.01))
