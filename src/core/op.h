@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +31,13 @@ struct OpSignature {
   // The op's tag in libattune-rt's dispatch key (runtime/shape_key.h); unset: libattune-rt has no
   // entry point for it, and a table's rows of it are left unused.
   std::optional<std::uint8_t> runtime_key;
+  // attune sweep: the value of each size a sweep's grid leaves out (attention_decode: q_heads 32,
+  // kv_heads 8, q_len 1, the decode step of Qwen3-8B and Llama-3.1-8B); a size with no default
+  // must be given on the command line.
+  std::map<std::string, std::string> sweep_defaults;
+  // attune sweep compresses its rows into one default config per dtype and per value of these
+  // sizes (attention_decode: head), plus exception rows where the default's regret is too high.
+  std::vector<std::string> sweep_default_per;
 
   // --shape's form: the sizes upper-cased and joined by 'x' ("MxNxK", "ROWSxHIDDEN").
   std::string shape_syntax() const;
