@@ -78,7 +78,7 @@ std::vector<ShapeKey> queries(bool bucketed) {
   const OpKind gemm = *op_kind("gemm");
   for (std::int64_t m : kM)
     for (auto [n, k] : kNK)
-      q.push_back(ShapeKey{gemm, Dtype::kBf16, false, bucketed && m > 2 ? m - 1 : m, n, k});
+      q.push_back(ShapeKey{gemm, Dtype::kBf16, false, {bucketed && m > 2 ? m - 1 : m, n, k}});
   return q;
 }
 

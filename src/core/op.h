@@ -20,7 +20,7 @@ namespace attune {
 struct OpSignature {
   std::string name;  // Problem::op(), and the op's folder src/kernels/<name>/
   // Positive integer attributes, in --shape order. The first is the axis a bucketed table ranges
-  // over; libattune-rt's key holds them as its m, n, k.
+  // over; libattune-rt's key holds up to six of them (runtime/shape_key.h).
   std::vector<std::string> sizes;
   std::vector<std::string> flags;   // 0|1 attributes, 0 by default (libattune-rt keys at most one)
   std::vector<std::string> dtypes;  // element types; the first is the default

@@ -154,7 +154,7 @@ Slot& Selector::first_call(const ShapeKey& key) {
   } else if (const IndexedRow* r = index_.find(key)) {
     slot->matched = r;
     slot->why = r->bucketed
-                    ? fmt::format("hit: {}={} in bucket [{}, {}]", axis, key.m, r->lo, r->hi)
+                    ? fmt::format("hit: {}={} in bucket [{}, {}]", axis, key.axis(), r->lo, r->hi)
                     : "hit";
   } else {
     slot->why = "miss: no row for this shape";
@@ -165,7 +165,7 @@ Slot& Selector::first_call(const ShapeKey& key) {
     if (const IndexedRow* r = slot->matched)
       fmt::print(stderr, "attune-rt: hit {} -> {}{}: {} {}\n", slot->problem, r->label,
                  r->bucketed
-                     ? fmt::format(", bucketed: {}={} in [{}, {}]", axis, key.m, r->lo, r->hi)
+                     ? fmt::format(", bucketed: {}={} in [{}, {}]", axis, key.axis(), r->lo, r->hi)
                      : "",
                  r->row->backend, r->row->config);
     else

@@ -9,9 +9,9 @@
 namespace attune::runtime {
 
 namespace {
-// A key holds three sizes and one flag: an op that needs more cannot be dispatched by it.
+// A key holds kKeySizes sizes and one flag: an op that needs more cannot be dispatched by it.
 bool fits_key(const OpSignature& op) {
-  return op.runtime_key && op.sizes.size() <= 3 && op.flags.size() <= 1;
+  return op.runtime_key && op.sizes.size() <= kKeySizes && op.flags.size() <= 1;
 }
 }  // namespace
 
@@ -21,8 +21,8 @@ Result<OpKind> op_kind(std::string_view name) {
     return Error::invalid_argument(
         fmt::format("libattune-rt has no entry point for op '{}'", name));
   if (!fits_key(*op))
-    return Error::internal(
-        fmt::format("op '{}' has more sizes or flags than libattune-rt's key holds (3, 1)", name));
+    return Error::internal(fmt::format(
+        "op '{}' has more sizes or flags than libattune-rt's key holds ({}, 1)", name, kKeySizes));
   return static_cast<OpKind>(*op->runtime_key);
 }
 
@@ -68,13 +68,12 @@ Result<ShapeKey> shape_key_of(const Problem& p) {
         return Error::invalid_argument(fmt::format("{} must be 0 or 1", op.flags[0]));
       key.flag = *f == "1";
     }
-  std::int64_t* sizes[3] = {&key.m, &key.n, &key.k};
   for (std::size_t s = 0; s < op.sizes.size(); ++s) {
     auto v = p.int_attr(op.sizes[s]);
     if (!v || *v < 1 || *v > INT32_MAX)
       return Error::invalid_argument(
           fmt::format("'{}' must be a positive 32-bit integer", op.sizes[s]));
-    *sizes[s] = *v;
+    key.sizes[s] = *v;
   }
   return key;
 }
@@ -85,8 +84,8 @@ Result<Problem> problem_of(const ShapeKey& s) {
     return Error::invalid_argument(
         fmt::format("no registered op has libattune-rt key {}", static_cast<unsigned>(s.op)));
   std::map<std::string, std::string> attrs = {{"dtype", std::string(dtype_name(s.dtype))}};
-  const std::int64_t sizes[3] = {s.m, s.n, s.k};
-  for (std::size_t i = 0; i < op->sizes.size(); ++i) attrs[op->sizes[i]] = std::to_string(sizes[i]);
+  for (std::size_t i = 0; i < op->sizes.size(); ++i)
+    attrs[op->sizes[i]] = std::to_string(s.sizes[i]);
   if (!op->flags.empty()) attrs.emplace(op->flags[0], s.flag ? "1" : "0");
   return Problem(op->name, std::move(attrs));
 }

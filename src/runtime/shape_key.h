@@ -3,6 +3,7 @@
 // canonical Problem (and its text) is built only on the first call of a shape. Value type.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -18,14 +19,19 @@ namespace attune::runtime {
 enum class OpKind : std::uint8_t {};
 enum class Dtype : std::uint8_t { kBf16 = 0, kFp16 = 1 };
 
+// The most sizes an op's signature may have for libattune-rt to key it (attention's batch, KV
+// depth, head size, query and KV heads and query tokens are six).
+inline constexpr std::size_t kKeySizes = 6;
+
 struct ShapeKey {
   OpKind op{};
   Dtype dtype = Dtype::kBf16;
   bool flag = false;  // the signature's flag (gemm: bias; rmsnorm: residual)
-  // The signature's sizes in order, 0 past them (gemm: m, n, k; rmsnorm: rows, hidden, 0). `m` is
-  // the axis a bucketed table ranges over.
-  std::int64_t m = 0, n = 0, k = 0;
+  // The signature's sizes in order, 0 past them (gemm: m, n, k; rmsnorm: rows, hidden). The
+  // first is the axis a bucketed table ranges over.
+  std::array<std::int64_t, kKeySizes> sizes{};
 
+  std::int64_t axis() const noexcept { return sizes[0]; }
   friend bool operator==(const ShapeKey&, const ShapeKey&) = default;
 };
 
@@ -41,12 +47,13 @@ inline std::uint64_t hash(const ShapeKey& s) noexcept {
   const std::uint64_t tag = static_cast<std::uint64_t>(s.op) |
                             static_cast<std::uint64_t>(s.dtype) << 8 |
                             static_cast<std::uint64_t>(s.flag) << 16;
-  return mix(mix(mix(tag ^ static_cast<std::uint64_t>(s.m)) ^ static_cast<std::uint64_t>(s.n)) ^
-             static_cast<std::uint64_t>(s.k));
+  std::uint64_t h = tag;
+  for (std::int64_t v : s.sizes) h = mix(h ^ static_cast<std::uint64_t>(v));
+  return h;
 }
 
 // The key of a registered op that libattune-rt dispatches (its signature has a runtime key, at
-// most three sizes and one flag); any other op is an error naming it.
+// most kKeySizes sizes and one flag); any other op is an error naming it.
 Result<OpKind> op_kind(std::string_view op);
 // The signature whose runtime key `op` is; nullptr for a key no registered op has.
 const OpSignature* signature_of(OpKind op);

@@ -1,6 +1,7 @@
 #include "runtime/table_index.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <tuple>
 
@@ -41,9 +42,9 @@ Status key_row(const table::OpTable& t, const OpSignature& op, std::size_t i, In
   if (!key) return bad(key.error().message());
   out.key = *key;
   out.bucketed = r.bucket.has_value();
-  out.lo = r.bucket ? r.bucket->lo : key->m;
-  out.hi = r.bucket ? r.bucket->hi : key->m;
-  out.key.m = 0;
+  out.lo = r.bucket ? r.bucket->lo : key->axis();
+  out.hi = r.bucket ? r.bucket->hi : key->axis();
+  out.key.sizes[0] = 0;
   out.row = &r;
   out.op = key->op;
   out.label = label_of(t, i);
@@ -71,12 +72,12 @@ Result<TableIndex> TableIndex::build(const table::Table& table) {
     }
   }
   // Group by everything but the axis; within a group, spans sorted by lo may not overlap.
-  using GroupKey = std::tuple<int, int, bool, std::int64_t, std::int64_t>;
+  // (r.key's axis is 0, so the key itself is the group's.)
+  using GroupKey = std::tuple<int, int, bool, std::array<std::int64_t, kKeySizes>>;
   std::map<GroupKey, std::vector<Span>> grouped;
   for (std::size_t i = 0; i < ix.rows_.size(); ++i) {
     const IndexedRow& r = ix.rows_[i];
-    grouped[{static_cast<int>(r.key.op), static_cast<int>(r.key.dtype), r.key.flag, r.key.n,
-             r.key.k}]
+    grouped[{static_cast<int>(r.key.op), static_cast<int>(r.key.dtype), r.key.flag, r.key.sizes}]
         .push_back({r.lo, r.hi, static_cast<std::int32_t>(i)});
   }
   for (auto& [key, spans] : grouped) {
@@ -87,13 +88,9 @@ Result<TableIndex> TableIndex::build(const table::Table& table) {
             fmt::format("{} and {} answer the same shapes",
                         ix.rows_[static_cast<std::size_t>(spans[i - 1].row)].label,
                         ix.rows_[static_cast<std::size_t>(spans[i].row)].label));
-    Group g{static_cast<OpKind>(std::get<0>(key)),
-            static_cast<Dtype>(std::get<1>(key)),
-            std::get<2>(key),
-            std::get<3>(key),
-            std::get<4>(key),
-            ix.spans_.size(),
-            ix.spans_.size() + spans.size()};
+    Group g{ShapeKey{static_cast<OpKind>(std::get<0>(key)), static_cast<Dtype>(std::get<1>(key)),
+                     std::get<2>(key), std::get<3>(key)},
+            ix.spans_.size(), ix.spans_.size() + spans.size()};
     ix.spans_.insert(ix.spans_.end(), spans.begin(), spans.end());
     ix.groups_.push_back(g);
   }
@@ -103,8 +100,7 @@ Result<TableIndex> TableIndex::build(const table::Table& table) {
   ix.mask_ = cap - 1;
   for (std::size_t g = 0; g < ix.groups_.size(); ++g) {
     const Group& grp = ix.groups_[g];
-    ShapeKey k{grp.op, grp.dtype, grp.flag, 0, grp.n, grp.k};
-    std::size_t i = group_hash(k) & ix.mask_;
+    std::size_t i = group_hash(grp.key) & ix.mask_;
     while (ix.cells_[i] >= 0) i = (i + 1) & ix.mask_;
     ix.cells_[i] = static_cast<std::int32_t>(g);
   }

@@ -21,7 +21,7 @@ struct IndexedRow {
   OpKind op{};
   int number = 0;     // 1-based, over the table's op tables in order
   std::string label;  // "gemm bf16 row 3 (gemm:bias=0,...,n=4096 m=[1, 16])"
-  ShapeKey key;       // key.m unused; [lo, hi] is the axis range
+  ShapeKey key;       // its axis is 0; [lo, hi] is the axis range
   std::int64_t lo = 0, hi = 0;
   bool bucketed = false;
 };
@@ -45,9 +45,7 @@ class TableIndex {
       const std::int32_t g = cells_[i];
       if (g < 0) return nullptr;
       const Group& grp = groups_[static_cast<std::size_t>(g)];
-      if (grp.op == key.op && grp.dtype == key.dtype && grp.flag == key.flag && grp.n == key.n &&
-          grp.k == key.k)
-        return find_in(grp, key.m);
+      if (same_group(grp.key, key)) return find_in(grp, key.axis());
     }
   }
 
@@ -61,17 +59,21 @@ class TableIndex {
     std::int32_t row;
   };
   struct Group {
-    OpKind op;
-    Dtype dtype;
-    bool flag;
-    std::int64_t n, k;
+    ShapeKey key;            // the axis 0
     std::size_t begin, end;  // into spans_, sorted by lo
   };
 
   static std::uint64_t group_hash(const ShapeKey& k) noexcept {
     ShapeKey g = k;
-    g.m = 0;
+    g.sizes[0] = 0;
     return hash(g);
+  }
+  // Everything but the axis equal (`group` has its axis 0).
+  static bool same_group(const ShapeKey& group, const ShapeKey& k) noexcept {
+    if (group.op != k.op || group.dtype != k.dtype || group.flag != k.flag) return false;
+    for (std::size_t i = 1; i < kKeySizes; ++i)
+      if (group.sizes[i] != k.sizes[i]) return false;
+    return true;
   }
   const IndexedRow* find_in(const Group& g, std::int64_t m) const noexcept {
     // The last span starting at or below m; it answers m if m is within it.

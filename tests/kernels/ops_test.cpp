@@ -158,7 +158,7 @@ TEST(Ops, AnUnknownOpIsRefusedNotTakenForAnother) {
   // was taken for rmsnorm).
   runtime::ShapeKey stray;
   stray.op = static_cast<runtime::OpKind>(200);
-  stray.m = stray.n = 16;
+  stray.sizes[0] = stray.sizes[1] = 16;
   EXPECT_EQ(runtime::signature_of(stray.op), nullptr);
   auto problem = runtime::problem_of(stray);
   ASSERT_FALSE(problem.ok());

@@ -24,10 +24,10 @@ using namespace attune::runtime::testing;
 
 ShapeKey gemm(std::int64_t m, std::int64_t n = 4096, std::int64_t k = 4096, Dtype d = Dtype::kBf16,
               bool bias = false) {
-  return ShapeKey{*op_kind("gemm"), d, bias, m, n, k};
+  return ShapeKey{*op_kind("gemm"), d, bias, {m, n, k}};
 }
 ShapeKey rmsnorm(std::int64_t rows, std::int64_t hidden = 4096, bool residual = true) {
-  return ShapeKey{*op_kind("rmsnorm"), Dtype::kBf16, residual, rows, hidden, 0};
+  return ShapeKey{*op_kind("rmsnorm"), Dtype::kBf16, residual, {rows, hidden}};
 }
 
 std::unique_ptr<Selector> open_ok(const std::string& path, const DeviceFingerprint& here = h200(),
@@ -202,6 +202,14 @@ TEST(RuntimeIndex, ExactRowsAndBuckets) {
   EXPECT_EQ(row_of(rmsnorm(16, 4096, false)), 0);
   EXPECT_EQ(row_of(rmsnorm(16, 2048)), 0);
   EXPECT_EQ(row_of(rmsnorm(17)), 0);
+  // Every size of the key is part of the group, up to the sixth (attention's query tokens), not
+  // only the three that gemm has: a key differing past them is another shape.
+  for (std::size_t i = 3; i < kKeySizes; ++i) {
+    ShapeKey wider = gemm(1);
+    wider.sizes[i] = 1;
+    EXPECT_EQ(row_of(wider), 0) << i;
+    EXPECT_NE(hash(wider), hash(gemm(1))) << i;
+  }
 
   Slot& b = s->select(gemm(5, 4096, 4096, Dtype::kFp16));
   EXPECT_EQ(b.why, "hit: m=5 in bucket [1, 16]");
@@ -365,7 +373,7 @@ TEST(RuntimeSlots, ConcurrentCallsMakeOneSlotPerShapeAndCountEveryCall) {
         for (int i = 0; i < kShapes; ++i) {
           const int m = 1 + (i * 7 + t) % kShapes;
           const Slot& slot = s->select(gemm(m));
-          if (slot.key.m != m) std::abort();
+          if (slot.key.axis() != m) std::abort();
           if (r == 0) seen[t].push_back(&slot);
         }
     });

@@ -151,7 +151,7 @@ Status Runtime::Impl::gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType
   if (!a || !b || !c) return invalid("gemm: a, b and c must be device pointers");
   if (!aligned16(a) || !aligned16(b) || !aligned16(c) || !aligned16(bias))
     return invalid("gemm: a, b, c and bias must be 16-byte aligned");
-  const ShapeKey key{gemm_kind, dtype_of(dtype), bias != nullptr, m, n, k};
+  const ShapeKey key{gemm_kind, dtype_of(dtype), bias != nullptr, {m, n, k}};
   kernels::PlanArgs args;
   args.a = reinterpret_cast<CUdeviceptr>(a);
   args.b = reinterpret_cast<CUdeviceptr>(b);
@@ -176,7 +176,7 @@ Status Runtime::Impl::rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtyp
         "rmsnorm: h_out is written only with a residual r; pass null for both or neither");
   if (!aligned16(y) || !aligned16(h_out) || !aligned16(x) || !aligned16(r) || !aligned16(w))
     return invalid("rmsnorm: y, h_out, x, r and w must be 16-byte aligned");
-  const ShapeKey key{rmsnorm_kind, dtype_of(dtype), r != nullptr, rows, hidden, 0};
+  const ShapeKey key{rmsnorm_kind, dtype_of(dtype), r != nullptr, {rows, hidden}};
   kernels::PlanArgs args;
   args.y = reinterpret_cast<CUdeviceptr>(y);
   args.h = reinterpret_cast<CUdeviceptr>(h_out);
