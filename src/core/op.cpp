@@ -75,6 +75,7 @@ Result<Problem> OpSignature::resolve(const Problem& spec) const {
   for (const auto& f : flags)
     if (a[f] != "0" && a[f] != "1")
       return Error::invalid_argument(name + " " + f + " must be 0 or 1");
+  if (check) ATTUNE_TRY(check(p));
   return p;
 }
 

@@ -38,6 +38,10 @@ struct OpSignature {
   // attune sweep compresses its rows into one default config per dtype and per value of these
   // sizes (attention_decode: head), plus exception rows where the default's regret is too high.
   std::vector<std::string> sweep_default_per;
+  // What the op asks of its sizes together, after each one passed the checks above
+  // (attention_decode: query heads a multiple of KV heads); nullptr: nothing more. Its error is
+  // the one line resolve() refuses the spec with.
+  Status (*check)(const Problem& resolved) = nullptr;
 
   // --shape's form: the sizes upper-cased and joined by 'x' ("MxNxK", "ROWSxHIDDEN").
   std::string shape_syntax() const;
@@ -45,7 +49,7 @@ struct OpSignature {
   Result<Problem> problem_from_shape(const std::string& shape, const std::string& dtype) const;
   // Validates and completes a spec of this op: unknown attributes refused, sizes positive
   // integers up to max_size, dtype one of dtypes (the first by default), each flag 0 (the
-  // default) or 1.
+  // default) or 1, then the op's own check.
   Result<Problem> resolve(const Problem& spec) const;
 };
 

@@ -10,7 +10,8 @@
 
 #define ATTUNE_KERNEL_OPS(X) \
   X(gemm)                    \
-  X(rmsnorm)
+  X(rmsnorm)                 \
+  X(attention_decode)
 
 namespace attune::kernels {
 

@@ -26,6 +26,8 @@ struct Dim3 {
 // each name to a device pointer or a scalar:
 //   gemm:    c, a, b, bias (device pointers), workspace (device pointer, plan.workspace_bytes)
 //   rmsnorm: y, h, x, r, w (device pointers), rows (int), eps (float)
+//   attention_decode: o, q, k, v, workspace (device pointers), kv (int), rows (int: batch *
+//                     q_heads * q_len, the output's rows)
 struct LaunchStep {
   std::string kernel;  // a name expression of the plan's build
   Dim3 grid, block;
@@ -47,6 +49,33 @@ struct LtPlan {
   int tile = 0;
 };
 
+// A strided batched matmul by cuBLASLt inside a plan, in row-major terms: for i < batch,
+// C_i[m, n] = A_i[m, k] . B_i^T (B_i stored [n, k], b_transposed) or A_i . B_i (B_i stored
+// [k, n]), fp32 accumulation; A and B 16-bit, C 16-bit or fp32. Each operand is a named device
+// pointer (LaunchStep's names) plus a byte offset, its matrices `stride` elements apart.
+struct LtMatmul {
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool b_transposed = true;
+  bool bf16 = true;     // A's and B's type (and C's unless c_fp32)
+  bool c_fp32 = false;  // C in fp32
+  struct Operand {
+    std::string arg;
+    std::size_t offset = 0;
+    std::int64_t stride = 0;
+  } a, b, c;
+  // The workspace cuBLASLt may use: bytes at this offset into the plan's workspace.
+  std::size_t workspace_offset = 0, workspace_bytes = 0;
+};
+
+// A plan of the op's own kernels and cuBLASLt matmuls, enqueued in order on one stream
+// (attention_decode's split baseline: scores GEMM, softmax kernel, value GEMM).
+using ChainStep = std::variant<LaunchStep, LtMatmul>;
+struct ChainPlan {
+  cuda::BuildRequest build;  // the kernels its LaunchSteps name
+  std::vector<ChainStep> steps;
+  std::size_t workspace_bytes = 0;
+};
+
 struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0;
   bool bf16 = true;
@@ -64,8 +93,18 @@ Result<RmsnormShape> rmsnorm_shape(const Problem& problem);
 // rmsnorm's epsilon, shared by the kernel launches and the reference.
 inline constexpr double kRmsnormEps = 1e-6;
 
-// A plan: kernels to compile and launch, or (gemm) a cuBLASLt variant.
-using Plan = std::variant<KernelPlan, LtPlan>;
+// attention_decode's sizes (kernels/attention_decode/attention_decode_op.cpp).
+struct AttentionDecodeShape {
+  std::int64_t batch = 0, kv = 0, head = 0, q_heads = 0, kv_heads = 0, q_len = 0;
+  bool bf16 = true;
+  std::int64_t group() const { return q_heads / kv_heads; }      // query heads per KV head
+  std::int64_t rows() const { return batch * q_heads * q_len; }  // the output's rows
+};
+Result<AttentionDecodeShape> attention_decode_shape(const Problem& problem);
+
+// A plan: kernels to compile and launch, (gemm) a cuBLASLt variant, or kernels and cuBLASLt
+// matmuls in one chain.
+using Plan = std::variant<KernelPlan, LtPlan, ChainPlan>;
 using GemmPlan = Plan;
 
 // Each registered op's plan, plan_NAME (kernels/ops.h), defined in its folder

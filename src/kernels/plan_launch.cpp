@@ -19,33 +19,66 @@ void* bind(const std::string& name, PlanArgs& a) {
   if (name == "w") return &a.w;
   if (name == "rows") return &a.rows;
   if (name == "eps") return &a.eps;
+  if (name == "o") return &a.o;
+  if (name == "q") return &a.q;
+  if (name == "k") return &a.k;
+  if (name == "v") return &a.v;
+  if (name == "kv") return &a.kv;
   return nullptr;
+}
+
+Status check_step(const LaunchStep& step) {
+  PlanArgs probe;
+  if (step.args.size() > kMaxArgs)
+    return Error::internal("plan step " + step.kernel + " has too many arguments");
+  for (const auto& name : step.args)
+    if (!bind(name, probe))
+      return Error::internal("plan step " + step.kernel + " names an unknown argument '" + name +
+                             "'");
+  return Status::success();
 }
 
 }  // namespace
 
 Status check_args(const KernelPlan& plan) {
+  for (const auto& step : plan.steps) ATTUNE_TRY(check_step(step));
+  return Status::success();
+}
+
+Status check_args(const ChainPlan& plan) {
   PlanArgs probe;
-  for (const auto& step : plan.steps) {
-    if (step.args.size() > kMaxArgs)
-      return Error::internal("plan step " + step.kernel + " has too many arguments");
-    for (const auto& name : step.args)
-      if (!bind(name, probe))
-        return Error::internal("plan step " + step.kernel + " names an unknown argument '" + name +
-                               "'");
+  for (const ChainStep& step : plan.steps) {
+    if (const auto* k = std::get_if<LaunchStep>(&step)) {
+      ATTUNE_TRY(check_step(*k));
+      continue;
+    }
+    const auto& mm = std::get<LtMatmul>(step);
+    for (const auto* op : {&mm.a, &mm.b, &mm.c})
+      if (!pointer_arg(op->arg, probe))
+        return Error::internal("a matmul step names an unknown pointer argument '" + op->arg + "'");
   }
   return Status::success();
+}
+
+CUdeviceptr* pointer_arg(const std::string& name, PlanArgs& a) {
+  for (CUdeviceptr* p : {&a.c, &a.a, &a.b, &a.bias, &a.workspace, &a.y, &a.h, &a.x, &a.r, &a.w,
+                         &a.o, &a.q, &a.k, &a.v})
+    if (bind(name, a) == p) return p;
+  return nullptr;
+}
+
+CUresult launch_step(const LaunchStep& s, CUfunction fn, PlanArgs& args, CUstream stream) {
+  void* params[kMaxArgs];
+  std::size_t n = 0;
+  for (const auto& name : s.args) params[n++] = bind(name, args);
+  return cuLaunchKernel(fn, s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z,
+                        s.shared_bytes, stream, params, nullptr);
 }
 
 CUresult enqueue(const KernelPlan& plan, const std::vector<CUfunction>& fns, PlanArgs& args,
                  CUstream stream) {
   for (std::size_t i = 0; i < plan.steps.size(); ++i) {
-    const LaunchStep& s = plan.steps[i];
-    void* params[kMaxArgs];
-    std::size_t n = 0;
-    for (const auto& name : s.args) params[n++] = bind(name, args);
-    CUresult rc = cuLaunchKernel(fns[i], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y,
-                                 s.block.z, s.shared_bytes, stream, params, nullptr);
+    CUresult rc = launch_step(plan.steps[i], fns[i], args, stream);
     if (rc != CUDA_SUCCESS) return rc;
   }
   return CUDA_SUCCESS;

@@ -17,12 +17,21 @@ namespace attune::kernels {
 struct PlanArgs {
   CUdeviceptr c = 0, a = 0, b = 0, bias = 0, workspace = 0;  // gemm
   CUdeviceptr y = 0, h = 0, x = 0, r = 0, w = 0;             // rmsnorm
+  CUdeviceptr o = 0, q = 0, k = 0, v = 0;                    // attention_decode
   int rows = 0;
   float eps = 0;
+  int kv = 0;
 };
 
 // Checks that every step's argument names are known (an unknown name is a bug in the plan).
 Status check_args(const KernelPlan& plan);
+Status check_args(const ChainPlan& plan);
+
+// The device pointer an argument name binds to; nullptr when the name is no pointer's.
+CUdeviceptr* pointer_arg(const std::string& name, PlanArgs& args);
+
+// One kernel step launched with its arguments bound by name.
+CUresult launch_step(const LaunchStep& step, CUfunction fn, PlanArgs& args, CUstream stream);
 
 // fns[i] is the loaded function of plan.steps[i].
 CUresult enqueue(const KernelPlan& plan, const std::vector<CUfunction>& fns, PlanArgs& args,

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/op.h"
+
 namespace attune {
 namespace {
 
@@ -9,7 +11,7 @@ TEST(Sim, OffersItsProblemsAndResolvesSpecs) {
   SimBackend sim;
   std::set<std::string> names;
   for (const auto& p : sim.problems()) names.insert(p.problem.name());
-  EXPECT_EQ(names, (std::set<std::string>{"faults", "gemm", "rmsnorm"}));
+  EXPECT_EQ(names, (std::set<std::string>{"faults", "gemm", "rmsnorm", "attention_decode"}));
   auto g = sim.resolve("gemm:m=16");
   ASSERT_TRUE(g.ok()) << g.error().message();
   EXPECT_EQ(*g->int_attr("m"), 16);
@@ -72,6 +74,55 @@ TEST(Sim, LandscapeIsDeterministicWithAKnownOptimumAndCliffs) {
   // A different landscape seed moves the times.
   Problem q = *sim.resolve("gemm:landscape=9");
   EXPECT_NE(*sim.true_time_us(q, opt->first, Regime::kRank), opt->second);
+}
+
+// attention_decode's landscape: the family's space (baseline first: the split baseline, one
+// config), every config timed, the baseline well off the optimum, and an optimum that moves with
+// batch and cache depth (many splits for one sequence, few for many), so a sweep has buckets.
+TEST(Sim, AttentionDecodeHasTheFamilysSpaceAndAnOptimumThatMovesWithBatchAndKv) {
+  SimBackend sim;
+  auto at = [&](int batch, int kv) {
+    auto p = sim.resolve("attention_decode:batch=" + std::to_string(batch) +
+                         ",kv=" + std::to_string(kv));
+    EXPECT_TRUE(p.ok()) << p.error().message();
+    return *p;
+  };
+  const Problem p = at(8, 4096);
+  EXPECT_EQ(p.text(),
+            "attention_decode:batch=8,head=128,kv=4096,kv_heads=8,landscape=4,q_heads=32,q_len=1");
+  Space s = *sim.space(p);
+  const Config baseline = s.config(s.baseline());
+  EXPECT_EQ(baseline.text(), find_op("attention_decode")->baseline_config);
+  std::size_t splits_configs = 0;
+  for (auto e = s.enumerate(); auto pt = e.next();)
+    if (s.config(*pt).get("kernel")->as_word() == "split") ++splits_configs;
+  EXPECT_EQ(splits_configs, 1u);  // knobs of the flash kernel do not multiply the baseline
+  EXPECT_GT(s.count(), 100u);
+  auto opt = sim.optimum(p);
+  ASSERT_TRUE(opt.ok());
+  EXPECT_EQ(opt->first.get("kernel")->as_word(), "flash");
+  EXPECT_GT(*sim.true_time_us(p, baseline, Regime::kRank) / opt->second, 1.5);
+  for (auto e = s.enumerate(); auto pt = e.next();) {
+    const double t = *sim.true_time_us(p, s.config(*pt), Regime::kRank);
+    EXPECT_GE(t, opt->second);
+    EXPECT_GT(*sim.true_time_us(p, s.config(*pt), Regime::kDeploy), t);
+  }
+  auto splits_at = [&](int batch, int kv) {
+    return sim.optimum(at(batch, kv))->first.get("splits")->as_int();
+  };
+  EXPECT_GT(splits_at(1, 16384), splits_at(64, 16384));
+  EXPECT_GE(splits_at(1, 32768), splits_at(1, 1024));
+  EXPECT_NE(sim.optimum(at(1, 4096))->first.text(), sim.optimum(at(32, 4096))->first.text());
+  EXPECT_NE(sim.optimum(at(1, 1024))->first.text(), sim.optimum(at(1, 32768))->first.text());
+
+  // The op's own rules hold in the sim as on the GPU.
+  auto bad = sim.resolve("attention_decode:q_heads=12");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("not a multiple of kv_heads=8"), std::string::npos);
+  // A candidate computes its small real result through the gate.
+  Outcome o = sim.execute(p, opt->first, Regime::kDeploy);
+  EXPECT_EQ(o.verdict, Verdict::kOk) << o.message;
+  EXPECT_TRUE(o.measurement.has_value());
 }
 
 TEST(Sim, FaultsPlantsEveryFailureClass) {

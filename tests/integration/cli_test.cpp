@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "backends/sim/sim_backend.h"
+#include "core/op.h"
 #include "store/sqlite/schema.h"
 #include "store/sqlite/sqlite_store.h"
 #include "support/damage.h"
@@ -131,9 +133,34 @@ TEST(Cli, DeviceAndProblems) {
   EXPECT_EQ(j["key"].get<std::string>().size(), 16u);
   auto p = run_attune("problems --backend sim", dir.path());
   ASSERT_EQ(p.code, 0);
-  for (const char* name : {"faults", "gemm", "rmsnorm"})
+  for (const char* name : {"faults", "gemm", "rmsnorm", "attention_decode"})
     EXPECT_NE(p.out.find(name), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir.file("attune.db")));  // listing creates no database
+}
+
+// attention_decode as a user tunes it without a GPU: --op/--shape on the sim, the split baseline
+// measured first, and a tuned best within a few percent of the landscape's known optimum (deploy
+// regime: the optimum's time times its cold-L2 factor, plus sampling noise).
+TEST(Cli, AttentionDecodeTunesOnTheSimToNearItsOptimum) {
+  TempDir dir;
+  for (const char* shape : {"1x16384x128x32x8x1", "32x4096x128x32x8x1"}) {
+    SCOPED_TRACE(shape);
+    auto r = run_attune(std::string("tune --backend sim --op attention_decode --shape ") + shape +
+                            " --patience 100 --seed 3 --json",
+                        dir.path());
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out)["problems"][0];
+    EXPECT_EQ(j["baseline"]["config"], "kernel=split,splits=1,kv_tile=16,warps=4,vec=8,q_rows=1");
+    SimBackend sim;
+    auto spec = problem_from_shape("attention_decode", shape, "");
+    ASSERT_TRUE(spec.ok());
+    const Problem p = *sim.resolve(spec->text());
+    const auto opt = *sim.optimum(p);
+    const double opt_deploy = *sim.true_time_us(p, opt.first, Regime::kDeploy);
+    const double best = j["best"]["median_us"];
+    EXPECT_LT(best, 1.05 * opt_deploy) << j["best"]["config"] << " vs " << opt.first.text();
+    EXPECT_GT(j["speedup"].get<double>(), 1.5);
+  }
 }
 
 TEST(Cli, DevicesAreListedAndOneIsChosenByIndex) {
@@ -192,9 +219,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"tune --backend sim --problem conv", "no problem 'conv'"},
         BadInput{"tune --backend sim --op gemm --shape 4x4", "MxNxK"},
         // An op no signature registers is refused, never taken for another op.
-        BadInput{
-            "tune --backend sim --op conv --shape 4x4",
-            "--shape is understood for --op gemm (MxNxK) and rmsnorm (ROWSxHIDDEN), not 'conv'"},
+        BadInput{"tune --backend sim --op conv --shape 4x4",
+                 "--shape is understood for --op gemm (MxNxK), rmsnorm (ROWSxHIDDEN) and "
+                 "attention_decode "
+                 "(BATCHxKVxHEADxQ_HEADSxKV_HEADSxQ_LEN), not 'conv'"},
         BadInput{"tune --backend warp9 --problem rmsnorm", "unknown backend 'warp9'"},
         BadInput{"tune --backend sim --problem rmsnorm --strategy luck", "unknown strategy 'luck'"},
         BadInput{"tune --backend sim --shapes missing.txt", "cannot read shapes file"},

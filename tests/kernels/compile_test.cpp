@@ -17,6 +17,7 @@ extern const char* const kGemmSkinnyTcSource;
 extern const char* const kGemmRefSource;
 extern const char* const kClusterHeader;
 extern const char* const kL2FlushSource;
+extern const char* const kAttentionDecodeRefSource;
 }  // namespace attune::kernels
 
 namespace attune {
@@ -137,6 +138,48 @@ TEST(KernelSources, SkinnySplitPlansCompileAsClusters) {
       EXPECT_NE(old->log.find("needs sm_90"), std::string::npos) << old->log;
     }
   }
+}
+
+// attention_decode through its plans, on every head size and dtype: a sample of flash configs
+// (with and without the combine of splits, every warp count and both load widths), the split
+// baseline's softmax, and the float64 reference. The flash kernel's unrolled loops cost seconds
+// of NVRTC each (ptxas: 3 s for head 256 at q_rows 8), so each pair gets one sampled config.
+TEST(KernelSources, AttentionDecodePlansCompileOnEveryHeadSize) {
+  cuda::Compiler c("sm_90a", "");
+  const char* configs[] = {
+      "kernel=flash,splits=1,kv_tile=16,warps=4,vec=8,q_rows=1",
+      "kernel=flash,splits=8,kv_tile=32,warps=2,vec=4,q_rows=4",
+      "kernel=flash,splits=32,kv_tile=128,warps=8,vec=8,q_rows=8",
+      "kernel=flash,splits=2,kv_tile=64,warps=1,vec=4,q_rows=16",
+  };
+  for (const char* head : {"64", "128", "256"}) {
+    for (const char* dtype : {"bf16", "fp16"}) {
+      const std::string spec = std::string(
+                                   "attention_decode:batch=3,kv=1000,q_heads=16,kv_heads=2,"
+                                   "q_len=3,head=") +
+                               head + ",dtype=" + dtype;
+      auto p = kernels::attention_decode_op().resolve(*Problem::parse(spec));
+      ASSERT_TRUE(p.ok()) << p.error().message();
+      // One config per (head, dtype), rotating through the sample: every config and every
+      // head size and dtype compile, at a sixth of the NVRTC time of all pairs.
+      {
+        const char* config = configs[next++ % std::size(configs)];
+        SCOPED_TRACE(spec + " " + config);
+        auto plan = kernels::plan_attention_decode(*p, *Config::parse(config));
+        ASSERT_TRUE(plan.ok()) << plan.error().message();
+        const auto& kp = std::get<kernels::KernelPlan>(*plan);
+        EXPECT_EQ(kp.steps.size(),
+                  std::string(config).find("splits=1,") == std::string::npos ? 2u : 1u);
+        for (const auto& step : kp.steps) expect_builds(c, kp.build, step.kernel);
+      }
+      auto split = kernels::plan_attention_decode(
+          *p, *Config::parse(kernels::attention_decode_op().baseline_config));
+      ASSERT_TRUE(split.ok()) << split.error().message();
+      const auto& chain = std::get<kernels::ChainPlan>(*split);
+      expect_builds(c, chain.build, "attn_decode_softmax");
+    }
+  }
+  expect_builds(c, kernels::kAttentionDecodeRefSource, {}, "attention_decode_ref");
 }
 
 TEST(KernelSources, CompileErrorsComeBackWithTheLogAndAreCached) {

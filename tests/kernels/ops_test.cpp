@@ -145,8 +145,10 @@ TEST(Ops, AnUnknownOpIsRefusedNotTakenForAnother) {
   EXPECT_EQ(find_op("conv"), nullptr);
   auto shape = problem_from_shape("conv", "4x4", "");
   ASSERT_FALSE(shape.ok());
-  EXPECT_EQ(shape.error().message(),
-            "--shape is understood for --op gemm (MxNxK) and rmsnorm (ROWSxHIDDEN), not 'conv'");
+  EXPECT_EQ(
+      shape.error().message(),
+      "--shape is understood for --op gemm (MxNxK), rmsnorm (ROWSxHIDDEN) and attention_decode "
+      "(BATCHxKVxHEADxQ_HEADSxKV_HEADSxQ_LEN), not 'conv'");
 
   auto kind = runtime::op_kind("conv");
   ASSERT_FALSE(kind.ok());
@@ -191,6 +193,42 @@ TEST(Ops, ResolveCompletesAndChecksASpecBySignature) {
   EXPECT_EQ(bad("gemm:m=1,n=2,k=3,dtype=fp8"), "gemm dtype 'fp8' is not supported (bf16, fp16)");
   EXPECT_EQ(bad("gemm:m=1,n=2,k=3,bias=2"), "gemm bias must be 0 or 1");
   EXPECT_EQ(bad("gemm:m=1,n=2,k=3,dtype=fp16,bias=1"), "");
+}
+
+// attention_decode's sizes together: what its kernels are written for, refused in one line by
+// resolve() (hence by the CLI, the sim and the CUDA family alike).
+TEST(Ops, AttentionDecodeRefusesSizesItsKernelsAreNotWrittenFor) {
+  const OpSignature& op = *find_op("attention_decode");
+  EXPECT_EQ(op.shape_syntax(), "BATCHxKVxHEADxQ_HEADSxKV_HEADSxQ_LEN");
+  auto bad = [&](const std::string& shape) {
+    auto spec = op.problem_from_shape(shape, "");
+    if (!spec) return spec.error().message();
+    auto r = op.resolve(*spec);
+    return r.ok() ? std::string() : r.error().message();
+  };
+  EXPECT_EQ(bad("8x4096x128x32x8x1"), "");
+  EXPECT_EQ(bad("1x1x64x1x1x1"), "");
+  EXPECT_EQ(bad("3x7x256x16x2x7"), "");
+  EXPECT_EQ(bad("1x32768x128x64x8x8"), "");
+  EXPECT_EQ(bad("8x4096x96x32x8x1"), "attention_decode head=96 is not supported (64, 128, 256)");
+  EXPECT_EQ(bad("8x4096x128x12x8x1"),
+            "attention_decode q_heads=12 is not a multiple of kv_heads=8 (grouped-query attention "
+            "shares each KV head among q_heads / kv_heads query heads)");
+  EXPECT_EQ(bad("8x4096x128x32x8x9"),
+            "attention_decode q_len=9 is more than 8 (decode steps of 1-8 tokens)");
+  EXPECT_EQ(bad("8x4x128x32x8x5"),
+            "attention_decode q_len=5 is more than kv=4 (the cache holds the new tokens too)");
+  EXPECT_EQ(bad("8x4096x128x32x8"),
+            "--shape '8x4096x128x32x8' is not 6 positive integers joined by 'x' "
+            "(BATCHxKVxHEADxQ_HEADSxKV_HEADSxQ_LEN)");
+  auto p = op.resolve(*Problem::parse(
+      "attention_decode:batch=2,kv=100,head=64,q_heads=4,kv_heads=4,q_len=1,dtype=fp16"));
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->text(),
+            "attention_decode:batch=2,dtype=fp16,head=64,kv=100,kv_heads=4,q_heads=4,q_len=1");
+  EXPECT_EQ(op.sweep_defaults.at("q_heads"), "32");
+  EXPECT_EQ(op.sweep_default_per, std::vector<std::string>{"head"});
+  EXPECT_FALSE(op.runtime_key.has_value());
 }
 
 TEST(Ops, TheShapeMustHaveOneSizePerAttribute) {

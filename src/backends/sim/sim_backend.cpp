@@ -48,7 +48,8 @@ struct SimProblem {
   // Defaults; a spec may override them. A built-in op's are its signature's sizes (plus the
   // sim's `landscape`).
   std::map<std::string, std::string> attrs;
-  std::function<Result<Space>()> make_space;
+  // The space of a resolved problem of it (attention_decode's constraints read its sizes).
+  std::function<Result<Space>(const Problem&)> make_space;
   // Noise-free rank-regime time in microseconds.
   std::function<double(const Problem&, const Config&)> time_us;
   // Multiplier for a cold L2 (deploy regime).
@@ -98,7 +99,7 @@ std::unique_ptr<SimProblem> make_gemm(const OpSignature& op) {
   p->name = op.name;
   p->description = "bf16 GEMM on the simulated device: tiles, warps, stages, split-K, swizzle";
   p->attrs = sizes_of(op, {"64", "4096", "4096"}, "1");
-  p->make_space = [] {
+  p->make_space = [](const Problem&) {
     return Space::make(
         {k("block_m", {16, 32, 64, 128, 256}, 3), k("block_n", {32, 64, 128, 256}, 2),
          k("block_k", {16, 32, 64}, 1), k("warps", {2, 4, 8}, 1), k("stages", {1, 2, 3, 4}, 1),
@@ -150,7 +151,7 @@ std::unique_ptr<SimProblem> make_rmsnorm(const OpSignature& op) {
   p->description =
       "bf16 RMSNorm on the simulated device: threads per row, rows per block, vector width, unroll";
   p->attrs = sizes_of(op, {"4096", "4096"}, "2");
-  p->make_space = [] {
+  p->make_space = [](const Problem&) {
     return Space::make(
         {k("threads", {32, 64, 128, 256, 512, 1024}, 3), k("rows_per_block", {1, 2, 4, 8}),
          k("vec", {1, 2, 4, 8}), k("unroll", {1, 2, 4})},
@@ -180,12 +181,143 @@ std::unique_ptr<SimProblem> make_rmsnorm(const OpSignature& op) {
   return p;
 }
 
+// Decode attention as attention_decode's family runs it: the same space (the split baseline, or
+// split-KV flash decoding with its splits, KV tile, warps, vector width and query rows per block,
+// under the family's constraints), timed as a bandwidth-bound kernel. Time = launches + bytes of
+// K and V (re-read per row group, partly from L2) / (DRAM bandwidth x an efficiency set by the
+// bytes in flight: blocks vs SMs, warps, keys per lane, load width), with a compute floor, a tail
+// wave and the combine of the splits; the baseline also writes and reads its scores and
+// probabilities. Small batches want many splits, large ones few: the optimum moves with batch and
+// kv, so a sweep over them has real buckets and exceptions.
+std::unique_ptr<SimProblem> make_attention_decode(const OpSignature& op) {
+  auto p = std::make_unique<SimProblem>();
+  p->name = op.name;
+  p->description =
+      "decode attention on the simulated device: split baseline or flash (splits, KV tile, warps, "
+      "vector width, query rows per block)";
+  p->attrs = sizes_of(op, {"8", "4096", "128", "32", "8", "1"}, "4");
+  // Sizes by name (resolve() checked them all).
+  auto sz = [](const Problem& prob, const char* name) {
+    return static_cast<std::int64_t>(*prob.int_attr(name));
+  };
+  auto lanes_per_key = [](std::int64_t head, std::int64_t vec) {
+    return std::min<std::int64_t>(32, head / vec);
+  };
+  p->make_space = [sz, lanes_per_key](const Problem& prob) {
+    const std::int64_t kv = sz(prob, "kv"), head = sz(prob, "head"),
+                       rows = sz(prob, "q_heads") / sz(prob, "kv_heads") * sz(prob, "q_len");
+    auto only_flash = [](const char* name, std::int64_t fixed) {
+      return Constraint{fmt::format("{} is fixed unless kernel=flash", name),
+                        {"kernel", name},
+                        [name, fixed](const Assignment& a) {
+                          return a["kernel"].as_word() == "flash" || a.i(name) == fixed;
+                        }};
+    };
+    auto flash = [](const Assignment& a) { return a["kernel"].as_word() == "flash"; };
+    auto kpw = [head, lanes_per_key](const Assignment& a) {
+      return a.i("warps") * (32 / lanes_per_key(head, a.i("vec")));
+    };
+    return Space::make(
+        {Knob{"kernel", {"split", "flash"}, 0, KnobKind::kStructural},
+         k("splits", {1, 2, 4, 8, 16, 32, 64}), k("kv_tile", {16, 32, 64, 128}),
+         k("warps", {4, 1, 2, 8}), k("vec", {8, 4}), k("q_rows", {1, 2, 4, 8, 16})},
+        {only_flash("splits", 1),
+         only_flash("kv_tile", 16),
+         only_flash("warps", 4),
+         only_flash("vec", 8),
+         only_flash("q_rows", 1),
+         {"kv_tile is a multiple of the keys a block's warps load at once",
+          {"kernel", "kv_tile", "warps", "vec"},
+          [flash, kpw](const Assignment& a) { return !flash(a) || a.i("kv_tile") % kpw(a) == 0; }},
+         {"at most 8 keys per lane per tile",
+          {"kernel", "kv_tile", "warps", "vec"},
+          [flash, kpw](const Assignment& a) { return !flash(a) || a.i("kv_tile") / kpw(a) <= 8; }},
+         {"a tile no longer than twice the cache",
+          {"kernel", "kv_tile"},
+          [flash, kv](const Assignment& a) {
+            return !flash(a) || a.i("kv_tile") == 16 || a.i("kv_tile") < 2 * kv;
+          }},
+         {"every split at least one tile of keys",
+          {"kernel", "splits", "kv_tile"},
+          [flash, kv](const Assignment& a) {
+            return !flash(a) || a.i("splits") == 1 || kv >= a.i("splits") * a.i("kv_tile");
+          }},
+         {"no row group mostly padding",
+          {"kernel", "q_rows"},
+          [flash, rows](const Assignment& a) {
+            return !flash(a) || a.i("q_rows") == 1 || a.i("q_rows") < 2 * rows;
+          }},
+         {"q and the accumulator fit in registers",
+          {"kernel", "q_rows", "vec"},
+          [flash, head, lanes_per_key](const Assignment& a) {
+            return !flash(a) || a.i("q_rows") * (head / lanes_per_key(head, a.i("vec"))) <= 64;
+          }},
+         {"registers per lane",
+          {"kernel", "q_rows", "vec", "kv_tile", "warps"},
+          [flash, head, kpw, lanes_per_key](const Assignment& a) {
+            if (!flash(a)) return true;
+            const std::int64_t e = head / lanes_per_key(head, a.i("vec")), r = a.i("q_rows"),
+                               keys = a.i("kv_tile") / kpw(a);
+            return 2 * r * e + keys * e + r * keys <= 224;
+          }}});
+  };
+  p->time_us = [sz, lanes_per_key](const Problem& prob, const Config& c) {
+    const double batch = sz(prob, "batch"), kv = sz(prob, "kv"), head = sz(prob, "head"),
+                 kv_heads = sz(prob, "kv_heads"), q_len = sz(prob, "q_len");
+    const double group_rows = sz(prob, "q_heads") / kv_heads * q_len;
+    const double rows = batch * kv_heads * group_rows;
+    const double kv_bytes = 2 * batch * kv_heads * kv * head * 2;
+    const double qo_bytes = 2 * rows * head * 2;
+    constexpr double kLaunchUs = 2.0;
+    if (c.get("kernel")->as_word() == "split") {
+      // Three launches; scores written and read in fp32, probabilities in 16 bits; cuBLASLt's
+      // batched GEMMs of a few rows reach about half the bandwidth.
+      const double sp = rows * kv * (4 + 2) * 2;
+      return (3 * kLaunchUs + (kv_bytes / 0.5 + sp / 0.7 + qo_bytes) / kDramBytesPerUs) *
+             rugged(prob, c, 0.02);
+    }
+    const double splits = knob(c, "splits"), tile = knob(c, "kv_tile"), warps = knob(c, "warps");
+    const double vec = knob(c, "vec"), q_rows = knob(c, "q_rows");
+    const double lanes = static_cast<double>(
+        lanes_per_key(static_cast<std::int64_t>(head), static_cast<std::int64_t>(vec)));
+    const double elems = head / lanes, keys_per_lane = tile / (warps * (32 / lanes));
+    const double groups = std::ceil(group_rows / q_rows);
+    const double blocks = batch * kv_heads * groups * splits;
+    // Registers bound the blocks resident per SM; the bytes in flight per SM bound bandwidth.
+    const double regs = 2 * q_rows * elems + keys_per_lane * elems + q_rows * keys_per_lane + 40;
+    const double resident =
+        std::max(1.0, std::min(std::floor(64 / warps), std::floor(65536 / (32 * warps * regs))));
+    const double sms = std::min<double>(kSms, blocks);
+    const double per_block = warps * 32 * keys_per_lane * elems * 4;
+    const double inflight =
+        std::min(64.0 * 1024, std::min(resident, std::ceil(blocks / sms)) * per_block);
+    double eff = 0.92 * std::min(1.0, sms * inflight / (kSms * 40.0 * 1024));
+    if (vec == 4) eff *= 0.85;  // twice the load instructions
+    const double keys_per_split = std::ceil(kv / splits);
+    if (keys_per_split < tile) eff *= keys_per_split / tile;  // a tile mostly masked
+    const double waves = std::ceil(blocks / (kSms * resident));
+    const double tail = waves * kSms * resident / std::max(blocks, kSms * resident * 1.0);
+    // Row groups past the first re-read K and V, half of it from L2.
+    const double bytes = kv_bytes * (1 + 0.5 * (groups - 1)) + qo_bytes;
+    double t = bytes / (kDramBytesPerUs * std::max(0.02, eff)) * std::max(1.0, tail);
+    // Compute floor: per key and lane, two FMAs per row per element, shuffles and exp per row.
+    const double instr = batch * kv_heads * groups * kv * lanes * (q_rows * (2 * elems + 12));
+    t = std::max(t, instr / (kSms * 128 * 1980.0));
+    t += kLaunchUs;
+    if (splits > 1) t += kLaunchUs * 0.6 + splits * rows * (head + 2) * 4 * 2 / kDramBytesPerUs;
+    return t * rugged(prob, c, 0.02);
+  };
+  p->cold = [](const Config& c) { return c.get("kernel")->as_word() == "split" ? 1.05 : 1.03; };
+  p->chunk = [](const Config& c) { return static_cast<int>(knob(c, "kv_tile")); };
+  return p;
+}
+
 std::unique_ptr<SimProblem> make_faults() {
   auto p = std::make_unique<SimProblem>();
   p->name = "faults";
   p->description = "a small space with every failure class planted at known knob values";
   p->attrs = {{"n", "65536"}, {"landscape", "3"}};
-  p->make_space = [] {
+  p->make_space = [](const Problem&) {
     return Space::make({k("block", {64, 128, 256}, 1), k("vec", {1, 2, 4}), k("unroll", {1, 2, 4}),
                         k("stages", {1, 2})});
   };
@@ -271,7 +403,8 @@ struct SimModel {
   std::string_view op;
   std::unique_ptr<SimProblem> (*make)(const OpSignature&);
 };
-constexpr SimModel kModels[] = {{"gemm", &make_gemm}, {"rmsnorm", &make_rmsnorm}};
+constexpr SimModel kModels[] = {
+    {"gemm", &make_gemm}, {"rmsnorm", &make_rmsnorm}, {"attention_decode", &make_attention_decode}};
 
 }  // namespace
 
@@ -401,6 +534,9 @@ Result<Problem> SimBackend::resolve(const std::string& spec) const {
       if (*v <= 0)
         return Error::invalid_argument("sim problem '" + spec + "': " + key + " must be positive");
     }
+  // The op's own rules among its sizes (attention_decode: q_heads a multiple of kv_heads, ...),
+  // as the CUDA family's resolve() applies them.
+  if (op && op->check) ATTUNE_TRY(op->check(sized));
   attrs.insert(extra.begin(), extra.end());
   return Problem(p.op(), attrs);
 }
@@ -414,7 +550,7 @@ Result<const SimProblem*> SimBackend::find(const Problem& problem) const {
 
 Result<Space> SimBackend::space(const Problem& problem) const {
   ATTUNE_ASSIGN(const SimProblem* p, find(problem));
-  return p->make_space();
+  return p->make_space(problem);
 }
 
 std::optional<std::string> SimBackend::can_implement(const Problem& problem,
@@ -433,7 +569,7 @@ Result<double> SimBackend::true_time_us(const Problem& problem, const Config& co
 
 Result<std::pair<Config, double>> SimBackend::optimum(const Problem& problem) const {
   ATTUNE_ASSIGN(const SimProblem* p, find(problem));
-  ATTUNE_ASSIGN(Space s, p->make_space());
+  ATTUNE_ASSIGN(Space s, p->make_space(problem));
   std::optional<std::pair<Config, double>> best;
   for (auto e = s.enumerate(); auto pt = e.next();) {
     Config c = s.config(*pt);

@@ -125,6 +125,12 @@ Result<std::unique_ptr<Launch>> Executor::build_launch(const Problem& problem,
     rec.cpp.kernels = {lt_description(launch->algo)};
     return launch;
   }
+  if (std::holds_alternative<kernels::ChainPlan>(*plan)) {
+    // Kernels and cuBLASLt matmuls in one chain (attention_decode's split baseline): no entry
+    // point of libattune-rt runs one yet.
+    *refusal = "libattune-rt does not run chained kernel and cuBLASLt plans yet";
+    return none;
+  }
   kernels::KernelPlan native = std::get<kernels::KernelPlan>(std::move(*plan));
   ATTUNE_ASSIGN(launch->binding, kernels::bind_args(native));
   const std::string cache_key = compiler_->cache_key(native.build);

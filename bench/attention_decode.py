@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""bench/attention_decode: attune's tuned decode attention against PyTorch's SDPA backends.
+
+For each cell (dtype, head, kv depth, batch, query heads, KV heads, new tokens) it prints attune's
+tuned best and its split baseline (deploy regime, from `attune tune --json`), each PyTorch SDPA
+backend (flash, efficient, cuDNN, math) timed the way attune's deploy regime times (a CUDA graph of
+one call replayed after an L2 flush by reads, CUDA events, median of many samples), the best SDPA
+backend, attune's ratio to it (< 1: attune faster) and attune's share of the measured read
+bandwidth (bytes of K, V, q and o once / time / read bandwidth).
+
+GQA: each backend first gets enable_gqa=True with K/V of kv_heads heads; a backend that refuses it
+gets K/V expanded to q_heads heads beforehand (repeat_interleave, outside the timing; it then
+reads q_heads / kv_heads times the bytes), marked "(rep)". q_len > 1: causal among the new tokens
+(torch.nn.attention.bias.causal_lower_right, attune's masking: token i sees kv - q_len + i + 1
+keys); a backend that refuses it is "refused".
+
+Usage: bench/attention_decode.py ATTUNE_BINARY COPY_BANDWIDTH_BINARY OUT_DIR [--quick]
+Tuning per cell: --max-candidates 80 --patience 25 --time-limit 20 (ATTN_TUNE_S overrides the
+time limit): the whole list takes about 5 minutes on the H200.
+"""
+import datetime, json, os, subprocess, sys, time
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.functional import scaled_dot_product_attention as sdpa
+
+attune, copy_bw, out_dir = sys.argv[1], sys.argv[2], sys.argv[3]
+quick = "--quick" in sys.argv[4:]
+TUNE_S = os.environ.get("ATTN_TUNE_S", "20")
+# dtype, head, kv, batch, q_heads, kv_heads, q_len: Qwen3-8B / Llama-3.1-8B decode (32 query heads,
+# 8 KV heads, one token) over depth and batch, the other head sizes, fp16, and GQA / multi-token
+# variants.
+CELLS = [
+    ("bf16", 128, 4096, 1, 32, 8, 1),
+    ("bf16", 128, 4096, 8, 32, 8, 1),
+    ("bf16", 128, 4096, 32, 32, 8, 1),
+    ("bf16", 128, 16384, 8, 32, 8, 1),
+    ("bf16", 128, 32768, 1, 32, 8, 1),
+    ("bf16", 128, 32768, 16, 32, 8, 1),
+    ("bf16", 64, 8192, 16, 32, 8, 1),
+    ("bf16", 256, 8192, 4, 32, 8, 1),
+    ("fp16", 128, 8192, 8, 32, 8, 1),
+    ("bf16", 128, 4096, 8, 32, 4, 4),
+    ("bf16", 128, 16384, 4, 64, 8, 2),
+]
+if quick:
+    CELLS = CELLS[:3]
+BACKENDS = [("flash", SDPBackend.FLASH_ATTENTION), ("efficient", SDPBackend.EFFICIENT_ATTENTION),
+            ("cudnn", SDPBackend.CUDNN_ATTENTION), ("math", SDPBackend.MATH)]
+DT = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+dev = torch.device("cuda")
+props = torch.cuda.get_device_properties(dev)
+# Twice the L2 read between samples, as attune's read flush does (src/cuda/cuda_run.cpp).
+flush_buf = torch.ones(max(2 * getattr(props, "L2_cache_size", 50 << 20), 64 << 20) // 4,
+                       dtype=torch.float32, device=dev)
+flush_sink = torch.empty((), dtype=torch.float32, device=dev)
+
+
+def flush():
+    torch.sum(flush_buf, out=flush_sink)
+
+
+def deploy_us(fn, samples=200):
+    """Median of `samples` single replays of a CUDA graph of fn(), each after an L2 flush."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()  # warm-up outside the graph (workspace allocation, autotuning)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t_end = time.time() + 0.02
+    while time.time() < t_end:
+        g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(samples):
+        flush()
+        start.record()
+        g.replay()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) * 1000.0)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def read_bandwidth_gbps():
+    """Device read bandwidth: a 4 GiB fp32 sum (reads only), median of 20."""
+    x = torch.ones(1 << 30, dtype=torch.float32, device=dev)
+    out = torch.empty((), dtype=torch.float32, device=dev)
+    for _ in range(3):
+        torch.sum(x, out=out)
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    gbps = []
+    for _ in range(20):
+        start.record()
+        torch.sum(x, out=out)
+        stop.record()
+        stop.synchronize()
+        gbps.append(x.numel() * 4 / (start.elapsed_time(stop) * 1e-3) / 1e9)
+    del x
+    gbps.sort()
+    return gbps[len(gbps) // 2]
+
+
+def sdpa_us(backend, q, k, v, q_len, kv):
+    """(us, note) of one backend, or (None, why) when it refuses the cell."""
+    from torch.nn.attention.bias import causal_lower_right
+    mask = causal_lower_right(q_len, kv) if q_len > 1 else None
+    group = q.shape[1] // k.shape[1]
+    attempts = [("", k, v, True)]
+    if group > 1:
+        attempts.append(("(rep)", k.repeat_interleave(group, dim=1),
+                         v.repeat_interleave(group, dim=1), False))
+    why = ""
+    for note, kk, vv, gqa in attempts:
+        def fn():
+            with sdpa_kernel([backend]):
+                return sdpa(q, kk, vv, attn_mask=mask, enable_gqa=gqa)
+        try:
+            with torch.cuda.device(dev):
+                fn()
+                torch.cuda.synchronize()
+            return deploy_us(fn), note
+        except Exception as e:  # a backend refusing the cell (or GQA) raises
+            why = str(e).strip().splitlines()[0][:80] if str(e).strip() else type(e).__name__
+            torch.cuda.synchronize()
+    return None, why
+
+
+copy = json.loads(subprocess.run([copy_bw, "1024"], check=True, capture_output=True, text=True).stdout)
+read_gbps = read_bandwidth_gbps()
+rows, refusals = [], []
+for dtype, head, kv, batch, hq, hkv, ql in CELLS:
+    shape = f"{batch}x{kv}x{head}x{hq}x{hkv}x{ql}"
+    cell = f"{dtype} h{head} kv{kv} b{batch}" + ("" if (hq, hkv, ql) == (32, 8, 1) else f" {hq}/{hkv} q{ql}")
+    t0 = time.time()
+    p = subprocess.run([attune, "tune", "--backend", "cuda", "--op", "attention_decode", "--shape", shape,
+                        "--dtype", dtype, "--max-candidates", "80", "--patience", "25", "--time-limit", TUNE_S,
+                        "--json", "--db", f"{out_dir}/bench-attention.db"], capture_output=True, text=True)
+    wall = time.time() - t0
+    if p.returncode != 0:
+        print(f"{cell}: attune failed ({p.returncode}): {p.stderr.strip()[-500:]}", flush=True)
+        continue
+    pr = json.loads(p.stdout)["problems"][0]
+    best, base = pr["best"]["median_us"], pr["baseline"]["median_us"]
+    torch.manual_seed(0)
+    q = torch.randn(batch, hq, ql, head, dtype=DT[dtype], device=dev)
+    k = torch.randn(batch, hkv, kv, head, dtype=DT[dtype], device=dev)
+    v = torch.randn(batch, hkv, kv, head, dtype=DT[dtype], device=dev)
+    sd = {}
+    for name, b in BACKENDS:
+        us, note = sdpa_us(b, q, k, v, ql, kv)
+        sd[name] = (us, note)
+        if us is None:
+            refusals.append(f"{cell} {name}: {note}")
+    del q, k, v
+    torch.cuda.empty_cache()
+    timed = {n: u for n, (u, _) in sd.items() if u is not None}
+    best_name = min(timed, key=timed.get) if timed else None
+    nbytes = 2 * batch * hkv * kv * head * 2 + 2 * batch * hq * ql * head * 2
+    rows.append(dict(cell=cell, best=best, base=base, sd=sd, best_name=best_name,
+                     ratio=best / timed[best_name] if best_name else None,
+                     frac=nbytes / (best * 1e-6) / 1e9 / read_gbps, config=pr["best"]["config"],
+                     measured=pr["measured"], wall=wall))
+    print(f"{cell}: attune {best:.2f} us ({pr['best']['config']}), baseline {base:.2f} us, "
+          + ", ".join(f"{n} {'refused' if u is None else f'{u:.2f}{nt}'}" for n, (u, nt) in sd.items()),
+          flush=True)
+
+lines = [f"# bench/attention_decode  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+         f"device: {props.name}; torch {torch.__version__}; read bandwidth (4 GiB fp32 sum) {read_gbps:.0f} GB/s; "
+         f"copy bandwidth (cuMemcpyDtoD, read+write) {copy['median_gbps']:.0f} GB/s",
+         "All times deploy regime (CUDA graph replay after an L2 flush by reads, median). ratio = attune / best SDPA.",
+         "", "| cell | attune best us | baseline us | flash us | efficient us | cudnn us | math us | best SDPA | ratio | % read BW | attune config |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
+for x in rows:
+    cols = []
+    for n, _ in BACKENDS:
+        us, note = x["sd"][n]
+        cols.append("refused" if us is None else f"{us:.2f}{' ' + note if note else ''}")
+    lines.append(f"| {x['cell']} | {x['best']:.2f} | {x['base']:.2f} | " + " | ".join(cols) +
+                 f" | {x['best_name'] or '-'} | {x['ratio']:.2f} | {100 * x['frac']:.1f}% | {x['config']} |"
+                 if x["ratio"] is not None else
+                 f"| {x['cell']} | {x['best']:.2f} | {x['base']:.2f} | " + " | ".join(cols) +
+                 f" | - | - | {100 * x['frac']:.1f}% | {x['config']} |")
+if refusals:
+    lines += ["", "Refusals:"] + [f"- {r}" for r in refusals]
+text = "\n".join(lines)
+print(text)
+open(f"{out_dir}/attention_decode.md", "w").write(text + "\n")

@@ -1,0 +1,149 @@
+// attention_decode's kernel plans: the split-KV flash decoding kernel (and its combine of the
+// splits), and the split baseline (scores by a cuBLASLt batched GEMM, a softmax kernel, the value
+// GEMM), both launched over the layout of attention_decode_op.cpp.
+#include <fmt/format.h>
+
+#include "kernels/plan.h"
+#include "kernels/plan_knobs.h"
+
+namespace attune::kernels {
+
+extern const char* const kAttentionDecodeFlashSource;
+extern const char* const kAttentionDecodeSoftmaxSource;
+
+namespace {
+
+// Output rows per block of the combine kernel (one warp each).
+constexpr unsigned kCombineRows = 4;
+constexpr unsigned kSoftmaxThreads = 256;
+// What cuBLASLt may use in the split baseline: as much as the gemm family gives it, less; the
+// batched GEMMs of decode are small, and the heuristic's first choice for them needed none on
+// the H100 class.
+constexpr std::size_t kSplitLtWorkspace = 4u << 20;
+// The largest grid.y and grid.z CUDA launches.
+constexpr std::int64_t kMaxGridYz = 65535;
+
+std::size_t align256(std::size_t bytes) {
+  return (bytes + 255) / 256 * 256;
+}
+
+Result<Plan> plan_flash(const AttentionDecodeShape& s, const Config& c) {
+  ATTUNE_ASSIGN(std::int64_t splits, knob(c, "splits"));
+  ATTUNE_ASSIGN(std::int64_t kv_tile, knob(c, "kv_tile"));
+  ATTUNE_ASSIGN(std::int64_t warps, knob(c, "warps"));
+  ATTUNE_ASSIGN(std::int64_t vec, knob(c, "vec"));
+  ATTUNE_ASSIGN(std::int64_t q_rows, knob(c, "q_rows"));
+  const std::int64_t lanes_per_key = std::min<std::int64_t>(32, s.head / vec);
+  if (kv_tile % (warps * (32 / lanes_per_key)) != 0)
+    return Error::invalid_argument(fmt::format(
+        "attention_decode config '{}': kv_tile is not a multiple of the keys a block's warps load "
+        "at once ({})",
+        c.text(), warps * (32 / lanes_per_key)));
+  const std::int64_t groups = (s.group() * s.q_len + q_rows - 1) / q_rows;
+  if (groups > kMaxGridYz || s.batch * s.kv_heads > kMaxGridYz)
+    return Error::invalid_argument(
+        fmt::format("attention_decode: {} row groups of {} KV heads exceed a launch's grid", groups,
+                    s.batch * s.kv_heads));
+  KernelPlan p;
+  p.build.source = kAttentionDecodeFlashSource;
+  p.build.source_name = "attention_decode_flash.cu";
+  p.build.options = {
+      fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DHEAD={}", s.head),
+      fmt::format("-DGROUP={}", s.group()),   fmt::format("-DQ_LEN={}", s.q_len),
+      fmt::format("-DSPLITS={}", splits),     fmt::format("-DKV_TILE={}", kv_tile),
+      fmt::format("-DWARPS={}", warps),       fmt::format("-DVEC={}", vec),
+      fmt::format("-DQ_ROWS={}", q_rows),     fmt::format("-DCOMBINE_ROWS={}", kCombineRows)};
+  p.build.name_expressions = {"attn_decode_flash"};
+  p.steps.push_back({"attn_decode_flash",
+                     {static_cast<unsigned>(splits), static_cast<unsigned>(groups),
+                      static_cast<unsigned>(s.batch * s.kv_heads)},
+                     {static_cast<unsigned>(warps * 32)},
+                     0,
+                     {"o", "workspace", "q", "k", "v", "kv"}});
+  if (splits > 1) {
+    // Each split's unnormalized output rows, then its (max, sum) per row, all fp32.
+    const auto rows = static_cast<std::size_t>(s.rows());
+    p.workspace_bytes = static_cast<std::size_t>(splits) * rows * (s.head + 2) * sizeof(float);
+    p.build.name_expressions.push_back("attn_decode_combine");
+    p.steps.push_back({"attn_decode_combine",
+                       {ceil_div(s.rows(), kCombineRows)},
+                       {32 * kCombineRows},
+                       0,
+                       {"o", "workspace", "rows"}});
+  }
+  return Plan{std::move(p)};
+}
+
+Plan plan_split(const AttentionDecodeShape& s) {
+  const std::int64_t gl = s.group() * s.q_len;
+  const auto rows = static_cast<std::size_t>(s.rows()), kv = static_cast<std::size_t>(s.kv);
+  const std::size_t scores = align256(rows * kv * sizeof(float));
+  const std::size_t probs = align256(rows * kv * 2);
+  ChainPlan p;
+  p.build.source = kAttentionDecodeSoftmaxSource;
+  p.build.source_name = "attention_decode_softmax.cu";
+  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DHEAD={}", s.head),
+                     fmt::format("-DQ_LEN={}", s.q_len),
+                     fmt::format("-DTHREADS={}", kSoftmaxThreads)};
+  p.build.name_expressions = {"attn_decode_softmax"};
+  // S = Q . K^T per (sequence, KV head): the group's query rows are contiguous in q.
+  LtMatmul qk;
+  qk.m = gl;
+  qk.n = s.kv;
+  qk.k = s.head;
+  qk.batch = s.batch * s.kv_heads;
+  qk.b_transposed = true;
+  qk.bf16 = s.bf16;
+  qk.c_fp32 = true;
+  qk.a = {"q", 0, gl * s.head};
+  qk.b = {"k", 0, s.kv * s.head};
+  qk.c = {"workspace", 0, gl * s.kv};
+  qk.workspace_offset = scores + probs;
+  qk.workspace_bytes = kSplitLtWorkspace;
+  // O = P . V, P written by the softmax in the problem's type after the scores.
+  LtMatmul pv = qk;
+  pv.m = gl;
+  pv.n = s.head;
+  pv.k = s.kv;
+  pv.b_transposed = false;
+  pv.c_fp32 = false;
+  pv.a = {"workspace", scores, gl * s.kv};
+  pv.b = {"v", 0, s.kv * s.head};
+  pv.c = {"o", 0, gl * s.head};
+  p.steps.push_back(qk);
+  p.steps.push_back(LaunchStep{"attn_decode_softmax",
+                               {static_cast<unsigned>(rows)},
+                               {kSoftmaxThreads},
+                               0,
+                               {"workspace", "kv", "rows"}});
+  p.steps.push_back(pv);
+  p.workspace_bytes = scores + probs + kSplitLtWorkspace;
+  return p;
+}
+
+}  // namespace
+
+Result<AttentionDecodeShape> attention_decode_shape(const Problem& p) {
+  ATTUNE_ASSIGN(HalfShape h, half_shape(p, attention_decode_op()));
+  AttentionDecodeShape s{h.sizes[0], h.sizes[1], h.sizes[2], h.sizes[3],
+                         h.sizes[4], h.sizes[5], h.bf16};
+  if (s.kv_heads <= 0 || s.q_heads % s.kv_heads != 0 || s.q_len > s.kv)
+    return Error::invalid_argument("attention_decode problem " + p.text() +
+                                   ": q_heads must be a multiple of kv_heads and q_len <= kv");
+  return s;
+}
+
+Result<Plan> plan_attention_decode(const Problem& problem, const Config& config) {
+  ATTUNE_ASSIGN(AttentionDecodeShape s, attention_decode_shape(problem));
+  const Value* kernel = config.get("kernel");
+  if (!kernel)
+    return Error::invalid_argument(
+        fmt::format("attention_decode config '{}' has no knob 'kernel'", config.text()));
+  const std::string k = kernel->as_word();
+  if (k == "split") return plan_split(s);
+  if (k == "flash") return plan_flash(s, config);
+  return Error::invalid_argument(
+      fmt::format("attention_decode config '{}': unknown kernel '{}'", config.text(), k));
+}
+
+}  // namespace attune::kernels
