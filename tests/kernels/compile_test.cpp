@@ -152,6 +152,7 @@ TEST(KernelSources, AttentionDecodePlansCompileOnEveryHeadSize) {
       "kernel=flash,splits=32,kv_tile=128,warps=8,vec=8,q_rows=8",
       "kernel=flash,splits=2,kv_tile=64,warps=1,vec=4,q_rows=16",
   };
+  std::size_t next = 0;
   for (const char* head : {"64", "128", "256"}) {
     for (const char* dtype : {"bf16", "fp16"}) {
       const std::string spec = std::string(
