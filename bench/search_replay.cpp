@@ -421,6 +421,8 @@ int main(int argc, char** argv) {
       a.mcts.initial_samples = std::stoul(val());
     else if (f == "--mcts-first-play")
       a.mcts.first_play = std::stod(val());
+    else if (f == "--mcts-repair")
+      a.mcts.repair_swaps = std::stoul(val());
     else if (f == "--kernel-tuner-csv")
       a.kernel_tuner_csv = val();
     else if (f == "--set") {
@@ -440,7 +442,7 @@ int main(int argc, char** argv) {
              "--traces FILE --only SUBSTR --no-transfer --with-kernel-tuner --set S.OPT=V "
              "--kernel-tuner-csv FILE --mcts-exploration X "
              "--mcts-power X --mcts-incumbent X --mcts-neighbour X --mcts-tail X "
-             "--mcts-initial N --mcts-first-play X)\n";
+             "--mcts-initial N --mcts-first-play X --mcts-repair N)\n";
       return 2;
     }
   }
@@ -560,7 +562,7 @@ int main(int argc, char** argv) {
          << a.mcts.value_power << ", incumbent bias " << a.mcts.incumbent_bias
          << ", neighbour bias " << a.mcts.neighbour_bias << ", incumbent tail "
          << a.mcts.incumbent_tail << ", initial samples " << a.mcts.initial_samples
-         << ", first play " << a.mcts.first_play << "\n"
+         << ", first play " << a.mcts.first_play << ", repair swaps " << a.mcts.repair_swaps << "\n"
          << "- wall time: " << static_cast<int>(secs) << " s\n\n"
          << "'optimum frac @N' is the mean over seeds of optimum time / best time found after N "
             "evaluations (1.000 = the optimum).\n\n"

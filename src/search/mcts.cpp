@@ -38,9 +38,44 @@ struct Mcts::State {
   double best_us = kInf;
   std::optional<Point> incumbent;
   std::size_t initial_left;  // initial samples still to draw
+  Point baseline;
+  // repair_swaps: the repaired swap point per (fork depth, option) for the current incumbent.
+  std::unordered_map<std::uint64_t, std::optional<Point>> repaired;
 
   State(const Space& sp, std::uint64_t seed, MctsOptions opts)
-      : space(sp), rng(seed ^ 0x3c75ULL), o(std::move(opts)), initial_left(o.initial_samples) {}
+      : space(sp),
+        rng(seed ^ 0x3c75ULL),
+        o(std::move(opts)),
+        initial_left(o.initial_samples),
+        baseline(sp.baseline()) {}
+
+  // How many knobs two points differ in.
+  static std::size_t changed(const Point& a, const Point& b) {
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < a.size(); ++k) n += a[k] != b[k];
+    return n;
+  }
+
+  // The incumbent with knob `depth` set to `option` and the knobs after it completed legally,
+  // keeping the incumbent's options where they fit, else the baseline's, else the first legal
+  // one: the config of the sibling's subtree nearest the incumbent (nullopt for a dead end).
+  // Deterministic for an incumbent (no draws from rng); proposed or not.
+  const std::optional<Point>& repaired_swap(std::size_t depth, std::uint32_t option) {
+    const std::uint64_t key = (static_cast<std::uint64_t>(depth) << 32) | option;
+    auto it = repaired.find(key);
+    if (it != repaired.end()) return it->second;
+    Point prefix(incumbent->begin(), incumbent->begin() + static_cast<std::ptrdiff_t>(depth));
+    prefix.push_back(option);
+    OptionOrder near = [this](const Point& p, std::vector<std::uint32_t>& opts) {
+      std::sort(opts.begin(), opts.end());
+      for (std::uint32_t first : {baseline[p.size()], (*incumbent)[p.size()]}) {
+        auto f = std::find(opts.begin(), opts.end(), first);
+        if (f != opts.end()) std::rotate(opts.begin(), f, f + 1);
+      }
+    };
+    static const PointSet kNone;
+    return repaired.emplace(key, random_completion(space, prefix, rng, kNone, near)).first->second;
+  }
 
   Node& node(const Point& prefix) {
     Node& n = nodes[prefix];
@@ -181,7 +216,14 @@ struct Mcts::State {
           if (tried && on_incumbent_path && n->options[i] != (*incumbent)[prefix.size()]) {
             Point sp = *incumbent;
             sp[prefix.size()] = n->options[i];
-            if (!proposed.count(sp) && legal(space, sp)) swap = std::move(sp);
+            if (legal(space, sp)) {
+              if (!proposed.count(sp)) swap = std::move(sp);
+            } else if (o.repair_swaps > 0) {
+              // A structural knob (gemm's `kernel`) frees other knobs under each option, so the
+              // plain swap is illegal and the sibling's tried subtree would keep its stale value.
+              const auto& r = repaired_swap(prefix.size(), n->options[i]);
+              if (r && !proposed.count(*r) && changed(sp, *r) >= o.repair_swaps) swap = *r;
+            }
           }
           double score;
           if (!tried || swap) {
@@ -245,32 +287,50 @@ struct Mcts::State {
     if (ok && *time_us < best_us) {
       best_us = *time_us;
       incumbent = point;
+      repaired.clear();
     }
   }
 };
 
+namespace {
+// mcts's option list for O, MctsOptions or a variant of it with other defaults.
+template <typename O>
+OptionList<O> build_mcts_option_list() {
+  return OptionList<O>()
+      .template add<double>("exploration", &MctsOptions::exploration, at_least(0),
+                            "weight of the prior-weighted exploration bonus")
+      .template add<double>("value_power", &MctsOptions::value_power, above(0),
+                            "value = (best overall / best below)^power; higher sharpens near-ties")
+      .template add<double>("incumbent_bias", &MctsOptions::incumbent_bias, between(0, 1),
+                            "rollout: chance to keep the incumbent's option at each fork")
+      .template add<double>("incumbent_tail", &MctsOptions::incumbent_tail, between(0, 1),
+                            "rollout: chance to complete a config with the incumbent's options")
+      .template add<double>("neighbour_bias", &MctsOptions::neighbour_bias, between(0, 1),
+                            "rollout, otherwise: chance to take an option next to the incumbent's")
+      .template add<std::size_t>(
+          "initial_samples", &MctsOptions::initial_samples, at_least(0),
+          "points drawn by the prior after the baseline, before the first descent")
+      .template add<double>(
+          "first_play", &MctsOptions::first_play, at_least(0),
+          "an untried child's value, as a fraction of the mean value below its parent")
+      .template add<std::size_t>("repair_swaps", &MctsOptions::repair_swaps, at_least(0),
+                                 "an illegal swap point is completed legally and tried when that "
+                                 "changes at least this many more knobs; 0: never");
+}
+}  // namespace
+
 const OptionList<MctsOptions>& mcts_option_list() {
-  static const OptionList<MctsOptions> list =
-      OptionList<MctsOptions>()
-          .add("exploration", &MctsOptions::exploration, at_least(0),
-               "weight of the prior-weighted exploration bonus")
-          .add("value_power", &MctsOptions::value_power, above(0),
-               "value = (best overall / best below)^power; higher sharpens near-ties")
-          .add("incumbent_bias", &MctsOptions::incumbent_bias, between(0, 1),
-               "rollout: chance to keep the incumbent's option at each fork")
-          .add("incumbent_tail", &MctsOptions::incumbent_tail, between(0, 1),
-               "rollout: chance to complete a config with the incumbent's options")
-          .add("neighbour_bias", &MctsOptions::neighbour_bias, between(0, 1),
-               "rollout, otherwise: chance to take an option next to the incumbent's")
-          .add("initial_samples", &MctsOptions::initial_samples, at_least(0),
-               "points drawn by the prior after the baseline, before the first descent")
-          .add("first_play", &MctsOptions::first_play, at_least(0),
-               "an untried child's value, as a fraction of the mean value below its parent");
+  static const OptionList<MctsOptions> list = build_mcts_option_list<MctsOptions>();
   return list;
 }
 
-Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts)
-    : s_(std::make_unique<State>(space, options.seed, std::move(mcts))) {}
+const OptionList<MctsRepairOptions>& mcts_repair_option_list() {
+  static const OptionList<MctsRepairOptions> list = build_mcts_option_list<MctsRepairOptions>();
+  return list;
+}
+
+Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts, std::string name)
+    : s_(std::make_unique<State>(space, options.seed, std::move(mcts))), name_(std::move(name)) {}
 Mcts::~Mcts() = default;
 
 std::optional<Point> Mcts::propose() {
@@ -397,6 +457,7 @@ Status Mcts::import_nodes(const std::vector<TreeNode>& rows) {
       }
     }
   }
+  s_->repaired.clear();  // made for another incumbent
   return Status::success();
 }
 

@@ -46,6 +46,18 @@ struct MctsOptions {
   // the descent tries new options sooner, and where they are far it keeps to the best child.
   // 0: an untried child is attractive by the bonus alone. 0.25 was chosen on seeds 100..119.
   double first_play = 0.25;
+  // Swap points across a structural fork. A knob that decides which other knobs are free (gemm's
+  // `kernel`: each kernel's knobs are pinned under the others) makes the incumbent's swap point
+  // illegal, so a sibling kernel tried early keeps its stale value while the descent enumerates
+  // the incumbent's kernel: on gemm_h200_1x4096x4096 seeds 100..119 spent 100-140 evaluations in
+  // a row under skinny_tc (best 1.17x the optimum) while the skinny config nearest the incumbent
+  // was 1.04x. With N > 0 such a swap point is completed to the nearest legal config (the
+  // incumbent's options where legal, else the baseline's, else the first legal) and tried like a
+  // plain swap point when that changes at least N knobs besides the swapped one; 0: never. The
+  // mcts_repair strategy uses 2: over seeds 100..159 gemm_h200_1x4096x4096 needed 28 evaluations
+  // to within 2% (98 without), no design space needed more; 1 also repaired the one-knob fixes of
+  // matmul_kt_h200's constraints, where it needed 18 against 15 (seeds 160..259).
+  std::size_t repair_swaps = 0;
   ChildScores prior;  // empty: a cold (uniform) prior
   // Changes whenever the prior's scores may have changed (a refit), dropping cached scores.
   std::function<std::uint64_t()> prior_generation;
@@ -60,12 +72,20 @@ using TreeNode = StateNode;
 // The MctsOptions --strategy-option sets (the prior is not one: the tuner gives it from the store).
 const OptionList<MctsOptions>& mcts_option_list();
 
+// mcts_repair's options: mcts's, with swap points repaired across structural forks.
+struct MctsRepairOptions : MctsOptions {
+  MctsRepairOptions() { repair_swaps = 2; }
+};
+const OptionList<MctsRepairOptions>& mcts_repair_option_list();
+
 class Mcts final : public Strategy {
  public:
-  Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts = {});
+  // `name`: what it is registered as (its saved state is kept under it).
+  Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts = {},
+       std::string name = "mcts");
   ~Mcts() override;
 
-  std::string name() const override { return "mcts"; }
+  std::string name() const override { return name_; }
   std::optional<Point> propose() override;
   void observe(const Point& point, Verdict verdict, std::optional<double> time_us) override;
   std::vector<StateNode> save_state() const override { return export_nodes(); }
@@ -80,6 +100,7 @@ class Mcts final : public Strategy {
  private:
   struct State;
   std::unique_ptr<State> s_;
+  std::string name_;
 };
 
 }  // namespace attune::search

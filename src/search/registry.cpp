@@ -72,6 +72,15 @@ const std::vector<Registration>& registrations() {
             m.prior_generation = c.prior_generation;
             return std::unique_ptr<Strategy>(new Mcts(s, o, std::move(m)));
           }),
+      // mcts with swap points repaired across structural forks (MctsOptions::repair_swaps).
+      registration("mcts_repair", false, true, mcts_repair_option_list(),
+                   [](const Space& s, const StrategyOptions& o, MctsRepairOptions m,
+                      const StrategyContext& c) {
+                     m.prior = c.prior;
+                     m.prior_generation = c.prior_generation;
+                     return std::unique_ptr<Strategy>(
+                         new Mcts(s, o, static_cast<MctsOptions>(std::move(m)), "mcts_repair"));
+                   }),
       registration("portfolio", false, true, portfolio_option_list(),
                    [](const Space& s, const StrategyOptions& o, PortfolioOptions p,
                       const StrategyContext& c) {
@@ -97,7 +106,7 @@ const Registration* find_registration(const std::string& name) {
 }
 
 std::vector<std::string> search_strategy_names() {
-  return {"portfolio", "mcts", "annealing", "genetic"};
+  return {"portfolio", "mcts", "mcts_repair", "annealing", "genetic"};
 }
 
 std::unique_ptr<Strategy> make_search_strategy(const std::string& name, const Space& space,

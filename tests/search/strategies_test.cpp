@@ -264,6 +264,58 @@ TEST(Mcts, FirstPlayTriesNewOptionsSoonerOnAFlatLandscape) {
   EXPECT_EQ(leaves_at(flat, 0.0), leaves_at(steep, 0.0));
 }
 
+// A structural first knob, as gemm's `kernel`: knobs a1..a3 are free under kernel 0 and pinned
+// to their first option under kernel 1, b1 and b2 the other way round. Kernel 0's configs are all
+// near 10 us; under kernel 1 only b1 = b2 = 0 is fast (5 us, the optimum) and the rest are slow.
+// The incumbent's swap point to kernel 1 is illegal (its a-knobs are not pinned), so only a
+// repaired swap (kernel 1, a-knobs set to the baseline's, b-knobs kept at the incumbent's 0)
+// crosses the fork to the optimum.
+Space kernel_fork_space() {
+  std::vector<Knob> knobs = {{"kernel", {0, 1}, 0},         {"a1", {0, 1, 2, 3, 4, 5}, 0},
+                             {"a2", {0, 1, 2, 3, 4, 5}, 0}, {"a3", {0, 1, 2, 3, 4, 5}, 0},
+                             {"b1", {0, 1, 2, 3, 4, 5}, 0}, {"b2", {0, 1, 2, 3, 4, 5}, 0}};
+  std::vector<Constraint> cs = {
+      {"kernel == 1 or b1 == 0 and b2 == 0",
+       {"kernel", "a1", "a2", "a3", "b1", "b2"},
+       [](const Assignment& x) {
+         return x.i("kernel") == 1 || (x.i("b1") == 0 && x.i("b2") == 0);
+       }},
+      {"kernel == 0 or a1 == 0 and a2 == 0 and a3 == 0",
+       {"kernel", "a1", "a2", "a3"},
+       [](const Assignment& x) {
+         return x.i("kernel") == 0 || (x.i("a1") == 0 && x.i("a2") == 0 && x.i("a3") == 0);
+       }},
+  };
+  return Space::make(std::move(knobs), std::move(cs)).value();
+}
+
+Evaluation kernel_fork_time(const Point& p) {
+  if (p[0] == 1) return {Verdict::kOk, p[4] == 0 && p[5] == 0 ? 5.0 : 40.0 + p[4] + p[5]};
+  return {Verdict::kOk, 10.0 + 0.1 * std::abs(3.0 - p[1]) + 0.1 * std::abs(3.0 - p[2]) +
+                            0.1 * std::abs(3.0 - p[3])};
+}
+
+TEST(Mcts, RepairedSwapPointsCrossAStructuralFork) {
+  Space s = kernel_fork_space();
+  auto to_optimum = [&](std::size_t repair, std::uint64_t seed) {
+    MctsOptions o;
+    o.repair_swaps = repair;
+    Mcts m(s, StrategyOptions{seed}, o);
+    auto t = run_strategy(m, s, kernel_fork_time, 200).value();
+    auto e = evaluations_to_within(t, 5.0, 0.0);
+    return e ? *e : 1000;
+  };
+  std::vector<std::size_t> plain, repaired;
+  for (std::uint64_t seed = 0; seed < 10; ++seed) {
+    plain.push_back(to_optimum(0, seed));
+    repaired.push_back(to_optimum(2, seed));
+  }
+  // Measured: plain mcts reached the optimum in 200 evaluations on 2 of the 10 seeds (both by an
+  // initial sample), with repaired swaps within 9 to 16 on all 10.
+  for (std::uint64_t seed = 0; seed < 10; ++seed) EXPECT_LE(repaired[seed], 24u) << "seed " << seed;
+  EXPECT_GE(std::count(plain.begin(), plain.end(), 1000u), 6);
+}
+
 TEST(Mcts, ExportedNodesKeepTheirValueSums) {
   Space s = cube();
   Mcts first(s, StrategyOptions{4});
