@@ -34,7 +34,7 @@ struct TuneFlags {
   std::string op;
   std::string shape;
   std::string dtype;
-  std::string strategy = "mcts";
+  std::string strategy = TuneOptions{}.strategy;
   std::uint64_t seed = 0;
   int patience = 50;
   std::int64_t max_candidates = 0;

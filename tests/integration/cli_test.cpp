@@ -35,7 +35,7 @@ TEST(Cli, FaultsRunCompletesWithEveryFailureClassCountedThenReplaysWithNothingMe
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["device"]["backend"], "sim");
-  EXPECT_EQ(j["run"]["strategy"], "mcts");  // the default
+  EXPECT_EQ(j["run"]["strategy"], "mcts_repair");  // the default
   const auto& p = j["problems"][0];
   for (const char* v : {"ok", "unsupported", "build_failed", "launch_failed", "crashed", "timeout",
                         "oom", "wrong_output", "non_finite"})
@@ -553,7 +553,7 @@ TEST(Cli, TheTraceHasOneRowPerEvaluatedCandidateAndTheBestSoFarNeverRises) {
     const auto& row = rows[i];
     ASSERT_EQ(row.size(), 10u) << i;
     EXPECT_EQ(row[0], "faults");
-    EXPECT_EQ(row[1], "mcts");
+    EXPECT_EQ(row[1], "mcts_repair");
     EXPECT_EQ(row[2], "3");
     EXPECT_EQ(row[3], std::to_string(i));
     EXPECT_TRUE(configs.insert(row[4]).second) << row[4] << " twice";
@@ -624,7 +624,7 @@ TEST(Cli, ASecondSeedSaysItContinuedAndFreshSearchProposesAfresh) {
   EXPECT_EQ(b["continued_from"]["runs"], nlohmann::json::array({a["run"]["id"]}));
   auto text = run_attune("tune --backend sim --problem rmsnorm --patience 20 --seed 2", dir.path());
   ASSERT_EQ(text.code, 0) << text.err;
-  EXPECT_NE(text.out.find("  continued: mcts's stored search state and "), std::string::npos)
+  EXPECT_NE(text.out.find("  continued: mcts_repair's stored search state and "), std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("(--fresh-search starts a new search)\n"), std::string::npos);
 

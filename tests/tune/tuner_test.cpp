@@ -111,16 +111,16 @@ TEST_F(TunerTest, IdenticalProblemsAreTunedOnce) {
 namespace attune {
 namespace {
 
-TEST_F(TunerTest, MctsIsTheDefaultPersistsItsTreeAndALaterRunContinues) {
+TEST_F(TunerTest, MctsRepairIsTheDefaultPersistsItsTreeAndALaterRunContinues) {
   TuneOptions o;
-  EXPECT_EQ(o.strategy, "mcts");
+  EXPECT_EQ(o.strategy, "mcts_repair");
   o.patience = 0;
   o.max_candidates = 20;
   ProblemReport first = tune("gemm", o);
   EXPECT_EQ(first.evaluated, 20);
   EXPECT_EQ(first.measured, 20);
   Problem p = *sim.resolve("gemm");
-  auto nodes = store->search_nodes(sim.fingerprint()->key(), p.structural_key(), "mcts");
+  auto nodes = store->search_nodes(sim.fingerprint()->key(), p.structural_key(), "mcts_repair");
   ASSERT_TRUE(nodes.ok());
   EXPECT_FALSE(nodes->empty());
   // A later run with a larger budget answers the first 20 from the store and measures only new
