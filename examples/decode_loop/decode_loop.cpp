@@ -1,10 +1,12 @@
-// decode_loop: the GEMMs and RMSNorms of an LLM's decode steps (Qwen3-0.6B or Qwen3-8B layer
-// shapes; attention and activations left out), all through libattune-rt, timed with CUDA events.
+// decode_loop: the GEMMs, RMSNorms and decode attention of an LLM's decode steps (Qwen3-0.6B or
+// Qwen3-8B layer shapes, head size 128; activations and RoPE left out), all through libattune-rt,
+// timed with CUDA events. Each of the --tokens sequences attends to a KV cache of --kv positions
+// (0: attention left out, as before it had an entry point).
 // Run it without a table to harvest the shapes it needs, tune them, then run it with the exported
 // table; `attune ab` compares the two runs on the printed step_us (see README, "decode_loop").
 //
-//   decode_loop [--table tuned/DEVICE.json] [--model 0.6b|8b] [--tokens 1] [--layers N]
-//               [--steps 200] [--warmup 20] [--dtype bf16|fp16] [--graph]
+//   decode_loop [--table tuned/DEVICE.json] [--model 0.6b|8b] [--tokens 1] [--kv 4096]
+//               [--layers N] [--steps 200] [--warmup 20] [--dtype bf16|fp16] [--graph]
 // --graph captures one step (after the warm-up has compiled and loaded every kernel) as a CUDA
 // graph and times its replays, as graph-captured serving loops run: the host's launch cost then
 // drops out of the step time, and what is left is the kernels'.
@@ -65,7 +67,7 @@ struct Buffer {
 
 int main(int argc, char** argv) {
   std::string table, model_name = "0.6b", dtype_name = "bf16";
-  int tokens = 1, layers = 0, steps = 200, warmup = 20;
+  int tokens = 1, kv = 4096, layers = 0, steps = 200, warmup = 20;
   bool graph = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -79,6 +81,8 @@ int main(int argc, char** argv) {
       model_name = value();
     else if (a == "--tokens")
       tokens = std::atoi(value().c_str());
+    else if (a == "--kv")
+      kv = std::atoi(value().c_str());
     else if (a == "--layers")
       layers = std::atoi(value().c_str());
     else if (a == "--steps")
@@ -95,8 +99,8 @@ int main(int argc, char** argv) {
   if (model_name != "0.6b" && model_name != "8b") die("--model is 0.6b or 8b, not " + model_name);
   if (dtype_name != "bf16" && dtype_name != "fp16")
     die("--dtype is bf16 or fp16, not " + dtype_name);
-  if (tokens < 1 || steps < 1 || warmup < 0 || layers < 0)
-    die("--tokens and --steps must be positive");
+  if (tokens < 1 || steps < 1 || warmup < 0 || layers < 0 || kv < 0)
+    die("--tokens and --steps must be positive, --kv and --layers not negative");
   const Model m = model_of(model_name);
   if (layers == 0) layers = m.layers;
   const auto dtype = dtype_name == "bf16" ? attune::rt::DType::kBf16 : attune::rt::DType::kFp16;
@@ -112,8 +116,13 @@ int main(int argc, char** argv) {
   const std::size_t h = m.hidden, t = tokens;
   Buffer wq(m.q * h), wk(m.kv * h), wv(m.kv * h), wo(h * m.q), wgate(m.intermediate * h),
       wup(m.intermediate * h), wdown(h * m.intermediate), norm_w(h);
-  Buffer x(t * h), resid(t * h), normed(t * h), q(t * m.q), k(t * m.kv), v(t * m.kv),
+  Buffer x(t * h), resid(t * h), normed(t * h), q(t * m.q), k(t * m.kv), v(t * m.kv), attn(t * m.q),
       gate(t * m.intermediate), up(t * m.intermediate);
+  // One KV cache per sequence, [tokens, kv_heads, kv, 128], shared by the layers as the weights
+  // are (this step's k and v would be appended to it; the shapes are what is timed).
+  constexpr int kHead = 128;
+  const std::size_t cache = t * static_cast<std::size_t>(m.kv) * static_cast<std::size_t>(kv);
+  Buffer k_cache(kv ? cache : 1), v_cache(kv ? cache : 1);
 
   auto step = [&]() {
     for (int l = 0; l < layers; ++l) {
@@ -124,8 +133,13 @@ int main(int argc, char** argv) {
             "gemm k");
       check(rt->gemm(tokens, m.kv, m.hidden, dtype, normed.p, wv.p, v.p, nullptr, stream),
             "gemm v");
-      // Attention would read q, k, v here; its output has q's shape.
-      check(rt->gemm(tokens, m.hidden, m.q, dtype, q.p, wo.p, x.p, nullptr, stream), "gemm o");
+      // q is [tokens, q_heads, 1, 128]: one new token per sequence against its cache.
+      if (kv)
+        check(rt->attention_decode(tokens, kv, kHead, m.q / kHead, m.kv / kHead, 1, dtype, attn.p,
+                                   q.p, k_cache.p, v_cache.p, stream),
+              "attention_decode");
+      check(rt->gemm(tokens, m.hidden, m.q, dtype, kv ? attn.p : q.p, wo.p, x.p, nullptr, stream),
+            "gemm o");
       check(rt->rmsnorm(tokens, m.hidden, dtype, normed.p, resid.p, x.p, resid.p, norm_w.p, stream),
             "rmsnorm");
       check(rt->gemm(tokens, m.intermediate, m.hidden, dtype, normed.p, wgate.p, gate.p, nullptr,
@@ -176,8 +190,8 @@ int main(int argc, char** argv) {
   std::sort(sorted.begin(), sorted.end());
   const double median_us = 1000.0 * sorted[sorted.size() / 2];
   const auto c = rt->counters();
-  std::printf("model qwen3-%s, %d tokens, %d layers, %s, %s, table %s\n", model_name.c_str(),
-              tokens, layers, dtype_name.c_str(), exec ? "graph replay" : "direct launches",
+  std::printf("model qwen3-%s, %d tokens, kv %d, %d layers, %s, %s, table %s\n", model_name.c_str(),
+              tokens, kv, layers, dtype_name.c_str(), exec ? "graph replay" : "direct launches",
               table.empty() ? "(none)" : table.c_str());
   std::printf("runtime: %llu hits, %llu misses, %llu distinct shapes%s\n",
               static_cast<unsigned long long>(c.hits), static_cast<unsigned long long>(c.misses),

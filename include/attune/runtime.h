@@ -1,4 +1,5 @@
-// libattune-rt's C++ API: open a tuned table (attune export), then call gemm and rmsnorm through
+// libattune-rt's C++ API: open a tuned table (attune export, attune sweep), then call gemm, rmsnorm
+// and attention_decode through
 // it; a shape with a table row runs the row's kernel, any other shape the tuner's baseline, and
 // every call can say what it ran. The same library as the C API (attune/runtime_c.h), which
 // documents the environment variables, the cubin cache and the timing hook in full.
@@ -90,6 +91,16 @@ class ATTUNE_RT_API Runtime {
   Status rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y, void* h_out,
                  const void* x, const void* r, const void* w, void* stream,
                  const Dispatch** dispatched = nullptr);
+
+  // Decode attention over a KV cache in PyTorch SDPA's layout, contiguous: q and o [batch,
+  // q_heads, q_len, head], k and v [batch, kv_heads, kv, head]; o = softmax(q . k^T / sqrt(head))
+  // . v, query head h reading KV head h / (q_heads / kv_heads). The cache's last q_len positions
+  // are the new tokens, causal among themselves: token i sees positions 0 .. kv - q_len + i.
+  // head 64, 128 or 256; q_heads a multiple of kv_heads; 1 <= q_len <= min(8, kv).
+  Status attention_decode(std::int64_t batch, std::int64_t kv, std::int64_t head,
+                          std::int64_t q_heads, std::int64_t kv_heads, std::int64_t q_len,
+                          DType dtype, void* o, const void* q, const void* k, const void* v,
+                          void* stream, const Dispatch** dispatched = nullptr);
 
   // What this thread's last successful call on this Runtime ran, or null.
   const Dispatch* last_dispatch() const;

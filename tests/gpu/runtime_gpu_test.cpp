@@ -394,5 +394,112 @@ TEST_F(RuntimeGpu, AnotherDevicesTableRunsTheBaselineCorrectly) {
   EXPECT_EQ(runtime->counters().hits, 0u);
 }
 
+struct Attn {
+  std::int64_t batch, kv, head, q_heads, kv_heads, q_len;
+  bool bf16;
+};
+
+// Decode attention through the runtime against a float64 CPU reference (PyTorch SDPA's layout,
+// causal among the new tokens); returns what ran.
+rt::Dispatch run_attention(rt::Runtime& runtime, const Attn& a, std::mt19937& rng) {
+  const auto q_elems = static_cast<std::size_t>(a.batch * a.q_heads * a.q_len * a.head),
+             kv_elems = static_cast<std::size_t>(a.batch * a.kv_heads * a.kv * a.head);
+  auto q = random_bits(q_elems, a.bf16, rng), k = random_bits(kv_elems, a.bf16, rng),
+       v = random_bits(kv_elems, a.bf16, rng);
+  Buffer dq(q_elems, &q), dk(kv_elems, &k), dv(kv_elems, &v), doo(q_elems, nullptr);
+  const rt::Dispatch* d = nullptr;
+  rt::Status s = runtime.attention_decode(a.batch, a.kv, a.head, a.q_heads, a.kv_heads, a.q_len,
+                                          a.bf16 ? DType::kBf16 : DType::kFp16, doo.p(), dq.p(),
+                                          dk.p(), dv.p(), nullptr, &d);
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok() || !d) return {};
+  const std::size_t head = static_cast<std::size_t>(a.head);
+  const std::int64_t group = a.q_heads / a.kv_heads;
+  std::vector<double> want(q_elems), p(static_cast<std::size_t>(a.kv));
+  for (std::int64_t b = 0; b < a.batch; ++b)
+    for (std::int64_t h = 0; h < a.q_heads; ++h)
+      for (std::int64_t t = 0; t < a.q_len; ++t) {
+        const std::size_t qi = static_cast<std::size_t>(((b * a.q_heads + h) * a.q_len + t)) * head;
+        const std::size_t kv0 =
+            static_cast<std::size_t>((b * a.kv_heads + h / group) * a.kv) * head;
+        const std::int64_t seen = a.kv - a.q_len + t + 1;
+        double top = -INFINITY, sum = 0;
+        for (std::int64_t j = 0; j < seen; ++j) {
+          double dot = 0;
+          for (std::size_t e = 0; e < head; ++e)
+            dot += to_double(q[qi + e], a.bf16) *
+                   to_double(k[kv0 + static_cast<std::size_t>(j) * head + e], a.bf16);
+          p[static_cast<std::size_t>(j)] = dot / std::sqrt(static_cast<double>(head));
+          top = std::max(top, p[static_cast<std::size_t>(j)]);
+        }
+        for (std::int64_t j = 0; j < seen; ++j)
+          sum += p[static_cast<std::size_t>(j)] = std::exp(p[static_cast<std::size_t>(j)] - top);
+        for (std::size_t e = 0; e < head; ++e) {
+          double acc = 0;
+          for (std::int64_t j = 0; j < seen; ++j)
+            acc += p[static_cast<std::size_t>(j)] *
+                   to_double(v[kv0 + static_cast<std::size_t>(j) * head + e], a.bf16);
+          want[qi + e] = acc / sum;
+        }
+      }
+  expect_close(doo.get(), want, a.bf16, d->problem + " (" + d->config + ")");
+  return *d;
+}
+
+// attention_decode through the runtime: a bucketed flash row over batch and the split baseline
+// (cuBLASLt scores, softmax kernel, cuBLASLt values: a chain) on a miss, both against the float64
+// reference; the verify hook times both; a head size the kernels are not written for is refused.
+TEST_F(RuntimeGpu, AttentionDecodeRowsAndTheSplitBaseline) {
+  constexpr const char* kFlash = "kernel=flash,splits=4,kv_tile=32,warps=2,vec=8,q_rows=4";
+  table::Table t;
+  t.attune_version = "gpu-test";
+  t.device = device_;
+  table::OpTable a{"attention_decode",
+                   "bf16",
+                   {table::MatchPolicy::Kind::kBucketed, "batch", "no-harm, least max regret"},
+                   {}};
+  table::Row r =
+      row("attention_decode:dtype=bf16,head=64,kv=1000,kv_heads=2,q_heads=16,q_len=3", kFlash);
+  r.bucket = table::Bucket{"batch", 1, 4, {1, 2, 4}};
+  a.rows.push_back(r);
+  t.ops.push_back(a);
+  const std::string path = write_table(t, "attention.json");
+  std::unique_ptr<rt::Runtime> runtime;
+  rt::Status s = rt::Runtime::open(path, &runtime);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::mt19937 rng(4321);
+
+  rt::Dispatch d = run_attention(*runtime, {3, 1000, 64, 16, 2, 3, true}, rng);
+  EXPECT_TRUE(d.tuned);
+  EXPECT_EQ(d.why, "hit: batch=3 in bucket [1, 4]");
+  EXPECT_EQ(d.config, kFlash);
+  EXPECT_EQ(d.kernels[0], "attn_decode_flash");
+
+  const std::string baseline = "kernel=split,splits=1,kv_tile=16,warps=4,vec=8,q_rows=1";
+  for (const Attn& miss : {Attn{5, 1000, 64, 16, 2, 3, true}, Attn{2, 777, 128, 8, 8, 1, false},
+                           Attn{1, 4097, 256, 8, 2, 2, true}}) {
+    d = run_attention(*runtime, miss, rng);
+    EXPECT_FALSE(d.tuned) << d.problem;
+    EXPECT_EQ(d.config, baseline);
+    ASSERT_EQ(d.kernels.size(), 3u) << d.problem;
+    EXPECT_EQ(d.kernels[0].rfind("cublasLtMatmul", 0), 0u) << d.kernels[0];
+    EXPECT_EQ(d.kernels[1], "attn_decode_softmax");
+    EXPECT_EQ(d.kernels[2].rfind("cublasLtMatmul", 0), 0u) << d.kernels[2];
+  }
+
+  rt::Timing timing;
+  s = runtime->time_problem(
+      "attention_decode:batch=2,dtype=bf16,head=64,kv=1000,kv_heads=2,q_heads=16,q_len=3", &timing);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(timing.dispatch.config, kFlash);
+  EXPECT_GT(timing.median_us, 0);
+
+  Buffer x(64, nullptr);
+  s = runtime->attention_decode(1, 64, 96, 4, 4, 1, DType::kBf16, x.p(), x.p(), x.p(), x.p(),
+                                nullptr);
+  EXPECT_EQ(s.code(), rt::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("head=96"), std::string::npos) << s.message();
+}
+
 }  // namespace
 }  // namespace attune

@@ -228,7 +228,13 @@ TEST(Ops, AttentionDecodeRefusesSizesItsKernelsAreNotWrittenFor) {
             "attention_decode:batch=2,dtype=fp16,head=64,kv=100,kv_heads=4,q_heads=4,q_len=1");
   EXPECT_EQ(op.sweep_defaults.at("q_heads"), "32");
   EXPECT_EQ(op.sweep_default_per, std::vector<std::string>{"head"});
-  EXPECT_FALSE(op.runtime_key.has_value());
+  // libattune-rt dispatches it (attune_rt_attention_decode): its six sizes fit the key, and a
+  // problem round-trips through it.
+  ASSERT_TRUE(op.runtime_key.has_value());
+  auto key = runtime::shape_key_of(*p);
+  ASSERT_TRUE(key.ok()) << key.error().message();
+  EXPECT_EQ(key->sizes, (std::array<std::int64_t, runtime::kKeySizes>{2, 100, 64, 4, 4, 1}));
+  EXPECT_EQ(runtime::problem_of(*key)->text(), p->text());
 }
 
 TEST(Ops, TheShapeMustHaveOneSizePerAttribute) {

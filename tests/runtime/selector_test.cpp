@@ -218,6 +218,37 @@ TEST(RuntimeIndex, ExactRowsAndBuckets) {
   EXPECT_EQ(s->select(gemm(3)).why, "miss: no row for this shape");
 }
 
+// attention_decode's six sizes key its rows: a bucket over batch answers every batch in it at the
+// row's KV depth, head size, heads and query tokens, and a call differing in any of them misses.
+TEST(RuntimeIndex, AttentionDecodeRowsKeyAllSixSizes) {
+  table::Table t = sample_table();
+  table::OpTable a{"attention_decode",
+                   "bf16",
+                   {table::MatchPolicy::Kind::kBucketed, "batch", "no-harm, least max regret"},
+                   {}};
+  table::Row r = row("attention_decode:dtype=bf16,head=128,kv=4096,kv_heads=8,q_heads=32,q_len=1",
+                     "kernel=flash,splits=8,kv_tile=32,warps=4,vec=8,q_rows=4");
+  r.bucket = table::Bucket{"batch", 1, 8, {1, 2, 4, 8}};
+  a.rows.push_back(r);
+  t.ops.push_back(a);
+  TempDir dir;
+  auto s = open_ok(dir.write("t.json", table::to_json_text(t)));
+  ASSERT_NE(s, nullptr);
+  auto key = [](std::int64_t batch, std::int64_t kv, std::int64_t q_len) {
+    return ShapeKey{
+        *op_kind("attention_decode"), Dtype::kBf16, false, {batch, kv, 128, 32, 8, q_len}};
+  };
+  for (std::int64_t batch : {1, 5, 8}) {
+    const IndexedRow* hit = s->index().find(key(batch, 4096, 1));
+    ASSERT_NE(hit, nullptr) << batch;
+    EXPECT_EQ(hit->row->config, r.config);
+  }
+  EXPECT_EQ(s->index().find(key(9, 4096, 1)), nullptr);
+  EXPECT_EQ(s->index().find(key(4, 4097, 1)), nullptr);
+  EXPECT_EQ(s->index().find(key(4, 4096, 2)), nullptr);  // the sixth size, query tokens
+  EXPECT_EQ(s->select(key(5, 4096, 1)).why, "hit: batch=5 in bucket [1, 8]");
+}
+
 TEST(RuntimeCounters, CountEveryCallByWhatRan) {
   TempDir dir;
   auto s = open_ok(dir.write("t.json", table::to_json_text(sample_table())));

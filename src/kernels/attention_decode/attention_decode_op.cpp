@@ -45,7 +45,7 @@ const OpSignature& attention_decode_op() {
       .max_size = 1 << 20,
       .baseline_config = "kernel=split,splits=1,kv_tile=16,warps=4,vec=8,q_rows=1",
       .example_shape = "8x4096x128x32x8x1",
-      .runtime_key = std::nullopt,
+      .runtime_key = 2,
       .sweep_defaults = {{"q_heads", "32"}, {"kv_heads", "8"}, {"q_len", "1"}},
       .sweep_default_per = {"head"},
       .check = &check_attention_decode};

@@ -125,44 +125,70 @@ Result<std::unique_ptr<Launch>> Executor::build_launch(const Problem& problem,
     rec.cpp.kernels = {lt_description(launch->algo)};
     return launch;
   }
-  if (std::holds_alternative<kernels::ChainPlan>(*plan)) {
-    // Kernels and cuBLASLt matmuls in one chain (attention_decode's split baseline): no entry
-    // point of libattune-rt runs one yet.
-    *refusal = "libattune-rt does not run chained kernel and cuBLASLt plans yet";
-    return none;
+  if (auto* chain = std::get_if<kernels::ChainPlan>(&*plan)) {
+    ATTUNE_TRY(kernels::check_args(*chain));
+    std::vector<const kernels::LaunchStep*> steps;
+    for (const kernels::ChainStep& step : chain->steps)
+      if (const auto* k = std::get_if<kernels::LaunchStep>(&step)) steps.push_back(k);
+    DispatchRecord loaded;
+    ATTUNE_ASSIGN(std::vector<CUfunction> fns, load_steps(chain->build, steps, loaded, refusal));
+    if (fns.size() != steps.size()) return none;
+    ATTUNE_ASSIGN(std::optional<kernels::ChainLaunch> prepared,
+                  kernels::prepare_chain(lt_, *chain, fns, refusal));
+    if (!prepared) return none;
+    // What runs, in chain order: the kernels by name, the matmuls by cuBLASLt's algorithm.
+    for (std::size_t i = 0, k = 0; i < chain->steps.size(); ++i)
+      rec.cpp.kernels.push_back(prepared->lt[i] ? lt_description(prepared->lt[i]->algo)
+                                                : loaded.cpp.kernels[k++]);
+    rec.cpp.cache_key = loaded.cpp.cache_key;
+    launch->chain_launch = std::move(*prepared);
+    launch->workspace_bytes = chain->workspace_bytes;
+    launch->chain = std::move(*chain);
+    return launch;
   }
   kernels::KernelPlan native = std::get<kernels::KernelPlan>(std::move(*plan));
   ATTUNE_ASSIGN(launch->binding, kernels::bind_args(native));
-  const std::string cache_key = compiler_->cache_key(native.build);
+  std::vector<const kernels::LaunchStep*> steps;
+  for (const kernels::LaunchStep& step : native.steps) steps.push_back(&step);
+  ATTUNE_ASSIGN(launch->fns, load_steps(native.build, steps, rec, refusal));
+  if (launch->fns.size() != steps.size()) return none;
+  launch->workspace_bytes = native.workspace_bytes;
+  launch->plan = std::move(native);
+  return launch;
+}
+
+Result<std::vector<CUfunction>> Executor::load_steps(
+    const cuda::BuildRequest& build, const std::vector<const kernels::LaunchStep*>& steps,
+    DispatchRecord& rec, std::string* refusal) {
+  const std::string cache_key = compiler_->cache_key(build);
   auto it = modules_.find(cache_key);
   if (it == modules_.end()) {
-    ATTUNE_ASSIGN(cuda::BuildResult built, compiler_->build(native.build));
+    ATTUNE_ASSIGN(cuda::BuildResult built, compiler_->build(build));
     if (!built.ok) {
       *refusal = "it does not compile: " + head(built.log);
-      return none;
+      return std::vector<CUfunction>{};
     }
     ATTUNE_ASSIGN(cuda::Module module, cuda::Module::load(built.cubin));
     it = modules_.emplace(cache_key, LoadedModule{std::move(module), built.lowered_names}).first;
   }
-  for (const kernels::LaunchStep& step : native.steps) {
-    auto lowered = it->second.lowered.find(step.kernel);
+  std::vector<CUfunction> fns;
+  for (const kernels::LaunchStep* step : steps) {
+    auto lowered = it->second.lowered.find(step->kernel);
     ATTUNE_ASSIGN(CUfunction fn, it->second.module.function(lowered == it->second.lowered.end()
-                                                                ? step.kernel
+                                                                ? step->kernel
                                                                 : lowered->second));
-    const unsigned threads = step.block.x * step.block.y * step.block.z;
-    ATTUNE_ASSIGN(std::string why, cuda::check_launch(fn, threads, step.shared_bytes,
+    const unsigned threads = step->block.x * step->block.y * step->block.z;
+    ATTUNE_ASSIGN(std::string why, cuda::check_launch(fn, threads, step->shared_bytes,
                                                       limits_.max_shared_per_block_optin));
     if (!why.empty()) {
-      *refusal = step.kernel + ": " + why;
-      return none;
+      *refusal = step->kernel + ": " + why;
+      return std::vector<CUfunction>{};
     }
-    launch->fns.push_back(fn);
-    rec.cpp.kernels.push_back(step.kernel);
+    fns.push_back(fn);
+    rec.cpp.kernels.push_back(step->kernel);
   }
-  launch->workspace_bytes = native.workspace_bytes;
-  launch->plan = std::move(native);
   rec.cpp.cache_key = cache_key;
-  return launch;
+  return fns;
 }
 
 Result<Launch*> Executor::prepare(Selector& selector, Slot& slot, const kernels::PlanArgs& args) {
@@ -170,7 +196,11 @@ Result<Launch*> Executor::prepare(Selector& selector, Slot& slot, const kernels:
   if (void* l = slot.exec.load(std::memory_order_acquire)) return static_cast<Launch*>(l);
   ATTUNE_TRY(enter());
   ATTUNE_ASSIGN(const Problem problem, problem_of(slot.key));
-  const std::string baseline = signature_of(slot.key.op)->baseline_config;
+  // The op's own rules on its sizes together (attention_decode: head sizes, grouped-query heads),
+  // once per shape: a call its kernels are not written for fails instead of running.
+  const OpSignature& op = *signature_of(slot.key.op);
+  if (op.check) ATTUNE_TRY(op.check(problem));
+  const std::string baseline = op.baseline_config;
   auto rec = std::make_unique<DispatchRecord>();
   std::string why = slot.why;
   std::unique_ptr<Launch> launch;
@@ -254,6 +284,10 @@ Status Executor::run(Launch& launch, kernels::PlanArgs& args, CUstream stream) {
   }
   if (launch.plan) {
     ATTUNE_CU(kernels::enqueue(*launch.plan, launch.binding, launch.fns, args, stream));
+    return Status::success();
+  }
+  if (launch.chain) {
+    ATTUNE_CU(kernels::enqueue(lt_, *launch.chain, launch.chain_launch, args, stream));
     return Status::success();
   }
   void* a = reinterpret_cast<void*>(args.a);

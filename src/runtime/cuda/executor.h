@@ -1,9 +1,10 @@
 // Executor: runs on the device what the Selector decided. The first call of a shape prepares its
 // launch from the row's config (or the baseline's) through the kernel plans the tuner launches:
 // kernels::plan (each op's plan), compiled by cuda::Compiler (cubins cached on disk), loaded once
-// per process into the device's primary context; cuBLASLt configs through choose_lt_algo. A row
-// that cannot run here (it does not build, does not fit the device, cuBLASLt refuses it) is demoted
-// to the baseline, said on stderr. Later calls enqueue the prepared launch.
+// per process into the device's primary context; cuBLASLt configs through choose_lt_algo; chains of
+// both (attention_decode's split baseline) through kernels/plan_chain. A row that cannot run here
+// (it does not build, does not fit the device, cuBLASLt refuses it) is demoted to the baseline,
+// said on stderr. Later calls enqueue the prepared launch.
 //
 // Thread-safety: prepare() serializes first calls under a mutex and publishes each launch once;
 // run() takes no lock, except a per-shape lock for cuBLASLt with a bias (the bias pointer lives
@@ -31,6 +32,7 @@
 #include "cuda/cuda_run.h"
 #include "cuda/nvrtc_build.h"
 #include "kernels/gemm/gemm_lt.h"
+#include "kernels/plan_chain.h"
 #include "kernels/plan_launch.h"
 #include "runtime/selector.h"
 
@@ -50,6 +52,9 @@ struct Launch {
   kernels::PlanBinding binding;
   std::vector<CUfunction> fns;
   std::size_t workspace_bytes = 0;
+  // attune's kernels and cuBLASLt matmuls in one chain (attention_decode's split baseline)
+  std::optional<kernels::ChainPlan> chain;
+  kernels::ChainLaunch chain_launch;
   // cuBLASLt
   std::optional<kernels::LtProblem> lt;
   cublasLtMatmulAlgo_t algo{};
@@ -98,6 +103,11 @@ class Executor {
   Result<std::unique_ptr<Launch>> build_launch(const Problem& problem, const std::string& config,
                                                const kernels::PlanArgs& args, DispatchRecord& rec,
                                                std::string* refusal);
+  // The loaded functions of `steps` of `build` (compiled once, loaded once per process), each
+  // checked to launch here; empty with *refusal when one cannot. Their names go to rec.
+  Result<std::vector<CUfunction>> load_steps(const cuda::BuildRequest& build,
+                                             const std::vector<const kernels::LaunchStep*>& steps,
+                                             DispatchRecord& rec, std::string* refusal);
   Result<CUdeviceptr> workspace(CUstream stream, std::size_t bytes);
 
   struct LoadedModule {

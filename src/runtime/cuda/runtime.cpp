@@ -115,11 +115,13 @@ Status Runtime::open(const std::string& table_path, std::unique_ptr<Runtime>* ou
   if (!out) return invalid("Runtime::open: out is null");
   out->reset();
   auto impl = std::make_unique<Impl>();
-  auto gemm = runtime::op_kind("gemm");
-  auto rmsnorm = runtime::op_kind("rmsnorm");
-  if (!gemm || !rmsnorm) return to_status((gemm ? rmsnorm : gemm).error(), Code::kUnsupported);
-  impl->gemm_kind = *gemm;
-  impl->rmsnorm_kind = *rmsnorm;
+  for (auto [name, kind] :
+       {std::pair{"gemm", &impl->gemm_kind}, std::pair{"rmsnorm", &impl->rmsnorm_kind},
+        std::pair{"attention_decode", &impl->attention_decode_kind}}) {
+    auto k = runtime::op_kind(name);
+    if (!k) return to_status(k.error(), Code::kUnsupported);
+    *kind = *k;
+  }
   const int ordinal = options.device >= 0 ? options.device : cuda::device_ordinal();
   auto executor = runtime::Executor::open(ordinal, cubin_dir_for(table_path, options));
   if (!executor)
@@ -188,6 +190,37 @@ Status Runtime::Impl::rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtyp
   return dispatch(key, args, stream, record);
 }
 
+Status Runtime::Impl::attention_decode(std::int64_t batch, std::int64_t kv, std::int64_t head,
+                                       std::int64_t q_heads, std::int64_t kv_heads,
+                                       std::int64_t q_len, DType dtype, void* o, const void* q,
+                                       const void* k, const void* v, void* stream,
+                                       const DispatchRecord** record) {
+  // The op's joint rules (head sizes, grouped-query heads, q_len) are checked once per shape, at
+  // its first call (Executor::prepare); these are the per-call ones.
+  for (std::int64_t size : {batch, kv, head, q_heads, kv_heads, q_len})
+    if (!size_ok(size))
+      return invalid(fmt::format(
+          "attention_decode: batch={}, kv={}, head={}, q_heads={}, kv_heads={}, q_len={}: sizes "
+          "must be 1..{}",
+          batch, kv, head, q_heads, kv_heads, q_len, INT32_MAX));
+  if (dtype != DType::kBf16 && dtype != DType::kFp16)
+    return invalid("attention_decode: dtype must be bf16 or fp16");
+  if (!o || !q || !k || !v)
+    return invalid("attention_decode: o, q, k and v must be device pointers");
+  if (!aligned16(o) || !aligned16(q) || !aligned16(k) || !aligned16(v))
+    return invalid("attention_decode: o, q, k and v must be 16-byte aligned");
+  const ShapeKey key{
+      attention_decode_kind, dtype_of(dtype), false, {batch, kv, head, q_heads, kv_heads, q_len}};
+  kernels::PlanArgs args;
+  args.o = reinterpret_cast<CUdeviceptr>(o);
+  args.q = reinterpret_cast<CUdeviceptr>(q);
+  args.k = reinterpret_cast<CUdeviceptr>(k);
+  args.v = reinterpret_cast<CUdeviceptr>(v);
+  args.kv = static_cast<int>(kv);
+  args.rows = static_cast<int>(batch * q_heads * q_len);
+  return dispatch(key, args, stream, record);
+}
+
 Status Runtime::Impl::dispatch(const ShapeKey& key, kernels::PlanArgs& args, void* stream,
                                const DispatchRecord** record) {
   runtime::Slot& slot = selector->select(key);
@@ -210,6 +243,17 @@ Status Runtime::gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype
                      const Dispatch** dispatched) {
   const DispatchRecord* rec = nullptr;
   Status s = impl_->gemm(m, n, k, dtype, a, b, c, bias, stream, dispatched ? &rec : nullptr);
+  if (dispatched) *dispatched = rec ? &rec->cpp : nullptr;
+  return s;
+}
+
+Status Runtime::attention_decode(std::int64_t batch, std::int64_t kv, std::int64_t head,
+                                 std::int64_t q_heads, std::int64_t kv_heads, std::int64_t q_len,
+                                 DType dtype, void* o, const void* q, const void* k, const void* v,
+                                 void* stream, const Dispatch** dispatched) {
+  const DispatchRecord* rec = nullptr;
+  Status s = impl_->attention_decode(batch, kv, head, q_heads, kv_heads, q_len, dtype, o, q, k, v,
+                                     stream, dispatched ? &rec : nullptr);
   if (dispatched) *dispatched = rec ? &rec->cpp : nullptr;
   return s;
 }
@@ -244,9 +288,10 @@ Status Runtime::time_problem(const std::string& problem, Timing* out) {
 Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRecord** record) {
   auto fail = [](const Error& e) { return to_status(e, Code::kCuda); };
   if (attune::Status st = executor->enter(); !st) return fail(st.error());
-  const bool gemm_op = problem.op() == "gemm";
-  if (!gemm_op && problem.op() != "rmsnorm")
-    return invalid("time: '" + problem.text() + "' is not a gemm or rmsnorm problem");
+  const bool gemm_op = problem.op() == "gemm", attention_op = problem.op() == "attention_decode";
+  if (!gemm_op && !attention_op && problem.op() != "rmsnorm")
+    return invalid("time: '" + problem.text() +
+                   "' is not a gemm, rmsnorm or attention_decode problem");
   CUstream raw = nullptr;
   if (CUresult rc = cuStreamCreate(&raw, CU_STREAM_NON_BLOCKING); rc != CUDA_SUCCESS)
     return fail(cuda::driver_error(rc, "cuStreamCreate", __FILE__, __LINE__));
@@ -285,6 +330,23 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
       call = [=, this](CUstream st) {
         return self->gemm(s.m, s.n, s.k, dt, reinterpret_cast<void*>(a), reinterpret_cast<void*>(b),
                           reinterpret_cast<void*>(c), reinterpret_cast<void*>(bias), st);
+      };
+    } else if (attention_op) {
+      ATTUNE_ASSIGN(kernels::AttentionDecodeShape s, kernels::attention_decode_shape(problem));
+      for (std::int64_t size : {s.batch, s.kv, s.head, s.q_heads, s.kv_heads, s.q_len})
+        if (!size_ok(size))
+          return Error::invalid_argument("time: sizes out of range in " + problem.text());
+      const std::size_t q_elems = static_cast<std::size_t>(s.rows() * s.head),
+                        kv_elems = static_cast<std::size_t>(s.batch * s.kv_heads * s.kv * s.head);
+      ATTUNE_ASSIGN(CUdeviceptr q, add(q_elems, s.bf16, true));
+      ATTUNE_ASSIGN(CUdeviceptr k, add(kv_elems, s.bf16, true));
+      ATTUNE_ASSIGN(CUdeviceptr v, add(kv_elems, s.bf16, true));
+      ATTUNE_ASSIGN(CUdeviceptr o, add(q_elems, s.bf16, false));
+      const DType dt = s.bf16 ? DType::kBf16 : DType::kFp16;
+      call = [=, this](CUstream st) {
+        return self->attention_decode(s.batch, s.kv, s.head, s.q_heads, s.kv_heads, s.q_len, dt,
+                                      reinterpret_cast<void*>(o), reinterpret_cast<void*>(q),
+                                      reinterpret_cast<void*>(k), reinterpret_cast<void*>(v), st);
       };
     } else {
       ATTUNE_ASSIGN(kernels::RmsnormShape s, kernels::rmsnorm_shape(problem));
