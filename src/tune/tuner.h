@@ -73,12 +73,12 @@ struct CandidateResult {
   Verdict verdict = Verdict::kOk;
   std::optional<double> rank_us;    // rank-regime median
   std::optional<double> deploy_us;  // deploy-regime median (what tables use)
+  std::string message;
+  bool replayed = false;  // answered from the store
   // The deploy-regime measurement's relative standard error of the median, and its correctness
   // gate finding (what a table row records); set with deploy_us.
   std::optional<double> deploy_noise;
   std::optional<ErrorCheck> deploy_check;
-  std::string message;
-  bool replayed = false;  // answered from the store
 };
 
 struct ProblemReport {
