@@ -49,6 +49,8 @@ Command add_verify_command(CLI::App& app, GlobalOptions& g);
 // Issue 14: `attune space`, a user kernel's spec checked and its configs counted without a GPU
 // (src/cli/space.cpp).
 Command add_space_command(CLI::App& app, GlobalOptions& g);
+// Issue 16: `attune sweep`, a grid of an op's sizes tuned into table rows (src/cli/sweep.cpp).
+Command add_sweep_command(CLI::App& app, GlobalOptions& g);
 
 // "attune: error: <what>" on stderr, one line (control characters escaped); returns
 // kExitBadInput.

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "table/bucket_rule.h"
+
 namespace attune::table {
 
 namespace {
@@ -187,14 +189,6 @@ std::optional<Row> best_row(const Evidence& ev, double min_pct, std::string* why
   return exact_row(ev, config, t);
 }
 
-std::string edges_text(const std::vector<std::int64_t>& edges) {
-  if (edges.empty()) return "powers of two ([1, 1], [2, 2], [3, 4], [5, 8], ...)";
-  std::string s;
-  for (auto e : edges) s += (s.empty() ? "" : ",") + std::to_string(e);
-  return "upper edges " + s +
-         " (bucket i covers (edge[i-1], edge[i]]; points past the last edge share one bucket)";
-}
-
 std::string bucket_rule(const ExportOptions& o, const std::string& axis) {
   return fmt::format(
       "no-harm, then least maximum regret: a config represents a bucket of {0} only if it was "
@@ -206,28 +200,7 @@ std::string bucket_rule(const ExportOptions& o, const std::string& axis) {
       "saves at least {1:g}%; its other values of {0} are left to the baseline. Buckets: {2}; a "
       "row's median_us and baseline_us are at its worst-regret point, its error the worst over "
       "its points.",
-      axis, o.min_improvement_pct, edges_text(o.bucket_edges));
-}
-
-// The buckets of one group's points (ascending): (lo, hi) -> the points inside.
-std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int64_t>> assign_buckets(
-    const std::vector<std::int64_t>& points, const std::vector<std::int64_t>& explicit_edges) {
-  std::vector<std::int64_t> edges = explicit_edges;
-  if (edges.empty())
-    for (int i = 0; i <= 62; ++i) edges.push_back(std::int64_t{1} << i);
-  // No real shape has a value below 1; should one come, the first bucket reaches down to it.
-  const std::int64_t floor = std::min<std::int64_t>(1, points.front());
-  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int64_t>> out;
-  std::vector<std::int64_t> past_last;
-  for (std::int64_t v : points) {
-    auto it = std::lower_bound(edges.begin(), edges.end(), v);
-    if (it == edges.end())
-      past_last.push_back(v);
-    else
-      out[{it == edges.begin() ? floor : *std::prev(it) + 1, *it}].push_back(v);
-  }
-  if (!past_last.empty()) out[{edges.back() + 1, past_last.back()}] = past_last;
-  return out;
+      axis, o.min_improvement_pct, bucket_edges_text(o.bucket_edges));
 }
 
 // Rows of one bucketed group: problems equal but for `axis`, by axis value.
@@ -246,39 +219,19 @@ void bucket_rows(const std::map<std::int64_t, const Evidence*>& points, const Pr
     for (auto p : pts) best_at[p] = points.at(p)->best().second.median_us;
 
     // A candidate is a (backend, config) measured at the first point; the rest must follow.
-    struct Choice {
-      std::string backend, config;
-      double max_regret = 0, relative_sum = 0;
-      std::int64_t worst = 0;
-    };
-    std::optional<Choice> chosen;
     const Evidence& first = *points.at(pts.front());
-    for (const auto& [config, _] : first.passing) {
-      Choice c{first.backend, config, -1, 0, pts.front()};
-      bool admissible = true, wins = false;
-      for (auto p : pts) {
-        const Evidence& ev = *points.at(p);
-        auto t = ev.passing.find(config);
-        // No-harm: measured here in the deploy regime, and no slower than this point's baseline.
-        if (ev.backend != c.backend || t == ev.passing.end() ||
-            t->second.median_us > ev.baseline_us) {
-          admissible = false;
-          break;
-        }
-        wins = wins || (t->second.median_us < ev.baseline_us &&
-                        saved_pct(t->second.median_us, ev.baseline_us) >= o.min_improvement_pct);
-        const double regret = t->second.median_us / best_at[p] - 1;
-        if (regret > c.max_regret) {
-          c.max_regret = regret;
-          c.worst = p;
-        }
-        c.relative_sum += t->second.median_us / ev.baseline_us;
-      }
-      if (!admissible || !wins) continue;
-      if (!chosen || c.max_regret < chosen->max_regret ||
-          (c.max_regret == chosen->max_regret && c.relative_sum < chosen->relative_sum))
-        chosen = c;
+    std::vector<PointTimes> times;
+    for (auto p : pts) {
+      const Evidence& ev = *points.at(p);
+      PointTimes t{p, ev.baseline_us, best_at[p], {}};
+      if (ev.backend == first.backend)  // another backend's times are no evidence for this one
+        for (const auto& [config, timing] : ev.passing) t.us.emplace(config, timing.median_us);
+      times.push_back(std::move(t));
     }
+    std::vector<std::string> candidates;
+    for (const auto& [config, _] : first.passing) candidates.push_back(config);
+    const std::optional<BucketChoice> chosen =
+        least_max_regret(times, candidates, NoHarmRule{0, o.min_improvement_pct}).chosen;
 
     if (chosen) {
       const Evidence& at = *points.at(chosen->worst);

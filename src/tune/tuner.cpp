@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -74,7 +75,9 @@ Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOp
     }
     // An equal share of what is left: a problem that stops early leaves its time to the rest.
     if (run_deadline) deadline_ = now + (*run_deadline - now) / static_cast<long>(work.size() - i);
+    const auto problem_start = clock_.now();
     auto r = tune_one(p, options, observer);
+    if (r) r->elapsed_s = std::chrono::duration<double>(clock_.now() - problem_start).count();
     if (!r) {
       (void)store_.finish_run(run_id_, "failed");
       return r.error();
@@ -93,6 +96,57 @@ Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOp
   ATTUNE_TRY(store_.finish_run(run_id_, report.interrupted    ? "interrupted"
                                         : report.any_passed() ? "done"
                                                               : "failed"));
+  return report;
+}
+
+namespace {
+
+// measure()'s proposals: the listed configs, in order, then nothing.
+class ListStrategy final : public Strategy {
+ public:
+  explicit ListStrategy(std::vector<Point> points) : points_(std::move(points)) {}
+  std::string name() const override { return "list"; }
+  std::optional<Point> propose() override {
+    if (next_ >= points_.size()) return std::nullopt;
+    return points_[next_++];
+  }
+  void observe(const Point&, Verdict, std::optional<double>) override {}
+
+ private:
+  std::vector<Point> points_;
+  std::size_t next_ = 0;
+};
+
+}  // namespace
+
+Result<TuneReport> Tuner::measure(const std::vector<std::pair<Problem, std::vector<Config>>>& work,
+                                  const TuneOptions& options, const TuneObserver& observer) {
+  std::map<std::string, std::vector<Config>> lists;
+  std::vector<Problem> problems;
+  for (const auto& [problem, configs] : work) {
+    ATTUNE_ASSIGN(Space space, backend_.space(problem));
+    for (const Config& c : configs) {
+      ATTUNE_ASSIGN(Config parsed, space.parse(c.text()));
+      ATTUNE_TRY(space.point(parsed));
+    }
+    auto& list = lists[problem.structural_key()];
+    if (list.empty()) problems.push_back(problem);
+    list.insert(list.end(), configs.begin(), configs.end());
+  }
+  TuneOptions o;
+  o.strategy = "list";
+  o.seed = 0;
+  o.patience = 0;  // never: the list is the whole search
+  o.fresh_search = true;
+  // Every listed config is measured in the deploy regime, whatever its ranking time.
+  o.deploy_band = std::numeric_limits<double>::infinity();
+  o.drift = options.drift;
+  o.interrupted = options.interrupted;
+  o.arguments = options.arguments;
+  o.command = options.command;
+  lists_ = &lists;
+  auto report = run(problems, o, observer);
+  lists_ = nullptr;
   return report;
 }
 
@@ -182,6 +236,17 @@ Result<std::unique_ptr<Strategy>> Tuner::make_strategy_for(const Problem& proble
                                                            const Space& space,
                                                            const TuneOptions& options,
                                                            std::optional<prior::Prior>& prior) {
+  if (lists_) {
+    std::vector<Point> points;
+    auto it = lists_->find(problem.structural_key());
+    if (it != lists_->end())
+      for (const Config& c : it->second) {
+        ATTUNE_ASSIGN(Config parsed, space.parse(c.text()));
+        ATTUNE_ASSIGN(Point p, space.point(parsed));
+        points.push_back(std::move(p));
+      }
+    return std::unique_ptr<Strategy>(std::make_unique<ListStrategy>(std::move(points)));
+  }
   StrategyOptions so;
   so.seed = options.seed;
   so.shard_index = options.shard_index;
@@ -351,6 +416,7 @@ class Tuner::ProblemSearch {
     for (std::size_t i = 0; i < results_.size(); ++i) {
       if (dropped_.count(i)) continue;  // its measurement drifted and was not taken again
       const CandidateResult& c = results_[i];
+      rep_.results.push_back(c);
       ++rep_.evaluated;
       ++(c.replayed ? rep_.replayed : rep_.measured);
       ++rep_.verdicts[c.verdict];
@@ -493,6 +559,10 @@ class Tuner::ProblemSearch {
     if (first.verdict != Verdict::kOk || !first.measurement) return c;
     const double ranking_us = first.measurement->median_us;
     (regimes_.ranking() == Regime::kRank ? c.rank_us : c.deploy_us) = ranking_us;
+    if (regimes_.ranking() == Regime::kDeploy) {
+      c.deploy_noise = first.measurement->noise;
+      c.deploy_check = first.check;
+    }
     if (!regimes_.deploys(is_baseline, ranking_us, best_)) return c;
     bool replayed = false;
     ATTUNE_ASSIGN(Outcome dep, t_.evaluate(problem_, config, Regime::kDeploy, &replayed, &id));
@@ -500,6 +570,8 @@ class Tuner::ProblemSearch {
     c.replayed = c.replayed && replayed;
     if (dep.verdict == Verdict::kOk && dep.measurement) {
       c.deploy_us = dep.measurement->median_us;
+      c.deploy_noise = dep.measurement->noise;
+      c.deploy_check = dep.check;
     } else {
       // Passing warm but failing in the production path is a failure.
       c.verdict = dep.verdict;

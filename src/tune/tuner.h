@@ -78,6 +78,10 @@ struct CandidateResult {
   std::optional<double> deploy_us;  // deploy-regime median (what tables use)
   std::string message;
   bool replayed = false;  // answered from the store
+  // The deploy-regime measurement's relative standard error of the median, and its correctness
+  // gate finding (what a table row records); set with deploy_us.
+  std::optional<double> deploy_noise;
+  std::optional<ErrorCheck> deploy_check;
 };
 
 struct ProblemReport {
@@ -102,6 +106,9 @@ struct ProblemReport {
   std::int64_t replayed = 0;
   std::map<Verdict, std::int64_t> verdicts;
   std::vector<CandidateResult> rejected;  // every candidate that did not pass, with its reason
+  // Every candidate of the problem in visit order, passing or not, less those discarded for drift
+  // and not measured again.
+  std::vector<CandidateResult> results;
   // exhausted, patience, max_candidates, time_limit, interrupted, unstable (the drift guard's
   // bound on back-off was spent: the device did not settle), baseline_failed (a backend whose
   // baseline is the reference: nothing else could be checked)
@@ -116,6 +123,7 @@ struct ProblemReport {
   std::optional<measure::AnchorLevels> anchor_levels;
   std::string unstable;  // stopped_by "unstable": why, in words
   std::uint64_t space_size = 0;
+  double elapsed_s = 0;  // wall time of this problem's search, by the tuner's clock
 };
 
 struct TuneReport {
@@ -156,6 +164,18 @@ class Tuner {
 
   Result<TuneReport> run(const std::vector<Problem>& problems, const TuneOptions& options,
                          const TuneObserver& observer = {});
+
+  // Each problem with exactly the configs listed for it, not a strategy's proposals: the baseline
+  // first, then each config in order, measured in the ranking and then the deploy regime down
+  // run()'s path (answered from the store when known, else measured and stored; the drift
+  // guard's anchor checks, back-off and stopped_by "unstable"). From `options` it takes the
+  // drift policy, the interrupt flag and what the run records (arguments, command); there is no
+  // search to bound, so no strategy, patience, budget, pins or time limit. Each report's
+  // `results` holds every listed config's outcome (a problem listed twice gets both lists). A
+  // config that is not in its problem's space is an invalid_argument before anything runs.
+  // attune sweep measures every candidate of a bucket at each point of it with this.
+  Result<TuneReport> measure(const std::vector<std::pair<Problem, std::vector<Config>>>& work,
+                             const TuneOptions& options, const TuneObserver& observer = {});
 
   // Checks pins against the problem's space: known knobs, values among their options.
   static Status check_pins(const Space& space, const std::map<std::string, std::string>& pins);
@@ -202,6 +222,9 @@ class Tuner {
   std::string interruption_;
   std::int64_t resume_root_ = 0;  // the first run of the interrupted search this one resumes
   std::map<std::pair<std::string, std::string>, std::vector<SearchNode>> pending_states_;
+  // Set by measure(): the configs to evaluate per problem (by structural key) instead of a
+  // strategy's proposals.
+  const std::map<std::string, std::vector<Config>>* lists_ = nullptr;
 };
 
 }  // namespace attune

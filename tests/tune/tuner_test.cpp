@@ -824,3 +824,39 @@ TEST_F(DeployOnlyTest, AnInterruptIsNotRecordedAndClosesTheRunAsInterrupted) {
 
 }  // namespace
 }  // namespace attune
+
+namespace attune {
+namespace {
+
+// Tuner::measure (attune sweep's second pass): exactly the listed configs, each in the deploy
+// regime with its noise and gate finding, down run()'s path: a second call measures nothing.
+TEST_F(TunerTest, MeasureEvaluatesExactlyTheListedConfigsInTheDeployRegime) {
+  const Problem p = *sim.resolve("rmsnorm");
+  const std::vector<Config> list = {*Config::parse("threads=128,rows_per_block=2,vec=4,unroll=2"),
+                                    *Config::parse("threads=512,rows_per_block=1,vec=8,unroll=1")};
+  Tuner t(*store, sim, runner);
+  TuneOptions o;
+  o.patience = 1;  // not a search's: measure() ignores it
+  auto r = t.measure({{p, list}}, o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const ProblemReport& a = r->problems.at(0);
+  ASSERT_EQ(a.results.size(), 3u);  // the baseline first, then the list in order
+  EXPECT_EQ(a.results[0].config, a.baseline->config);
+  EXPECT_EQ(a.results[1].config, list[0].text());
+  EXPECT_EQ(a.results[2].config, list[1].text());
+  for (const auto& c : a.results) {
+    ASSERT_TRUE(c.deploy_us) << c.config;
+    ASSERT_TRUE(c.deploy_noise && c.deploy_check) << c.config;
+    EXPECT_LE(c.deploy_check->value, c.deploy_check->tolerance);
+  }
+  EXPECT_EQ(a.stopped_by, "exhausted");
+  auto again = t.measure({{p, list}}, o);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->problems.at(0).measured, 0);
+  EXPECT_EQ(again->problems.at(0).results.at(2).deploy_us, a.results[2].deploy_us);
+  // A config outside the space is refused before anything runs.
+  EXPECT_FALSE(t.measure({{p, {*Config::parse("threads=7")}}}, o).ok());
+}
+
+}  // namespace
+}  // namespace attune

@@ -12,7 +12,10 @@ const OpSignature& gemm_op() {
                               .max_size = 1 << 20,
                               .baseline_config = "kernel=cublaslt,lt_algo=0,lt_split=0,lt_tile=0",
                               .example_shape = "16x4096x4096",
-                              .runtime_key = 0};
+                              .runtime_key = 0,
+                              // A weight matrix is one (n, k): its rows compress to a default
+                              // config over the token count m, with exceptions.
+                              .sweep_default_per = {"n", "k"}};
   return op;
 }
 

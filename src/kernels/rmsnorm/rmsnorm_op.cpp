@@ -12,7 +12,10 @@ const OpSignature& rmsnorm_op() {
                               .max_size = 1 << 24,
                               .baseline_config = "threads=256,rows_per_block=1,vec=1,unroll=1",
                               .example_shape = "8192x4096",
-                              .runtime_key = 1};
+                              .runtime_key = 1,
+                              // A model has one hidden size: a default config per hidden over
+                              // the row count, with exceptions.
+                              .sweep_default_per = {"hidden"}};
   return op;
 }
 
