@@ -100,7 +100,7 @@ TEST(Sim, AttentionDecodeHasTheFamilysSpaceAndAnOptimumThatMovesWithBatchAndKv) 
   EXPECT_GT(s.count(), 100u);
   auto opt = sim.optimum(p);
   ASSERT_TRUE(opt.ok());
-  EXPECT_EQ(opt->first.get("kernel")->as_word(), "flash");
+  EXPECT_NE(opt->first.get("kernel")->as_word(), "split");
   EXPECT_GT(*sim.true_time_us(p, baseline, Regime::kRank) / opt->second, 1.5);
   for (auto e = s.enumerate(); auto pt = e.next();) {
     const double t = *sim.true_time_us(p, s.config(*pt), Regime::kRank);

@@ -152,9 +152,10 @@ TEST(CudaGpu, GemmEveryConfigOnOddShapes) {
 
 // attention_decode on odd shapes: every head size in both dtypes, caches of 1, 7, 1000 and 4097
 // keys, 1-8 new tokens, GQA ratios 1, 4 and 8, batch 1 and 3. The split baseline and a seeded
-// sample of flash configs (splits that do not divide the cache, tiles longer than it, row groups
-// with padding) each pass the gate against the float64 reference: fresh inputs, poisoned output
-// with guard elements, NaN checks. Counts the configs that ran.
+// sample of flash configs and of tensor-core (kernel=mma) ones (splits that do not divide the
+// cache, tiles longer than it, row groups with padding, empty splits) each pass the gate against
+// the float64 reference: fresh inputs, poisoned output with guard elements, NaN checks. Counts the
+// configs that ran.
 TEST(CudaGpu, AttentionDecodeBaselineAndSampledFlashConfigsOnOddShapes) {
   ATTUNE_REQUIRE_GPU(cuda);
   const char* specs[] = {
@@ -175,17 +176,22 @@ TEST(CudaGpu, AttentionDecodeBaselineAndSampledFlashConfigsOnOddShapes) {
     ASSERT_TRUE(p.ok()) << p.error().message();
     auto space = cuda->space(*p);
     ASSERT_TRUE(space.ok()) << space.error().message();
-    std::vector<Config> flash;
+    std::vector<Config> flash, mma;
     Config baseline = space->config(space->baseline());
     ASSERT_EQ(baseline.get("kernel")->as_word(), "split");
     for (auto e = space->enumerate(); auto pt = e.next();) {
       Config c = space->config(*pt);
-      if (c.get("kernel")->as_word() == "flash") flash.push_back(std::move(c));
+      const std::string k = c.get("kernel")->as_word();
+      if (k == "flash") flash.push_back(std::move(c));
+      if (k == "mma") mma.push_back(std::move(c));
     }
-    std::shuffle(flash.begin(), flash.end(), rng);
-    if (flash.size() > kSampled) flash.resize(kSampled);
+    ASSERT_FALSE(mma.empty()) << spec;
     std::vector<Config> configs = {baseline};
-    configs.insert(configs.end(), flash.begin(), flash.end());
+    for (std::vector<Config>* some : {&flash, &mma}) {
+      std::shuffle(some->begin(), some->end(), rng);
+      if (some->size() > kSampled) some->resize(kSampled);
+      configs.insert(configs.end(), some->begin(), some->end());
+    }
     for (const Config& c : configs) cuda->prepare(*p, c);
     std::size_t ok = 0;
     for (const Config& c : configs) {

@@ -181,19 +181,29 @@ std::unique_ptr<SimProblem> make_rmsnorm(const OpSignature& op) {
   return p;
 }
 
-// Decode attention as attention_decode's family runs it: the same space (the split baseline, or
+// Decode attention as attention_decode's family runs it: the same space (the split baseline,
 // split-KV flash decoding with its splits, KV tile, warps, vector width and query rows per block,
-// under the family's constraints), timed as a bandwidth-bound kernel. Time = launches + bytes of
-// K and V (re-read per row group, partly from L2) / (DRAM bandwidth x an efficiency set by the
-// bytes in flight: blocks vs SMs, warps, keys per lane, load width), with a compute floor, a tail
-// wave and the combine of the splits; the baseline also writes and reads its scores and
-// probabilities. Small batches want many splits, large ones few: the optimum moves with batch and
-// kv, so a sweep over them has real buckets and exceptions.
+// or its tensor-core form with splits, KV tile and warps, under the family's constraints), timed as
+// a bandwidth-bound kernel. Time = launches + bytes of K and V (re-read per row group, partly from
+// L2) / (DRAM bandwidth x an efficiency set by the bytes in flight: blocks vs SMs, warps, keys per
+// lane, load width), with a compute floor, a tail wave and the combine of the splits; the baseline
+// also writes and reads its scores and probabilities. Small batches want many splits, large ones
+// few: the optimum moves with batch and kv, so a sweep over them has real buckets and exceptions.
+// attention_decode's kernel=mma stages per warp and shared memory per block, as its plan
+// (kernels/attention_decode/attention_decode_plan.cpp) sizes them: 2-4 stages of 24 KB a warp.
+std::int64_t sim_mma_stages(std::int64_t head, std::int64_t kv_tile) {
+  return std::clamp<std::int64_t>(24 * 1024 / (kv_tile * head * 4), 2, 4);
+}
+std::int64_t sim_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile, std::int64_t warps) {
+  return 16 * head * 2 + warps * sim_mma_stages(head, kv_tile) * kv_tile * head * 4;
+}
+
 std::unique_ptr<SimProblem> make_attention_decode(const OpSignature& op) {
   auto p = std::make_unique<SimProblem>();
   p->name = op.name;
   p->description =
-      "decode attention on the simulated device: split baseline or flash (splits, KV tile, warps, "
+      "decode attention on the simulated device: split baseline, flash or mma (splits, KV tile, "
+      "warps, "
       "vector width, query rows per block)";
   p->attrs = sizes_of(op, {"8", "4096", "128", "32", "8", "1"}, "4");
   // Sizes by name (resolve() checked them all).
@@ -206,26 +216,46 @@ std::unique_ptr<SimProblem> make_attention_decode(const OpSignature& op) {
   p->make_space = [sz, lanes_per_key](const Problem& prob) {
     const std::int64_t kv = sz(prob, "kv"), head = sz(prob, "head"),
                        rows = sz(prob, "q_heads") / sz(prob, "kv_heads") * sz(prob, "q_len");
-    auto only_flash = [](const char* name, std::int64_t fixed) {
-      return Constraint{fmt::format("{} is fixed unless kernel=flash", name),
-                        {"kernel", name},
-                        [name, fixed](const Assignment& a) {
-                          return a["kernel"].as_word() == "flash" || a.i(name) == fixed;
-                        }};
+    auto fixed_unless = [](const char* name, std::int64_t fixed, bool mma_too) {
+      return Constraint{
+          fmt::format("{} is fixed unless kernel=flash{}", name, mma_too ? " or mma" : ""),
+          {"kernel", name},
+          [name, fixed, mma_too](const Assignment& a) {
+            const std::string k = a["kernel"].as_word();
+            return k == "flash" || (mma_too && k == "mma") || a.i(name) == fixed;
+          }};
     };
     auto flash = [](const Assignment& a) { return a["kernel"].as_word() == "flash"; };
+    auto mma = [](const Assignment& a) { return a["kernel"].as_word() == "mma"; };
     auto kpw = [head, lanes_per_key](const Assignment& a) {
       return a.i("warps") * (32 / lanes_per_key(head, a.i("vec")));
     };
     return Space::make(
-        {Knob{"kernel", {"split", "flash"}, 0, KnobKind::kStructural},
+        {Knob{"kernel", {"split", "flash", "mma"}, 0, KnobKind::kStructural},
          k("splits", {1, 2, 4, 8, 16, 32, 64}), k("kv_tile", {16, 32, 64, 128}),
          k("warps", {4, 1, 2, 8}), k("vec", {8, 4}), k("q_rows", {1, 2, 4, 8, 16})},
-        {only_flash("splits", 1),
-         only_flash("kv_tile", 16),
-         only_flash("warps", 4),
-         only_flash("vec", 8),
-         only_flash("q_rows", 1),
+        {fixed_unless("splits", 1, true),
+         fixed_unless("kv_tile", 16, true),
+         fixed_unless("warps", 4, true),
+         fixed_unless("vec", 8, false),
+         fixed_unless("q_rows", 1, false),
+         {"kernel=mma: a tile within twice the cache, every split at least one tile",
+          {"kernel", "splits", "kv_tile"},
+          [mma, kv](const Assignment& a) {
+            return !mma(a) || ((a.i("kv_tile") == 16 || a.i("kv_tile") < 2 * kv) &&
+                               (a.i("splits") == 1 || kv >= a.i("splits") * a.i("kv_tile")));
+          }},
+         {"kernel=mma: registers",
+          {"kernel", "kv_tile"},
+          [mma, head](const Assignment& a) {
+            return !mma(a) || head / 2 + a.i("kv_tile") / 2 <= 160;
+          }},
+         {"kernel=mma: shared memory",
+          {"kernel", "kv_tile", "warps"},
+          [mma, head](const Assignment& a) {
+            return !mma(a) ||
+                   sim_mma_shared_bytes(head, a.i("kv_tile"), a.i("warps")) <= 227 * 1024;
+          }},
          {"kv_tile is a multiple of the keys a block's warps load at once",
           {"kernel", "kv_tile", "warps", "vec"},
           [flash, kpw](const Assignment& a) { return !flash(a) || a.i("kv_tile") % kpw(a) == 0; }},
@@ -277,6 +307,33 @@ std::unique_ptr<SimProblem> make_attention_decode(const OpSignature& op) {
              rugged(prob, c, 0.02);
     }
     const double splits = knob(c, "splits"), tile = knob(c, "kv_tile"), warps = knob(c, "warps");
+    if (c.get("kernel")->as_word() == "mma") {
+      // Tensor cores do the math (no compute floor worth modelling); each warp keeps STAGES - 1
+      // tiles in flight; shared memory and registers bound the blocks per SM.
+      const auto h = static_cast<std::int64_t>(head), kt = static_cast<std::int64_t>(tile);
+      const double groups = std::ceil(group_rows / 16);
+      const double blocks = batch * kv_heads * groups * splits;
+      const double smem =
+          static_cast<double>(sim_mma_shared_bytes(h, kt, static_cast<std::int64_t>(warps)));
+      const double regs = head / 2 + tile / 2 + 48;
+      const double resident =
+          std::max(1.0, std::min({std::floor(64 / warps), std::floor(228.0 * 1024 / smem),
+                                  std::floor(65536 / (32 * warps * regs))}));
+      const double sms = std::min<double>(kSms, blocks);
+      const double per_block = warps * (sim_mma_stages(h, kt) - 1) * tile * head * 4;
+      const double inflight =
+          std::min(std::min(resident, std::ceil(blocks / sms)) * per_block, 160.0 * 1024);
+      double eff = 0.97 * std::min(1.0, sms * inflight / (kSms * 32.0 * 1024));
+      const double keys_per_split = std::ceil(kv / splits);
+      if (keys_per_split < tile * warps) eff *= std::max(0.25, keys_per_split / (tile * warps));
+      const double waves = std::ceil(blocks / (kSms * resident));
+      const double tail = waves * kSms * resident / std::max(blocks, kSms * resident * 1.0);
+      const double bytes = kv_bytes * (1 + 0.5 * (groups - 1)) + qo_bytes;
+      double t = bytes / (kDramBytesPerUs * std::max(0.02, eff)) * std::max(1.0, tail);
+      t += kLaunchUs;
+      if (splits > 1) t += kLaunchUs * 0.6 + splits * rows * (head + 2) * 4 * 2 / kDramBytesPerUs;
+      return t * rugged(prob, c, 0.02);
+    }
     const double vec = knob(c, "vec"), q_rows = knob(c, "q_rows");
     const double lanes = static_cast<double>(
         lanes_per_key(static_cast<std::int64_t>(head), static_cast<std::int64_t>(vec)));

@@ -11,6 +11,10 @@
 namespace attune::kernels {
 
 extern const char* const kAttentionDecodeRefSource;
+// The kernel=mma form's dynamic shared memory per block (attention_decode_plan.cpp), so the space
+// rejects configs over a block's limit before any compile.
+std::size_t attention_decode_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile,
+                                              std::int64_t warps);
 
 namespace {
 
@@ -76,25 +80,48 @@ class AttentionDecodeFamily final : public CudaFamily {
   Result<Space> space(const Problem& problem) const override {
     ATTUNE_ASSIGN(AttentionDecodeShape s, attention_decode_shape(problem));
     const std::int64_t kv = s.kv, head = s.head, rows = s.group() * s.q_len;
-    // The kernel fork first: the flash knobs are free only under it, so the split baseline is one
-    // config.
-    auto only_flash = [](const char* name, std::int64_t fixed) {
-      return Constraint{fmt::format("{} is fixed unless kernel=flash", name),
-                        {"kernel", name},
-                        [name, fixed](const Assignment& a) {
-                          return a["kernel"].as_word() == "flash" || a.i(name) == fixed;
-                        }};
+    // The kernel fork first: the flash knobs are free only under it (splits, kv_tile and warps
+    // under kernel=mma too), so the split baseline is one config.
+    auto fixed_unless = [](const char* name, std::int64_t fixed, bool mma_too) {
+      return Constraint{
+          fmt::format("{} is fixed unless kernel=flash{}", name, mma_too ? " or mma" : ""),
+          {"kernel", name},
+          [name, fixed, mma_too](const Assignment& a) {
+            const std::string k = a["kernel"].as_word();
+            return k == "flash" || (mma_too && k == "mma") || a.i(name) == fixed;
+          }};
     };
     auto flash = [](const Assignment& a) { return a["kernel"].as_word() == "flash"; };
+    auto mma = [](const Assignment& a) { return a["kernel"].as_word() == "mma"; };
     return Space::make(
-        {knob("kernel", {"split", "flash"}, 0, KnobKind::kStructural),
+        {knob("kernel", {"split", "flash", "mma"}, 0, KnobKind::kStructural),
          knob("splits", {1, 2, 4, 8, 16, 32, 64}), knob("kv_tile", {16, 32, 64, 128}),
          knob("warps", {4, 1, 2, 8}), knob("vec", {8, 4}), knob("q_rows", {1, 2, 4, 8, 16})},
-        {only_flash("splits", 1),
-         only_flash("kv_tile", 16),
-         only_flash("warps", 4),
-         only_flash("vec", 8),
-         only_flash("q_rows", 1),
+        {fixed_unless("splits", 1, true),
+         fixed_unless("kv_tile", 16, true),
+         fixed_unless("warps", 4, true),
+         fixed_unless("vec", 8, false),
+         fixed_unless("q_rows", 1, false),
+         {"kernel=mma: a tile within twice the cache, every split at least one tile",
+          {"kernel", "splits", "kv_tile"},
+          [mma, kv](const Assignment& a) {
+            return !mma(a) || ((a.i("kv_tile") == 16 || a.i("kv_tile") < 2 * kv) &&
+                               (a.i("splits") == 1 || kv >= a.i("splits") * a.i("kv_tile")));
+          }},
+         // The fp32 output (head / 2 per lane) and scores (kv_tile / 2) in registers: ptxas gave
+         // 254 registers, no spills, at the bound (head 256, kv_tile 64), 128 at head 128,
+         // kv_tile 16 (CUDA 13.0, sm_90).
+         {"kernel=mma: registers, head / 2 + kv_tile / 2 <= 160 per lane",
+          {"kernel", "kv_tile"},
+          [mma, head](const Assignment& a) {
+            return !mma(a) || head / 2 + a.i("kv_tile") / 2 <= 160;
+          }},
+         {"kernel=mma: the warps' stage buffers fit a block's 227 KB of shared memory",
+          {"kernel", "kv_tile", "warps"},
+          [mma, head](const Assignment& a) {
+            return !mma(a) || attention_decode_mma_shared_bytes(head, a.i("kv_tile"),
+                                                                a.i("warps")) <= 227 * 1024;
+          }},
          {"kv_tile is a multiple of the keys a block's warps load at once",
           {"kernel", "kv_tile", "warps", "vec"},
           [flash, head](const Assignment& a) {

@@ -1,7 +1,8 @@
 // The attention_decode kernel family: decode attention of 1-8 new tokens per sequence against a
 // KV cache (grouped-query, head 64/128/256, bf16 and fp16). Knobs: the kernel (the split baseline
-// of cuBLASLt batched GEMMs around a softmax kernel, or split-KV flash decoding) and the flash
-// kernel's KV splits, KV tile, warps, vector width and query rows per block.
+// of cuBLASLt batched GEMMs around a softmax kernel, split-KV flash decoding, or its tensor-core
+// form kernel=mma) and the flash kernels' KV splits, KV tile, warps (and, flash alone, vector
+// width and query rows per block).
 #pragma once
 
 #include <memory>

@@ -21,6 +21,7 @@
 #define INFINITY __int_as_float(0x7f800000)
 #endif
 
+#ifndef MMA
 namespace {
 
 constexpr int kLanesPerKey = HEAD / VEC < 32 ? HEAD / VEC : 32;
@@ -228,6 +229,299 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
 #endif
   }
 }
+
+#endif  // !MMA
+
+#ifdef MMA
+// The tensor-core form (MMA defined; KV_TILE, WARPS, STAGES): a block per (split, 16 rows, sequence
+// x KV head) and each warp its own stream of KV_TILE-key tiles of the split (tiles w, w + WARPS,
+// ...), copied by cp.async into the warp's STAGES shared-memory buffers, STAGES - 1 tiles ahead of
+// the math, so a warp needs no block barrier until the end. S = Q K^T and O += P V by
+// mma.m16n8k16 (fp32 accumulators): the 16 rows are the group's (query head, token) pairs, rows
+// past them zero; ldmatrix reads Q and K, ldmatrix.trans reads V. Rows of 16-byte chunks are
+// swizzled (chunk c of row r at c ^ (r % 8)) so ldmatrix's eight rows hit distinct banks.
+namespace {
+
+constexpr int kRows = GROUP * Q_LEN;
+constexpr int kChunks = HEAD / 8;  // 16-byte chunks per row
+constexpr int kNt = KV_TILE / 8;   // key n-tiles of S per tile
+constexpr int kTileElems = KV_TILE * HEAD;
+static_assert(KV_TILE % 16 == 0 && HEAD % 64 == 0, "KV_TILE of 16s, HEAD of 64s");
+
+template <class A, class B>
+struct Same {
+  static constexpr bool value = false;
+};
+template <class A>
+struct Same<A, A> {
+  static constexpr bool value = true;
+};
+constexpr bool kBf16 = Same<T, __nv_bfloat16>::value;
+
+__device__ __forceinline__ unsigned swz(int row, int chunk) {
+  return static_cast<unsigned>((row * kChunks + (chunk ^ (row & 7))) * 16);
+}
+
+__device__ __forceinline__ void ldsm4(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2,
+                                      unsigned& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldsm4t(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2,
+                                       unsigned& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void mma(float* d, const unsigned* a, unsigned b0, unsigned b1) {
+  if constexpr (kBf16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Two fp32 as a 16-bit pair, lo in the low half (the lower k index of an mma fragment).
+__device__ __forceinline__ unsigned pack(float lo, float hi) {
+  if constexpr (kBf16) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<unsigned*>(&h);
+  } else {
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<unsigned*>(&h);
+  }
+}
+
+__device__ __forceinline__ void cp16(unsigned dst, const void* src, bool in) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(in ? 16 : 0));
+}
+__device__ __forceinline__ void cp_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int N>
+__device__ __forceinline__ void cp_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(WARPS * 32)
+    attn_decode_mma(T* __restrict__ o, float* __restrict__ workspace, const T* __restrict__ q,
+                    const T* __restrict__ k, const T* __restrict__ v, int kv) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int split = blockIdx.x, row0 = blockIdx.y * 16, bh = blockIdx.z;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int per_split = (kv + SPLITS - 1) / SPLITS;
+  const int begin = split * per_split;
+  const int end = min(kv, begin + per_split);
+
+  const unsigned qs = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const unsigned ws = qs + 16 * HEAD * 2 + warp * (STAGES * 2 * kTileElems * 2);
+  // The block's 16 query rows (zeros past the group's).
+  for (int i = threadIdx.x; i < 16 * kChunks; i += WARPS * 32) {
+    const int r = i / kChunks, c = i % kChunks;
+    const bool in = row0 + r < kRows;
+    const T* src = q + (static_cast<size_t>(bh) * kRows + (in ? row0 + r : 0)) * HEAD + c * 8;
+    cp16(qs + swz(r, c), src, in);
+  }
+  cp_commit();
+
+  const size_t base = static_cast<size_t>(bh) * kv * HEAD;
+  const T* kb = k + base;
+  const T* vb = v + base;
+  const int tiles = end > begin ? (end - begin + KV_TILE - 1) / KV_TILE : 0;
+  const int mine = tiles > warp ? (tiles - warp + WARPS - 1) / WARPS : 0;
+  // Issues the copies of the warp's i-th tile into stage i % STAGES (keys past the split: zeros).
+  auto issue = [&](int i) {
+    if (i < mine) {
+      const int key0 = begin + (warp + i * WARPS) * KV_TILE;
+      const unsigned ks = ws + (i % STAGES) * (2 * kTileElems * 2), vs = ks + kTileElems * 2;
+#pragma unroll
+      for (int j = 0; j < KV_TILE * kChunks / 32; ++j) {
+        const int idx = j * 32 + lane, r = idx / kChunks, c = idx % kChunks;
+        const bool in = key0 + r < end;
+        const size_t at = static_cast<size_t>(in ? key0 + r : begin) * HEAD + c * 8;
+        cp16(ks + swz(r, c), kb + at, in);
+        cp16(vs + swz(r, c), vb + at, in);
+      }
+    }
+    cp_commit();
+  };
+#pragma unroll
+  for (int i = 0; i < STAGES - 1; ++i) issue(i);
+  cp_wait<STAGES - 1>();  // the query rows
+  __syncthreads();
+
+  // The last cache position each of this lane's two rows (g, g + 8) sees.
+  int last[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = row0 + g + 8 * h;
+    last[h] = row < kRows ? kv - Q_LEN + row % Q_LEN : kv - 1;
+  }
+  const float qscale = rsqrtf(static_cast<float>(HEAD)) * 1.4426950408889634f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  float acc[HEAD / 8][4];
+#pragma unroll
+  for (int d = 0; d < HEAD / 8; ++d)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[d][e] = 0.f;
+
+  for (int i = 0; i < mine; ++i) {
+    cp_wait<STAGES - 2>();
+    __syncwarp();
+    issue(i + STAGES - 1);
+    const unsigned ks = ws + (i % STAGES) * (2 * kTileElems * 2), vs = ks + kTileElems * 2;
+    const int key0 = begin + (warp + i * WARPS) * KV_TILE;
+
+    float s[kNt][4];
+#pragma unroll
+    for (int j = 0; j < kNt; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < HEAD / 16; ++kk) {
+      unsigned a[4];
+      ldsm4(qs + swz(lane % 16, 2 * kk + lane / 16), a[0], a[1], a[2], a[3]);
+#pragma unroll
+      for (int j = 0; j < kNt; j += 2) {
+        unsigned b[4];
+        ldsm4(ks + swz(8 * j + (lane & 7) + ((lane >> 4) << 3), 2 * kk + ((lane >> 3) & 1)), b[0],
+              b[1], b[2], b[3]);
+        mma(s[j], a, b[0], b[1]);
+        mma(s[j + 1], a, b[2], b[3]);
+      }
+    }
+
+    // Online softmax of rows g (s[.][0..1]) and g + 8 (s[.][2..3]) in the log2 domain.
+    float corr[2], ms[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float mx = m[h];
+#pragma unroll
+      for (int j = 0; j < kNt; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int pos = key0 + 8 * j + 2 * t + e;
+          float x = s[j][2 * h + e] * qscale;
+          x = pos < end && pos <= last[h] ? x : -INFINITY;
+          s[j][2 * h + e] = x;
+          mx = fmaxf(mx, x);
+        }
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      ms[h] = mx == -INFINITY ? 0.f : mx;  // no key yet: every weight below is 0
+      corr[h] = exp2f(m[h] - ms[h]);
+      m[h] = mx;
+      l[h] *= corr[h];
+    }
+#pragma unroll
+    for (int d = 0; d < HEAD / 8; ++d) {
+      acc[d][0] *= corr[0];
+      acc[d][1] *= corr[0];
+      acc[d][2] *= corr[1];
+      acc[d][3] *= corr[1];
+    }
+#pragma unroll
+    for (int j = 0; j < kNt; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float p = exp2f(s[j][e] - ms[e / 2]);
+        s[j][e] = p;
+        l[e / 2] += p;
+      }
+
+      // O += P V, 16 keys per k-step: P's fragments are S's accumulators of two key n-tiles.
+#pragma unroll
+    for (int kk = 0; kk < KV_TILE / 16; ++kk) {
+      const unsigned a[4] = {pack(s[2 * kk][0], s[2 * kk][1]), pack(s[2 * kk][2], s[2 * kk][3]),
+                             pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                             pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int d = 0; d < HEAD / 8; d += 2) {
+        unsigned b[4];
+        ldsm4t(vs + swz(16 * kk + (lane & 7) + (((lane >> 3) & 1) << 3), d + (lane >> 4)), b[0],
+               b[1], b[2], b[3]);
+        mma(acc[d], a, b[0], b[1]);
+        mma(acc[d + 1], a, b[2], b[3]);
+      }
+    }
+  }
+  cp_wait<0>();
+  __syncwarp();
+
+  // Each row's sum over the warp's keys: the four lanes of a row hold disjoint keys.
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+  }
+  // The warps merged: each writes its (max, sum) per row and its output rows (fp32, over its own
+  // stage buffers), then the block weighs them.
+  __shared__ float wm[WARPS][16], wl[WARPS][16], wgt[WARPS][16], bl[16], bm[16];
+  if (t == 0) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      wm[warp][g + 8 * h] = m[h];
+      wl[warp][g + 8 * h] = l[h];
+    }
+  }
+  float* wo = reinterpret_cast<float*>(smem + 16 * HEAD * 2) + warp * (STAGES * 2 * kTileElems / 2);
+#pragma unroll
+  for (int d = 0; d < HEAD / 8; ++d)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) wo[(g + 8 * (e / 2)) * HEAD + 8 * d + 2 * t + e % 2] = acc[d][e];
+  __syncthreads();
+  if (threadIdx.x < 16) {
+    const int r = threadIdx.x;
+    float mx = -INFINITY, sum = 0.f;
+    for (int w = 0; w < WARPS; ++w) mx = fmaxf(mx, wm[w][r]);
+    for (int w = 0; w < WARPS; ++w) {
+      const float x = wm[w][r] == -INFINITY ? 0.f : exp2f(wm[w][r] - mx);
+      wgt[w][r] = x;
+      sum += wl[w][r] * x;
+    }
+    bm[r] = mx;
+    bl[r] = sum;
+  }
+  __syncthreads();
+  (void)bm;  // read only by the split partials below
+
+  const size_t orow0 = static_cast<size_t>(bh) * kRows + row0;
+  const int rows_here = min(16, kRows - row0);
+  for (int i = threadIdx.x; i < rows_here * HEAD; i += WARPS * 32) {
+    const int r = i / HEAD, d = i % HEAD;
+    float x = 0.f;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w)
+      x += wgt[w][r] * reinterpret_cast<const float*>(
+                           smem + 16 * HEAD * 2)[w * (STAGES * 2 * kTileElems / 2) + r * HEAD + d];
+#if SPLITS == 1
+    o[(orow0 + r) * HEAD + d] = static_cast<T>(x / bl[r]);
+#else
+    const size_t rows = static_cast<size_t>(gridDim.z) * kRows;
+    workspace[(split * rows + orow0 + r) * HEAD + d] = x;
+    if (d == 0) {
+      float* ml = workspace + SPLITS * rows * HEAD;
+      ml[(split * rows + orow0 + r) * 2] = bm[r];
+      ml[(split * rows + orow0 + r) * 2 + 1] = bl[r];
+    }
+#endif
+  }
+}
+#endif  // MMA
 
 // The splits of each output row merged: o = sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s.
 // COMBINE_ROWS warps per block, a warp per row, the lanes over the head.

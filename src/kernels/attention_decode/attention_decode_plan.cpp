@@ -3,6 +3,8 @@
 // GEMM), both launched over the layout of attention_decode_op.cpp.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kernels/plan.h"
 #include "kernels/plan_knobs.h"
 
@@ -22,9 +24,27 @@ constexpr unsigned kSoftmaxThreads = 256;
 constexpr std::size_t kSplitLtWorkspace = 4u << 20;
 // The largest grid.y and grid.z CUDA launches.
 constexpr std::int64_t kMaxGridYz = 65535;
+// The mma kernel's shared memory: what a block may opt into on sm_90 (227 KB), and the bytes of
+// stage buffers a warp aims at (its tiles in flight: STAGES - 1 of them, 2 to 4 stages), about
+// 16 KB in flight per warp so a few resident warps cover the ~30 KB per SM that Little's law
+// asks of the H200's HBM (4.8 TB/s x ~700 ns over 132 SMs).
+constexpr std::size_t kMaxSharedBytes = 227 * 1024;
+constexpr std::int64_t kMmaWarpStageBytes = 24 * 1024;
 
 std::size_t align256(std::size_t bytes) {
   return (bytes + 255) / 256 * 256;
+}
+
+// The split partials of either flash kernel: merged by attn_decode_combine.
+void add_combine(const AttentionDecodeShape& s, std::int64_t splits, KernelPlan* p) {
+  const auto rows = static_cast<std::size_t>(s.rows());
+  p->workspace_bytes = static_cast<std::size_t>(splits) * rows * (s.head + 2) * sizeof(float);
+  p->build.name_expressions.push_back("attn_decode_combine");
+  p->steps.push_back({"attn_decode_combine",
+                      {ceil_div(s.rows(), kCombineRows)},
+                      {32 * kCombineRows},
+                      0,
+                      {"o", "workspace", "rows"}});
 }
 
 Result<Plan> plan_flash(const AttentionDecodeShape& s, const Config& c) {
@@ -60,17 +80,71 @@ Result<Plan> plan_flash(const AttentionDecodeShape& s, const Config& c) {
                      {static_cast<unsigned>(warps * 32)},
                      0,
                      {"o", "workspace", "q", "k", "v", "kv"}});
-  if (splits > 1) {
-    // Each split's unnormalized output rows, then its (max, sum) per row, all fp32.
-    const auto rows = static_cast<std::size_t>(s.rows());
-    p.workspace_bytes = static_cast<std::size_t>(splits) * rows * (s.head + 2) * sizeof(float);
-    p.build.name_expressions.push_back("attn_decode_combine");
-    p.steps.push_back({"attn_decode_combine",
-                       {ceil_div(s.rows(), kCombineRows)},
-                       {32 * kCombineRows},
-                       0,
-                       {"o", "workspace", "rows"}});
-  }
+  // Each split's unnormalized output rows, then its (max, sum) per row, all fp32.
+  if (splits > 1) add_combine(s, splits, &p);
+  return Plan{std::move(p)};
+}
+
+}  // namespace
+
+// Declared where used (attention_decode_family.cpp), as the kernel sources are.
+unsigned attention_decode_mma_stages(std::int64_t head, std::int64_t kv_tile);
+std::size_t attention_decode_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile,
+                                              std::int64_t warps);
+
+unsigned attention_decode_mma_stages(std::int64_t head, std::int64_t kv_tile) {
+  const std::int64_t stage = kv_tile * head * 2 * 2;  // K and V of one tile
+  return static_cast<unsigned>(std::clamp<std::int64_t>(kMmaWarpStageBytes / stage, 2, 4));
+}
+
+std::size_t attention_decode_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile,
+                                              std::int64_t warps) {
+  const auto stage = static_cast<std::size_t>(kv_tile * head * 2 * 2);
+  return static_cast<std::size_t>(16 * head * 2) +
+         static_cast<std::size_t>(warps) * attention_decode_mma_stages(head, kv_tile) * stage;
+}
+
+namespace {
+
+// The tensor-core form: a block per (split, 16 query rows, sequence x KV head).
+Result<Plan> plan_mma(const AttentionDecodeShape& s, const Config& c) {
+  ATTUNE_ASSIGN(std::int64_t splits, knob(c, "splits"));
+  ATTUNE_ASSIGN(std::int64_t kv_tile, knob(c, "kv_tile"));
+  ATTUNE_ASSIGN(std::int64_t warps, knob(c, "warps"));
+  if (kv_tile % 16 != 0)
+    return Error::invalid_argument(fmt::format(
+        "attention_decode config '{}': kernel=mma needs kv_tile a multiple of 16", c.text()));
+  const std::size_t shared = attention_decode_mma_shared_bytes(s.head, kv_tile, warps);
+  if (shared > kMaxSharedBytes)
+    return Error::invalid_argument(fmt::format(
+        "attention_decode config '{}': {} bytes of shared memory, more than a block gets ({})",
+        c.text(), shared, kMaxSharedBytes));
+  const std::int64_t groups = ceil_div(s.group() * s.q_len, 16);
+  if (groups > kMaxGridYz || s.batch * s.kv_heads > kMaxGridYz)
+    return Error::invalid_argument(
+        fmt::format("attention_decode: {} row groups of {} KV heads exceed a launch's grid", groups,
+                    s.batch * s.kv_heads));
+  KernelPlan p;
+  p.build.source = kAttentionDecodeFlashSource;
+  p.build.source_name = "attention_decode_flash.cu";
+  p.build.options = {"-DMMA=1",
+                     fmt::format("-DT={}", type_of(s.bf16)),
+                     fmt::format("-DHEAD={}", s.head),
+                     fmt::format("-DGROUP={}", s.group()),
+                     fmt::format("-DQ_LEN={}", s.q_len),
+                     fmt::format("-DSPLITS={}", splits),
+                     fmt::format("-DKV_TILE={}", kv_tile),
+                     fmt::format("-DWARPS={}", warps),
+                     fmt::format("-DSTAGES={}", attention_decode_mma_stages(s.head, kv_tile)),
+                     fmt::format("-DCOMBINE_ROWS={}", kCombineRows)};
+  p.build.name_expressions = {"attn_decode_mma"};
+  p.steps.push_back({"attn_decode_mma",
+                     {static_cast<unsigned>(splits), static_cast<unsigned>(groups),
+                      static_cast<unsigned>(s.batch * s.kv_heads)},
+                     {static_cast<unsigned>(warps * 32)},
+                     static_cast<unsigned>(shared),
+                     {"o", "workspace", "q", "k", "v", "kv"}});
+  if (splits > 1) add_combine(s, splits, &p);
   return Plan{std::move(p)};
 }
 
@@ -142,6 +216,7 @@ Result<Plan> plan_attention_decode(const Problem& problem, const Config& config)
   const std::string k = kernel->as_word();
   if (k == "split") return plan_split(s);
   if (k == "flash") return plan_flash(s, config);
+  if (k == "mma") return plan_mma(s, config);
   return Error::invalid_argument(
       fmt::format("attention_decode config '{}': unknown kernel '{}'", config.text(), k));
 }
