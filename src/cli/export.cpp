@@ -5,11 +5,15 @@
 //   simulation mode (or attune import) can replay them.
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <iterator>
 #include <map>
 #include <set>
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
@@ -22,6 +26,7 @@
 #include "kernels/user/spec.h"
 #include "table/export.h"
 #include "table/formats.h"
+#include "table/sweep.h"
 
 namespace attune::cli {
 
@@ -38,8 +43,9 @@ struct ExportFlags {
   double min_improvement_pct = 3;
   std::vector<std::string> buckets;
   std::string bucket_edges;
-  std::string spec;    // kernel-tuner: a user kernel's spec, for its full space
-  std::string kernel;  // kernel-tuner: the spec's kernel source, when the spec names none
+  std::string spec;        // kernel-tuner: a user kernel's spec, for its full space
+  std::string kernel;      // kernel-tuner: the spec's kernel source, when the spec names none
+  std::string from_sweep;  // attune sweep's JSON rows (a file, or - for stdin) instead of the db
 };
 
 int run_kernel_tuner_export(const GlobalOptions& g, const ExportFlags& f);
@@ -188,11 +194,57 @@ int run_table_export(const GlobalOptions& g, const ExportFlags& f, table::Format
   return kExitOk;
 }
 
+// attune sweep's rows (shards concatenated) as the tuned table libattune-rt and attune verify load:
+// the sweep already applied the rules, so its rows are taken as they are, validated.
+int run_sweep_export(const ExportFlags& f, table::Format format) {
+  if (!f.device.empty() || !f.buckets.empty() || !f.bucket_edges.empty())
+    return bad_input("--from-sweep takes the sweep's rows as they are: no --device or --bucket");
+  std::string text;
+  if (f.from_sweep == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    std::ifstream in(f.from_sweep, std::ios::binary);
+    if (!in) return bad_input("cannot read '" + f.from_sweep + "'");
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  auto rows = table::parse_sweep_rows(text);
+  if (!rows) return bad_input(f.from_sweep + ": " + rows.error().message());
+  if (rows->empty()) return failed(f.from_sweep + " holds no sweep rows");
+  const std::string now =
+      fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
+                  std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
+  auto t = table::table_from_sweep_rows(*rows, ATTUNE_VERSION, now);
+  if (!t) return bad_input(f.from_sweep + ": " + t.error().message());
+  auto rendered = table::render(*t, format);
+  if (!rendered) return failed(rendered.error().message());
+  const Destination dest = destination_of(f.out);
+  if (dest.kind == Destination::Kind::kStdout) {
+    fmt::print("{}", *rendered);
+    return kExitOk;
+  }
+  std::string path = dest.path;
+  if (dest.kind == Destination::Kind::kDirectory) {
+    std::error_code ec;
+    fs::create_directories(dest.path, ec);
+    path = (fs::path(dest.path) / (t->device.slug() + "." + std::string(table::extension(format))))
+               .string();
+  }
+  if (auto st = table::save_text(*rendered, path); !st.ok()) return bad_input(st.error().message());
+  fmt::print(stderr, "wrote {}: {} sweep rows for {} ({})\n", path, rows->size(), t->device.name,
+             t->device.key());
+  return kExitOk;
+}
+
 int run_export(const GlobalOptions& g, const ExportFlags& f) {
-  if (f.format == "kernel-tuner") return run_kernel_tuner_export(g, f);
+  if (f.format == "kernel-tuner") {
+    if (!f.from_sweep.empty())
+      return bad_input("--from-sweep writes a tuned table: json, csv or cpp");
+    return run_kernel_tuner_export(g, f);
+  }
   auto format = table::parse_format(f.format);
   if (!format)
     return bad_input("--format '" + f.format + "': json, csv, cpp (tuned tables) or kernel-tuner");
+  if (!f.from_sweep.empty()) return run_sweep_export(f, *format);
   return run_table_export(g, f, *format);
 }
 
@@ -436,6 +488,9 @@ Command add_export_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option(
       "--bucket-edges", f->bucket_edges,
       "ascending inclusive upper edges of the buckets, e.g. 1,2,4,8,16 (default: powers of two)");
+  sub->add_option("--from-sweep", f->from_sweep,
+                  "attune sweep's JSON rows (shards concatenated; - for stdin) as the tuned table, "
+                  "instead of the database's");
   sub->add_option("--problem", f->problem,
                   "kernel-tuner: the problem to export (name or structural key)");
   sub->add_option(

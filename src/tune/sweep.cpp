@@ -102,7 +102,9 @@ Result<SweepReport> run_sweep(Tuner& tuner, const SweepGrid& grid,
     std::vector<Config> configs;
     for (const auto& text : candidates[group_key(grid, cells[i])]) {
       ATTUNE_ASSIGN(Config c, Config::parse(text));
-      configs.push_back(std::move(c));
+      // Illegal here: no time at this cell, so no-harm refuses it for the bucket holding it.
+      ATTUNE_ASSIGN(bool legal, tuner.in_space(problems[i], c));
+      if (legal) configs.push_back(std::move(c));
     }
     work.emplace_back(problems[i], std::move(configs));
   }

@@ -119,6 +119,12 @@ class ListStrategy final : public Strategy {
 
 }  // namespace
 
+Result<bool> Tuner::in_space(const Problem& problem, const Config& config) const {
+  ATTUNE_ASSIGN(Space space, backend_.space(problem));
+  auto parsed = space.parse(config.text());
+  return parsed.ok() && space.point(*parsed).ok();
+}
+
 Result<TuneReport> Tuner::measure(const std::vector<std::pair<Problem, std::vector<Config>>>& work,
                                   const TuneOptions& options, const TuneObserver& observer) {
   std::map<std::string, std::vector<Config>> lists;

@@ -177,6 +177,11 @@ class Tuner {
   Result<TuneReport> measure(const std::vector<std::pair<Problem, std::vector<Config>>>& work,
                              const TuneOptions& options, const TuneObserver& observer = {});
 
+  // Whether `config` is in `problem`'s space on this tuner's backend: a config legal at one point
+  // of a grid can break a constraint at another (attention_decode: splits that leave a split
+  // without a KV tile), and attune sweep measures a candidate only where it is legal.
+  Result<bool> in_space(const Problem& problem, const Config& config) const;
+
   // Checks pins against the problem's space: known knobs, values among their options.
   static Status check_pins(const Space& space, const std::map<std::string, std::string>& pins);
 

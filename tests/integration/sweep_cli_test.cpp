@@ -2,6 +2,7 @@
 // rows), the log on stderr, shards that concatenate to one run's bytes, a cell that cannot
 // settle dropped and named, and bad flags refused in one line with nothing stored.
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -180,6 +181,40 @@ TEST(SweepCli, BadFlagsAreOneLineAndExitTwoWithNothingStored) {
     EXPECT_TRUE(r.out.empty()) << args;
   }
   EXPECT_FALSE(std::filesystem::exists(dir.file("attune.db")));  // nothing was created
+}
+
+}  // namespace
+}  // namespace attune
+
+namespace attune {
+namespace {
+
+// The grid form on attention_decode (its defaults fill q_heads, kv_heads and q_len): a
+// winner at a deep KV cache can break a constraint at a shallow one (splits that leave a split
+// without a KV tile), and the sweep measures it only where it is legal instead of failing; its
+// rows become a tuned table through attune export --from-sweep.
+TEST(SweepCli, AttentionDecodeCandidatesAreMeasuredOnlyWhereLegalAndRowsExportAsATable) {
+  testing::TempDir dir;
+  auto r = testing::run_attune(
+      "sweep attention_decode --dtype bf16 --head 64,128 --kv 512,4096 --batch 1,2,4,8 "
+      "--backend sim --seed 7 --patience 8 --max-candidates 24 --db s.db",
+      dir.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_FALSE(r.out.empty()) << r.err;
+  for (const auto& line : split_lines(r.out)) {
+    auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["op"], "attention_decode");
+    EXPECT_EQ(j["axis"], "batch");
+    EXPECT_EQ(j["covers"][0]["sizes"]["q_heads"], 32) << line;
+  }
+  { std::ofstream(dir.file("rows.jsonl")) << r.out; }
+  auto e =
+      testing::run_attune("export --format json --from-sweep rows.jsonl -o tuned/", dir.path());
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.err.find("wrote tuned/"), std::string::npos) << e.err;
+  auto bad = testing::run_attune("export --format json --from-sweep missing.jsonl", dir.path());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("cannot read 'missing.jsonl'"), std::string::npos) << bad.err;
 }
 
 }  // namespace
