@@ -401,58 +401,63 @@ SweepDecision decide_rows(const SweepGrid& g, const std::vector<CellTimes>& cell
                        kept_text, b.config, pct(d.chosen->max_regret), pct(gain)));
     }
 
-    // Compression: the default is the least max regret over every point that has a row. Its
-    // points are numbered by their place in the group here, so a refusal names its cell.
-    std::vector<PointTimes> kept_points;
-    std::vector<std::string> kept_where;
-    for (const BucketWork& b : buckets)
-      for (const CellTimes* c : b.cells)
-        if (b.kept.count(c->cell.sizes.at(axis))) {
-          kept_points.push_back(point_times(*c, axis));
-          kept_points.back().point = static_cast<std::int64_t>(kept_where.size());
-          const std::string at = sizes_text(c->cell.sizes, g.other);
-          kept_where.push_back(
-              fmt::format("{}{}={}", at.empty() ? "" : at + " ", axis, c->cell.sizes.at(axis)));
-        }
-    if (kept_points.empty()) continue;
-    std::vector<std::string> default_candidates;
-    for (const auto& c : candidates)
-      if (c != baseline) default_candidates.push_back(c);
-    BucketDecision d =
-        least_max_regret(kept_points, default_candidates, NoHarmRule{floor, std::nullopt});
-    for (const Refusal& r : d.refused)
-      note(SweepNote::Kind::kRefused, gname + " default",
-           fmt::format("{} refused as the default at {}: {}", r.config,
-                       kept_where.at(static_cast<std::size_t>(r.point)), r.why));
-    const std::string def = d.chosen ? d.chosen->config : "";
+    // Compression: the default is the candidate that represents the most of the group's rows,
+    // a bucket's row being represented when at each of its points with a row the candidate is no
+    // slower than the baseline (within the noise floor), saves more than the floor, and is within
+    // max_default_regret_pct of the point's best; ties go to the least max regret over the rows it
+    // represents, then to candidate order. The other rows stay as exception rows. A candidate
+    // that harms one point can still be the default of the others: which rows it represents is
+    // decided per bucket.
+    auto represents = [&](const BucketWork& b, const std::string& config, double* worst) {
+      double bucket_worst = 0;
+      for (const CellTimes* c : b.cells) {
+        const std::int64_t p = c->cell.sizes.at(axis);
+        if (!b.kept.count(p)) continue;
+        const PointTimes t = point_times(*c, axis);
+        auto us = t.us.find(config);
+        if (us == t.us.end() || us->second > t.baseline_us * (1 + floor) ||
+            saved(us->second, t.baseline_us) <= floor)
+          return false;
+        const double regret = us->second / t.best_us - 1;
+        // The bucket's own choice represents it whatever its regret (it is the best there is).
+        if (config != b.config && 100 * regret > rules.max_default_regret_pct) return false;
+        bucket_worst = std::max(bucket_worst, regret);
+      }
+      *worst = std::max(*worst, bucket_worst);
+      return true;
+    };
+    std::string def;
+    std::size_t def_rows = 0;
+    double def_regret = 0;
+    for (const auto& c : candidates) {
+      if (c == baseline) continue;
+      std::size_t rows = 0;
+      double worst = 0;
+      for (const BucketWork& b : buckets)
+        if (!b.config.empty() && represents(b, c, &worst)) ++rows;
+      if (rows > def_rows || (rows == def_rows && rows > 0 && worst < def_regret)) {
+        def = c;
+        def_rows = rows;
+        def_regret = worst;
+      }
+    }
     std::vector<SweepCover> default_covers;
     std::vector<SweepRow> exceptions;
     for (const BucketWork& b : buckets) {
       if (b.config.empty()) continue;
-      bool covered = b.config == def;
-      if (!covered && !def.empty()) {
-        covered = true;
-        double regret = 0;
-        for (const CellTimes* c : b.cells) {
-          const std::int64_t p = c->cell.sizes.at(axis);
-          if (!b.kept.count(p)) continue;
-          const PointTimes t = point_times(*c, axis);
-          const double us = t.us.at(def);
-          regret = std::max(regret, us / t.best_us - 1);
-          if (saved(us, t.baseline_us) <= floor) covered = false;
-        }
-        if (100 * regret > rules.max_default_regret_pct) covered = false;
+      double regret = 0;
+      const bool covered = !def.empty() && represents(b, def, &regret);
+      if (def.empty())
+        note(SweepNote::Kind::kException, b.where,
+             "exception row " + b.config +
+                 ": no candidate clears the noise floor within the regret bound at every point");
+      else
         note(covered ? SweepNote::Kind::kDefault : SweepNote::Kind::kException, b.where,
              covered ? fmt::format("the default {} covers it (regret {})", def, pct(regret))
-                     : fmt::format("exception row {}: the default {} has regret {} here{}",
-                                   b.config, def, pct(regret),
-                                   100 * regret > rules.max_default_regret_pct
-                                       ? fmt::format(", over {:g}%", rules.max_default_regret_pct)
-                                       : ", and does not clear the noise floor at every point"));
-      } else if (def.empty()) {
-        note(SweepNote::Kind::kException, b.where,
-             "exception row " + b.config + ": no default passes no-harm at every row's point");
-      }
+                     : fmt::format("exception row {}: the default {} is over {:g}% regret, "
+                                   "slower than the baseline or within the noise floor at one of "
+                                   "its points",
+                                   b.config, def, rules.max_default_regret_pct));
       auto covers = covers_of(b, covered ? def : b.config, axis);
       if (covered) {
         for (auto& c : covers) default_covers.push_back(std::move(c));

@@ -284,6 +284,25 @@ TEST(SweepRules, CompressionADefaultAndAnExceptionWhereItsRegretIsHigh) {
   EXPECT_EQ(l.rows[0].covers.size(), 3u);
 }
 
+// A candidate that harms one point (slower than the baseline there) can still be the default of
+// the rows it represents: which rows a default stands for is decided per bucket, so one bad point
+// makes one exception row, not a group of exception rows.
+TEST(SweepRules, TheDefaultIsTheCandidateThatRepresentsTheMostRows) {
+  Cells c({1, 2, 4}, {1});
+  c.add("bf16", 1, 1, 1, {{"c=base", 10}, {"c=a", 5}, {"c=b", 12}});
+  c.add("bf16", 1, 1, 2, {{"c=base", 10}, {"c=a", 5}, {"c=b", 8}});
+  c.add("bf16", 1, 1, 4, {{"c=base", 10}, {"c=a", 12}, {"c=b", 5}});
+  auto d = decide_rows(c.grid, c.cells, dev(), fixed_floor(0.01));
+  ASSERT_EQ(d.rows.size(), 2u);
+  EXPECT_EQ(d.rows[0].kind, "default");
+  EXPECT_EQ(d.rows[0].config, "c=a");
+  EXPECT_EQ(d.rows[0].covers.size(), 2u);
+  EXPECT_EQ(d.rows[1].kind, "exception");
+  EXPECT_EQ(d.rows[1].config, "c=b");
+  ASSERT_EQ(d.rows[1].covers.size(), 1u);
+  EXPECT_EQ(d.rows[1].covers[0].lo, 3);
+}
+
 TEST(SweepRules, RowsComeInGridOrderSoShardsConcatenate) {
   // Two dtypes x two groups: the rows of each (dtype, g) alone are the whole run's, in order.
   auto fill = [](Cells& c, const std::vector<std::string>& dtypes, std::vector<std::int64_t> gs) {
