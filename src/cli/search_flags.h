@@ -19,7 +19,7 @@
 namespace attune::cli {
 
 struct SearchFlags {
-  std::string strategy = "mcts";
+  std::string strategy = TuneOptions{}.strategy;  // attune tune's default
   std::uint64_t seed = 0;
   int patience = 50;
   std::int64_t max_candidates = 0;  // 0: none
