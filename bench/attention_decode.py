@@ -21,8 +21,10 @@ time limit): the whole list takes about 5 minutes on the H200.
 import datetime, json, os, subprocess, sys, time
 
 import torch
-from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention import sdpa_kernel
 from torch.nn.functional import scaled_dot_product_attention as sdpa
+
+from sdpa_timing import BACKENDS, DT, deploy_us, dev, props
 
 attune, copy_bw, out_dir = sys.argv[1], sys.argv[2], sys.argv[3]
 quick = "--quick" in sys.argv[4:]
@@ -45,50 +47,6 @@ CELLS = [
 ]
 if quick:
     CELLS = CELLS[:3]
-BACKENDS = [("flash", SDPBackend.FLASH_ATTENTION), ("efficient", SDPBackend.EFFICIENT_ATTENTION),
-            ("cudnn", SDPBackend.CUDNN_ATTENTION), ("math", SDPBackend.MATH)]
-DT = {"bf16": torch.bfloat16, "fp16": torch.float16}
-
-dev = torch.device("cuda")
-props = torch.cuda.get_device_properties(dev)
-# Twice the L2 read between samples, as attune's read flush does (src/cuda/cuda_run.cpp).
-flush_buf = torch.ones(max(2 * getattr(props, "L2_cache_size", 50 << 20), 64 << 20) // 4,
-                       dtype=torch.float32, device=dev)
-flush_sink = torch.empty((), dtype=torch.float32, device=dev)
-
-
-def flush():
-    torch.sum(flush_buf, dim=0, out=flush_sink)
-
-
-def deploy_us(fn, samples=200):
-    """Median of `samples` single replays of a CUDA graph of fn(), each after an L2 flush."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()  # warm-up outside the graph (workspace allocation, autotuning)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    t_end = time.time() + 0.02
-    while time.time() < t_end:
-        g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(samples):
-        flush()
-        start.record()
-        g.replay()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) * 1000.0)
-    times.sort()
-    return times[len(times) // 2]
-
-
 def read_bandwidth_gbps():
     """Device read bandwidth: a 4 GiB fp32 sum (reads only), median of 20."""
     x = torch.ones(1 << 30, dtype=torch.float32, device=dev)

@@ -102,6 +102,15 @@ class ATTUNE_RT_API Runtime {
                           DType dtype, void* o, const void* q, const void* k, const void* v,
                           void* stream, const Dispatch** dispatched = nullptr);
 
+  // Causal prefill attention over a whole prompt, PyTorch SDPA's layout, contiguous: q and o
+  // [batch, q_heads, seq, head], k and v [batch, kv_heads, seq, head]; o = softmax(q . k^T /
+  // sqrt(head)) . v, query token i seeing keys 0 .. i, query head h reading KV head
+  // h / (q_heads / kv_heads). head 64 or 128; q_heads a multiple of kv_heads; seq <= 16384.
+  Status attention_prefill(std::int64_t seq, std::int64_t batch, std::int64_t head,
+                           std::int64_t q_heads, std::int64_t kv_heads, DType dtype, void* o,
+                           const void* q, const void* k, const void* v, void* stream,
+                           const Dispatch** dispatched = nullptr);
+
   // What this thread's last successful call on this Runtime ran, or null.
   const Dispatch* last_dispatch() const;
   Counters counters() const;

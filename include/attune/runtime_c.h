@@ -141,6 +141,17 @@ ATTUNE_RT_API int attune_rt_attention_decode(attune_rt* rt, int64_t batch, int64
                                              const void* v, void* stream,
                                              const attune_rt_dispatch** dispatched);
 
+/* Causal prefill attention over a whole prompt, PyTorch SDPA's layout, contiguous: q and o
+ * [batch, q_heads, seq, head], k and v [batch, kv_heads, seq, head]; o = softmax(q . k^T /
+ * sqrt(head)) . v, query token i seeing keys 0 .. i, query head h reading KV head
+ * h / (q_heads / kv_heads). head 64 or 128; q_heads a multiple of kv_heads; seq <= 16384.
+ * Pointers 16-byte aligned. */
+ATTUNE_RT_API int attune_rt_attention_prefill(attune_rt* rt, int64_t seq, int64_t batch,
+                                              int64_t head, int64_t q_heads, int64_t kv_heads,
+                                              int dtype, void* o, const void* q, const void* k,
+                                              const void* v, void* stream,
+                                              const attune_rt_dispatch** dispatched);
+
 /* What the calling thread's last successful call on rt ran, or NULL. */
 ATTUNE_RT_API const attune_rt_dispatch* attune_rt_last_dispatch(const attune_rt* rt);
 ATTUNE_RT_API int attune_rt_counters_get(const attune_rt* rt, attune_rt_counters* out);
@@ -151,12 +162,13 @@ ATTUNE_RT_API int attune_rt_row_get(const attune_rt* rt, int row, attune_rt_row*
 
 /* The timing hook of attune verify: allocates random inputs for `problem` (canonical text as in
  * the table, e.g. "gemm:bias=0,dtype=bf16,k=4096,m=8,n=4096"), calls the public entry point
- * (attune_rt_gemm / attune_rt_rmsnorm / attune_rt_attention_decode, the production path) on a
- * stream of its own, and times it with the tuner's own deploy-regime timing (cuda::time_kernel, the
- * function the recorded times came from): warm-up calls (first-use compile and workspace outside
- * the samples), then per sample an L2 flush and CUDA events around one replay of the entry point's
- * call captured as a CUDA graph (a direct call when it cannot be captured); at least 10 samples,
- * until the median's noise is under 0.5% or 1 s. The calls count as hits or misses like any. */
+ * (attune_rt_gemm / attune_rt_rmsnorm / attune_rt_attention_decode / _prefill, the production path)
+ * on a stream of its own, and times it with the tuner's own deploy-regime timing
+ * (cuda::time_kernel, the function the recorded times came from): warm-up calls (first-use compile
+ * and workspace outside the samples), then per sample an L2 flush and CUDA events around one replay
+ * of the entry point's call captured as a CUDA graph (a direct call when it cannot be captured); at
+ * least 10 samples, until the median's noise is under 0.5% or 1 s. The calls count as hits or
+ * misses like any. */
 ATTUNE_RT_API int attune_rt_time_problem(attune_rt* rt, const char* problem, attune_rt_timing* out);
 /* The same for a row (1-based): an exact row at its own shape; a bucket row at axis value
  * `axis_value` (0: the bucket's first measured point), which must lie in [lo, hi]. */

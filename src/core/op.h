@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/problem.h"
+#include "core/space.h"
 
 namespace attune {
 
@@ -42,6 +43,10 @@ struct OpSignature {
   // (attention_decode: query heads a multiple of KV heads); nullptr: nothing more. Its error is
   // the one line resolve() refuses the spec with.
   Status (*check)(const Problem& resolved) = nullptr;
+  // The op's search space for a resolved problem when it is a pure function of the sizes, said
+  // once here for its CUDA family and the sim alike (attention_prefill); nullptr: each says its
+  // own.
+  Result<Space> (*space)(const Problem& resolved) = nullptr;
 
   // --shape's form: the sizes upper-cased and joined by 'x' ("MxNxK", "ROWSxHIDDEN").
   std::string shape_syntax() const;

@@ -11,7 +11,8 @@
 #define ATTUNE_KERNEL_OPS(X) \
   X(gemm)                    \
   X(rmsnorm)                 \
-  X(attention_decode)
+  X(attention_decode)        \
+  X(attention_prefill)
 
 namespace attune::kernels {
 

@@ -28,6 +28,8 @@ struct Dim3 {
 //   rmsnorm: y, h, x, r, w (device pointers), rows (int), eps (float)
 //   attention_decode: o, q, k, v, workspace (device pointers), kv (int), rows (int: batch *
 //                     q_heads * q_len, the output's rows)
+//   attention_prefill: the same names; kv is the sequence (every query token is a key too) and
+//                     rows batch * q_heads * seq
 struct LaunchStep {
   std::string kernel;  // a name expression of the plan's build
   Dim3 grid, block;
@@ -101,6 +103,19 @@ struct AttentionDecodeShape {
   std::int64_t rows() const { return batch * q_heads * q_len; }  // the output's rows
 };
 Result<AttentionDecodeShape> attention_decode_shape(const Problem& problem);
+
+// attention_prefill's sizes (kernels/attention_prefill/attention_prefill_op.cpp).
+struct AttentionPrefillShape {
+  std::int64_t seq = 0, batch = 0, head = 0, q_heads = 0, kv_heads = 0;
+  bool bf16 = true;
+  std::int64_t group() const { return q_heads / kv_heads; }    // query heads per KV head
+  std::int64_t rows() const { return batch * q_heads * seq; }  // the output's rows
+};
+Result<AttentionPrefillShape> attention_prefill_shape(const Problem& problem);
+// The wgmma kernel's dynamic shared memory per block, so the space rejects configs over a block's
+// limit before any compile.
+std::size_t attention_prefill_shared_bytes(std::int64_t head, std::int64_t block_n,
+                                           std::int64_t consumers, std::int64_t stages);
 
 // A plan: kernels to compile and launch, (gemm) a cuBLASLt variant, or kernels and cuBLASLt
 // matmuls in one chain.

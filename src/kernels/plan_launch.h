@@ -17,7 +17,7 @@ namespace attune::kernels {
 struct PlanArgs {
   CUdeviceptr c = 0, a = 0, b = 0, bias = 0, workspace = 0;  // gemm
   CUdeviceptr y = 0, h = 0, x = 0, r = 0, w = 0;             // rmsnorm
-  CUdeviceptr o = 0, q = 0, k = 0, v = 0;                    // attention_decode
+  CUdeviceptr o = 0, q = 0, k = 0, v = 0;                    // attention_decode, _prefill
   int rows = 0;
   float eps = 0;
   int kv = 0;

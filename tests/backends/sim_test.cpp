@@ -11,7 +11,8 @@ TEST(Sim, OffersItsProblemsAndResolvesSpecs) {
   SimBackend sim;
   std::set<std::string> names;
   for (const auto& p : sim.problems()) names.insert(p.problem.name());
-  EXPECT_EQ(names, (std::set<std::string>{"faults", "gemm", "rmsnorm", "attention_decode"}));
+  EXPECT_EQ(names, (std::set<std::string>{"faults", "gemm", "rmsnorm", "attention_decode",
+                                          "attention_prefill"}));
   auto g = sim.resolve("gemm:m=16");
   ASSERT_TRUE(g.ok()) << g.error().message();
   EXPECT_EQ(*g->int_attr("m"), 16);
@@ -74,6 +75,37 @@ TEST(Sim, LandscapeIsDeterministicWithAKnownOptimumAndCliffs) {
   // A different landscape seed moves the times.
   Problem q = *sim.resolve("gemm:landscape=9");
   EXPECT_NE(*sim.true_time_us(q, opt->first, Regime::kRank), opt->second);
+}
+
+// attention_prefill's landscape: the op's one space (the signature's, which the CUDA family serves
+// too: the split baseline one config), the baseline far off the optimum, and an optimum that moves
+// with the prompt (two consumer warpgroups for long prompts, one for a short prompt of few heads,
+// where more, smaller row blocks fill the SMs).
+TEST(Sim, AttentionPrefillHasTheOpsSpaceAndAnOptimumThatMovesWithSeq) {
+  SimBackend sim;
+  auto at = [&](int seq, int q_heads) {
+    auto p = sim.resolve("attention_prefill:seq=" + std::to_string(seq) +
+                         ",q_heads=" + std::to_string(q_heads) + ",kv_heads=8");
+    EXPECT_TRUE(p.ok()) << p.error().message();
+    return *p;
+  };
+  const Problem p = at(4096, 32);
+  EXPECT_EQ(p.text(),
+            "attention_prefill:batch=1,head=128,kv_heads=8,landscape=5,q_heads=32,seq=4096");
+  Space s = *sim.space(p);
+  EXPECT_EQ(s.count(), find_op("attention_prefill")->space(p)->count());
+  EXPECT_EQ(s.config(s.baseline()).text(), find_op("attention_prefill")->baseline_config);
+  auto opt = sim.optimum(p);
+  ASSERT_TRUE(opt.ok());
+  EXPECT_EQ(opt->first.get("kernel")->as_word(), "wgmma");
+  EXPECT_EQ(opt->first.get("consumers")->as_int(), 2);
+  EXPECT_GT(*sim.true_time_us(p, s.config(s.baseline()), Regime::kRank) / opt->second, 3.0);
+  EXPECT_EQ(sim.optimum(at(256, 8))->first.get("consumers")->as_int(), 1);
+  auto bad = sim.resolve("attention_prefill:head=256");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("head=256 is not supported"), std::string::npos);
+  Outcome o = sim.execute(p, opt->first, Regime::kDeploy);
+  EXPECT_EQ(o.verdict, Verdict::kOk) << o.message;
 }
 
 // attention_decode's landscape: the family's space (baseline first: the split baseline, one

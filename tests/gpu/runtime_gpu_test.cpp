@@ -400,17 +400,23 @@ struct Attn {
 };
 
 // Decode attention through the runtime against a float64 CPU reference (PyTorch SDPA's layout,
-// causal among the new tokens); returns what ran.
-rt::Dispatch run_attention(rt::Runtime& runtime, const Attn& a, std::mt19937& rng) {
+// causal among the new tokens); returns what ran. prefill: the whole prompt through
+// attention_prefill instead (a.kv == a.q_len: every token new, token t sees keys 0 .. t).
+rt::Dispatch run_attention(rt::Runtime& runtime, const Attn& a, std::mt19937& rng,
+                           bool prefill = false) {
   const auto q_elems = static_cast<std::size_t>(a.batch * a.q_heads * a.q_len * a.head),
              kv_elems = static_cast<std::size_t>(a.batch * a.kv_heads * a.kv * a.head);
   auto q = random_bits(q_elems, a.bf16, rng), k = random_bits(kv_elems, a.bf16, rng),
        v = random_bits(kv_elems, a.bf16, rng);
   Buffer dq(q_elems, &q), dk(kv_elems, &k), dv(kv_elems, &v), doo(q_elems, nullptr);
   const rt::Dispatch* d = nullptr;
-  rt::Status s = runtime.attention_decode(a.batch, a.kv, a.head, a.q_heads, a.kv_heads, a.q_len,
-                                          a.bf16 ? DType::kBf16 : DType::kFp16, doo.p(), dq.p(),
-                                          dk.p(), dv.p(), nullptr, &d);
+  const DType dt = a.bf16 ? DType::kBf16 : DType::kFp16;
+  EXPECT_TRUE(!prefill || a.kv == a.q_len);
+  rt::Status s =
+      prefill ? runtime.attention_prefill(a.kv, a.batch, a.head, a.q_heads, a.kv_heads, dt, doo.p(),
+                                          dq.p(), dk.p(), dv.p(), nullptr, &d)
+              : runtime.attention_decode(a.batch, a.kv, a.head, a.q_heads, a.kv_heads, a.q_len, dt,
+                                         doo.p(), dq.p(), dk.p(), dv.p(), nullptr, &d);
   EXPECT_TRUE(s.ok()) << s.message();
   if (!s.ok() || !d) return {};
   const std::size_t head = static_cast<std::size_t>(a.head);
@@ -499,6 +505,62 @@ TEST_F(RuntimeGpu, AttentionDecodeRowsAndTheSplitBaseline) {
                                 nullptr);
   EXPECT_EQ(s.code(), rt::Code::kInvalidArgument);
   EXPECT_NE(s.message().find("head=96"), std::string::npos) << s.message();
+}
+
+// attention_prefill through the runtime: a bucketed wgmma row over the prompt length, and the
+// split baseline (scores GEMM, softmax, values GEMM) on a miss, both against the float64
+// reference; the C entry point; the verify hook times a row; a head size the kernels are not
+// written for is refused.
+TEST_F(RuntimeGpu, AttentionPrefillRowsAndTheSplitBaseline) {
+  constexpr const char* kWgmma = "kernel=wgmma,block_n=64,consumers=2,stages=3,overlap=1";
+  table::Table t;
+  t.attune_version = "gpu-test";
+  t.device = device_;
+  table::OpTable a{"attention_prefill",
+                   "bf16",
+                   {table::MatchPolicy::Kind::kBucketed, "seq", "no-harm, least max regret"},
+                   {}};
+  table::Row r = row("attention_prefill:batch=2,dtype=bf16,head=128,kv_heads=2,q_heads=8", kWgmma);
+  r.bucket = table::Bucket{"seq", 200, 400, {200, 300, 400}};
+  a.rows.push_back(r);
+  t.ops.push_back(a);
+  const std::string path = write_table(t, "prefill.json");
+  std::unique_ptr<rt::Runtime> runtime;
+  rt::Status s = rt::Runtime::open(path, &runtime);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::mt19937 rng(8765);
+
+  for (std::int64_t seq : {200, 333}) {
+    rt::Dispatch d = run_attention(*runtime, {2, seq, 128, 8, 2, seq, true}, rng, true);
+    EXPECT_TRUE(d.tuned) << d.why;
+    EXPECT_EQ(d.config, kWgmma);
+    ASSERT_EQ(d.kernels.size(), 1u);
+    EXPECT_EQ(d.kernels[0], "attn_prefill_wgmma");
+  }
+  const std::string baseline = "kernel=split,block_n=128,consumers=2,stages=2,overlap=1";
+  for (const Attn& miss : {Attn{2, 500, 128, 8, 2, 500, true}, Attn{1, 77, 64, 4, 4, 77, false}}) {
+    rt::Dispatch d = run_attention(*runtime, miss, rng, true);
+    EXPECT_FALSE(d.tuned) << d.problem;
+    EXPECT_EQ(d.config, baseline);
+    ASSERT_EQ(d.kernels.size(), 3u) << d.problem;
+    EXPECT_EQ(d.kernels[1], "attn_decode_softmax");
+  }
+
+  rt::Timing timing;
+  s = runtime->time_problem(
+      "attention_prefill:batch=2,dtype=bf16,head=128,kv_heads=2,q_heads=8,seq=256", &timing);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(timing.dispatch.config, kWgmma);
+  EXPECT_GT(timing.median_us, 0);
+
+  Buffer x(64, nullptr);
+  s = runtime->attention_prefill(64, 1, 96, 4, 4, DType::kBf16, x.p(), x.p(), x.p(), x.p(),
+                                 nullptr);
+  EXPECT_EQ(s.code(), rt::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("head=96"), std::string::npos) << s.message();
+  EXPECT_EQ(attune_rt_attention_prefill(nullptr, 64, 1, 128, 4, 4, ATTUNE_RT_BF16, x.p(), x.p(),
+                                        x.p(), x.p(), nullptr, nullptr),
+            ATTUNE_RT_INVALID_ARGUMENT);
 }
 
 }  // namespace

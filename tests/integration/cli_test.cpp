@@ -133,7 +133,7 @@ TEST(Cli, DeviceAndProblems) {
   EXPECT_EQ(j["key"].get<std::string>().size(), 16u);
   auto p = run_attune("problems --backend sim", dir.path());
   ASSERT_EQ(p.code, 0);
-  for (const char* name : {"faults", "gemm", "rmsnorm", "attention_decode"})
+  for (const char* name : {"faults", "gemm", "rmsnorm", "attention_decode", "attention_prefill"})
     EXPECT_NE(p.out.find(name), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir.file("attune.db")));  // listing creates no database
 }
@@ -161,6 +161,26 @@ TEST(Cli, AttentionDecodeTunesOnTheSimToNearItsOptimum) {
     EXPECT_LT(best, 1.05 * opt_deploy) << j["best"]["config"] << " vs " << opt.first.text();
     EXPECT_GT(j["speedup"].get<double>(), 1.5);
   }
+}
+
+// attention_prefill as a user tunes it without a GPU: --op/--shape
+// (SEQxBATCHxHEADxQ_HEADSxKV_HEADS) on the sim, the split baseline measured first, every config of
+// the small space measured
+// (--patience 0) and the best the landscape's optimum.
+TEST(Cli, AttentionPrefillTunesOnTheSimToItsOptimum) {
+  TempDir dir;
+  auto r = run_attune(
+      "tune --backend sim --op attention_prefill --shape 4096x1x128x32x8 --patience 0 --json",
+      dir.path());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out)["problems"][0];
+  EXPECT_EQ(j["baseline"]["config"], "kernel=split,block_n=128,consumers=2,stages=2,overlap=1");
+  SimBackend sim;
+  const Problem p =
+      *sim.resolve(problem_from_shape("attention_prefill", "4096x1x128x32x8", "")->text());
+  EXPECT_EQ(j["measured"].get<int>(), static_cast<int>(sim.space(p)->count()));
+  EXPECT_EQ(j["best"]["config"], sim.optimum(p)->first.text());
+  EXPECT_GT(j["speedup"].get<double>(), 3.0);
 }
 
 TEST(Cli, DevicesAreListedAndOneIsChosenByIndex) {
@@ -220,9 +240,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"tune --backend sim --op gemm --shape 4x4", "MxNxK"},
         // An op no signature registers is refused, never taken for another op.
         BadInput{"tune --backend sim --op conv --shape 4x4",
-                 "--shape is understood for --op gemm (MxNxK), rmsnorm (ROWSxHIDDEN) and "
-                 "attention_decode "
-                 "(BATCHxKVxHEADxQ_HEADSxKV_HEADSxQ_LEN), not 'conv'"},
+                 "--shape is understood for --op gemm (MxNxK), rmsnorm (ROWSxHIDDEN), "
+                 "attention_decode (BATCHxKVxHEADxQ_HEADSxKV_HEADSxQ_LEN) and attention_prefill "
+                 "(SEQxBATCHxHEADxQ_HEADSxKV_HEADS), not 'conv'"},
         BadInput{"tune --backend warp9 --problem rmsnorm", "unknown backend 'warp9'"},
         BadInput{"tune --backend sim --problem rmsnorm --strategy luck", "unknown strategy 'luck'"},
         BadInput{"tune --backend sim --shapes missing.txt", "cannot read shapes file"},

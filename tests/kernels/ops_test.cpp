@@ -145,10 +145,10 @@ TEST(Ops, AnUnknownOpIsRefusedNotTakenForAnother) {
   EXPECT_EQ(find_op("conv"), nullptr);
   auto shape = problem_from_shape("conv", "4x4", "");
   ASSERT_FALSE(shape.ok());
-  EXPECT_EQ(
-      shape.error().message(),
-      "--shape is understood for --op gemm (MxNxK), rmsnorm (ROWSxHIDDEN) and attention_decode "
-      "(BATCHxKVxHEADxQ_HEADSxKV_HEADSxQ_LEN), not 'conv'");
+  EXPECT_EQ(shape.error().message(),
+            "--shape is understood for --op gemm (MxNxK), rmsnorm (ROWSxHIDDEN), attention_decode "
+            "(BATCHxKVxHEADxQ_HEADSxKV_HEADSxQ_LEN) and attention_prefill "
+            "(SEQxBATCHxHEADxQ_HEADSxKV_HEADS), not 'conv'");
 
   auto kind = runtime::op_kind("conv");
   ASSERT_FALSE(kind.ok());

@@ -369,6 +369,56 @@ std::unique_ptr<SimProblem> make_attention_decode(const OpSignature& op) {
   return p;
 }
 
+// Causal prefill attention as attention_prefill's family runs it: the op's own space (the split
+// baseline, or the wgmma flash kernel with its keys per tile, consumer warpgroups and stages),
+// timed as tensor-core work. The flash kernel does half the square's FLOPs at a rate set by its
+// config (two consumer warpgroups hide each other's softmax, and overlap hides it behind the
+// previous tile's P V; short tiles pay the softmax's fixed cost per key more often; a deeper ring
+// helps until shared memory is short), over waves of one
+// block per SM whose last is ragged (causal rows: the heaviest blocks first). So long prompts want
+// two consumers and 128-key tiles, short ones with few heads more, smaller blocks: the optimum
+// moves with seq. The baseline does the whole square twice by GEMMs and writes and reads its
+// scores and weights.
+std::unique_ptr<SimProblem> make_attention_prefill(const OpSignature& op) {
+  auto p = std::make_unique<SimProblem>();
+  p->name = op.name;
+  p->description =
+      "causal prefill attention on the simulated device: split baseline or wgmma flash (keys per "
+      "tile, consumer warpgroups, stages)";
+  p->attrs = sizes_of(op, {"4096", "1", "128", "32", "8"}, "5");
+  p->make_space = [space = op.space](const Problem& prob) { return space(prob); };
+  p->time_us = [](const Problem& prob, const Config& c) {
+    auto sz = [&prob](const char* name) { return static_cast<double>(*prob.int_attr(name)); };
+    const double seq = sz("seq"), batch = sz("batch"), head = sz("head"), q_heads = sz("q_heads");
+    const double square = 4 * batch * q_heads * seq * seq * head;  // QK^T and PV, every key
+    constexpr double kLaunchUs = 2.0;
+    if (c.get("kernel")->as_word() == "split") {
+      const double bytes = batch * q_heads * seq * seq * (4 + 4 + 2 + 2);
+      return (3 * kLaunchUs + square / (kSms * kPeakFlopsPerSm * 0.6) * 1e6 +
+              bytes / kDramBytesPerUs) *
+             rugged(prob, c, 0.02);
+    }
+    const double block_n = knob(c, "block_n"), consumers = knob(c, "consumers"),
+                 stages = knob(c, "stages");
+    double eff = consumers == 2 ? 0.56 : 0.41;
+    if (block_n == 64) eff *= 0.86;
+    eff *= stages == 2 ? 1.0 : (head == 128 ? 0.985 : 1.01);
+    // The softmax behind the previous tile's P V: worth more with one consumer, whose softmax no
+    // second warpgroup hides.
+    if (knob(c, "overlap") == 1) eff *= consumers == 2 ? 1.08 : 1.15;
+    const double rows = 64 * consumers;
+    const double blocks = batch * q_heads * std::ceil(seq / rows);
+    // The mean block does half its row block's square; the last wave is as long as the heaviest.
+    const double per_block = 4 * rows * (seq / 2 + rows / 2) * head / (kPeakFlopsPerSm * eff) * 1e6;
+    const double waves = blocks / kSms;
+    const double t = per_block * std::max(1.0, waves) + per_block * (seq / rows > 1 ? 0.5 : 0.0);
+    return (kLaunchUs + t) * rugged(prob, c, 0.02);
+  };
+  p->cold = [](const Config& c) { return c.get("kernel")->as_word() == "split" ? 1.05 : 1.01; };
+  p->chunk = [](const Config& c) { return static_cast<int>(knob(c, "block_n")); };
+  return p;
+}
+
 std::unique_ptr<SimProblem> make_faults() {
   auto p = std::make_unique<SimProblem>();
   p->name = "faults";
@@ -460,8 +510,10 @@ struct SimModel {
   std::string_view op;
   std::unique_ptr<SimProblem> (*make)(const OpSignature&);
 };
-constexpr SimModel kModels[] = {
-    {"gemm", &make_gemm}, {"rmsnorm", &make_rmsnorm}, {"attention_decode", &make_attention_decode}};
+constexpr SimModel kModels[] = {{"gemm", &make_gemm},
+                                {"rmsnorm", &make_rmsnorm},
+                                {"attention_decode", &make_attention_decode},
+                                {"attention_prefill", &make_attention_prefill}};
 
 }  // namespace
 

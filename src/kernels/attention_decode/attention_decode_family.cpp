@@ -4,9 +4,8 @@
 
 #include "cuda/cuda_check.h"
 #include "kernels/common/gate.h"
+#include "kernels/common/plan_run.h"
 #include "kernels/ops.h"
-#include "kernels/plan_chain.h"
-#include "kernels/plan_launch.h"
 
 namespace attune::kernels {
 
@@ -203,24 +202,6 @@ class AttentionDecodeFamily final : public CudaFamily {
     return Status::success();
   }
 
-  // The kernels of a plan's build, loaded: the function of each step, or the refusing outcome.
-  Result<std::optional<Outcome>> load(CudaEnv& env, const BuildRequest& build,
-                                      const std::vector<const LaunchStep*>& steps,
-                                      std::vector<CUfunction>* fns) {
-    for (const LaunchStep* step : steps) {
-      ATTUNE_ASSIGN(Launchable k,
-                    launchable(env, build, step->kernel,
-                               step->block.x * step->block.y * step->block.z, step->shared_bytes));
-      if (k.refused) {
-        if (k.refused->verdict == Verdict::kLaunchFailed)
-          k.refused->message = step->kernel + ": " + k.refused->message;
-        return k.refused;
-      }
-      fns->push_back(k.fn);
-    }
-    return std::optional<Outcome>{};
-  }
-
   Status reference(CudaEnv& env, const AttentionDecodeShape& s) {
     BuildRequest req;
     req.source = kAttentionDecodeRefSource;
@@ -251,33 +232,12 @@ class AttentionDecodeFamily final : public CudaFamily {
     args.o = data_.o.ptr();
     args.kv = static_cast<int>(s.kv);
     args.rows = static_cast<int>(s.rows());
-    std::function<CUresult(CUstream)> launch;
-    std::vector<CUfunction> fns;
-    std::optional<ChainLaunch> chain;
-    if (const auto* kp = std::get_if<KernelPlan>(&plan)) {
-      ATTUNE_TRY(check_args(*kp));
-      std::vector<const LaunchStep*> steps;
-      for (const LaunchStep& st : kp->steps) steps.push_back(&st);
-      ATTUNE_ASSIGN(auto refused, load(env, kp->build, steps, &fns));
-      if (refused) return *refused;
-      ATTUNE_TRY(ensure_workspace(kp->workspace_bytes));
-      launch = [kp, &fns, &args](CUstream st) { return enqueue(*kp, fns, args, st); };
-    } else {
-      const ChainPlan& cp = std::get<ChainPlan>(plan);
-      ATTUNE_TRY(check_args(cp));
-      std::vector<const LaunchStep*> steps;
-      for (const ChainStep& st : cp.steps)
-        if (const auto* k = std::get_if<LaunchStep>(&st)) steps.push_back(k);
-      ATTUNE_ASSIGN(auto refused, load(env, cp.build, steps, &fns));
-      if (refused) return *refused;
-      std::string why;
-      ATTUNE_ASSIGN(chain, prepare_chain(lt_, cp, fns, &why));
-      if (!chain) return Outcome::failed(Verdict::kUnsupported, why);
-      ATTUNE_TRY(ensure_workspace(cp.workspace_bytes));
-      cublasLtHandle_t h = lt_;
-      launch = [h, &cp, &chain, &args](CUstream st) { return enqueue(h, cp, *chain, args, st); };
-    }
+    PreparedPlan prepared;
+    ATTUNE_ASSIGN(auto unready, prepare_plan(env, lt_, plan, &prepared));
+    if (unready) return *unready;
+    ATTUNE_TRY(ensure_workspace(prepared.workspace_bytes));
     args.workspace = data_.workspace.ptr();
+    const auto launch = plan_launcher(lt_, plan, prepared, args);
 
     // Fresh random inputs, poisoned output and guard, the reference on the same inputs.
     const Half fmt = s.bf16 ? Half::kBf16 : Half::kFp16;

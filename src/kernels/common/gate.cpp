@@ -76,7 +76,8 @@ Status DeviceGate::fill_random(CudaEnv& env, CUdeviceptr out, std::size_t n, Hal
 }
 
 Result<Comparison> DeviceGate::compare(CudaEnv& env, CUdeviceptr out, CUdeviceptr ref,
-                                       std::size_t n, Half fmt, const Tolerance& tol) {
+                                       std::size_t n, Half fmt, const Tolerance& tol,
+                                       CUdeviceptr scale) {
   ATTUNE_TRY(load(env));
   ATTUNE_CU(cuMemsetD8Async(scratch_.ptr(), 0, 64, env.stream()));
   unsigned long long count = n;
@@ -93,7 +94,7 @@ Result<Comparison> DeviceGate::compare(CudaEnv& env, CUdeviceptr out, CUdevicept
   unsigned short poison = kPoison16;
   double rtol = tol.rtol;
   CUdeviceptr counters = scratch_.ptr() + 8, max_err = scratch_.ptr() + 32;
-  void* a2[] = {&out, &ref, &count, &f, &poison, &rtol, &floor, &counters, &max_err};
+  void* a2[] = {&out, &ref, &scale, &count, &f, &poison, &rtol, &floor, &counters, &max_err};
   ATTUNE_CU(cuLaunchKernel(check_, grid_for(n), 1, 1, 256, 1, 1, 0, env.stream(), a2, nullptr));
   unsigned long long host[7] = {};
   ATTUNE_CU(cuMemcpyDtoHAsync(host, scratch_.ptr(), 56, env.stream()));
@@ -123,8 +124,9 @@ Result<Comparison> DeviceGate::compare(CudaEnv& env, CUdeviceptr out, CUdevicept
 }
 
 Result<Comparison> DeviceGate::check_output(CudaEnv& env, CUdeviceptr out, CUdeviceptr ref,
-                                            std::size_t n, Half fmt, const Tolerance& tol) {
-  ATTUNE_ASSIGN(Comparison c, compare(env, out, ref, n, fmt, tol));
+                                            std::size_t n, Half fmt, const Tolerance& tol,
+                                            CUdeviceptr scale) {
+  ATTUNE_ASSIGN(Comparison c, compare(env, out, ref, n, fmt, tol, scale));
   if (c.verdict != Verdict::kOk) return c;
   ATTUNE_ASSIGN(std::uint64_t damaged, guard_damage(env, out + n * 2, kGuardElements));
   if (damaged) {

@@ -62,11 +62,12 @@ extern "C" __global__ void sum_squares(const double* ref, unsigned long long n, 
   if (threadIdx.x % 32 == 0) atomicAdd(out, s);
 }
 
-// counters and max_err: see Tally.
+// counters and max_err: see Tally. scale: null, or each element's own scale (the error is
+// relative to the largest of |ref|, floor and it).
 extern "C" __global__ void check_half(const unsigned short* out, const double* ref,
-                                      unsigned long long n, int fmt, unsigned short poison,
-                                      double rtol, double floor, unsigned long long* counters,
-                                      unsigned long long* max_err) {
+                                      const double* scale, unsigned long long n, int fmt,
+                                      unsigned short poison, double rtol, double floor,
+                                      unsigned long long* counters, unsigned long long* max_err) {
   Tally t;
   for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < n;
        i += 1ull * gridDim.x * blockDim.x) {
@@ -80,7 +81,8 @@ extern "C" __global__ void check_half(const unsigned short* out, const double* r
       ++t.nonfinite;
       continue;
     }
-    t.error(fabs(static_cast<double>(f) - ref[i]) / fmax(fabs(ref[i]), floor), rtol);
+    const double at = scale ? fmax(floor, scale[i]) : floor;
+    t.error(fabs(static_cast<double>(f) - ref[i]) / fmax(fabs(ref[i]), at), rtol);
   }
   t.publish(counters, max_err);
 }

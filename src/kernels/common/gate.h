@@ -37,13 +37,18 @@ class DeviceGate {
   // Fills n 16-bit values with uniform [lo, hi) drawn from a fresh seed.
   Status fill_random(cuda::CudaEnv& env, CUdeviceptr out, std::size_t n, cuda::Half fmt,
                      float lo = -1.f, float hi = 1.f);
-  // Compares n 16-bit outputs with a float64 reference under tol.
+  // Compares n 16-bit outputs with a float64 reference under tol: each error relative to the
+  // largest of |ref|, the reference's RMS (tol.floor at least) and, when `scale` is given, that
+  // element's own float64 scale: the magnitude of the terms the output sums, where outputs differ
+  // in size by nature (causal attention: a row of few keys sums far larger terms than the RMS of
+  // the rows seeing thousands).
   Result<Comparison> compare(cuda::CudaEnv& env, CUdeviceptr out, CUdeviceptr ref, std::size_t n,
-                             cuda::Half fmt, const Tolerance& tol);
+                             cuda::Half fmt, const Tolerance& tol, CUdeviceptr scale = 0);
   // compare(), then the kGuardElements past the output's end (allocated by the caller) must still
   // hold the poison; a write past the end is wrong_output.
   Result<Comparison> check_output(cuda::CudaEnv& env, CUdeviceptr out, CUdeviceptr ref,
-                                  std::size_t n, cuda::Half fmt, const Tolerance& tol);
+                                  std::size_t n, cuda::Half fmt, const Tolerance& tol,
+                                  CUdeviceptr scale = 0);
   // How many of the n 16-bit guard elements at `guard` no longer hold the poison (a write past
   // the end of an output).
   Result<std::uint64_t> guard_damage(cuda::CudaEnv& env, CUdeviceptr guard, std::size_t n);

@@ -117,7 +117,8 @@ Status Runtime::open(const std::string& table_path, std::unique_ptr<Runtime>* ou
   auto impl = std::make_unique<Impl>();
   for (auto [name, kind] :
        {std::pair{"gemm", &impl->gemm_kind}, std::pair{"rmsnorm", &impl->rmsnorm_kind},
-        std::pair{"attention_decode", &impl->attention_decode_kind}}) {
+        std::pair{"attention_decode", &impl->attention_decode_kind},
+        std::pair{"attention_prefill", &impl->attention_prefill_kind}}) {
     auto k = runtime::op_kind(name);
     if (!k) return to_status(k.error(), Code::kUnsupported);
     *kind = *k;
@@ -221,6 +222,38 @@ Status Runtime::Impl::attention_decode(std::int64_t batch, std::int64_t kv, std:
   return dispatch(key, args, stream, record);
 }
 
+Status Runtime::Impl::attention_prefill(std::int64_t seq, std::int64_t batch, std::int64_t head,
+                                        std::int64_t q_heads, std::int64_t kv_heads, DType dtype,
+                                        void* o, const void* q, const void* k, const void* v,
+                                        void* stream, const DispatchRecord** record) {
+  // As attention_decode: the op's joint rules at a shape's first call, the per-call ones here.
+  for (std::int64_t size : {seq, batch, head, q_heads, kv_heads})
+    if (!size_ok(size))
+      return invalid(fmt::format(
+          "attention_prefill: seq={}, batch={}, head={}, q_heads={}, kv_heads={}: sizes must be "
+          "1..{}",
+          seq, batch, head, q_heads, kv_heads, INT32_MAX));
+  if (!size_ok(batch * q_heads * seq))
+    return invalid(fmt::format("attention_prefill: batch * q_heads * seq = {} rows, more than {}",
+                               batch * q_heads * seq, INT32_MAX));
+  if (dtype != DType::kBf16 && dtype != DType::kFp16)
+    return invalid("attention_prefill: dtype must be bf16 or fp16");
+  if (!o || !q || !k || !v)
+    return invalid("attention_prefill: o, q, k and v must be device pointers");
+  if (!aligned16(o) || !aligned16(q) || !aligned16(k) || !aligned16(v))
+    return invalid("attention_prefill: o, q, k and v must be 16-byte aligned");
+  const ShapeKey key{
+      attention_prefill_kind, dtype_of(dtype), false, {seq, batch, head, q_heads, kv_heads}};
+  kernels::PlanArgs args;
+  args.o = reinterpret_cast<CUdeviceptr>(o);
+  args.q = reinterpret_cast<CUdeviceptr>(q);
+  args.k = reinterpret_cast<CUdeviceptr>(k);
+  args.v = reinterpret_cast<CUdeviceptr>(v);
+  args.kv = static_cast<int>(seq);  // every query token is a key too
+  args.rows = static_cast<int>(batch * q_heads * seq);
+  return dispatch(key, args, stream, record);
+}
+
 Status Runtime::Impl::dispatch(const ShapeKey& key, kernels::PlanArgs& args, void* stream,
                                const DispatchRecord** record) {
   runtime::Slot& slot = selector->select(key);
@@ -258,6 +291,17 @@ Status Runtime::attention_decode(std::int64_t batch, std::int64_t kv, std::int64
   return s;
 }
 
+Status Runtime::attention_prefill(std::int64_t seq, std::int64_t batch, std::int64_t head,
+                                  std::int64_t q_heads, std::int64_t kv_heads, DType dtype, void* o,
+                                  const void* q, const void* k, const void* v, void* stream,
+                                  const Dispatch** dispatched) {
+  const DispatchRecord* rec = nullptr;
+  Status s = impl_->attention_prefill(seq, batch, head, q_heads, kv_heads, dtype, o, q, k, v,
+                                      stream, dispatched ? &rec : nullptr);
+  if (dispatched) *dispatched = rec ? &rec->cpp : nullptr;
+  return s;
+}
+
 Status Runtime::rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y, void* h_out,
                         const void* x, const void* r, const void* w, void* stream,
                         const Dispatch** dispatched) {
@@ -288,10 +332,11 @@ Status Runtime::time_problem(const std::string& problem, Timing* out) {
 Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRecord** record) {
   auto fail = [](const Error& e) { return to_status(e, Code::kCuda); };
   if (attune::Status st = executor->enter(); !st) return fail(st.error());
-  const bool gemm_op = problem.op() == "gemm", attention_op = problem.op() == "attention_decode";
-  if (!gemm_op && !attention_op && problem.op() != "rmsnorm")
+  const bool gemm_op = problem.op() == "gemm", attention_op = problem.op() == "attention_decode",
+             prefill_op = problem.op() == "attention_prefill";
+  if (!gemm_op && !attention_op && !prefill_op && problem.op() != "rmsnorm")
     return invalid("time: '" + problem.text() +
-                   "' is not a gemm, rmsnorm or attention_decode problem");
+                   "' is not a gemm, rmsnorm, attention_decode or attention_prefill problem");
   CUstream raw = nullptr;
   if (CUresult rc = cuStreamCreate(&raw, CU_STREAM_NON_BLOCKING); rc != CUDA_SUCCESS)
     return fail(cuda::driver_error(rc, "cuStreamCreate", __FILE__, __LINE__));
@@ -347,6 +392,23 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
         return self->attention_decode(s.batch, s.kv, s.head, s.q_heads, s.kv_heads, s.q_len, dt,
                                       reinterpret_cast<void*>(o), reinterpret_cast<void*>(q),
                                       reinterpret_cast<void*>(k), reinterpret_cast<void*>(v), st);
+      };
+    } else if (prefill_op) {
+      ATTUNE_ASSIGN(kernels::AttentionPrefillShape s, kernels::attention_prefill_shape(problem));
+      for (std::int64_t size : {s.seq, s.batch, s.head, s.q_heads, s.kv_heads})
+        if (!size_ok(size))
+          return Error::invalid_argument("time: sizes out of range in " + problem.text());
+      const std::size_t q_elems = static_cast<std::size_t>(s.rows() * s.head),
+                        kv_elems = static_cast<std::size_t>(s.batch * s.kv_heads * s.seq * s.head);
+      ATTUNE_ASSIGN(CUdeviceptr q, add(q_elems, s.bf16, true));
+      ATTUNE_ASSIGN(CUdeviceptr k, add(kv_elems, s.bf16, true));
+      ATTUNE_ASSIGN(CUdeviceptr v, add(kv_elems, s.bf16, true));
+      ATTUNE_ASSIGN(CUdeviceptr o, add(q_elems, s.bf16, false));
+      const DType dt = s.bf16 ? DType::kBf16 : DType::kFp16;
+      call = [=, this](CUstream st) {
+        return self->attention_prefill(s.seq, s.batch, s.head, s.q_heads, s.kv_heads, dt,
+                                       reinterpret_cast<void*>(o), reinterpret_cast<void*>(q),
+                                       reinterpret_cast<void*>(k), reinterpret_cast<void*>(v), st);
       };
     } else {
       ATTUNE_ASSIGN(kernels::RmsnormShape s, kernels::rmsnorm_shape(problem));

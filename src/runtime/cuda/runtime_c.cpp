@@ -164,6 +164,25 @@ ATTUNE_RT_API int attune_rt_attention_decode(attune_rt* rt, int64_t batch, int64
   });
 }
 
+ATTUNE_RT_API int attune_rt_attention_prefill(attune_rt* rt, int64_t seq, int64_t batch,
+                                              int64_t head, int64_t q_heads, int64_t kv_heads,
+                                              int dtype, void* o, const void* q, const void* k,
+                                              const void* v, void* stream,
+                                              const attune_rt_dispatch** dispatched) {
+  return guarded([&]() -> int {
+    if (!rt) return fail(Code::kInvalidArgument, "attune_rt_attention_prefill: rt is null");
+    if (!dtype_ok(dtype))
+      return fail(Code::kInvalidArgument,
+                  "attune_rt_attention_prefill: dtype must be ATTUNE_RT_BF16 or ATTUNE_RT_FP16");
+    const attune::runtime::DispatchRecord* rec = nullptr;
+    Status s = rt->runtime->impl().attention_prefill(seq, batch, head, q_heads, kv_heads,
+                                                     static_cast<DType>(dtype), o, q, k, v, stream,
+                                                     dispatched ? &rec : nullptr);
+    if (dispatched) *dispatched = rec ? &rec->c : nullptr;
+    return done(s);
+  });
+}
+
 ATTUNE_RT_API int attune_rt_rmsnorm(attune_rt* rt, int64_t rows, int64_t hidden, int dtype, void* y,
                                     void* h_out, const void* x, const void* r, const void* w,
                                     void* stream, const attune_rt_dispatch** dispatched) {

@@ -1,0 +1,104 @@
+// attention_prefill's signature: o = softmax(q . k^T / sqrt(head) + causal mask) . v over a whole
+// prompt, layout [batch, heads, seq, head] (PyTorch SDPA's), grouped-query (query head h reads KV
+// head h / (q_heads / kv_heads)); query token i sees keys [0, i]. The sequence is the bucket axis:
+// a tuned table ranges over prompt lengths. Its baseline is the split form a user without flash
+// kernels runs: scores by a cuBLASLt batched GEMM, a softmax kernel, the value GEMM.
+#include <fmt/format.h>
+
+#include "kernels/ops.h"
+
+namespace attune::kernels {
+
+// Declared in kernels/plan.h, defined here with the space that bounds it (core only).
+std::size_t attention_prefill_shared_bytes(std::int64_t head, std::int64_t block_n,
+                                           std::int64_t consumers, std::int64_t stages);
+
+std::size_t attention_prefill_shared_bytes(std::int64_t head, std::int64_t block_n,
+                                           std::int64_t consumers, std::int64_t stages) {
+  // 1 KB to align the tiles to the swizzle's 1024-byte period, the Q block, the K/V stages and
+  // the mbarriers (q_full, full and empty per stage).
+  return static_cast<std::size_t>(1024 + 64 * consumers * head * 2 +
+                                  stages * 2 * block_n * head * 2 + 8 * (1 + 2 * stages));
+}
+
+namespace {
+
+// The split baseline keeps every score of every head in fp32 and every weight in 16 bits (6 bytes
+// per (query row, key)): at 16384 tokens and 32 query heads that is 48 GiB.
+constexpr std::int64_t kMaxSeq = 16384;
+
+Status check_attention_prefill(const Problem& p) {
+  const std::int64_t seq = *p.int_attr("seq"), head = *p.int_attr("head"),
+                     q_heads = *p.int_attr("q_heads"), kv_heads = *p.int_attr("kv_heads");
+  if (head != 64 && head != 128)
+    return Error::invalid_argument(
+        fmt::format("attention_prefill head={} is not supported (64, 128)", head));
+  if (q_heads % kv_heads != 0)
+    return Error::invalid_argument(fmt::format(
+        "attention_prefill q_heads={} is not a multiple of kv_heads={} (grouped-query attention "
+        "shares each KV head among q_heads / kv_heads query heads)",
+        q_heads, kv_heads));
+  if (seq > kMaxSeq)
+    return Error::invalid_argument(fmt::format(
+        "attention_prefill seq={} is more than {} (the split baseline holds every score)", seq,
+        kMaxSeq));
+  return Status::success();
+}
+
+// The kernel fork first: the wgmma knobs are free only under it, so the split baseline is one
+// config. block_n: keys per tile; consumers: warpgroups of 64 query rows (a block of 64 or 128
+// rows, plus the producer warpgroup); stages: K/V tiles in flight; overlap: a tile's scores
+// issued with the previous tile's P V, the softmax hidden behind it.
+Result<Space> attention_prefill_space(const Problem& p) {
+  const std::int64_t head = *p.int_attr("head"), seq = *p.int_attr("seq");
+  auto fixed_unless_wgmma = [](const char* name, std::int64_t fixed) {
+    return Constraint{fmt::format("{} is fixed unless kernel=wgmma", name),
+                      {"kernel", name},
+                      [name, fixed](const Assignment& a) {
+                        return a["kernel"].as_word() == "wgmma" || a.i(name) == fixed;
+                      }};
+  };
+  auto wgmma = [](const Assignment& a) { return a["kernel"].as_word() == "wgmma"; };
+  return Space::make(
+      {Knob{"kernel", {"split", "wgmma"}, 0, KnobKind::kStructural},
+       Knob{"block_n", {128, 64}, 0, KnobKind::kInPlace},
+       Knob{"consumers", {2, 1}, 0, KnobKind::kInPlace},
+       Knob{"stages", {2, 3, 4}, 0, KnobKind::kInPlace},
+       Knob{"overlap", {1, 0}, 0, KnobKind::kInPlace}},
+      {fixed_unless_wgmma("block_n", 128),
+       fixed_unless_wgmma("consumers", 2),
+       fixed_unless_wgmma("stages", 2),
+       fixed_unless_wgmma("overlap", 1),
+       {"kernel=wgmma: the Q block and K/V stages fit a block's 227 KB of shared memory",
+        {"kernel", "block_n", "consumers", "stages"},
+        [wgmma, head](const Assignment& a) {
+          return !wgmma(a) || attention_prefill_shared_bytes(head, a.i("block_n"),
+                                                             a.i("consumers"),
+                                                             a.i("stages")) <= 227 * 1024;
+        }},
+       {"kernel=wgmma: a key tile no longer than twice the sequence",
+        {"kernel", "block_n"},
+        [wgmma, seq](const Assignment& a) {
+          return !wgmma(a) || a.i("block_n") == 64 || a.i("block_n") < 2 * seq;
+        }}});
+}
+
+}  // namespace
+
+const OpSignature& attention_prefill_op() {
+  static const OpSignature op{.name = "attention_prefill",
+                              .sizes = {"seq", "batch", "head", "q_heads", "kv_heads"},
+                              .flags = {},
+                              .dtypes = {"bf16", "fp16"},
+                              .max_size = 1 << 20,
+                              .baseline_config = "kernel=split,block_n=128,consumers=2,stages=2,overlap=1",
+                              .example_shape = "4096x1x128x32x8",
+                              .runtime_key = 3,
+                              .sweep_defaults = {{"batch", "1"}, {"q_heads", "32"}, {"kv_heads", "8"}},
+                              .sweep_default_per = {"head"},
+                              .check = &check_attention_prefill,
+                              .space = &attention_prefill_space};
+  return op;
+}
+
+}  // namespace attune::kernels

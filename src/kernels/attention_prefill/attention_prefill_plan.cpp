@@ -1,0 +1,140 @@
+// attention_prefill's kernel plans: the wgmma flash kernel (attention_prefill_flash.cu) and the
+// split baseline (scores by a cuBLASLt batched GEMM, the decode family's softmax kernel with every
+// query token of the prompt as a new token, the value GEMM), both over the layout of
+// attention_prefill_op.cpp.
+#include <fmt/format.h>
+
+#include "kernels/plan.h"
+#include "kernels/plan_knobs.h"
+
+namespace attune::kernels {
+
+extern const char* const kAttentionPrefillFlashSource;
+extern const char* const kAttentionDecodeSoftmaxSource;
+
+namespace {
+
+constexpr unsigned kSoftmaxThreads = 256;
+// What cuBLASLt may use in the split baseline, as in attention_decode's.
+constexpr std::size_t kSplitLtWorkspace = 4u << 20;
+constexpr std::int64_t kMaxGridYz = 65535;
+constexpr std::size_t kMaxSharedBytes = 227 * 1024;
+
+std::size_t align256(std::size_t bytes) {
+  return (bytes + 255) / 256 * 256;
+}
+
+Plan plan_split(const AttentionPrefillShape& s) {
+  // Per (sequence, KV head) the group's query rows are contiguous in q: GROUP * seq rows.
+  const std::int64_t gl = s.group() * s.seq;
+  const auto rows = static_cast<std::size_t>(s.rows()), keys = static_cast<std::size_t>(s.seq);
+  const std::size_t scores = align256(rows * keys * sizeof(float));
+  const std::size_t probs = align256(rows * keys * 2);
+  ChainPlan p;
+  p.build.source = kAttentionDecodeSoftmaxSource;
+  p.build.source_name = "attention_decode_softmax.cu";
+  // Q_LEN = seq: row r is token r % seq, which sees keys [0, r % seq], the causal mask.
+  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DHEAD={}", s.head),
+                     fmt::format("-DQ_LEN={}", s.seq),
+                     fmt::format("-DTHREADS={}", kSoftmaxThreads)};
+  p.build.name_expressions = {"attn_decode_softmax"};
+  LtMatmul qk;
+  qk.m = gl;
+  qk.n = s.seq;
+  qk.k = s.head;
+  qk.batch = s.batch * s.kv_heads;
+  qk.b_transposed = true;
+  qk.bf16 = s.bf16;
+  qk.c_fp32 = true;
+  qk.a = {"q", 0, gl * s.head};
+  qk.b = {"k", 0, s.seq * s.head};
+  qk.c = {"workspace", 0, gl * s.seq};
+  qk.workspace_offset = scores + probs;
+  qk.workspace_bytes = kSplitLtWorkspace;
+  LtMatmul pv = qk;
+  pv.n = s.head;
+  pv.k = s.seq;
+  pv.b_transposed = false;
+  pv.c_fp32 = false;
+  pv.a = {"workspace", scores, gl * s.seq};
+  pv.b = {"v", 0, s.seq * s.head};
+  pv.c = {"o", 0, gl * s.head};
+  p.steps.push_back(qk);
+  p.steps.push_back(LaunchStep{"attn_decode_softmax",
+                               {static_cast<unsigned>(rows)},
+                               {kSoftmaxThreads},
+                               0,
+                               {"workspace", "kv", "rows"}});
+  p.steps.push_back(pv);
+  p.workspace_bytes = scores + probs + kSplitLtWorkspace;
+  return p;
+}
+
+Result<Plan> plan_wgmma(const AttentionPrefillShape& s, const Config& c) {
+  ATTUNE_ASSIGN(std::int64_t block_n, knob(c, "block_n"));
+  ATTUNE_ASSIGN(std::int64_t consumers, knob(c, "consumers"));
+  ATTUNE_ASSIGN(std::int64_t stages, knob(c, "stages"));
+  ATTUNE_ASSIGN(std::int64_t overlap, knob(c, "overlap"));
+  if ((block_n != 64 && block_n != 128) || (consumers != 1 && consumers != 2) || stages < 2 ||
+      stages > 4 || (overlap != 0 && overlap != 1))
+    return Error::invalid_argument(fmt::format(
+        "attention_prefill config '{}': kernel=wgmma takes block_n 64 or 128, consumers 1 or 2, "
+        "stages 2-4, overlap 0 or 1",
+        c.text()));
+  const std::size_t shared = attention_prefill_shared_bytes(s.head, block_n, consumers, stages);
+  if (shared > kMaxSharedBytes)
+    return Error::invalid_argument(fmt::format(
+        "attention_prefill config '{}': {} bytes of shared memory, more than a block gets ({})",
+        c.text(), shared, kMaxSharedBytes));
+  const std::int64_t blocks = ceil_div(s.seq, 64 * consumers);
+  if (blocks > kMaxGridYz || s.batch > kMaxGridYz)
+    return Error::invalid_argument(fmt::format(
+        "attention_prefill: {} row blocks of {} sequences exceed a launch's grid", blocks, s.batch));
+  KernelPlan p;
+  p.build.source = kAttentionPrefillFlashSource;
+  p.build.source_name = "attention_prefill_flash.cu";
+  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)),
+                     fmt::format("-DBF16={}", s.bf16 ? 1 : 0),
+                     fmt::format("-DHEAD={}", s.head),
+                     fmt::format("-DGROUP={}", s.group()),
+                     fmt::format("-DBLOCK_N={}", block_n),
+                     fmt::format("-DCONSUMERS={}", consumers),
+                     fmt::format("-DSTAGES={}", stages),
+                     fmt::format("-DOVERLAP={}", overlap)};
+  p.build.name_expressions = {"attn_prefill_wgmma"};
+  // Grid x over the query heads, so the heads that share a KV head run side by side and read its
+  // tiles through L2 once; y over the row blocks (the kernel takes them heaviest first).
+  p.steps.push_back({"attn_prefill_wgmma",
+                     {static_cast<unsigned>(s.q_heads), static_cast<unsigned>(blocks),
+                      static_cast<unsigned>(s.batch)},
+                     {static_cast<unsigned>(128 * (consumers + 1))},
+                     static_cast<unsigned>(shared),
+                     {"o", "q", "k", "v", "kv"}});
+  return Plan{std::move(p)};
+}
+
+}  // namespace
+
+Result<AttentionPrefillShape> attention_prefill_shape(const Problem& p) {
+  ATTUNE_ASSIGN(HalfShape h, half_shape(p, attention_prefill_op()));
+  AttentionPrefillShape s{h.sizes[0], h.sizes[1], h.sizes[2], h.sizes[3], h.sizes[4], h.bf16};
+  if (s.kv_heads <= 0 || s.q_heads % s.kv_heads != 0)
+    return Error::invalid_argument("attention_prefill problem " + p.text() +
+                                   ": q_heads must be a multiple of kv_heads");
+  return s;
+}
+
+Result<Plan> plan_attention_prefill(const Problem& problem, const Config& config) {
+  ATTUNE_ASSIGN(AttentionPrefillShape s, attention_prefill_shape(problem));
+  const Value* kernel = config.get("kernel");
+  if (!kernel)
+    return Error::invalid_argument(
+        fmt::format("attention_prefill config '{}' has no knob 'kernel'", config.text()));
+  const std::string k = kernel->as_word();
+  if (k == "split") return plan_split(s);
+  if (k == "wgmma") return plan_wgmma(s, config);
+  return Error::invalid_argument(
+      fmt::format("attention_prefill config '{}': unknown kernel '{}'", config.text(), k));
+}
+
+}  // namespace attune::kernels
