@@ -16,7 +16,8 @@ keys); a backend that refuses it is "refused".
 
 Usage: bench/attention_decode.py ATTUNE_BINARY COPY_BANDWIDTH_BINARY OUT_DIR [--quick]
 Tuning per cell: --max-candidates 80 --patience 25 --time-limit 20 (ATTN_TUNE_S overrides the
-time limit): the whole list takes about 5 minutes on the H200.
+time limit, ATTN_SEARCH the search flags, ATTN_CELLS picks cells by index): the whole list takes
+about 5 minutes on the H200.
 """
 import datetime, json, os, subprocess, sys, time
 
@@ -47,6 +48,10 @@ CELLS = [
 ]
 if quick:
     CELLS = CELLS[:3]
+if os.environ.get("ATTN_CELLS"):  # e.g. "0,4": those cells of the list alone
+    CELLS = [CELLS[int(i)] for i in os.environ["ATTN_CELLS"].split(",")]
+# The search per cell (ATTN_SEARCH overrides it, e.g. "--patience 0": every config of the space).
+SEARCH = os.environ.get("ATTN_SEARCH", "--max-candidates 80 --patience 25").split()
 def read_bandwidth_gbps():
     """Device read bandwidth: a 4 GiB fp32 sum (reads only), median of 20."""
     x = torch.ones(1 << 30, dtype=torch.float32, device=dev)
@@ -99,7 +104,7 @@ for dtype, head, kv, batch, hq, hkv, ql in CELLS:
     cell = f"{dtype} h{head} kv{kv} b{batch}" + ("" if (hq, hkv, ql) == (32, 8, 1) else f" {hq}/{hkv} q{ql}")
     t0 = time.time()
     p = subprocess.run([attune, "tune", "--backend", "cuda", "--op", "attention_decode", "--shape", shape,
-                        "--dtype", dtype, "--max-candidates", "80", "--patience", "25", "--time-limit", TUNE_S,
+                        "--dtype", dtype, *SEARCH, "--time-limit", TUNE_S,
                         "--json", "--db", f"{out_dir}/bench-attention.db"], capture_output=True, text=True)
     wall = time.time() - t0
     if p.returncode != 0:

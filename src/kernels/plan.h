@@ -103,6 +103,11 @@ struct AttentionDecodeShape {
   std::int64_t rows() const { return batch * q_heads * q_len; }  // the output's rows
 };
 Result<AttentionDecodeShape> attention_decode_shape(const Problem& problem);
+// kernel=mma's K/V stages per warp and dynamic shared memory per block (defined beside the op's
+// space, which bounds them).
+unsigned attention_decode_mma_stages(std::int64_t head, std::int64_t kv_tile);
+std::size_t attention_decode_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile,
+                                              std::int64_t warps);
 
 // attention_prefill's sizes (kernels/attention_prefill/attention_prefill_op.cpp).
 struct AttentionPrefillShape {

@@ -481,7 +481,8 @@ TEST_F(RuntimeGpu, AttentionDecodeRowsAndTheSplitBaseline) {
   EXPECT_EQ(d.config, kFlash);
   EXPECT_EQ(d.kernels[0], "attn_decode_flash");
 
-  const std::string baseline = "kernel=split,splits=1,kv_tile=16,warps=4,vec=8,q_rows=1";
+  const std::string baseline =
+      "kernel=split,splits=1,kv_tile=16,warps=4,vec=8,q_rows=1,combine=kernel";
   for (const Attn& miss : {Attn{5, 1000, 64, 16, 2, 3, true}, Attn{2, 777, 128, 8, 8, 1, false},
                            Attn{1, 4097, 256, 8, 2, 2, true}}) {
     d = run_attention(*runtime, miss, rng);

@@ -150,7 +150,8 @@ TEST(Cli, AttentionDecodeTunesOnTheSimToNearItsOptimum) {
                         dir.path());
     ASSERT_EQ(r.code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out)["problems"][0];
-    EXPECT_EQ(j["baseline"]["config"], "kernel=split,splits=1,kv_tile=16,warps=4,vec=8,q_rows=1");
+    EXPECT_EQ(j["baseline"]["config"],
+              "kernel=split,splits=1,kv_tile=16,warps=4,vec=8,q_rows=1,combine=kernel");
     SimBackend sim;
     auto spec = problem_from_shape("attention_decode", shape, "");
     ASSERT_TRUE(spec.ok());

@@ -160,10 +160,55 @@ TEST(AttentionDecodePlan, TheSignaturesBaselineIsTheSplitBaseline) {
   EXPECT_TRUE(std::holds_alternative<ChainPlan>(p));
 }
 
+// kernel=mma's splits merge by attn_decode_combine (a second launch through the workspace) or,
+// combine=cluster, inside the one launch by the thread block cluster of the 2-8 splits: no
+// combine step, no workspace, the cluster header in the build.
+TEST(AttentionDecodePlan, MmaSplitsMergeByTheCombineLaunchOrByTheCluster) {
+  const std::string spec =
+      "attention_decode:batch=1,kv=4096,head=128,q_heads=32,kv_heads=8,q_len=1";
+  const Plan launch = planned(spec,
+                              "kernel=mma,splits=8,kv_tile=32,warps=4,vec=8,q_rows=1,"
+                              "combine=kernel");
+  const auto& kl = std::get<KernelPlan>(launch);
+  ASSERT_EQ(kl.steps.size(), 2u);
+  EXPECT_EQ(kl.steps[1].kernel, "attn_decode_combine");
+  EXPECT_GT(kl.workspace_bytes, 0u);
+  EXPECT_TRUE(has_option(kl.build, "-DCLUSTER=0"));
+
+  const Plan cluster = planned(spec,
+                               "kernel=mma,splits=8,kv_tile=32,warps=4,vec=8,q_rows=1,"
+                               "combine=cluster");
+  const auto& kc = std::get<KernelPlan>(cluster);
+  ASSERT_EQ(kc.steps.size(), 1u);
+  EXPECT_EQ(kc.steps[0].kernel, "attn_decode_mma");
+  EXPECT_EQ(kc.steps[0].grid.x, 8u);  // the cluster spans grid.x: the row group's splits
+  EXPECT_EQ(kc.workspace_bytes, 0u);
+  EXPECT_TRUE(has_option(kc.build, "-DCLUSTER=1"));
+  ASSERT_EQ(kc.build.headers.size(), 1u);
+  EXPECT_EQ(kc.build.headers[0].first, "attune_cluster.cuh");
+
+  auto too_many = plan_attention_decode(
+      problem(spec),
+      *Config::parse("kernel=mma,splits=16,kv_tile=32,warps=4,vec=8,q_rows=1,combine=cluster"));
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.error().message().find("2-8 splits"), std::string::npos);
+  // The space offers the cluster only where the plan takes it.
+  auto space = attention_decode_op().space(problem(spec));
+  ASSERT_TRUE(space.ok()) << space.error().message();
+  std::size_t clusters = 0;
+  for (auto e = space->enumerate(); auto pt = e.next();) {
+    const Config c = space->config(*pt);
+    if (c.get("combine")->as_word() != "cluster") continue;
+    ++clusters;
+    EXPECT_TRUE(plan_attention_decode(problem(spec), c).ok()) << c.text();
+  }
+  EXPECT_GT(clusters, 0u);
+}
+
 TEST(AttentionDecodePlan, AnUnknownKernelIsRefused) {
   auto p = plan_attention_decode(
       problem("attention_decode:batch=1,kv=64,head=64,q_heads=1,kv_heads=1,q_len=1"),
-      *Config::parse("kernel=paged,splits=1,kv_tile=16,warps=4,vec=8,q_rows=1"));
+      *Config::parse("kernel=paged,splits=1,kv_tile=16,warps=4,vec=8,q_rows=1,combine=kernel"));
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.error().message().find("unknown kernel 'paged'"), std::string::npos);
 }

@@ -46,16 +46,17 @@ TEST(AttentionPrefillPlan, WgmmaIsOneLaunchPerHeadRowBlockAndSequence) {
   EXPECT_EQ(s.shared_bytes, 1024u + 128 * 128 * 2 + 3 * 2 * 64 * 128 * 2 + 8 * 7);
   EXPECT_EQ(s.args, (std::vector<std::string>{"o", "q", "k", "v", "kv"}));
   EXPECT_EQ(kp.workspace_bytes, 0u);
-  for (const char* o : {"-DT=__nv_bfloat16", "-DBF16=1", "-DHEAD=128", "-DGROUP=4",
-                        "-DBLOCK_N=64", "-DCONSUMERS=2", "-DSTAGES=3", "-DOVERLAP=1"})
+  for (const char* o : {"-DT=__nv_bfloat16", "-DBF16=1", "-DHEAD=128", "-DGROUP=4", "-DBLOCK_N=64",
+                        "-DCONSUMERS=2", "-DSTAGES=3", "-DOVERLAP=1"})
     EXPECT_TRUE(has_option(kp.build, o)) << o;
   // The sequence is an argument, not a define: one build serves every prompt length.
   for (const auto& o : kp.build.options) EXPECT_EQ(o.find("1000"), std::string::npos) << o;
 }
 
 TEST(AttentionPrefillPlan, OneConsumerHalvesTheRowBlock) {
-  const Plan p = planned("attention_prefill:seq=1000,batch=1,head=64,q_heads=8,kv_heads=8,dtype=fp16",
-                         "kernel=wgmma,block_n=128,consumers=1,stages=2,overlap=0");
+  const Plan p =
+      planned("attention_prefill:seq=1000,batch=1,head=64,q_heads=8,kv_heads=8,dtype=fp16",
+              "kernel=wgmma,block_n=128,consumers=1,stages=2,overlap=0");
   const auto& kp = std::get<KernelPlan>(p);
   EXPECT_EQ(kp.steps[0].grid.y, 16u);  // ceil(1000 / 64)
   EXPECT_EQ(kp.steps[0].block.x, 256u);
@@ -102,18 +103,19 @@ TEST(AttentionPrefillPlan, RefusesWhatTheKernelsAreNotWrittenFor) {
     EXPECT_FALSE(p.ok()) << spec;
     return p ? std::string() : p.error().message();
   };
-  EXPECT_NE(refused("attention_prefill:seq=128,batch=1,head=256,q_heads=8,kv_heads=8").find(
-                "head=256 is not supported"),
+  EXPECT_NE(refused("attention_prefill:seq=128,batch=1,head=256,q_heads=8,kv_heads=8")
+                .find("head=256 is not supported"),
             std::string::npos);
-  EXPECT_NE(refused("attention_prefill:seq=128,batch=1,head=128,q_heads=6,kv_heads=4").find(
-                "not a multiple of kv_heads=4"),
+  EXPECT_NE(refused("attention_prefill:seq=128,batch=1,head=128,q_heads=6,kv_heads=4")
+                .find("not a multiple of kv_heads=4"),
             std::string::npos);
   EXPECT_NE(refused("attention_prefill:seq=16385,batch=1,head=128,q_heads=8,kv_heads=8")
                 .find("seq=16385 is more than 16384"),
             std::string::npos);
-  auto bad = plan_attention_prefill(problem("attention_prefill:seq=128,batch=1,head=128,"
-                                            "q_heads=8,kv_heads=8"),
-                                    *Config::parse("kernel=wgmma,block_n=128,consumers=2,stages=4,overlap=1"));
+  auto bad = plan_attention_prefill(
+      problem("attention_prefill:seq=128,batch=1,head=128,"
+              "q_heads=8,kv_heads=8"),
+      *Config::parse("kernel=wgmma,block_n=128,consumers=2,stages=4,overlap=1"));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("shared memory"), std::string::npos);
   auto unknown = plan_attention_prefill(

@@ -141,9 +141,11 @@ TEST(KernelSources, SkinnySplitPlansCompileAsClusters) {
 }
 
 // attention_decode through its plans, on every head size and dtype: a sample of flash configs
-// (with and without the combine of splits, every warp count and both load widths), the split
-// baseline's softmax, and the float64 reference. The flash kernel's unrolled loops cost seconds
-// of NVRTC each (ptxas: 3 s for head 256 at q_rows 8), so each pair gets one sampled config.
+// (with and without the combine of splits, every warp count and both load widths), two of the
+// tensor-core form (its splits merged by the combine launch and by a thread block cluster), the
+// split baseline's softmax, and the float64 reference. The flash kernel's unrolled loops cost
+// seconds of NVRTC each (ptxas: 3 s for head 256 at q_rows 8), so each pair gets one sampled
+// config.
 TEST(KernelSources, AttentionDecodePlansCompileOnEveryHeadSize) {
   cuda::Compiler c("sm_90a", "");
   const char* configs[] = {
@@ -151,6 +153,8 @@ TEST(KernelSources, AttentionDecodePlansCompileOnEveryHeadSize) {
       "kernel=flash,splits=8,kv_tile=32,warps=2,vec=4,q_rows=4",
       "kernel=flash,splits=32,kv_tile=128,warps=8,vec=8,q_rows=8",
       "kernel=flash,splits=2,kv_tile=64,warps=1,vec=4,q_rows=16",
+      "kernel=mma,splits=8,kv_tile=32,warps=2,vec=8,q_rows=1,combine=cluster",
+      "kernel=mma,splits=4,kv_tile=16,warps=4,vec=8,q_rows=1,combine=kernel",
   };
   std::size_t next = 0;
   for (const char* head : {"64", "128", "256"}) {
@@ -169,8 +173,10 @@ TEST(KernelSources, AttentionDecodePlansCompileOnEveryHeadSize) {
         auto plan = kernels::plan_attention_decode(*p, *Config::parse(config));
         ASSERT_TRUE(plan.ok()) << plan.error().message();
         const auto& kp = std::get<kernels::KernelPlan>(*plan);
-        EXPECT_EQ(kp.steps.size(),
-                  std::string(config).find("splits=1,") == std::string::npos ? 2u : 1u);
+        const std::string text = config;
+        const bool one_launch = text.find("splits=1,") != std::string::npos ||
+                                text.find("combine=cluster") != std::string::npos;
+        EXPECT_EQ(kp.steps.size(), one_launch ? 1u : 2u);
         for (const auto& step : kp.steps) expect_builds(c, kp.build, step.kernel);
       }
       auto split = kernels::plan_attention_decode(

@@ -181,9 +181,9 @@ std::unique_ptr<SimProblem> make_rmsnorm(const OpSignature& op) {
   return p;
 }
 
-// Decode attention as attention_decode's family runs it: the same space (the split baseline,
+// Decode attention as attention_decode's family runs it: the op's one space (the split baseline,
 // split-KV flash decoding with its splits, KV tile, warps, vector width and query rows per block,
-// or its tensor-core form with splits, KV tile and warps, under the family's constraints), timed as
+// or its tensor-core form with splits, KV tile, warps and how the splits merge), timed as
 // a bandwidth-bound kernel. Time = launches + bytes of K and V (re-read per row group, partly from
 // L2) / (DRAM bandwidth x an efficiency set by the bytes in flight: blocks vs SMs, warps, keys per
 // lane, load width), with a compute floor, a tail wave and the combine of the splits; the baseline
@@ -213,84 +213,7 @@ std::unique_ptr<SimProblem> make_attention_decode(const OpSignature& op) {
   auto lanes_per_key = [](std::int64_t head, std::int64_t vec) {
     return std::min<std::int64_t>(32, head / vec);
   };
-  p->make_space = [sz, lanes_per_key](const Problem& prob) {
-    const std::int64_t kv = sz(prob, "kv"), head = sz(prob, "head"),
-                       rows = sz(prob, "q_heads") / sz(prob, "kv_heads") * sz(prob, "q_len");
-    auto fixed_unless = [](const char* name, std::int64_t fixed, bool mma_too) {
-      return Constraint{
-          fmt::format("{} is fixed unless kernel=flash{}", name, mma_too ? " or mma" : ""),
-          {"kernel", name},
-          [name, fixed, mma_too](const Assignment& a) {
-            const std::string k = a["kernel"].as_word();
-            return k == "flash" || (mma_too && k == "mma") || a.i(name) == fixed;
-          }};
-    };
-    auto flash = [](const Assignment& a) { return a["kernel"].as_word() == "flash"; };
-    auto mma = [](const Assignment& a) { return a["kernel"].as_word() == "mma"; };
-    auto kpw = [head, lanes_per_key](const Assignment& a) {
-      return a.i("warps") * (32 / lanes_per_key(head, a.i("vec")));
-    };
-    return Space::make(
-        {Knob{"kernel", {"split", "flash", "mma"}, 0, KnobKind::kStructural},
-         k("splits", {1, 2, 4, 8, 16, 32, 64}), k("kv_tile", {16, 32, 64, 128}),
-         k("warps", {4, 1, 2, 8}), k("vec", {8, 4}), k("q_rows", {1, 2, 4, 8, 16})},
-        {fixed_unless("splits", 1, true),
-         fixed_unless("kv_tile", 16, true),
-         fixed_unless("warps", 4, true),
-         fixed_unless("vec", 8, false),
-         fixed_unless("q_rows", 1, false),
-         {"kernel=mma: a tile within twice the cache, every split at least one tile",
-          {"kernel", "splits", "kv_tile"},
-          [mma, kv](const Assignment& a) {
-            return !mma(a) || ((a.i("kv_tile") == 16 || a.i("kv_tile") < 2 * kv) &&
-                               (a.i("splits") == 1 || kv >= a.i("splits") * a.i("kv_tile")));
-          }},
-         {"kernel=mma: registers",
-          {"kernel", "kv_tile"},
-          [mma, head](const Assignment& a) {
-            return !mma(a) || head / 2 + a.i("kv_tile") / 2 <= 160;
-          }},
-         {"kernel=mma: shared memory",
-          {"kernel", "kv_tile", "warps"},
-          [mma, head](const Assignment& a) {
-            return !mma(a) ||
-                   sim_mma_shared_bytes(head, a.i("kv_tile"), a.i("warps")) <= 227 * 1024;
-          }},
-         {"kv_tile is a multiple of the keys a block's warps load at once",
-          {"kernel", "kv_tile", "warps", "vec"},
-          [flash, kpw](const Assignment& a) { return !flash(a) || a.i("kv_tile") % kpw(a) == 0; }},
-         {"at most 8 keys per lane per tile",
-          {"kernel", "kv_tile", "warps", "vec"},
-          [flash, kpw](const Assignment& a) { return !flash(a) || a.i("kv_tile") / kpw(a) <= 8; }},
-         {"a tile no longer than twice the cache",
-          {"kernel", "kv_tile"},
-          [flash, kv](const Assignment& a) {
-            return !flash(a) || a.i("kv_tile") == 16 || a.i("kv_tile") < 2 * kv;
-          }},
-         {"every split at least one tile of keys",
-          {"kernel", "splits", "kv_tile"},
-          [flash, kv](const Assignment& a) {
-            return !flash(a) || a.i("splits") == 1 || kv >= a.i("splits") * a.i("kv_tile");
-          }},
-         {"no row group mostly padding",
-          {"kernel", "q_rows"},
-          [flash, rows](const Assignment& a) {
-            return !flash(a) || a.i("q_rows") == 1 || a.i("q_rows") < 2 * rows;
-          }},
-         {"q and the accumulator fit in registers",
-          {"kernel", "q_rows", "vec"},
-          [flash, head, lanes_per_key](const Assignment& a) {
-            return !flash(a) || a.i("q_rows") * (head / lanes_per_key(head, a.i("vec"))) <= 64;
-          }},
-         {"registers per lane",
-          {"kernel", "q_rows", "vec", "kv_tile", "warps"},
-          [flash, head, kpw, lanes_per_key](const Assignment& a) {
-            if (!flash(a)) return true;
-            const std::int64_t e = head / lanes_per_key(head, a.i("vec")), r = a.i("q_rows"),
-                               keys = a.i("kv_tile") / kpw(a);
-            return 2 * r * e + keys * e + r * keys <= 224;
-          }}});
-  };
+  p->make_space = [space = op.space](const Problem& prob) { return space(prob); };
   p->time_us = [sz, lanes_per_key](const Problem& prob, const Config& c) {
     const double batch = sz(prob, "batch"), kv = sz(prob, "kv"), head = sz(prob, "head"),
                  kv_heads = sz(prob, "kv_heads"), q_len = sz(prob, "q_len");
@@ -331,7 +254,12 @@ std::unique_ptr<SimProblem> make_attention_decode(const OpSignature& op) {
       const double bytes = kv_bytes * (1 + 0.5 * (groups - 1)) + qo_bytes;
       double t = bytes / (kDramBytesPerUs * std::max(0.02, eff)) * std::max(1.0, tail);
       t += kLaunchUs;
-      if (splits > 1) t += kLaunchUs * 0.6 + splits * rows * (head + 2) * 4 * 2 / kDramBytesPerUs;
+      // The splits merged by a second launch through the workspace, or by the cluster in the same
+      // launch (distributed shared memory: a few hundred nanoseconds).
+      if (splits > 1)
+        t += c.get("combine")->as_word() == "cluster"
+                 ? 0.3
+                 : kLaunchUs * 0.6 + splits * rows * (head + 2) * 4 * 2 / kDramBytesPerUs;
       return t * rugged(prob, c, 0.02);
     }
     const double vec = knob(c, "vec"), q_rows = knob(c, "q_rows");

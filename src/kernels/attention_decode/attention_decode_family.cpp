@@ -10,10 +10,6 @@
 namespace attune::kernels {
 
 extern const char* const kAttentionDecodeRefSource;
-// The kernel=mma form's dynamic shared memory per block (attention_decode_plan.cpp), so the space
-// rejects configs over a block's limit before any compile.
-std::size_t attention_decode_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile,
-                                              std::int64_t warps);
 
 namespace {
 
@@ -23,20 +19,6 @@ using namespace attune::cuda;
 // spread (std ~1.3 before the softmax) so the weights are far from uniform and a key dropped,
 // masked wrongly or counted twice moves small-cache outputs well past the tolerance.
 constexpr float kQueryRange = 3.f;
-
-Knob knob(const char* n, std::vector<Value> o, std::size_t base = 0,
-          KnobKind kind = KnobKind::kInPlace) {
-  return Knob{n, std::move(o), base, kind};
-}
-
-// Lanes holding one key in the flash kernel, and the head elements each holds (its registers of
-// q and of the output accumulator per query row).
-std::int64_t lanes_per_key(std::int64_t head, std::int64_t vec) {
-  return std::min<std::int64_t>(32, head / vec);
-}
-std::int64_t lane_elems(std::int64_t head, std::int64_t vec) {
-  return head / lanes_per_key(head, vec);
-}
 
 struct Data {
   std::string key;
@@ -77,94 +59,7 @@ class AttentionDecodeFamily final : public CudaFamily {
   }
 
   Result<Space> space(const Problem& problem) const override {
-    ATTUNE_ASSIGN(AttentionDecodeShape s, attention_decode_shape(problem));
-    const std::int64_t kv = s.kv, head = s.head, rows = s.group() * s.q_len;
-    // The kernel fork first: the flash knobs are free only under it (splits, kv_tile and warps
-    // under kernel=mma too), so the split baseline is one config.
-    auto fixed_unless = [](const char* name, std::int64_t fixed, bool mma_too) {
-      return Constraint{
-          fmt::format("{} is fixed unless kernel=flash{}", name, mma_too ? " or mma" : ""),
-          {"kernel", name},
-          [name, fixed, mma_too](const Assignment& a) {
-            const std::string k = a["kernel"].as_word();
-            return k == "flash" || (mma_too && k == "mma") || a.i(name) == fixed;
-          }};
-    };
-    auto flash = [](const Assignment& a) { return a["kernel"].as_word() == "flash"; };
-    auto mma = [](const Assignment& a) { return a["kernel"].as_word() == "mma"; };
-    return Space::make(
-        {knob("kernel", {"split", "flash", "mma"}, 0, KnobKind::kStructural),
-         knob("splits", {1, 2, 4, 8, 16, 32, 64}), knob("kv_tile", {16, 32, 64, 128}),
-         knob("warps", {4, 1, 2, 8}), knob("vec", {8, 4}), knob("q_rows", {1, 2, 4, 8, 16})},
-        {fixed_unless("splits", 1, true),
-         fixed_unless("kv_tile", 16, true),
-         fixed_unless("warps", 4, true),
-         fixed_unless("vec", 8, false),
-         fixed_unless("q_rows", 1, false),
-         {"kernel=mma: a tile within twice the cache, every split at least one tile",
-          {"kernel", "splits", "kv_tile"},
-          [mma, kv](const Assignment& a) {
-            return !mma(a) || ((a.i("kv_tile") == 16 || a.i("kv_tile") < 2 * kv) &&
-                               (a.i("splits") == 1 || kv >= a.i("splits") * a.i("kv_tile")));
-          }},
-         // The fp32 output (head / 2 per lane) and scores (kv_tile / 2) in registers: ptxas gave
-         // 254 registers, no spills, at the bound (head 256, kv_tile 64), 128 at head 128,
-         // kv_tile 16 (CUDA 13.0, sm_90).
-         {"kernel=mma: registers, head / 2 + kv_tile / 2 <= 160 per lane",
-          {"kernel", "kv_tile"},
-          [mma, head](const Assignment& a) {
-            return !mma(a) || head / 2 + a.i("kv_tile") / 2 <= 160;
-          }},
-         {"kernel=mma: the warps' stage buffers fit a block's 227 KB of shared memory",
-          {"kernel", "kv_tile", "warps"},
-          [mma, head](const Assignment& a) {
-            return !mma(a) || attention_decode_mma_shared_bytes(head, a.i("kv_tile"),
-                                                                a.i("warps")) <= 227 * 1024;
-          }},
-         {"kv_tile is a multiple of the keys a block's warps load at once",
-          {"kernel", "kv_tile", "warps", "vec"},
-          [flash, head](const Assignment& a) {
-            return !flash(a) ||
-                   a.i("kv_tile") % (a.i("warps") * (32 / lanes_per_key(head, a.i("vec")))) == 0;
-          }},
-         {"at most 8 keys per lane per tile (the tile's loads are held in registers)",
-          {"kernel", "kv_tile", "warps", "vec"},
-          [flash, head](const Assignment& a) {
-            return !flash(a) ||
-                   a.i("kv_tile") / (a.i("warps") * (32 / lanes_per_key(head, a.i("vec")))) <= 8;
-          }},
-         {"a tile no longer than twice the cache",
-          {"kernel", "kv_tile"},
-          [flash, kv](const Assignment& a) {
-            return !flash(a) || a.i("kv_tile") == 16 || a.i("kv_tile") < 2 * kv;
-          }},
-         {"every split at least one tile of keys: kv >= splits * kv_tile",
-          {"kernel", "splits", "kv_tile"},
-          [flash, kv](const Assignment& a) {
-            return !flash(a) || a.i("splits") == 1 || kv >= a.i("splits") * a.i("kv_tile");
-          }},
-         {"no row group mostly padding: q_rows < 2 * (q_heads / kv_heads) * q_len",
-          {"kernel", "q_rows"},
-          [flash, rows](const Assignment& a) {
-            return !flash(a) || a.i("q_rows") == 1 || a.i("q_rows") < 2 * rows;
-          }},
-         {"q and the accumulator fit in registers: q_rows * head elements per lane <= 64",
-          {"kernel", "q_rows", "vec"},
-          [flash, head](const Assignment& a) {
-            return !flash(a) || a.i("q_rows") * lane_elems(head, a.i("vec")) <= 64;
-          }},
-         // q and the accumulator (2 q_rows x elems), the tile's loads (keys x elems, 16-bit pairs)
-         // and scores (q_rows x keys): ptxas reported 165 registers for 160 so estimated (head
-         // 128, q_rows 4, 8 keys) and 255 with spills for 256 (head 256, q_rows 8, 8 keys).
-         {"registers: 2 * q_rows * elems + keys * elems + q_rows * keys <= 224 per lane",
-          {"kernel", "q_rows", "vec", "kv_tile", "warps"},
-          [flash, head](const Assignment& a) {
-            if (!flash(a)) return true;
-            const std::int64_t e = lane_elems(head, a.i("vec")), r = a.i("q_rows"),
-                               keys = a.i("kv_tile") /
-                                      (a.i("warps") * (32 / lanes_per_key(head, a.i("vec"))));
-            return 2 * r * e + keys * e + r * keys <= 224;
-          }}});
+    return attention_decode_op().space(problem);
   }
 
   std::optional<BuildRequest> build_request(const Problem& problem,

@@ -233,13 +233,21 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
 #endif  // !MMA
 
 #ifdef MMA
-// The tensor-core form (MMA defined; KV_TILE, WARPS, STAGES): a block per (split, 16 rows, sequence
-// x KV head) and each warp its own stream of KV_TILE-key tiles of the split (tiles w, w + WARPS,
+// The tensor-core form (MMA defined; KV_TILE, WARPS, STAGES; CLUSTER 1: the SPLITS blocks of a row
+// group run as one thread block cluster and merge their partials through distributed shared
+// memory, in the same launch, instead of through the workspace and attn_decode_combine): a block
+// per (split, 16 rows, sequence x KV head) and each warp its own stream of KV_TILE-key tiles of
+// the split (tiles w, w + WARPS,
 // ...), copied by cp.async into the warp's STAGES shared-memory buffers, STAGES - 1 tiles ahead of
 // the math, so a warp needs no block barrier until the end. S = Q K^T and O += P V by
 // mma.m16n8k16 (fp32 accumulators): the 16 rows are the group's (query head, token) pairs, rows
 // past them zero; ldmatrix reads Q and K, ldmatrix.trans reads V. Rows of 16-byte chunks are
 // swizzled (chunk c of row r at c ^ (r % 8)) so ldmatrix's eight rows hit distinct banks.
+#if CLUSTER
+#define KSPLIT SPLITS
+#endif
+#include "attune_cluster.cuh"  // KSPLIT (1 unless CLUSTER), CLUSTER_DIMS, cluster_sync, cluster_load
+
 namespace {
 
 constexpr int kRows = GROUP * Q_LEN;
@@ -316,7 +324,7 @@ __device__ __forceinline__ void cp_wait() {
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(WARPS * 32)
+extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
     attn_decode_mma(T* __restrict__ o, float* __restrict__ workspace, const T* __restrict__ q,
                     const T* __restrict__ k, const T* __restrict__ v, int kv) {
   extern __shared__ __align__(128) unsigned char smem[];
@@ -510,6 +518,9 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
                            smem + 16 * HEAD * 2)[w * (STAGES * 2 * kTileElems / 2) + r * HEAD + d];
 #if SPLITS == 1
     o[(orow0 + r) * HEAD + d] = static_cast<T>(x / bl[r]);
+#elif CLUSTER
+    // In place over warp 0's output: element i of every warp is read by this thread alone.
+    reinterpret_cast<float*>(smem + 16 * HEAD * 2)[r * HEAD + d] = x;
 #else
     const size_t rows = static_cast<size_t>(gridDim.z) * kRows;
     workspace[(split * rows + orow0 + r) * HEAD + d] = x;
@@ -520,6 +531,32 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
     }
 #endif
   }
+#if CLUSTER
+  // Every split's partial rows, maxima and sums visible to the cluster; block `split` (its rank:
+  // the cluster spans grid.x) then writes every SPLITS-th output element, merged as
+  // attn_decode_combine merges them, and no block leaves while another still reads its memory.
+  cluster_sync();
+  const float* part = reinterpret_cast<const float*>(smem + 16 * HEAD * 2);
+  for (int i = split * WARPS * 32 + threadIdx.x; i < rows_here * HEAD; i += SPLITS * WARPS * 32) {
+    const int r = i / HEAD, d = i % HEAD;
+    float mx = -INFINITY;
+#pragma unroll
+    for (int sp = 0; sp < SPLITS; ++sp) mx = fmaxf(mx, cluster_load(&bm[r], sp));
+    float sum = 0.f, val = 0.f;
+#pragma unroll
+    for (int sp = 0; sp < SPLITS; ++sp) {
+      const float ms = cluster_load(&bm[r], sp);
+      if (ms == -INFINITY) continue;  // a split past the keys this row sees
+      const float w = exp2f(ms - mx);
+      sum += cluster_load(&bl[r], sp) * w;
+      val += cluster_load(&part[r * HEAD + d], sp) * w;
+    }
+    o[(orow0 + r) * HEAD + d] = static_cast<T>(val / sum);
+  }
+  cluster_sync();
+#else
+  (void)workspace;
+#endif
 }
 #endif  // MMA
 

@@ -5,11 +5,38 @@
 // a softmax kernel, the value GEMM.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kernels/ops.h"
 
 namespace attune::kernels {
 
+// kernel=mma's stages per warp and shared memory per block: declared in kernels/plan.h (the plan
+// launches with them), defined here with the space that bounds them (core only).
+unsigned attention_decode_mma_stages(std::int64_t head, std::int64_t kv_tile);
+std::size_t attention_decode_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile,
+                                              std::int64_t warps);
+
 namespace {
+
+// The bytes of stage buffers a warp of kernel=mma aims at (its tiles in flight: STAGES - 1 of
+// them, 2 to 4 stages), about 16 KB in flight per warp so a few resident warps cover the ~30 KB
+// per SM that Little's law asks of the H200's HBM (4.8 TB/s x ~700 ns over 132 SMs).
+constexpr std::int64_t kMmaWarpStageBytes = 24 * 1024;
+
+Knob knob(const char* n, std::vector<Value> o, std::size_t base = 0,
+          KnobKind kind = KnobKind::kInPlace) {
+  return Knob{n, std::move(o), base, kind};
+}
+
+// Lanes holding one key in the flash kernel, and the head elements each holds (its registers of
+// q and of the output accumulator per query row).
+std::int64_t lanes_per_key(std::int64_t head, std::int64_t vec) {
+  return std::min<std::int64_t>(32, head / vec);
+}
+std::int64_t lane_elems(std::int64_t head, std::int64_t vec) {
+  return head / lanes_per_key(head, vec);
+}
 
 // The sizes' joint rules, one line each: what the kernels are written for.
 Status check_attention_decode(const Problem& p) {
@@ -34,7 +61,119 @@ Status check_attention_decode(const Problem& p) {
   return Status::success();
 }
 
+Result<Space> attention_decode_space(const Problem& p) {
+  const std::int64_t kv = *p.int_attr("kv"), head = *p.int_attr("head"),
+                     rows = *p.int_attr("q_heads") / *p.int_attr("kv_heads") * *p.int_attr("q_len");
+  // The kernel fork first: the flash knobs are free only under it (splits, kv_tile and warps
+  // under kernel=mma too), so the split baseline is one config.
+  auto fixed_unless = [](const char* name, std::int64_t fixed, bool mma_too) {
+    return Constraint{
+        fmt::format("{} is fixed unless kernel=flash{}", name, mma_too ? " or mma" : ""),
+        {"kernel", name},
+        [name, fixed, mma_too](const Assignment& a) {
+          const std::string k = a["kernel"].as_word();
+          return k == "flash" || (mma_too && k == "mma") || a.i(name) == fixed;
+        }};
+  };
+  auto flash = [](const Assignment& a) { return a["kernel"].as_word() == "flash"; };
+  auto mma = [](const Assignment& a) { return a["kernel"].as_word() == "mma"; };
+  return Space::make(
+      {knob("kernel", {"split", "flash", "mma"}, 0, KnobKind::kStructural),
+       knob("splits", {1, 2, 4, 8, 16, 32, 64}), knob("kv_tile", {16, 32, 64, 128}),
+       knob("warps", {4, 1, 2, 8}), knob("vec", {8, 4}), knob("q_rows", {1, 2, 4, 8, 16}),
+       knob("combine", {"kernel", "cluster"})},
+      {fixed_unless("splits", 1, true),
+       fixed_unless("kv_tile", 16, true),
+       fixed_unless("warps", 4, true),
+       fixed_unless("vec", 8, false),
+       fixed_unless("q_rows", 1, false),
+       // The splits merged by attn_decode_combine (a second launch, through the workspace) or,
+       // kernel=mma alone, inside one launch by the thread block cluster of the 2-8 splits.
+       {"combine=cluster: kernel=mma with 2-8 splits",
+        {"kernel", "splits", "combine"},
+        [](const Assignment& a) {
+          return a["combine"].as_word() == "kernel" ||
+                 (a["kernel"].as_word() == "mma" && a.i("splits") >= 2 && a.i("splits") <= 8);
+        }},
+       {"kernel=mma: a tile within twice the cache, every split at least one tile",
+        {"kernel", "splits", "kv_tile"},
+        [mma, kv](const Assignment& a) {
+          return !mma(a) || ((a.i("kv_tile") == 16 || a.i("kv_tile") < 2 * kv) &&
+                             (a.i("splits") == 1 || kv >= a.i("splits") * a.i("kv_tile")));
+        }},
+       // The fp32 output (head / 2 per lane) and scores (kv_tile / 2) in registers: ptxas gave
+       // 254 registers, no spills, at the bound (head 256, kv_tile 64), 128 at head 128,
+       // kv_tile 16 (CUDA 13.0, sm_90).
+       {"kernel=mma: registers, head / 2 + kv_tile / 2 <= 160 per lane",
+        {"kernel", "kv_tile"},
+        [mma, head](const Assignment& a) {
+          return !mma(a) || head / 2 + a.i("kv_tile") / 2 <= 160;
+        }},
+       {"kernel=mma: the warps' stage buffers fit a block's 227 KB of shared memory",
+        {"kernel", "kv_tile", "warps"},
+        [mma, head](const Assignment& a) {
+          return !mma(a) || attention_decode_mma_shared_bytes(head, a.i("kv_tile"), a.i("warps")) <=
+                                227 * 1024;
+        }},
+       {"kv_tile is a multiple of the keys a block's warps load at once",
+        {"kernel", "kv_tile", "warps", "vec"},
+        [flash, head](const Assignment& a) {
+          return !flash(a) ||
+                 a.i("kv_tile") % (a.i("warps") * (32 / lanes_per_key(head, a.i("vec")))) == 0;
+        }},
+       {"at most 8 keys per lane per tile (the tile's loads are held in registers)",
+        {"kernel", "kv_tile", "warps", "vec"},
+        [flash, head](const Assignment& a) {
+          return !flash(a) ||
+                 a.i("kv_tile") / (a.i("warps") * (32 / lanes_per_key(head, a.i("vec")))) <= 8;
+        }},
+       {"a tile no longer than twice the cache",
+        {"kernel", "kv_tile"},
+        [flash, kv](const Assignment& a) {
+          return !flash(a) || a.i("kv_tile") == 16 || a.i("kv_tile") < 2 * kv;
+        }},
+       {"every split at least one tile of keys: kv >= splits * kv_tile",
+        {"kernel", "splits", "kv_tile"},
+        [flash, kv](const Assignment& a) {
+          return !flash(a) || a.i("splits") == 1 || kv >= a.i("splits") * a.i("kv_tile");
+        }},
+       {"no row group mostly padding: q_rows < 2 * (q_heads / kv_heads) * q_len",
+        {"kernel", "q_rows"},
+        [flash, rows](const Assignment& a) {
+          return !flash(a) || a.i("q_rows") == 1 || a.i("q_rows") < 2 * rows;
+        }},
+       {"q and the accumulator fit in registers: q_rows * head elements per lane <= 64",
+        {"kernel", "q_rows", "vec"},
+        [flash, head](const Assignment& a) {
+          return !flash(a) || a.i("q_rows") * lane_elems(head, a.i("vec")) <= 64;
+        }},
+       // q and the accumulator (2 q_rows x elems), the tile's loads (keys x elems, 16-bit pairs)
+       // and scores (q_rows x keys): ptxas reported 165 registers for 160 so estimated (head
+       // 128, q_rows 4, 8 keys) and 255 with spills for 256 (head 256, q_rows 8, 8 keys).
+       {"registers: 2 * q_rows * elems + keys * elems + q_rows * keys <= 224 per lane",
+        {"kernel", "q_rows", "vec", "kv_tile", "warps"},
+        [flash, head](const Assignment& a) {
+          if (!flash(a)) return true;
+          const std::int64_t e = lane_elems(head, a.i("vec")), r = a.i("q_rows"),
+                             keys = a.i("kv_tile") /
+                                    (a.i("warps") * (32 / lanes_per_key(head, a.i("vec"))));
+          return 2 * r * e + keys * e + r * keys <= 224;
+        }}});
+}
+
 }  // namespace
+
+unsigned attention_decode_mma_stages(std::int64_t head, std::int64_t kv_tile) {
+  const std::int64_t stage = kv_tile * head * 2 * 2;  // K and V of one tile
+  return static_cast<unsigned>(std::clamp<std::int64_t>(kMmaWarpStageBytes / stage, 2, 4));
+}
+
+std::size_t attention_decode_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile,
+                                              std::int64_t warps) {
+  const auto stage = static_cast<std::size_t>(kv_tile * head * 2 * 2);
+  return static_cast<std::size_t>(16 * head * 2) +
+         static_cast<std::size_t>(warps) * attention_decode_mma_stages(head, kv_tile) * stage;
+}
 
 const OpSignature& attention_decode_op() {
   static const OpSignature op{
@@ -43,12 +182,13 @@ const OpSignature& attention_decode_op() {
       .flags = {},
       .dtypes = {"bf16", "fp16"},
       .max_size = 1 << 20,
-      .baseline_config = "kernel=split,splits=1,kv_tile=16,warps=4,vec=8,q_rows=1",
+      .baseline_config = "kernel=split,splits=1,kv_tile=16,warps=4,vec=8,q_rows=1,combine=kernel",
       .example_shape = "8x4096x128x32x8x1",
       .runtime_key = 2,
       .sweep_defaults = {{"q_heads", "32"}, {"kv_heads", "8"}, {"q_len", "1"}},
       .sweep_default_per = {"head"},
-      .check = &check_attention_decode};
+      .check = &check_attention_decode,
+      .space = &attention_decode_space};
   return op;
 }
 

@@ -12,6 +12,7 @@ namespace attune::kernels {
 
 extern const char* const kAttentionDecodeFlashSource;
 extern const char* const kAttentionDecodeSoftmaxSource;
+extern const char* const kClusterHeader;
 
 namespace {
 
@@ -24,12 +25,11 @@ constexpr unsigned kSoftmaxThreads = 256;
 constexpr std::size_t kSplitLtWorkspace = 4u << 20;
 // The largest grid.y and grid.z CUDA launches.
 constexpr std::int64_t kMaxGridYz = 65535;
-// The mma kernel's shared memory: what a block may opt into on sm_90 (227 KB), and the bytes of
-// stage buffers a warp aims at (its tiles in flight: STAGES - 1 of them, 2 to 4 stages), about
-// 16 KB in flight per warp so a few resident warps cover the ~30 KB per SM that Little's law
-// asks of the H200's HBM (4.8 TB/s x ~700 ns over 132 SMs).
+// combine=cluster: the splits of a row group are one thread block cluster, at most the portable
+// cluster size.
+constexpr std::int64_t kMaxClusterSplits = 8;
+// The mma kernel's shared memory: what a block may opt into on sm_90 (227 KB).
 constexpr std::size_t kMaxSharedBytes = 227 * 1024;
-constexpr std::int64_t kMmaWarpStageBytes = 24 * 1024;
 
 std::size_t align256(std::size_t bytes) {
   return (bytes + 255) / 256 * 256;
@@ -87,23 +87,6 @@ Result<Plan> plan_flash(const AttentionDecodeShape& s, const Config& c) {
 
 }  // namespace
 
-// Declared where used (attention_decode_family.cpp), as the kernel sources are.
-unsigned attention_decode_mma_stages(std::int64_t head, std::int64_t kv_tile);
-std::size_t attention_decode_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile,
-                                              std::int64_t warps);
-
-unsigned attention_decode_mma_stages(std::int64_t head, std::int64_t kv_tile) {
-  const std::int64_t stage = kv_tile * head * 2 * 2;  // K and V of one tile
-  return static_cast<unsigned>(std::clamp<std::int64_t>(kMmaWarpStageBytes / stage, 2, 4));
-}
-
-std::size_t attention_decode_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile,
-                                              std::int64_t warps) {
-  const auto stage = static_cast<std::size_t>(kv_tile * head * 2 * 2);
-  return static_cast<std::size_t>(16 * head * 2) +
-         static_cast<std::size_t>(warps) * attention_decode_mma_stages(head, kv_tile) * stage;
-}
-
 namespace {
 
 // The tensor-core form: a block per (split, 16 query rows, sequence x KV head).
@@ -111,6 +94,19 @@ Result<Plan> plan_mma(const AttentionDecodeShape& s, const Config& c) {
   ATTUNE_ASSIGN(std::int64_t splits, knob(c, "splits"));
   ATTUNE_ASSIGN(std::int64_t kv_tile, knob(c, "kv_tile"));
   ATTUNE_ASSIGN(std::int64_t warps, knob(c, "warps"));
+  const Value* combine = c.get("combine");
+  if (!combine)
+    return Error::invalid_argument(
+        fmt::format("attention_decode config '{}' has no knob 'combine'", c.text()));
+  const bool cluster = combine->as_word() == "cluster";
+  if (!cluster && combine->as_word() != "kernel")
+    return Error::invalid_argument(
+        fmt::format("attention_decode config '{}': combine is kernel or cluster", c.text()));
+  if (cluster && (splits < 2 || splits > kMaxClusterSplits))
+    return Error::invalid_argument(fmt::format(
+        "attention_decode config '{}': combine=cluster merges 2-{} splits in one thread block "
+        "cluster",
+        c.text(), kMaxClusterSplits));
   if (kv_tile % 16 != 0)
     return Error::invalid_argument(fmt::format(
         "attention_decode config '{}': kernel=mma needs kv_tile a multiple of 16", c.text()));
@@ -136,7 +132,9 @@ Result<Plan> plan_mma(const AttentionDecodeShape& s, const Config& c) {
                      fmt::format("-DKV_TILE={}", kv_tile),
                      fmt::format("-DWARPS={}", warps),
                      fmt::format("-DSTAGES={}", attention_decode_mma_stages(s.head, kv_tile)),
-                     fmt::format("-DCOMBINE_ROWS={}", kCombineRows)};
+                     fmt::format("-DCOMBINE_ROWS={}", kCombineRows),
+                     fmt::format("-DCLUSTER={}", cluster ? 1 : 0)};
+  p.build.headers = {{"attune_cluster.cuh", kClusterHeader}};
   p.build.name_expressions = {"attn_decode_mma"};
   p.steps.push_back({"attn_decode_mma",
                      {static_cast<unsigned>(splits), static_cast<unsigned>(groups),
@@ -144,7 +142,7 @@ Result<Plan> plan_mma(const AttentionDecodeShape& s, const Config& c) {
                      {static_cast<unsigned>(warps * 32)},
                      static_cast<unsigned>(shared),
                      {"o", "workspace", "q", "k", "v", "kv"}});
-  if (splits > 1) add_combine(s, splits, &p);
+  if (splits > 1 && !cluster) add_combine(s, splits, &p);
   return Plan{std::move(p)};
 }
 

@@ -72,8 +72,7 @@ Result<Space> attention_prefill_space(const Problem& p) {
        {"kernel=wgmma: the Q block and K/V stages fit a block's 227 KB of shared memory",
         {"kernel", "block_n", "consumers", "stages"},
         [wgmma, head](const Assignment& a) {
-          return !wgmma(a) || attention_prefill_shared_bytes(head, a.i("block_n"),
-                                                             a.i("consumers"),
+          return !wgmma(a) || attention_prefill_shared_bytes(head, a.i("block_n"), a.i("consumers"),
                                                              a.i("stages")) <= 227 * 1024;
         }},
        {"kernel=wgmma: a key tile no longer than twice the sequence",
@@ -86,18 +85,19 @@ Result<Space> attention_prefill_space(const Problem& p) {
 }  // namespace
 
 const OpSignature& attention_prefill_op() {
-  static const OpSignature op{.name = "attention_prefill",
-                              .sizes = {"seq", "batch", "head", "q_heads", "kv_heads"},
-                              .flags = {},
-                              .dtypes = {"bf16", "fp16"},
-                              .max_size = 1 << 20,
-                              .baseline_config = "kernel=split,block_n=128,consumers=2,stages=2,overlap=1",
-                              .example_shape = "4096x1x128x32x8",
-                              .runtime_key = 3,
-                              .sweep_defaults = {{"batch", "1"}, {"q_heads", "32"}, {"kv_heads", "8"}},
-                              .sweep_default_per = {"head"},
-                              .check = &check_attention_prefill,
-                              .space = &attention_prefill_space};
+  static const OpSignature op{
+      .name = "attention_prefill",
+      .sizes = {"seq", "batch", "head", "q_heads", "kv_heads"},
+      .flags = {},
+      .dtypes = {"bf16", "fp16"},
+      .max_size = 1 << 20,
+      .baseline_config = "kernel=split,block_n=128,consumers=2,stages=2,overlap=1",
+      .example_shape = "4096x1x128x32x8",
+      .runtime_key = 3,
+      .sweep_defaults = {{"batch", "1"}, {"q_heads", "32"}, {"kv_heads", "8"}},
+      .sweep_default_per = {"head"},
+      .check = &check_attention_prefill,
+      .space = &attention_prefill_space};
   return op;
 }
 

@@ -88,19 +88,17 @@ Result<Plan> plan_wgmma(const AttentionPrefillShape& s, const Config& c) {
         c.text(), shared, kMaxSharedBytes));
   const std::int64_t blocks = ceil_div(s.seq, 64 * consumers);
   if (blocks > kMaxGridYz || s.batch > kMaxGridYz)
-    return Error::invalid_argument(fmt::format(
-        "attention_prefill: {} row blocks of {} sequences exceed a launch's grid", blocks, s.batch));
+    return Error::invalid_argument(
+        fmt::format("attention_prefill: {} row blocks of {} sequences exceed a launch's grid",
+                    blocks, s.batch));
   KernelPlan p;
   p.build.source = kAttentionPrefillFlashSource;
   p.build.source_name = "attention_prefill_flash.cu";
-  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)),
-                     fmt::format("-DBF16={}", s.bf16 ? 1 : 0),
-                     fmt::format("-DHEAD={}", s.head),
-                     fmt::format("-DGROUP={}", s.group()),
-                     fmt::format("-DBLOCK_N={}", block_n),
-                     fmt::format("-DCONSUMERS={}", consumers),
-                     fmt::format("-DSTAGES={}", stages),
-                     fmt::format("-DOVERLAP={}", overlap)};
+  p.build.options = {
+      fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DBF16={}", s.bf16 ? 1 : 0),
+      fmt::format("-DHEAD={}", s.head),       fmt::format("-DGROUP={}", s.group()),
+      fmt::format("-DBLOCK_N={}", block_n),   fmt::format("-DCONSUMERS={}", consumers),
+      fmt::format("-DSTAGES={}", stages),     fmt::format("-DOVERLAP={}", overlap)};
   p.build.name_expressions = {"attn_prefill_wgmma"};
   // Grid x over the query heads, so the heads that share a KV head run side by side and read its
   // tiles through L2 once; y over the row blocks (the kernel takes them heaviest first).

@@ -35,10 +35,10 @@ __device__ double block_reduce(double v, bool is_max, double* part) {
 }
 
 // Blocks of 128 threads; grid.x = batch * q_heads * seq rows in o's row order.
-extern "C" __global__ void attention_prefill_ref(double* out, double* scale, const unsigned short* q,
-                                                 const unsigned short* k, const unsigned short* v,
-                                                 int seq, int head, int q_heads, int kv_heads,
-                                                 int fmt) {
+extern "C" __global__ void attention_prefill_ref(double* out, double* scale,
+                                                 const unsigned short* q, const unsigned short* k,
+                                                 const unsigned short* v, int seq, int head,
+                                                 int q_heads, int kv_heads, int fmt) {
   __shared__ double qrow[128], weight[128], part[128];
   const long row = blockIdx.x;  // ((b * q_heads) + h) * seq + i
   const int i = static_cast<int>(row % seq);
@@ -52,7 +52,8 @@ extern "C" __global__ void attention_prefill_ref(double* out, double* scale, con
   __syncthreads();
   auto score = [&](int j) {
     double dot = 0;
-    for (int d = 0; d < head; ++d) dot += qrow[d] * load(k, kv_base + static_cast<long>(j) * head + d, fmt);
+    for (int d = 0; d < head; ++d)
+      dot += qrow[d] * load(k, kv_base + static_cast<long>(j) * head + d, fmt);
     return dot * inv_sqrt_head;
   };
   double mx = -INFINITY;

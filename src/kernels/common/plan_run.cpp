@@ -10,10 +10,10 @@ Result<std::optional<Outcome>> load_steps(cuda::CudaEnv& env, const cuda::BuildR
                                           const std::vector<const LaunchStep*>& steps,
                                           std::vector<CUfunction>* fns) {
   for (const LaunchStep* step : steps) {
-    ATTUNE_ASSIGN(cuda::Launchable k,
-                  cuda::launchable(env, build, step->kernel,
-                                   step->block.x * step->block.y * step->block.z,
-                                   step->shared_bytes));
+    ATTUNE_ASSIGN(
+        cuda::Launchable k,
+        cuda::launchable(env, build, step->kernel, step->block.x * step->block.y * step->block.z,
+                         step->shared_bytes));
     if (k.refused) {
       if (k.refused->verdict == Verdict::kLaunchFailed)
         k.refused->message = step->kernel + ": " + k.refused->message;

@@ -19,9 +19,9 @@
 namespace attune::kernels {
 
 struct PreparedPlan {
-  std::vector<CUfunction> fns;      // the kernels' functions, in step order
+  std::vector<CUfunction> fns;       // the kernels' functions, in step order
   std::optional<ChainLaunch> chain;  // a ChainPlan's launch
-  std::size_t workspace_bytes = 0;  // what the plan's workspace argument must hold
+  std::size_t workspace_bytes = 0;   // what the plan's workspace argument must hold
 };
 
 // Prepares `plan` (a KernelPlan or a ChainPlan: an LtPlan is gemm's own) into *out; a kernel that
