@@ -108,7 +108,8 @@ def build_page(attune, work):
                  "4", "--max-candidates", "40"], work, {"ATTUNE_SIM_DRIFT": "10:18:1.6"})
     # The sim's rows export like a GPU's; `attune verify` needs a GPU and libattune-rt, so its
     # --json output is stood in for: each row measured within the band, the last one 20% slow.
-    run(attune, ["--db", db, "export", "--format", "json", "-o", "tuned"], work)
+    os.makedirs(os.path.join(work, "tuned"), exist_ok=True)
+    run(attune, ["--db", db, "export", "--format", "json", "-o", "tuned/"], work)
     tuned = os.path.join(work, "tuned")
     table = os.path.join(tuned, sorted(f for f in os.listdir(tuned) if f.endswith(".json"))[0])
     with open(table) as f:
