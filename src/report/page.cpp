@@ -418,8 +418,19 @@ Result<nlohmann::json> page_data(Store& store, const PageSelection& sel,
   json charts = json::array();
   json problems_j = json::array();
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<json>> by_op;
+  // By problem name, then device and backend: a shape list reads in its own order.
+  std::vector<std::pair<std::string, const UnitKey*>> order;
+  for (const auto& [key, u] : units) {
+    auto p = problem_of.find(std::get<1>(key));
+    order.emplace_back(p != problem_of.end() ? p->second->problem.name() : std::get<1>(key), &key);
+  }
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first, *a.second) < std::tie(b.first, *b.second);
+  });
   std::size_t index = 0;
-  for (auto& [key, u] : units) {
+  for (const auto& [_, unit_key] : order) {
+    const UnitKey& key = *unit_key;
+    const Unit& u = units.at(key);
     if (u.selected.empty()) continue;  // measured only by runs not shown
     const auto& [device, problem_key, backend] = key;
     shown_devices.insert(device);
@@ -470,7 +481,7 @@ Result<nlohmann::json> page_data(Store& store, const PageSelection& sel,
     }
     charts.push_back(chart("chart-" + id, "line", datasets,
                            {{"x", axis("evaluation (candidates in visit order)", "linear")},
-                            {"y", axis("best so far (µs, log scale)", "logarithmic")}},
+                            {"y", axis("best so far (µs, log)", "logarithmic")}},
                            {{"parsing", true}}));
     if (!pj["speedup"].is_null())
       by_op[{device, op, backend}].push_back(
@@ -673,9 +684,8 @@ std::string chart_box(const std::string& id, int height_px = 0) {
 
 std::string table_html(const std::vector<std::string>& head,
                        const std::vector<std::vector<std::string>>& rows,
-                       const std::string& cls = "") {
-  std::string h = "<div class=\"scroll\"><table" + (cls.empty() ? "" : " class=\"" + cls + "\"") +
-                  "><thead><tr>";
+                       const std::string& cls = "wide") {
+  std::string h = "<div class=\"scroll\"><table class=\"" + cls + "\"><thead><tr>";
   for (const auto& c : head) h += "<th>" + esc(c) + "</th>";
   h += "</tr></thead><tbody>\n";
   for (const auto& r : rows) {
@@ -707,7 +717,7 @@ std::string overview_html(const json& d) {
                     "<span class=\"status " + esc(text_of(r["status"])) + "\">" +
                         esc(text_of(r["status"])) + "</span>",
                     esc(text_of(r["started_at"])), esc(text_of(r["finished_at"])),
-                    "<code>" + esc(args) + "</code>"});
+                    "<code class=\"args\">" + esc(args) + "</code>"});
   }
   h += "<h3>Runs</h3>\n";
   h += table_html({"run", "command", "strategy", "seed", "attune", "ended as", "started (UTC)",
@@ -734,10 +744,14 @@ std::string problems_html(const json& d) {
                     esc(us_text(p["winner"].is_null() ? json() : p["winner"]["deploy_us"])),
                     esc(speedup_text(p)), esc(text_of(p["configs"])),
                     esc(text_of(p["failed_rows"]))});
+  // A long list is folded, so the charts come first.
   if (!rows.empty())
-    h += table_html({"problem", "backend", "baseline (deploy)", "winner (deploy)", "speedup",
+    h += fmt::format("<details{}><summary>All {} problems in one table</summary>\n",
+                     rows.size() > 12 ? "" : " open", rows.size()) +
+         table_html({"problem", "backend", "baseline (deploy)", "winner (deploy)", "speedup",
                      "configs", "failed rows"},
-                    rows);
+                    rows) +
+         "</details>\n";
   h += "<div class=\"cards\">\n";
   for (const json& p : d["problems"]) {
     const std::string id = p["id"];
@@ -878,6 +892,8 @@ h2 { font-size: 1.25rem; margin-top: 32px; border-bottom: 1px solid #ddd; }
 h3 { font-size: 1rem; margin: 16px 0 6px; overflow-wrap: anywhere; }
 nav a { margin-right: 12px; }
 code { font-size: 0.85em; overflow-wrap: anywhere; }
+td code { overflow-wrap: normal; }
+code.args { display: inline-block; min-width: 24em; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; font-size: 0.85rem; margin: 6px 0; }
 th, td { border-bottom: 1px solid #e3e3e3; padding: 3px 8px; text-align: left; vertical-align: top; }
@@ -895,25 +911,35 @@ section > .chart { background: #fff; border: 1px solid #ddd; border-radius: 6px;
 .status.done { color: #2a7a2a; } .status.failed, .status.interrupted { color: #b22; }
 #attune-status { display: block; font-size: 0.8rem; color: #555; margin: 4px 0 8px; }
 #attune-status[data-state="error"] { color: #b22; font-weight: bold; }
+summary { cursor: pointer; margin: 6px 0; }
 @media (max-width: 600px) {
   body { padding: 0 8px 32px; }
+  table.wide { min-width: 640px; }
   .chart { height: 220px; }
   th, td { padding: 2px 4px; }
 }
 )css";
 
-// Draws every chart of the data, checks that each painted pixels and that every section is on
-// the page, and says so in #attune-status (which a headless browser's DOM dump shows).
+// Draws the charts, checks that each one's points lie in its plot area and that it painted, checks
+// that every section is on the page, and says so in #attune-status (which a headless browser's
+// DOM dump shows). The charts on the first screen are drawn at once, the rest when they come near
+// the viewport or in idle slices after it (a chart costs 10-20 ms: 100 problems' charts drawn
+// before the first paint kept the page blank for 2-3 s, bench/results/report-2026-12-02.md);
+// "?draw=all" draws every chart before the page's first paint, for a test to see them all.
 constexpr std::string_view kScript = R"js(
 (function () {
   var status = document.getElementById('attune-status');
-  var errors = [], rendered = [], expected = 0;
+  var errors = [], rendered = [], expected = 0, queue = [], started = performance.now();
+  var firstMs = null;
   function publish() {
-    status.dataset.state = errors.length ? 'error' : 'ok';
+    var now = performance.now();
+    status.dataset.state = errors.length ? 'error' : queue.length ? 'drawing' : 'ok';
     status.dataset.charts = String(expected);
     status.dataset.rendered = String(rendered.length);
     status.dataset.errors = errors.join('; ');
-    status.dataset.renderMs = String(Math.round(performance.now()));
+    if (firstMs !== null) status.dataset.firstMs = String(Math.round(firstMs));
+    status.dataset.renderMs = String(Math.round(now));
+    status.dataset.drawMs = String(Math.round(now - started));
     status.textContent = 'Drew ' + rendered.length + ' of ' + expected + ' charts' +
         (errors.length ? '; errors: ' + errors.join('; ') : '; no script errors') + '.';
   }
@@ -945,30 +971,59 @@ constexpr std::string_view kScript = R"js(
     for (var i = 3; i < px.length; i += 4 * 7) if (px[i] !== 0) return true;
     return false;
   }
+  function draw(c, box) {
+    try {
+      var scales = c.config.options.scales || {};
+      Object.keys(scales).forEach(function (k) {
+        if (scales[k].type === 'logarithmic')
+          scales[k].ticks = Object.assign({ callback: logTick, autoSkip: false }, scales[k].ticks);
+      });
+      var canvas = document.createElement('canvas');
+      box.appendChild(canvas);
+      var chart = new Chart(canvas, c.config);
+      var lost = placed(chart);
+      if (lost) errors.push('chart ' + c.id + ': ' + lost);
+      else if (!painted(canvas)) errors.push('chart ' + c.id + ' drew nothing');
+      else rendered.push(c.id);
+    } catch (e) { errors.push('chart ' + c.id + ': ' + e.message); }
+  }
+  function take(i) {
+    var q = queue.splice(i, 1)[0];
+    if (observer) observer.unobserve(q.box);
+    draw(q.chart, q.box);
+  }
+  var observer = null;
   try {
     var data = JSON.parse(document.getElementById('attune-data').textContent);
+    var all = new URLSearchParams(location.search).get('draw') === 'all';
     expected = data.charts.length;
     data.sections.forEach(function (s) {
       if (!document.getElementById(s)) errors.push('section ' + s + ' is missing');
     });
     data.charts.forEach(function (c) {
-      try {
-        var box = document.getElementById(c.id);
-        if (!box) throw new Error('no element for chart ' + c.id);
-        var scales = c.config.options.scales || {};
-        Object.keys(scales).forEach(function (k) {
-          if (scales[k].type === 'logarithmic')
-            scales[k].ticks = Object.assign({ callback: logTick, autoSkip: false }, scales[k].ticks);
-        });
-        var canvas = document.createElement('canvas');
-        box.appendChild(canvas);
-        var chart = new Chart(canvas, c.config);
-        var lost = placed(chart);
-        if (lost) errors.push('chart ' + c.id + ': ' + lost);
-        else if (!painted(canvas)) errors.push('chart ' + c.id + ' drew nothing');
-        else rendered.push(c.id);
-      } catch (e) { errors.push('chart ' + c.id + ': ' + e.message); }
+      var box = document.getElementById(c.id);
+      if (!box) errors.push('no element for chart ' + c.id);
+      else if (all || box.getBoundingClientRect().top < window.innerHeight + 200) draw(c, box);
+      else queue.push({ chart: c, box: box });
     });
+    firstMs = performance.now();
+    if (queue.length && 'IntersectionObserver' in window) {
+      observer = new IntersectionObserver(function (entries) {
+        entries.forEach(function (e) {
+          if (!e.isIntersecting) return;
+          for (var i = 0; i < queue.length; i++) if (queue[i].box === e.target) take(i);
+        });
+        publish();
+      }, { rootMargin: '600px 0px' });
+      queue.forEach(function (q) { observer.observe(q.box); });
+    }
+    // The rest in slices of about 40 ms, so scrolling and input stay responsive meanwhile.
+    (function slice() {
+      var t = performance.now();
+      while (queue.length && performance.now() - t < 40) take(0);
+      publish();
+      if (queue.length) setTimeout(slice, 0);
+    })();
   } catch (e) { errors.push(String(e.message || e)); }
   publish();
 })();

@@ -49,10 +49,13 @@ Result<nlohmann::json> page_data(Store& store, const PageSelection& selection,
 Result<nlohmann::json> table_data(const TableEvidence& evidence);
 
 // The whole page: `data` (page_data's) embedded as JSON, its sections as HTML, and the page's
-// script, which draws every chart with `chart_js` (the library's text, inlined) and writes what
-// it drew into the #attune-status element: data-state "ok" or "error", data-charts (expected),
-// data-rendered (drawn and painted), data-errors (caught script errors, ";"-separated) and
-// data-render-ms (from navigation start to the last chart drawn).
+// script, which draws every chart with `chart_js` (the library's text, inlined): those on the
+// first screen at once, the rest as they come near the viewport or in idle slices ("?draw=all"
+// in the page's URL: all at once). It writes what it drew into the #attune-status element:
+// data-state ("drawing" while charts wait, then "ok"; "error" at the first error), data-charts
+// (expected), data-rendered (drawn, placed and painted), data-errors (";"-separated),
+// data-first-ms (from navigation start to the first screen's charts drawn) and data-render-ms
+// (to the last chart drawn so far).
 std::string render_page(const nlohmann::json& data, std::string_view chart_js);
 
 // The library's text from `path`; an error naming the path and the Debian package to install.
