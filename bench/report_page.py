@@ -14,6 +14,7 @@ Results: bench/results/report-2026-12-02.md. Standard library only.
 import argparse
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -70,16 +71,29 @@ def main():
     # As a reader opens it: the first screen's charts drawn (data-first-ms), the rest later in
     # idle slices; and with ?draw=all: every chart drawn before the first paint (data-render-ms),
     # the whole page's drawing in one go.
-    first, full, walls = [], [], []
+    def cpu_s():
+        u = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return u.ru_utime + u.ru_stime
+
+    # CPU seconds of whole Chromium runs (every process it started): this page with ?draw=all
+    # against an empty page, so the difference is what the page costs, whatever the machine's load.
+    blank = os.path.join(work, "blank.html")
+    with open(blank, "w") as f:
+        f.write("<!DOCTYPE html><html><body><p>blank</p></body></html>\n")
+    first, full, walls, page_cpu, blank_cpu = [], [], [], [], []
     for _ in range(a.repeats):
+        c0 = cpu_s()
+        browser_test.dump_dom(blank)
+        blank_cpu.append(cpu_s() - c0)
         dom = browser_test.dump_dom(page)
         wrong = browser_test.problems_with(dom, browser_test.SECTIONS[:-1], complete=False)
         if wrong:
             sys.exit("the page did not render: " + "; ".join(wrong))
         first.append(int(re.search(r'data-first-ms="(\d+)"', dom).group(1)))
-        t0 = time.monotonic()
+        t0, c0 = time.monotonic(), cpu_s()
         dom = browser_test.dump_dom(page, query="?draw=all")
         walls.append(time.monotonic() - t0)
+        page_cpu.append(cpu_s() - c0)
         wrong = browser_test.problems_with(dom, browser_test.SECTIONS[:-1])
         if wrong:
             sys.exit("the page did not render: " + "; ".join(wrong))
@@ -97,6 +111,10 @@ def main():
           f"median {statistics.median(full)} ms, max {max(full)} ms")
     print(f"chromium process wall time with ?draw=all (start, load, dump, exit): median "
           f"{statistics.median(walls):.2f} s")
+    print(f"chromium CPU time (user + sys, all its processes) with ?draw=all: median "
+          f"{statistics.median(page_cpu):.2f} s; for an empty page: median "
+          f"{statistics.median(blank_cpu):.2f} s; the page's share: "
+          f"{statistics.median(page_cpu) - statistics.median(blank_cpu):.2f} s")
     print(f"load average at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     if not a.work:
         shutil.rmtree(work, ignore_errors=True)

@@ -515,7 +515,7 @@ Result<nlohmann::json> page_data(Store& store, const PageSelection& sel,
                                  {"data", values},
                                  {"backgroundColor", "rgba(31,119,180,0.45)"},
                                  {"grouped", false}}}),
-                   {{"x", axis("speedup over the baseline (× , deploy regime)")},
+                   {{"x", axis("speedup over the baseline (×, deploy regime)")},
                     {"y", axis("problem", "category")}},
                    {{"indexAxis", "y"}});
     c["config"]["data"]["labels"] = labels;
