@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "report/failures.h"
+#include "report/selection.h"
 #include "table/export.h"
 
 namespace attune {
@@ -195,6 +196,18 @@ std::string knob_text(const std::vector<std::pair<std::string, std::string>>& sh
   return s;
 }
 
+// One series of points against the health section's time axis.
+json time_scatter(const std::string& id, const std::string& label, json points, int radius,
+                  const std::string& colour, const std::string& y_title) {
+  return chart(id, "scatter",
+               json::array({{{"label", label},
+                             {"data", std::move(points)},
+                             {"pointRadius", radius},
+                             {"borderColor", colour},
+                             {"backgroundColor", colour}}}),
+               {{"x", axis("time since the first row shown (s)")}, {"y", axis(y_title)}});
+}
+
 // Measurement health of the selected rows (kept and discarded) over time: the SM clock (at most
 // kBins bins, each its lowest and highest reading, so a long run stays small), rows per throttle
 // reason, and the rows discarded at each drift event with its reason.
@@ -256,14 +269,8 @@ json health_json(const std::vector<const MeasurementRow*>& rows,
   }
   json throttle_j = json::object();
   for (const auto& [k, n] : throttle) throttle_j[k] = n;
-  const std::string time_axis = "time since the first row shown (s)";
-  charts.push_back(chart("chart-clock", "scatter",
-                         json::array({{{"label", "SM clock (lowest and highest per time bin)"},
-                                       {"data", clock},
-                                       {"pointRadius", 2},
-                                       {"borderColor", kColours[0]},
-                                       {"backgroundColor", kColours[0]}}}),
-                         {{"x", axis(time_axis)}, {"y", axis("SM clock (MHz)")}}));
+  charts.push_back(time_scatter("chart-clock", "SM clock (lowest and highest per time bin)", clock,
+                                2, kColours[0], "SM clock (MHz)"));
   json tl = json::array(), tn = json::array();
   for (const auto& [k, n] : throttle) {
     tl.push_back(k);
@@ -277,13 +284,8 @@ json health_json(const std::vector<const MeasurementRow*>& rows,
       {{"plugins", {{"legend", {{"display", false}}}}}});
   throttle_chart["config"]["data"]["labels"] = tl;
   charts.push_back(throttle_chart);
-  charts.push_back(chart("chart-discarded", "scatter",
-                         json::array({{{"label", "rows discarded at a drift event"},
-                                       {"data", event_points},
-                                       {"pointRadius", 5},
-                                       {"borderColor", kColours[1]},
-                                       {"backgroundColor", kColours[1]}}}),
-                         {{"x", axis(time_axis)}, {"y", axis("rows discarded (count)")}}));
+  charts.push_back(time_scatter("chart-discarded", "rows discarded at a drift event", event_points,
+                                5, kColours[1], "rows discarded (count)"));
   return {{"rows", rows.size()},
           {"timed_rows", timed},
           {"clocked_rows", clocked},
@@ -304,30 +306,20 @@ bool is_number(const json& j, const char* k) {
 }  // namespace
 
 Result<nlohmann::json> table_data(const TableEvidence& e) {
+  // The rows as the table's own JSON format writes them (docs/table.md), each with its op table.
+  const json t = json::parse(table::to_json_text(e.table));
   json rows = json::array();
-  for (const auto& op : e.table.ops)
-    for (const auto& r : op.rows) {
-      json row = {{"op", op.op},
-                  {"dtype", op.dtype},
-                  {"problem", r.problem.text()},
-                  {"config", r.config},
-                  {"backend", r.backend},
-                  {"median_us", r.median_us},
-                  {"baseline_us", r.baseline_us},
-                  {"baseline_config", r.baseline_config},
-                  {"speedup", r.median_us > 0 ? json(r.baseline_us / r.median_us) : json(nullptr)},
-                  {"bucket", nullptr}};
-      if (r.bucket)
-        row["bucket"] = {{"axis", r.bucket->axis},
-                         {"lo", r.bucket->lo},
-                         {"hi", r.bucket->hi},
-                         {"points", r.bucket->points}};
-      rows.push_back(row);
+  for (const json& op : t["ops"])
+    for (json row : op["rows"]) {
+      row["op"] = op["op"];
+      row["dtype"] = op["dtype"];
+      if (!row.contains("bucket")) row["bucket"] = nullptr;
+      rows.push_back(std::move(row));
     }
   json out = {{"path", e.path},
-              {"device", e.table.device},
-              {"created_at", e.table.created_at},
-              {"attune_version", e.table.attune_version},
+              {"device", t["device"]},
+              {"created_at", t["created_at"]},
+              {"attune_version", t["attune_version"]},
               {"rows", rows},
               {"verify", nullptr}};
   if (!e.verify) return out;
@@ -379,17 +371,7 @@ Result<nlohmann::json> page_data(Store& store, const PageSelection& sel,
   MeasurementQuery q;
   q.problem = sel.problem;
   q.include_discarded = true;
-  ATTUNE_ASSIGN(auto rows, store.measurements(q));
-  if (rows.empty() && !sel.problem.empty()) {
-    ATTUNE_ASSIGN(auto known, store.find_problem(sel.problem));
-    if (!known) {
-      std::string have;
-      for (const auto& p : problems) have += (have.empty() ? "" : ", ") + p.problem.name();
-      return Error::invalid_argument(
-          "no problem or op named '" + sel.problem +
-          "' in the database (it has: " + (have.empty() ? "nothing yet" : have) + ")");
-    }
-  }
+  ATTUNE_ASSIGN(auto rows, select_measurements(store, q));
   std::map<std::string, const ProblemRecord*> problem_of;
   std::map<std::string, std::string> names;
   for (const auto& p : problems) {
