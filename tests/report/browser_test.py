@@ -34,9 +34,11 @@ def chromium():
 
 
 def browser_args(profile, width, height):
-    # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
-    return [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-            "--hide-scrollbars", f"--user-data-dir={profile}", f"--window-size={width},{height}"]
+    # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start;
+    # --disable-dev-shm-usage: a container's small /dev/shm would crash its renderer.
+    return [chromium(), "--headless", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+            "--no-first-run", "--hide-scrollbars", f"--user-data-dir={profile}",
+            f"--window-size={width},{height}"]
 
 
 def dump_dom(page, width=1280, height=2000, query="", budget_ms=None):
