@@ -51,6 +51,8 @@ Command add_verify_command(CLI::App& app, GlobalOptions& g);
 Command add_space_command(CLI::App& app, GlobalOptions& g);
 // Issue 16: `attune sweep`, a grid of an op's sizes tuned into table rows (src/cli/sweep.cpp).
 Command add_sweep_command(CLI::App& app, GlobalOptions& g);
+// Issue 20: `attune report`, the database as one self-contained HTML page (src/cli/report.cpp).
+Command add_report_command(CLI::App& app, GlobalOptions& g);
 
 // "attune: error: <what>" on stderr, one line (control characters escaped); returns
 // kExitBadInput.

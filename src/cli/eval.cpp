@@ -8,6 +8,7 @@
 
 #include "cli/common.h"
 #include "report/failures.h"
+#include "report/selection.h"
 
 namespace attune::cli {
 
@@ -33,18 +34,7 @@ Result<std::vector<MeasurementRow>> select_rows(Store& store, const EvalFlags& f
   q.problem = f.kernel;
   q.device_key = f.device;
   q.failures_only = failures_only;
-  ATTUNE_ASSIGN(auto rows, store.measurements(q));
-  if (rows.empty() && !f.kernel.empty()) {
-    ATTUNE_ASSIGN(auto known, store.find_problem(f.kernel));
-    if (!known) {
-      std::string names;
-      for (const auto& [_, n] : problem_names(store)) names += (names.empty() ? "" : ", ") + n;
-      return Error::invalid_argument(
-          "no problem or op named '" + f.kernel +
-          "' in the database (it has: " + (names.empty() ? "nothing yet" : names) + ")");
-    }
-  }
-  return rows;
+  return select_measurements(store, q);
 }
 
 int run_variants(const GlobalOptions& g, const EvalFlags& f) {

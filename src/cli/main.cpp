@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
       add_eval_command(app, g),   add_worker_command(app, g),   add_stack_command(app, g),
       add_import_command(app, g), add_export_command(app, g),   add_prior_command(app, g),
       add_ab_command(app, g),     add_verify_command(app, g),   add_space_command(app, g),
-      add_sweep_command(app, g),
+      add_sweep_command(app, g),  add_report_command(app, g),
   };
   try {
     app.parse(argc, argv);

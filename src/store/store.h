@@ -63,6 +63,9 @@ struct MeasurementRow {
   Regime regime = Regime::kRank;  // the regime it was run in (also for failures)
   Outcome outcome;
   std::string created_at;  // filled by the store
+  // Why the row was discarded (discard()); "" for a kept row. Read back only by a query with
+  // include_discarded.
+  std::string discarded;
 };
 
 // Filter for listing rows; empty fields match everything.
@@ -72,6 +75,9 @@ struct MeasurementQuery {
   std::string backend;
   std::optional<Regime> regime;
   bool failures_only = false;
+  // Discarded rows too, each with its reason (`attune report` shows what drift cost); find() and
+  // every other reader never see them.
+  bool include_discarded = false;
 };
 
 struct ProblemRecord {
@@ -165,7 +171,8 @@ class Store {
                                                      const std::string& problem_key,
                                                      const std::string& backend, Regime regime,
                                                      const std::string& config_hash) = 0;
-  // The rows matching every non-empty field of the query, oldest first.
+  // The rows matching every non-empty field of the query, oldest first; discarded rows only
+  // with query.include_discarded.
   virtual Result<std::vector<MeasurementRow>> measurements(const MeasurementQuery& query) = 0;
   // Marks rows as discarded with the reason (e.g. the anchor drifted while they were measured):
   // they stay in the database but find() and measurements() no longer return them.

@@ -14,6 +14,13 @@
 
 namespace attune::table {
 
+// NaN compares false, so a NaN error value fails the gate too.
+bool passed_gate(const MeasurementRow& r) {
+  const Outcome& o = r.outcome;
+  return o.verdict == Verdict::kOk && o.measurement && o.measurement->median_us > 0 && o.check &&
+         !o.check->metric.empty() && o.check->value <= o.check->tolerance;
+}
+
 namespace {
 
 // One config's deploy-regime evidence at one problem.
@@ -37,14 +44,6 @@ struct Evidence {
     });
   }
 };
-
-// A deploy row counts only with a measured time and a recorded gate check within tolerance: an ok
-// verdict without the check is not proof of a right answer (NaN compares false, so it fails too).
-bool passed_gate(const MeasurementRow& r) {
-  const Outcome& o = r.outcome;
-  return o.verdict == Verdict::kOk && o.measurement && o.measurement->median_us > 0 && o.check &&
-         !o.check->metric.empty() && o.check->value <= o.check->tolerance;
-}
 
 Problem without(const Problem& p, const std::string& axis) {
   auto attrs = p.attrs();

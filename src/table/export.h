@@ -51,6 +51,11 @@ struct ExportResult {
   std::size_t rows() const;
 };
 
+// A deploy row that proves its config: ok, with a measured time and a recorded gate check within
+// tolerance (an ok verdict without the check is not proof of a right answer; NaN fails). The
+// rows export builds tables from, and the ones `attune report` names winners by.
+bool passed_gate(const MeasurementRow& row);
+
 // "m" or "gemm:m". An error names what is wrong.
 Result<BucketSpec> parse_bucket_spec(std::string_view text);
 // "1,2,4,8": positive, strictly ascending integers.

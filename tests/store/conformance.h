@@ -438,6 +438,16 @@ TYPED_TEST_P(StoreConformance, DiscardedRowsAreNeverAnsweredAgain) {
   EXPECT_EQ(f->id, *kept);  // the clean older row answers again
   EXPECT_FALSE(this->find(this->row(p, "t=2", 0)));
   EXPECT_EQ(this->configs({}), (std::vector<std::string>{"t=1"}));
+  // Asked for, they come back with their reason (what attune report shows of drift).
+  MeasurementQuery all;
+  all.include_discarded = true;
+  auto rows = s.measurements(all);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_EQ((*rows)[0].discarded, "");
+  EXPECT_EQ((*rows)[1].discarded, "the anchor moved +40%");
+  EXPECT_EQ((*rows)[2].discarded, "the anchor moved +40%");
+  EXPECT_EQ((*rows)[2].config, "t=2");
   EXPECT_TRUE(s.discard({}, "nothing").ok());
   // Measured again after the back-off: the new row answers.
   auto fresh = s.record(this->row(p, "t=2", 5.1));

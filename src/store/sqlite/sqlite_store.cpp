@@ -83,13 +83,14 @@ MeasurementRow read_measurement(const Stmt& s) {
     r.outcome.check = ErrorCheck{s.text(15), s.is_null(16) ? NAN : s.real(16), s.real(17)};
   r.outcome.message = s.text(18);
   r.created_at = s.text(19);
+  if (!s.is_null(22)) r.discarded = s.text(22);
   return r;
 }
 
 constexpr const char* kMeasurementColumns =
     "id, run_id, device_key, problem_key, backend, config, config_hash, verdict, regime, cache, "
     "samples, median_us, min_us, max_us, noise, error_metric, error_value, error_tolerance, "
-    "message, created_at, sm_clock_mhz, throttle";
+    "message, created_at, sm_clock_mhz, throttle, discarded";
 
 // The schema version of an attune database at path (0: a new file, no attune schema yet); a file
 // of another program, a damaged attune_schema or a newer attune's database is refused in one line.
@@ -593,7 +594,8 @@ Result<std::vector<MeasurementRow>> SqliteStore::measurements(const MeasurementQ
       "(?1 = '' OR m.problem_key = ?1 OR m.problem_key IN "
       "   (SELECT key FROM problems WHERE name = ?1 OR op = ?1)) "
       "AND (?2 = '' OR m.device_key = ?2) AND (?3 = '' OR m.backend = ?3) "
-      "AND (?4 = '' OR m.regime = ?4) AND (?5 = 0 OR m.verdict != 'ok') AND m.discarded IS NULL "
+      "AND (?4 = '' OR m.regime = ?4) AND (?5 = 0 OR m.verdict != 'ok') "
+      "AND (?6 = 1 OR m.discarded IS NULL) "
       "ORDER BY m.id",
       kMeasurementColumns);
   ATTUNE_ASSIGN(Stmt s, db_.prepare(sql, "listing measurements"));
@@ -601,7 +603,8 @@ Result<std::vector<MeasurementRow>> SqliteStore::measurements(const MeasurementQ
       .bind(2, q.device_key)
       .bind(3, q.backend)
       .bind(4, q.regime ? std::string(to_string(*q.regime)) : std::string())
-      .bind(5, q.failures_only ? 1 : 0);
+      .bind(5, q.failures_only ? 1 : 0)
+      .bind(6, q.include_discarded ? 1 : 0);
   std::vector<MeasurementRow> out;
   while (true) {
     ATTUNE_ASSIGN(bool row, s.step());
