@@ -22,10 +22,9 @@ about 5 minutes on the H200.
 import datetime, json, os, subprocess, sys, time
 
 import torch
-from torch.nn.attention import sdpa_kernel
-from torch.nn.functional import scaled_dot_product_attention as sdpa
+from torch.nn.attention.bias import causal_lower_right
 
-from sdpa_timing import BACKENDS, DT, deploy_us, dev, props
+from sdpa_timing import BACKENDS, DT, dev, props, sdpa_us
 
 attune, copy_bw, out_dir = sys.argv[1], sys.argv[2], sys.argv[3]
 quick = "--quick" in sys.argv[4:]
@@ -71,31 +70,6 @@ def read_bandwidth_gbps():
     return gbps[len(gbps) // 2]
 
 
-def sdpa_us(backend, q, k, v, q_len, kv):
-    """(us, note) of one backend, or (None, why) when it refuses the cell."""
-    from torch.nn.attention.bias import causal_lower_right
-    mask = causal_lower_right(q_len, kv) if q_len > 1 else None
-    group = q.shape[1] // k.shape[1]
-    attempts = [("", k, v, True)]
-    if group > 1:
-        attempts.append(("(rep)", k.repeat_interleave(group, dim=1),
-                         v.repeat_interleave(group, dim=1), False))
-    why = ""
-    for note, kk, vv, gqa in attempts:
-        def fn():
-            with sdpa_kernel([backend]):
-                return sdpa(q, kk, vv, attn_mask=mask, enable_gqa=gqa)
-        try:
-            with torch.cuda.device(dev):
-                fn()
-                torch.cuda.synchronize()
-            return deploy_us(fn), note
-        except Exception as e:  # a backend refusing the cell (or GQA) raises
-            why = str(e).strip().splitlines()[0][:80] if str(e).strip() else type(e).__name__
-            torch.cuda.synchronize()
-    return None, why
-
-
 copy = json.loads(subprocess.run([copy_bw, "1024"], check=True, capture_output=True, text=True).stdout)
 read_gbps = read_bandwidth_gbps()
 rows, refusals = [], []
@@ -118,7 +92,9 @@ for dtype, head, kv, batch, hq, hkv, ql in CELLS:
     v = torch.randn(batch, hkv, kv, head, dtype=DT[dtype], device=dev)
     sd = {}
     for name, b in BACKENDS:
-        us, note = sdpa_us(b, q, k, v, ql, kv)
+        # q_len > 1: causal among the new tokens, token i seeing kv - q_len + i + 1 keys.
+        mask = causal_lower_right(ql, kv) if ql > 1 else None
+        us, note = sdpa_us(b, q, k, v, attn_mask=mask)
         sd[name] = (us, note)
         if us is None:
             refusals.append(f"{cell} {name}: {note}")

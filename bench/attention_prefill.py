@@ -17,10 +17,7 @@ Usage: bench/attention_prefill.py ATTUNE_BINARY OUT_DIR [--quick]
 import datetime, json, os, subprocess, sys, time
 
 import torch
-from torch.nn.attention import sdpa_kernel
-from torch.nn.functional import scaled_dot_product_attention as sdpa
-
-from sdpa_timing import BACKENDS, DT, deploy_us, dev, props
+from sdpa_timing import BACKENDS, DT, dev, props, sdpa_us
 
 attune, out_dir = sys.argv[1], sys.argv[2]
 quick = "--quick" in sys.argv[3:]
@@ -66,28 +63,6 @@ def fmt(us):
     return "-" if us is None else f"{us:.1f}"
 
 
-def sdpa_us(backend, q, k, v):
-    """(us, note) of one backend, or (None, why) when it refuses the cell."""
-    group = q.shape[1] // k.shape[1]
-    attempts = [("", k, v, True)]
-    if group > 1:
-        attempts.append(("(rep)", k.repeat_interleave(group, dim=1),
-                         v.repeat_interleave(group, dim=1), False))
-    why = ""
-    for note, kk, vv, gqa in attempts:
-        def fn():
-            with sdpa_kernel([backend]):
-                return sdpa(q, kk, vv, is_causal=True, enable_gqa=gqa)
-        try:
-            fn()
-            torch.cuda.synchronize()
-            return deploy_us(fn, samples=50), note
-        except Exception as e:  # a backend refusing the cell (or GQA) raises
-            why = str(e).strip().splitlines()[0][:80] if str(e).strip() else type(e).__name__
-            torch.cuda.synchronize()
-    return None, why
-
-
 peak = matrix_tflops()
 rows, refusals = [], []
 for dtype, head, seq, batch, hq, hkv in CELLS:
@@ -116,7 +91,7 @@ for dtype, head, seq, batch, hq, hkv in CELLS:
         if name == "math" and batch * hq * seq * seq * 4 > (8 << 30):
             sd[name] = (None, "scores over 8 GiB: not run")
             continue
-        us, note = sdpa_us(b, q, k, v)
+        us, note = sdpa_us(b, q, k, v, samples=50, is_causal=True)
         sd[name] = (us, note)
         if us is None:
             refusals.append(f"{cell} {name}: {note}")

@@ -6,7 +6,8 @@ bench/attention_prefill.py.
 import time
 
 import torch
-from torch.nn.attention import SDPBackend
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.functional import scaled_dot_product_attention as sdpa
 
 BACKENDS = [("flash", SDPBackend.FLASH_ATTENTION), ("efficient", SDPBackend.EFFICIENT_ATTENTION),
             ("cudnn", SDPBackend.CUDNN_ATTENTION), ("math", SDPBackend.MATH)]
@@ -50,3 +51,29 @@ def deploy_us(fn, samples=200):
         times.append(start.elapsed_time(stop) * 1000.0)
     times.sort()
     return times[len(times) // 2]
+
+
+def sdpa_us(backend, q, k, v, samples=200, **kwargs):
+    """(us, note) of one backend on sdpa(q, k, v, **kwargs), or (None, why) when it refuses.
+
+    GQA: first with enable_gqa=True on K/V of their own heads; a backend that refuses gets K/V
+    expanded to q's heads beforehand (outside the timing), noted "(rep)".
+    """
+    group = q.shape[1] // k.shape[1]
+    attempts = [("", k, v, True)]
+    if group > 1:
+        attempts.append(("(rep)", k.repeat_interleave(group, dim=1),
+                         v.repeat_interleave(group, dim=1), False))
+    why = ""
+    for note, kk, vv, gqa in attempts:
+        def fn():
+            with sdpa_kernel([backend]):
+                return sdpa(q, kk, vv, enable_gqa=gqa, **kwargs)
+        try:
+            fn()
+            torch.cuda.synchronize()
+            return deploy_us(fn, samples), note
+        except Exception as e:  # a backend refusing the cell (or GQA) raises
+            why = str(e).strip().splitlines()[0][:80] if str(e).strip() else type(e).__name__
+            torch.cuda.synchronize()
+    return None, why

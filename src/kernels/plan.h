@@ -109,6 +109,16 @@ unsigned attention_decode_mma_stages(std::int64_t head, std::int64_t kv_tile);
 std::size_t attention_decode_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile,
                                               std::int64_t warps);
 
+// The split form of attention, both attention ops' baseline (defined with attention_decode's
+// plans): per (sequence, KV head), S = Q . K^T for the group's `group_rows` query rows (contiguous
+// in q) against `keys` keys by a cuBLASLt strided-batched GEMM, the softmax kernel (row r is token
+// r % q_len of its query head, which sees keys [0, keys - q_len + r % q_len]), then O = P . V.
+struct SplitAttention {
+  std::int64_t group_rows = 0, keys = 0, head = 0, batch_heads = 0, rows = 0, q_len = 0;
+  bool bf16 = true;
+};
+ChainPlan split_attention_plan(const SplitAttention& attention);
+
 // attention_prefill's sizes (kernels/attention_prefill/attention_prefill_op.cpp).
 struct AttentionPrefillShape {
   std::int64_t seq = 0, batch = 0, head = 0, q_heads = 0, kv_heads = 0;

@@ -1,6 +1,7 @@
 // attention_decode's kernel plans: the split-KV flash decoding kernel (and its combine of the
 // splits), and the split baseline (scores by a cuBLASLt batched GEMM, a softmax kernel, the value
-// GEMM), both launched over the layout of attention_decode_op.cpp.
+// GEMM), both launched over the layout of attention_decode_op.cpp; the split form is
+// attention_prefill's baseline too (split_attention_plan).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -146,42 +147,44 @@ Result<Plan> plan_mma(const AttentionDecodeShape& s, const Config& c) {
   return Plan{std::move(p)};
 }
 
-Plan plan_split(const AttentionDecodeShape& s) {
-  const std::int64_t gl = s.group() * s.q_len;
-  const auto rows = static_cast<std::size_t>(s.rows()), kv = static_cast<std::size_t>(s.kv);
+}  // namespace
+
+ChainPlan split_attention_plan(const SplitAttention& a) {
+  const std::int64_t gl = a.group_rows;
+  const auto rows = static_cast<std::size_t>(a.rows), kv = static_cast<std::size_t>(a.keys);
   const std::size_t scores = align256(rows * kv * sizeof(float));
   const std::size_t probs = align256(rows * kv * 2);
   ChainPlan p;
   p.build.source = kAttentionDecodeSoftmaxSource;
   p.build.source_name = "attention_decode_softmax.cu";
-  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DHEAD={}", s.head),
-                     fmt::format("-DQ_LEN={}", s.q_len),
+  p.build.options = {fmt::format("-DT={}", type_of(a.bf16)), fmt::format("-DHEAD={}", a.head),
+                     fmt::format("-DQ_LEN={}", a.q_len),
                      fmt::format("-DTHREADS={}", kSoftmaxThreads)};
   p.build.name_expressions = {"attn_decode_softmax"};
   // S = Q . K^T per (sequence, KV head): the group's query rows are contiguous in q.
   LtMatmul qk;
   qk.m = gl;
-  qk.n = s.kv;
-  qk.k = s.head;
-  qk.batch = s.batch * s.kv_heads;
+  qk.n = a.keys;
+  qk.k = a.head;
+  qk.batch = a.batch_heads;
   qk.b_transposed = true;
-  qk.bf16 = s.bf16;
+  qk.bf16 = a.bf16;
   qk.c_fp32 = true;
-  qk.a = {"q", 0, gl * s.head};
-  qk.b = {"k", 0, s.kv * s.head};
-  qk.c = {"workspace", 0, gl * s.kv};
+  qk.a = {"q", 0, gl * a.head};
+  qk.b = {"k", 0, a.keys * a.head};
+  qk.c = {"workspace", 0, gl * a.keys};
   qk.workspace_offset = scores + probs;
   qk.workspace_bytes = kSplitLtWorkspace;
   // O = P . V, P written by the softmax in the problem's type after the scores.
   LtMatmul pv = qk;
   pv.m = gl;
-  pv.n = s.head;
-  pv.k = s.kv;
+  pv.n = a.head;
+  pv.k = a.keys;
   pv.b_transposed = false;
   pv.c_fp32 = false;
-  pv.a = {"workspace", scores, gl * s.kv};
-  pv.b = {"v", 0, s.kv * s.head};
-  pv.c = {"o", 0, gl * s.head};
+  pv.a = {"workspace", scores, gl * a.keys};
+  pv.b = {"v", 0, a.keys * a.head};
+  pv.c = {"o", 0, gl * a.head};
   p.steps.push_back(qk);
   p.steps.push_back(LaunchStep{"attn_decode_softmax",
                                {static_cast<unsigned>(rows)},
@@ -192,8 +195,6 @@ Plan plan_split(const AttentionDecodeShape& s) {
   p.workspace_bytes = scores + probs + kSplitLtWorkspace;
   return p;
 }
-
-}  // namespace
 
 Result<AttentionDecodeShape> attention_decode_shape(const Problem& p) {
   ATTUNE_ASSIGN(HalfShape h, half_shape(p, attention_decode_op()));
@@ -212,7 +213,9 @@ Result<Plan> plan_attention_decode(const Problem& problem, const Config& config)
     return Error::invalid_argument(
         fmt::format("attention_decode config '{}' has no knob 'kernel'", config.text()));
   const std::string k = kernel->as_word();
-  if (k == "split") return plan_split(s);
+  if (k == "split")
+    return split_attention_plan(
+        {s.group() * s.q_len, s.kv, s.head, s.batch * s.kv_heads, s.rows(), s.q_len, s.bf16});
   if (k == "flash") return plan_flash(s, config);
   if (k == "mma") return plan_mma(s, config);
   return Error::invalid_argument(

@@ -1,7 +1,7 @@
 // attention_prefill's kernel plans: the wgmma flash kernel (attention_prefill_flash.cu) and the
-// split baseline (scores by a cuBLASLt batched GEMM, the decode family's softmax kernel with every
-// query token of the prompt as a new token, the value GEMM), both over the layout of
-// attention_prefill_op.cpp.
+// split baseline (split_attention_plan, kernels/plan.h: scores by a cuBLASLt batched GEMM, the
+// decode family's softmax kernel with every query token of the prompt as a new token, the value
+// GEMM), both over the layout of attention_prefill_op.cpp.
 #include <fmt/format.h>
 
 #include "kernels/plan.h"
@@ -10,65 +10,11 @@
 namespace attune::kernels {
 
 extern const char* const kAttentionPrefillFlashSource;
-extern const char* const kAttentionDecodeSoftmaxSource;
 
 namespace {
 
-constexpr unsigned kSoftmaxThreads = 256;
-// What cuBLASLt may use in the split baseline, as in attention_decode's.
-constexpr std::size_t kSplitLtWorkspace = 4u << 20;
 constexpr std::int64_t kMaxGridYz = 65535;
 constexpr std::size_t kMaxSharedBytes = 227 * 1024;
-
-std::size_t align256(std::size_t bytes) {
-  return (bytes + 255) / 256 * 256;
-}
-
-Plan plan_split(const AttentionPrefillShape& s) {
-  // Per (sequence, KV head) the group's query rows are contiguous in q: GROUP * seq rows.
-  const std::int64_t gl = s.group() * s.seq;
-  const auto rows = static_cast<std::size_t>(s.rows()), keys = static_cast<std::size_t>(s.seq);
-  const std::size_t scores = align256(rows * keys * sizeof(float));
-  const std::size_t probs = align256(rows * keys * 2);
-  ChainPlan p;
-  p.build.source = kAttentionDecodeSoftmaxSource;
-  p.build.source_name = "attention_decode_softmax.cu";
-  // Q_LEN = seq: row r is token r % seq, which sees keys [0, r % seq], the causal mask.
-  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DHEAD={}", s.head),
-                     fmt::format("-DQ_LEN={}", s.seq),
-                     fmt::format("-DTHREADS={}", kSoftmaxThreads)};
-  p.build.name_expressions = {"attn_decode_softmax"};
-  LtMatmul qk;
-  qk.m = gl;
-  qk.n = s.seq;
-  qk.k = s.head;
-  qk.batch = s.batch * s.kv_heads;
-  qk.b_transposed = true;
-  qk.bf16 = s.bf16;
-  qk.c_fp32 = true;
-  qk.a = {"q", 0, gl * s.head};
-  qk.b = {"k", 0, s.seq * s.head};
-  qk.c = {"workspace", 0, gl * s.seq};
-  qk.workspace_offset = scores + probs;
-  qk.workspace_bytes = kSplitLtWorkspace;
-  LtMatmul pv = qk;
-  pv.n = s.head;
-  pv.k = s.seq;
-  pv.b_transposed = false;
-  pv.c_fp32 = false;
-  pv.a = {"workspace", scores, gl * s.seq};
-  pv.b = {"v", 0, s.seq * s.head};
-  pv.c = {"o", 0, gl * s.head};
-  p.steps.push_back(qk);
-  p.steps.push_back(LaunchStep{"attn_decode_softmax",
-                               {static_cast<unsigned>(rows)},
-                               {kSoftmaxThreads},
-                               0,
-                               {"workspace", "kv", "rows"}});
-  p.steps.push_back(pv);
-  p.workspace_bytes = scores + probs + kSplitLtWorkspace;
-  return p;
-}
 
 Result<Plan> plan_wgmma(const AttentionPrefillShape& s, const Config& c) {
   ATTUNE_ASSIGN(std::int64_t block_n, knob(c, "block_n"));
@@ -129,7 +75,11 @@ Result<Plan> plan_attention_prefill(const Problem& problem, const Config& config
     return Error::invalid_argument(
         fmt::format("attention_prefill config '{}' has no knob 'kernel'", config.text()));
   const std::string k = kernel->as_word();
-  if (k == "split") return plan_split(s);
+  // Per (sequence, KV head) the group's query rows are contiguous in q: GROUP * seq rows; with
+  // Q_LEN = seq, softmax row r is token r % seq, which sees keys [0, r % seq]: the causal mask.
+  if (k == "split")
+    return split_attention_plan(
+        {s.group() * s.seq, s.seq, s.head, s.batch * s.kv_heads, s.rows(), s.seq, s.bf16});
   if (k == "wgmma") return plan_wgmma(s, config);
   return Error::invalid_argument(
       fmt::format("attention_prefill config '{}': unknown kernel '{}'", config.text(), k));
