@@ -48,7 +48,8 @@ int work(const std::string& url, int fd) {
     auto finished = (*store)->finish_work((**item).id, (**item).lease_token, "done", "", 0);
     const double finish = us_since(t);
     if (!renewed || !*renewed || !finished || !*finished) return 1;
-    out += std::to_string(lease) + " " + std::to_string(renew) + " " + std::to_string(finish) + "\n";
+    out +=
+        std::to_string(lease) + " " + std::to_string(renew) + " " + std::to_string(finish) + "\n";
   }
   return write(fd, out.data(), out.size()) == static_cast<ssize_t>(out.size()) ? 0 : 1;
 }
@@ -114,10 +115,11 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < total.size(); ++i) total[i] = lease[i] + renew[i] + finish[i];
   std::printf("workers %d items %zu failed_workers %d wall_s %.3f items_per_s %.1f\n", workers,
               lease.size(), failed, seconds, static_cast<double>(lease.size()) / seconds);
-  std::printf("per item (us): lease p50 %.0f p99 %.0f | renew p50 %.0f p99 %.0f | finish p50 %.0f "
-              "p99 %.0f | all three p50 %.0f p99 %.0f\n",
-              percentile(lease, 0.5), percentile(lease, 0.99), percentile(renew, 0.5),
-              percentile(renew, 0.99), percentile(finish, 0.5), percentile(finish, 0.99),
-              percentile(total, 0.5), percentile(total, 0.99));
+  std::printf(
+      "per item (us): lease p50 %.0f p99 %.0f | renew p50 %.0f p99 %.0f | finish p50 %.0f "
+      "p99 %.0f | all three p50 %.0f p99 %.0f\n",
+      percentile(lease, 0.5), percentile(lease, 0.99), percentile(renew, 0.5),
+      percentile(renew, 0.99), percentile(finish, 0.5), percentile(finish, 0.99),
+      percentile(total, 0.5), percentile(total, 0.99));
   return failed ? 1 : 0;
 }

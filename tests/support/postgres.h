@@ -1,7 +1,7 @@
 // A database of its own on the throwaway PostgreSQL cluster (tools/pg-test-cluster, the ctest
 // fixture pg_cluster) for each test, so tests run in parallel without seeing each other's rows.
-// The cluster's URL comes from $ATTUNE_TEST_PG_URL, or from the file $ATTUNE_TEST_PG_URL_FILE
-// names (the fixture writes it). One thread per object.
+// The cluster's URL comes from $ATTUNE_TEST_PG_URL, or from the file the fixture writes it to
+// ($ATTUNE_TEST_PG_URL_FILE, else the path the test was built with). One thread per object.
 #pragma once
 
 #include <unistd.h>
@@ -25,13 +25,16 @@ inline std::string test_cluster_url(std::string* why, bool* must_fail) {
   *must_fail = false;
   if (const char* url = std::getenv("ATTUNE_TEST_PG_URL"); url && *url) return url;
   const char* file = std::getenv("ATTUNE_TEST_PG_URL_FILE");
-  if (!file || !*file) {
+#ifdef ATTUNE_TEST_PG_URL_FILE
+  if (!file || !*file) file = ATTUNE_TEST_PG_URL_FILE;
+#endif
+  std::ifstream in(file ? file : "");
+  if (!file || !*file || !in) {
     *why =
         "no PostgreSQL test cluster: run this test through ctest (fixture pg_cluster), or set "
         "ATTUNE_TEST_PG_URL to a database URL";
     return "";
   }
-  std::ifstream in(file);
   std::string line;
   std::getline(in, line);
   if (line.rfind("skip: ", 0) == 0) {
