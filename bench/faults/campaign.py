@@ -225,7 +225,7 @@ def children(pid):
 def worker_of(tune_pid):
     for c in children(tune_pid):
         argv = proc_argv(c)
-        if len(argv) > 1 and argv[1] == "worker" and alive(c):
+        if len(argv) > 1 and argv[1] == "candidate-worker" and alive(c):
             return c
     return None
 
@@ -269,7 +269,7 @@ def kill_leftovers(token):
     left = token_processes(token)
     workers = 0
     for pid, argv in left:
-        kind = "worker" if len(argv) > 1 and argv[1] == "worker" else "other"
+        kind = "worker" if len(argv) > 1 and argv[1] == "candidate-worker" else "other"
         workers += kind == "worker"
         log(f"  left alive: pid {pid} ({kind}) {' '.join(argv[:4])}: killing it")
         try:

@@ -36,7 +36,14 @@ Command add_device_command(CLI::App& app, GlobalOptions& g);
 Command add_problems_command(CLI::App& app, GlobalOptions& g);
 Command add_tune_command(CLI::App& app, GlobalOptions& g);
 Command add_eval_command(CLI::App& app, GlobalOptions& g);
+// The fleet worker (src/cli/worker.cpp), the work queue (queue.cpp) and `attune db merge` (db.cpp):
+// issue 19.
 Command add_worker_command(CLI::App& app, GlobalOptions& g);
+Command add_queue_command(CLI::App& app, GlobalOptions& g);
+Command add_db_command(CLI::App& app, GlobalOptions& g);
+// The hidden subcommand `attune tune` starts to run candidates in a process of their own.
+inline constexpr const char* kCandidateWorker = "candidate-worker";
+Command add_candidate_worker_command(CLI::App& app, GlobalOptions& g);
 Command add_stack_command(CLI::App& app, GlobalOptions& g);
 // Issue 4: recorded spaces and the prior (src/cli/import.cpp, export.cpp, prior.cpp).
 Command add_import_command(CLI::App& app, GlobalOptions& g);

@@ -6,6 +6,10 @@
 
 #include <charconv>
 #include <climits>
+#include <cstdlib>
+#include <optional>
+
+#include <fmt/format.h>
 
 #include <spdlog/spdlog.h>
 
@@ -39,7 +43,73 @@ std::unique_ptr<Backend> open_backend_or_report(const std::string& name, int dev
   return std::move(*b);
 }
 
+namespace {
+
+// An environment variable as a count or index; nullopt when unset, an error when not a number.
+Result<std::optional<std::uint32_t>> env_number(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::optional<std::uint32_t>{};
+  std::uint32_t n = 0;
+  const std::string_view text(v);
+  auto r = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (r.ec != std::errc() || r.ptr != text.data() + text.size())
+    return Error::invalid_argument(fmt::format("--shard auto: ${}='{}' is not a number", name, v));
+  return std::optional<std::uint32_t>(n);
+}
+
+// --shard auto[/n]: the index the cluster's scheduler gave this task (a SLURM array's
+// SLURM_ARRAY_TASK_ID less SLURM_ARRAY_TASK_MIN, or a Kubernetes indexed Job's
+// JOB_COMPLETION_INDEX) and the count (n, else SLURM_ARRAY_TASK_COUNT, else ATTUNE_SHARD_COUNT).
+Result<std::pair<std::uint32_t, std::uint32_t>> scheduler_shard(const std::string& s) {
+  std::optional<std::uint32_t> index, count;
+  if (s.size() > 5) {
+    std::uint32_t n = 0;
+    auto r = std::from_chars(s.data() + 5, s.data() + s.size(), n);
+    if (s[4] != '/' || r.ec != std::errc() || r.ptr != s.data() + s.size() || n == 0)
+      return Error::invalid_argument("--shard '" + s +
+                                     "' must be auto or auto/n (n tasks in all), e.g. auto/16");
+    count = n;
+  }
+  ATTUNE_ASSIGN(std::optional<std::uint32_t> slurm_id, env_number("SLURM_ARRAY_TASK_ID"));
+  ATTUNE_ASSIGN(std::optional<std::uint32_t> k8s_index, env_number("JOB_COMPLETION_INDEX"));
+  std::string from;
+  if (slurm_id) {
+    ATTUNE_ASSIGN(std::optional<std::uint32_t> min, env_number("SLURM_ARRAY_TASK_MIN"));
+    if (min && *min > *slurm_id)
+      return Error::invalid_argument(
+          "--shard auto: $SLURM_ARRAY_TASK_ID is below "
+          "$SLURM_ARRAY_TASK_MIN");
+    index = *slurm_id - min.value_or(0);
+    from = "SLURM_ARRAY_TASK_ID";
+    if (!count) {
+      ATTUNE_ASSIGN(count, env_number("SLURM_ARRAY_TASK_COUNT"));
+    }
+  } else if (k8s_index) {
+    index = *k8s_index;
+    from = "JOB_COMPLETION_INDEX";
+  } else {
+    return Error::invalid_argument(
+        "--shard auto: neither $SLURM_ARRAY_TASK_ID (a SLURM job array) nor "
+        "$JOB_COMPLETION_INDEX (a Kubernetes indexed Job) is set; give --shard i/n");
+  }
+  if (!count) {
+    ATTUNE_ASSIGN(count, env_number("ATTUNE_SHARD_COUNT"));
+  }
+  if (!count || *count == 0)
+    return Error::invalid_argument(fmt::format(
+        "--shard auto: ${} gives this task's index but nothing gives the number of tasks; give "
+        "--shard auto/n or set $ATTUNE_SHARD_COUNT",
+        from));
+  if (*index >= *count)
+    return Error::invalid_argument(fmt::format(
+        "--shard auto: task {} (from ${}) is not below the {} tasks", *index, from, *count));
+  return std::make_pair(*index, *count);
+}
+
+}  // namespace
+
 Result<std::pair<std::uint32_t, std::uint32_t>> parse_shard(const std::string& s) {
+  if (s.rfind("auto", 0) == 0) return scheduler_shard(s);
   auto slash = s.find('/');
   std::uint32_t i = 0, n = 0;
   bool ok = slash != std::string::npos;

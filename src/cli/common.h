@@ -25,7 +25,10 @@ void add_device_option(CLI::App* sub, int* device, const std::string& what);
 // Points the backend at device `index` (-1: leaves its default), or prints one line naming how
 // many devices there are and returns false.
 bool select_device_or_report(Backend& backend, int index);
-// "--shard i/n" as (i, n); an error names the form.
+// "--shard i/n" as (i, n); "auto" or "auto/n" takes i (and n) from the cluster's scheduler: a
+// SLURM job array (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN of SLURM_ARRAY_TASK_COUNT) or a
+// Kubernetes indexed Job (JOB_COMPLETION_INDEX of n or $ATTUNE_SHARD_COUNT). An error names the
+// form, or what the environment lacks.
 Result<std::pair<std::uint32_t, std::uint32_t>> parse_shard(const std::string& s);
 // This executable's path, for starting workers.
 std::string self_executable();

@@ -112,17 +112,22 @@ int main(int argc, char** argv) {
   app.fallthrough();
   app.option_defaults()->always_capture_default();
   app.add_option("--db", g.db,
-                 "tuning database: an SQLite file (or sqlite:PATH); default attune.db here")
+                 "tuning database: an SQLite file (or sqlite:PATH), or a fleet's PostgreSQL "
+                 "database (postgresql://user@host/db); default attune.db here")
       ->capture_default_str();
   app.add_flag("-v,--verbose", g.verbose, "one line per step instead of a progress bar");
   app.add_flag("--json", g.json, "machine-readable report on stdout; logs stay on stderr");
 
   std::vector<Command> commands = {
-      add_device_command(app, g), add_problems_command(app, g), add_tune_command(app, g),
-      add_eval_command(app, g),   add_worker_command(app, g),   add_stack_command(app, g),
-      add_import_command(app, g), add_export_command(app, g),   add_prior_command(app, g),
-      add_ab_command(app, g),     add_verify_command(app, g),   add_space_command(app, g),
-      add_sweep_command(app, g),  add_report_command(app, g),
+      add_device_command(app, g), add_problems_command(app, g),
+      add_tune_command(app, g),   add_eval_command(app, g),
+      add_worker_command(app, g), add_stack_command(app, g),
+      add_import_command(app, g), add_export_command(app, g),
+      add_prior_command(app, g),  add_ab_command(app, g),
+      add_verify_command(app, g), add_space_command(app, g),
+      add_sweep_command(app, g),  add_queue_command(app, g),
+      add_db_command(app, g),     add_candidate_worker_command(app, g),
+      add_report_command(app, g),
   };
   try {
     app.parse(argc, argv);
@@ -135,7 +140,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (app.get_subcommands().empty()) {
       std::string known;
-      for (const auto& c : commands) known += (known.empty() ? "" : ", ") + c.app->get_name();
+      for (const auto& c : commands)
+        if (!c.app->get_group().empty())  // hidden commands are not offered
+          known += (known.empty() ? "" : ", ") + c.app->get_name();
       const std::string word = command_word(argc, argv);
       if (!word.empty())
         return bad_input("unknown command '" + word + "'; the commands are: " + known);

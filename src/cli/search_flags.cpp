@@ -103,7 +103,7 @@ std::unique_ptr<CandidateRunner> make_runner(Backend& backend, const SearchFlags
   const double timeout = f.timeout_s > 0 ? f.timeout_s : backend.default_timeout_s();
   if (!backend.isolated()) return std::make_unique<InProcessRunner>(backend);
   // The worker runs its candidates on the device the scheduler fingerprinted.
-  std::vector<std::string> argv{self_executable(), "worker",
+  std::vector<std::string> argv{self_executable(), kCandidateWorker,
                                 "--backend",       backend.name(),
                                 "--device",        std::to_string(backend.device_index())};
   return std::make_unique<WorkerRunner>(argv, timeout);

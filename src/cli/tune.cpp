@@ -21,6 +21,7 @@
 #include "report/report.h"
 #include "report/trace.h"
 #include "search/strategy.h"
+#include "tune/fleet.h"
 #include "tune/tuner.h"
 
 namespace attune::cli {
@@ -52,8 +53,44 @@ struct TuneFlags {
   std::string spec_file;    // --spec: its YAML spec
   int device = -1;          // --device: index into the backend's devices; -1: its default
   bool fresh_search = false;
-  std::string trace_file;  // --trace: the evaluation trace as CSV; "": none
+  std::string trace_file;   // --trace: the evaluation trace as CSV; "": none
+  bool enqueue = false;     // --enqueue: record work items for a fleet instead of tuning
+  std::string enqueue_for;  // --for: the device key or kind the items are for; "": this device
 };
+
+// --enqueue: one work item per problem for the fleet's workers (docs/fleet.md), nothing tuned.
+int enqueue(const GlobalOptions& g, const TuneFlags& f, Backend& backend,
+            const std::vector<Problem>& problems, const TuneOptions& o) {
+  std::string device = f.enqueue_for;
+  if (device.empty()) {
+    auto fp = backend.fingerprint();
+    if (!fp) return bad_input(fp.error().message());
+    device = fp->key();
+  }
+  auto store = open_store_or_report(g, true);
+  if (!store) return kExitBadInput;
+  std::vector<std::int64_t> ids;
+  for (const Problem& p : problems) {
+    if (Status st = store->put_problem(p); !st.ok()) return failed(st.error().message());
+    WorkItem w;
+    w.device = device;
+    w.backend = backend.name();
+    w.problem = p.text();
+    w.problem_name = p.name();
+    w.options = work_options_json(o, f.timeout_s);
+    auto id = store->enqueue(w);
+    if (!id) return failed(id.error().message());
+    ids.push_back(*id);
+  }
+  if (g.json)
+    fmt::print("{}\n", nlohmann::json({{"device", device}, {"queued", ids}}).dump(2));
+  else
+    fmt::print(
+        "queued {} work item{} for device {} (attune queue shows them; attune worker "
+        "takes them)\n",
+        ids.size(), ids.size() == 1 ? "" : "s", device);
+  return kExitOk;
+}
 
 // A one-line progress bar on a terminal (report/progress.h).
 class ProgressBar {
@@ -264,6 +301,17 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
       return bad_input(pins.error().message());
   }
 
+  if (f.enqueue) {
+    if (user_kernel)
+      return bad_input(
+          "--enqueue takes problems a backend names, not --kernel/--spec files "
+          "(a worker on another host cannot read them)");
+    if (!f.trace_file.empty() || !f.shard.empty())
+      return bad_input("--trace and --shard are a worker's, not --enqueue's");
+    return enqueue(g, f, *backend, problems, o);
+  }
+  if (!f.enqueue_for.empty()) return bad_input("--for names the device of --enqueue's items");
+
   // The trace is opened (and its header written) before the database: a path that cannot be
   // written is bad input, refused before anything is stored or tuned.
   std::optional<TraceWriter> trace;
@@ -280,7 +328,7 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   const double timeout = f.timeout_s > 0 ? f.timeout_s : backend->default_timeout_s();
   if (backend->isolated()) {
     // The worker runs its candidates on the device the scheduler fingerprinted.
-    std::vector<std::string> argv{self_executable(), "worker",
+    std::vector<std::string> argv{self_executable(), kCandidateWorker,
                                   "--backend",       backend->name(),
                                   "--device",        std::to_string(backend->device_index())};
     for (const auto& [key, value] : options) {
@@ -387,8 +435,10 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--max-candidates", f->max_candidates,
                   "cap on candidates evaluated per problem, not counting variants refused before "
                   "any build (default: none)");
-  sub->add_option("--shard", f->shard,
-                  "i/n: this process takes shard i of n of the grid (--strategy grid)");
+  sub->add_option(
+      "--shard", f->shard,
+      "i/n: this process takes shard i of n of the grid (--strategy grid); auto or auto/n: i "
+      "(and n) from a SLURM job array or a Kubernetes indexed Job (docs/fleet.md)");
   sub->add_option("--kernel", f->kernel_file,
                   "your CUDA kernel's .cu file (with --spec; see examples/user-kernel)");
   sub->add_option("--spec", f->spec_file,
@@ -426,6 +476,12 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
                   "seconds before a candidate's worker is killed (default: the backend's)")
       ->check(finite_number());
   add_device_option(sub, &f->device, "to tune on (default: cuda $ATTUNE_DEVICE, else 0)");
+  sub->add_flag("--enqueue", f->enqueue,
+                "record one work item per problem in --db for a fleet's workers (attune worker) "
+                "instead of tuning here");
+  sub->add_option("--for", f->enqueue_for,
+                  "with --enqueue: the device key (attune device) or kind (backend:name, e.g. "
+                  "'cuda:NVIDIA H200') the items are for (default: this device)");
   return {sub, [&g, f] { return run_tune(g, *f); }};
 }
 

@@ -3,6 +3,9 @@
 
 #include "store/sqlite/sqlite_store.h"
 #include "store/store.h"
+#ifdef ATTUNE_WITH_POSTGRES
+#include "store/postgres/pg_store.h"
+#endif
 
 namespace attune {
 
@@ -23,6 +26,10 @@ std::string url_scheme(const std::string& url) {
 
 }  // namespace
 
+std::string device_kind(const DeviceFingerprint& device) {
+  return device.backend + ":" + device.name;
+}
+
 Result<std::unique_ptr<Store>> open_store(const std::string& url, bool create_if_missing) {
   if (url.empty()) return Error::invalid_argument("--db is empty; give a file path");
   std::string path = url;
@@ -34,9 +41,14 @@ Result<std::unique_ptr<Store>> open_store(const std::string& url, bool create_if
       return Error::invalid_argument("--db '" + url + "' names no file; give sqlite:PATH");
   } else if (const std::string scheme = url_scheme(url);
              scheme == "postgresql" || scheme == "postgres") {
+#ifdef ATTUNE_WITH_POSTGRES
+    ATTUNE_ASSIGN(std::unique_ptr<PostgresStore> s, PostgresStore::open(url, create_if_missing));
+    return std::unique_ptr<Store>(std::move(s));
+#else
     return Error::unsupported("--db " + scheme +
                               "://...: this attune was built without PostgreSQL support; "
                               "use an SQLite file path (or sqlite:PATH)");
+#endif
   } else if (!scheme.empty()) {
     return Error::invalid_argument("--db '" + url + "': unknown database scheme '" + scheme +
                                    "' (attune opens PATH, sqlite:PATH or postgresql://...)");

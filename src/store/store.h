@@ -116,6 +116,30 @@ struct PriorRecord {
   std::string reservoir;  // training rows
 };
 
+// One unit of fleet work (`attune tune --enqueue`): tune one problem with these options on a
+// device of this key or kind. A worker leases it, renews the lease while it tunes, and marks it
+// done; an item whose lease runs out is leased again and continues from what was committed.
+struct WorkItem {
+  std::int64_t id = 0;
+  std::string device;  // a device key (DeviceFingerprint::key()) or kind (device_kind())
+  std::string backend;
+  std::string problem;           // the problem's text, as the backend resolves it
+  std::string problem_name;      // what `attune queue` shows
+  std::string options;           // the tune options as JSON (tune/work.h)
+  std::string state;             // queued, leased, done, failed
+  std::int64_t attempts = 0;     // leases taken so far
+  std::int64_t lease_token = 0;  // changes at every lease: what renewing and finishing name
+  std::string lease_until;       // ISO 8601 UTC by the database's clock; "" when not leased
+  // The process holding or last holding it, and the key of the device it tunes on.
+  std::string holder_host;
+  std::int64_t holder_pid = 0;
+  std::string holder_device;
+  std::int64_t run_id = 0;  // the run that finished it; 0: none yet
+  std::string created_at;   // filled by the store
+  std::string finished_at;
+  std::string message;  // why it stopped (stopped_by) or failed
+};
+
 // The contract every implementation keeps; tests/store/conformance.h checks it on each of them.
 // A measurement or a baseline names a device and a problem the store knows (put_device and
 // put_problem come first), a measurement's run a run begun here (or 0: none), search nodes a known
@@ -198,14 +222,51 @@ class Store {
   virtual Result<std::int64_t> put_prior(PriorRecord prior) = 0;
   // The newest checkpoint of that name; nullopt if none.
   virtual Result<std::optional<PriorRecord>> latest_prior(const std::string& name) = 0;
+
+  // The work queue. Times are the database's clock, so hosts need not agree on theirs.
+  // A new item, state "queued", created_at filled; returns its id (ids increase).
+  virtual Result<std::int64_t> enqueue(WorkItem item) = 0;
+  // Leases the oldest item whose device is one of `devices` and that is queued or whose lease
+  // ran out, for lease_s seconds, to this process tuning on `holder_device`, in one transaction
+  // that no other lease can share (PostgreSQL: FOR UPDATE SKIP LOCKED). Taking an item whose
+  // lease ran out first closes every running run of its former holder process as interrupted and
+  // drops their claims: that process stopped renewing (killed, cut off), and its candidates must
+  // not stay held. nullopt when no item is free.
+  virtual Result<std::optional<WorkItem>> lease_work(const std::vector<std::string>& devices,
+                                                     const std::string& holder_device,
+                                                     double lease_s) = 0;
+  // Extends the lease by lease_s seconds from now; false when the item is no longer leased under
+  // this token (its lease ran out and another worker took it).
+  virtual Result<bool> renew_lease(std::int64_t id, std::int64_t lease_token, double lease_s) = 0;
+  // Ends the lease: state "done" or "failed" (finished_at, message and run_id set), or "queued"
+  // to hand the item back at once (a worker told to stop). false when not leased under this token.
+  virtual Result<bool> finish_work(std::int64_t id, std::int64_t lease_token,
+                                   const std::string& state, const std::string& message,
+                                   std::int64_t run_id) = 0;
+  // Every item, oldest first.
+  virtual Result<std::vector<WorkItem>> work_items() = 0;
+
+  // Merging (`attune db merge`, store/merge.h). The id here of a run read from another store:
+  // the run with the same started_at, host, pid, command and arguments, else a new one with every
+  // field as given (run.resumes must already be an id here; 0: none).
+  virtual Result<std::int64_t> import_run(const RunInfo& run) = 0;
+  // Inserts a row read from another store with its created_at kept (run_id already an id here),
+  // unless a row of the same device, problem, backend, regime, config and created_at exists;
+  // whether it was inserted.
+  virtual Result<bool> import_measurement(const MeasurementRow& row) = 0;
 };
+
+// What a work item's device may name besides a key: every device of this backend and name, e.g.
+// "sim:attune simulated GPU" or "cuda:NVIDIA H200".
+std::string device_kind(const DeviceFingerprint& device);
 
 // Opens the store a --db text names, picking the implementation by its scheme: "PATH" or
 // "sqlite:PATH" (SQLite; created if absent when create_if_missing; "sqlite:///abs/a.db" is
-// /abs/a.db), "postgresql://..." or "postgres://..." (a fleet database: unsupported, in one line,
-// by a build without PostgreSQL). Another "scheme://" is invalid_argument. A file that is not an
-// attune database, or that was written by a newer attune, is refused with a clear message and
-// left untouched. Defined in store/open.cpp.
+// /abs/a.db), "postgresql://..." or "postgres://..." (a fleet
+// database, libpq's URL form: postgresql://user[:password]@host[:port]/dbname[?param=value]; an
+// unreachable server is io naming the URL, its password elided). Another "scheme://" is
+// invalid_argument. A file that is not an attune database, or that was written by a newer attune,
+// is refused with a clear message and left untouched. Defined in store/open.cpp.
 Result<std::unique_ptr<Store>> open_store(const std::string& url, bool create_if_missing = true);
 
 }  // namespace attune

@@ -94,7 +94,8 @@ struct WorkerDevice : ::testing::Test {
   Config baseline = space.config(space.baseline());
 
   Outcome run_on(const std::string& device) {
-    WorkerRunner runner({ATTUNE_BINARY, "worker", "--backend", "sim", "--device", device}, 5.0);
+    WorkerRunner runner({ATTUNE_BINARY, "candidate-worker", "--backend", "sim", "--device", device},
+                        5.0);
     return runner.run(gemm, baseline, Regime::kRank);
   }
 };

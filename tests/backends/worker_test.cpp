@@ -1,5 +1,5 @@
-// Fault isolation for real: candidates that segfault, abort or hang run in `attune worker`
-// processes; the scheduler survives them and keeps going in a fresh worker.
+// Fault isolation for real: candidates that segfault, abort or hang run in `attune
+// candidate-worker` processes; the scheduler survives them and keeps going in a fresh worker.
 #include "backends/worker/worker.h"
 
 #include <signal.h>
@@ -20,7 +20,7 @@ namespace {
 struct Fixture : ::testing::Test {
   SimBackend sim;
   Problem faults = *sim.resolve("faults");
-  WorkerRunner runner{{ATTUNE_BINARY, "worker", "--backend", "sim"}, 5.0};
+  WorkerRunner runner{{ATTUNE_BINARY, "candidate-worker", "--backend", "sim"}, 5.0};
   Outcome run(const std::string& config) {
     return runner.run(faults, *Config::parse(config), Regime::kRank);
   }
@@ -123,7 +123,7 @@ TEST(Worker, AWorkerInAHangingCandidateDiesWithAKilledScheduler) {
     // candidate that hangs until it is killed from outside with SIGKILL.
     SimBackend sim;
     Problem faults = *sim.resolve("faults");
-    WorkerRunner runner{{ATTUNE_BINARY, "worker", "--backend", "sim"}, 60.0};
+    WorkerRunner runner{{ATTUNE_BINARY, "candidate-worker", "--backend", "sim"}, 60.0};
     if (runner.run(faults, *Config::parse("block=128,vec=2,unroll=1,stages=1"), Regime::kRank)
             .verdict != Verdict::kOk)
       ::_exit(1);
@@ -144,7 +144,7 @@ TEST(Worker, AWorkerInAHangingCandidateDiesWithAKilledScheduler) {
 
 TEST(Worker, AMissingWorkerBinaryIsALaunchFailureNotACrashOfTheScheduler) {
   SimBackend sim;
-  WorkerRunner runner({"/nonexistent/attune", "worker"}, 1.0);
+  WorkerRunner runner({"/nonexistent/attune", "candidate-worker"}, 1.0);
   Outcome o = runner.run(*sim.resolve("faults"),
                          *Config::parse("block=128,vec=1,unroll=1,stages=1"), Regime::kRank);
   EXPECT_EQ(o.verdict, Verdict::kLaunchFailed);

@@ -256,8 +256,15 @@ INSTANTIATE_TEST_SUITE_P(
                  "has 1 device (index 0), not device 1"},
         BadInput{"device --backend sim --device 3", "has 1 device (index 0), not device 3"},
         BadInput{"tune --backend sim --problem rmsnorm --device -1", "'-1' is not a device index"},
+#ifdef ATTUNE_WITH_POSTGRES
+        // A server that is not there: named, its password elided.
+        BadInput{
+            "tune --backend sim --problem rmsnorm --db postgresql://tuner:pw@127.0.0.1:1/attune",
+            "cannot connect to the PostgreSQL database postgresql://tuner:***@127.0.0.1:1/attune"},
+#else
         BadInput{"tune --backend sim --problem rmsnorm --db postgresql://db/attune",
                  "this attune was built without PostgreSQL support"},
+#endif
         BadInput{"tune --backend sim --problem rmsnorm --trace no/such/dir/t.csv",
                  "--trace no/such/dir/t.csv: cannot write the file (No such file or directory)"}),
     [](const ::testing::TestParamInfo<BadInput>& info) {

@@ -9,7 +9,11 @@
 //   Result<std::unique_ptr<Store>> open();   // a new connection to that database (called again
 //                                            // for a second connection or a reopen)
 //
-// Tests run one at a time; a factory may hold files or a server-side schema for its database.
+// Tests run one at a time; a factory may hold files or a server-side schema for its database. A
+// factory whose database server may be absent also has
+//
+//   std::string unavailable();  // "" when open() can work, else why not (the test skips)
+//   bool must_fail();           // whether that absence is a failure, not a skip
 #pragma once
 
 #include <unistd.h>
@@ -26,42 +30,20 @@
 #include "core/config.h"
 #include "store/store.h"
 #include "support/rows.h"
+#include "support/store_rows.h"
 
 namespace attune {
-
-// Rows for store tests, the suite's and a store's own.
-namespace store_rows {
-
-inline DeviceFingerprint device(const std::string& name = "attune simulated GPU") {
-  DeviceFingerprint d{"sim", name, "sim_1", 64, 16ull << 30};
-  d.driver_version = "sim-1";
-  d.extra["uuid"] = "sim-" + name;
-  return d;
-}
-
-// A passing rank-regime row of `config` at `us` microseconds.
-inline MeasurementRow row(const Problem& p, const std::string& config, double us,
-                          const DeviceFingerprint& d = device()) {
-  MeasurementRow r = testing::measurement_row(d.key(), p, "sim", config);
-  Measurement m;
-  m.samples = 20;
-  m.median_us = us;
-  m.min_us = us * 0.99;
-  m.max_us = us * 1.02;
-  m.noise = 0.003;
-  m.sm_clock_mhz = 1980;
-  m.throttle = "none";
-  r.outcome.measurement = m;
-  r.outcome.check = ErrorCheck{"max_rel_err", 1e-7, 1e-5};
-  return r;
-}
-
-}  // namespace store_rows
 
 template <typename Factory>
 class StoreConformance : public ::testing::Test {
  protected:
   void SetUp() override {
+    if constexpr (requires(Factory f) { f.unavailable(); }) {
+      if (const std::string why = factory_.unavailable(); !why.empty()) {
+        if (factory_.must_fail()) FAIL() << why;
+        GTEST_SKIP() << why;
+      }
+    }
     auto s = factory_.open();
     ASSERT_TRUE(s.ok()) << s.error().message();
     store_ = std::move(*s);
@@ -584,6 +566,124 @@ TYPED_TEST_P(StoreConformance, WhatIsWrittenIsSeenByASecondConnectionAndAfterReo
   EXPECT_TRUE(reopened->find_problem(p.structural_key())->has_value());
 }
 
+TYPED_TEST_P(StoreConformance, WorkItemsAreLeasedOnceOldestFirstAndOnlyForTheirDevice) {
+  Store& s = this->store();
+  const std::string key = this->device().key(), kind = device_kind(this->device());
+  auto item = [&](const std::string& device, const std::string& problem) {
+    WorkItem w;
+    w.device = device;
+    w.backend = "sim";
+    w.problem = problem;
+    w.problem_name = "p-" + problem;
+    w.options = R"({"seed":3})";
+    auto id = s.enqueue(w);
+    EXPECT_TRUE(id.ok()) << id.error().message();
+    return id.ok() ? *id : 0;
+  };
+  const std::int64_t a = item(key, "gemm:m=1,n=8,k=8"), b = item(key, "gemm:m=2,n=8,k=8");
+  const std::int64_t c = item(kind, "gemm:m=3,n=8,k=8"), d = item("another-device", "x");
+  EXPECT_LT(a, b);
+  auto first = s.lease_work({key}, key, 60);
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  ASSERT_TRUE(first->has_value());
+  const WorkItem& w = **first;
+  EXPECT_EQ(w.id, a);
+  EXPECT_EQ(w.state, "leased");
+  EXPECT_EQ(w.attempts, 1);
+  EXPECT_EQ(w.problem, "gemm:m=1,n=8,k=8");
+  EXPECT_EQ(w.problem_name, "p-gemm:m=1,n=8,k=8");
+  EXPECT_EQ(w.options, R"({"seed":3})");
+  EXPECT_EQ(w.holder_pid, static_cast<std::int64_t>(getpid()));
+  EXPECT_EQ(w.holder_device, key);
+  EXPECT_FALSE(w.lease_until.empty());
+  // Another connection (another worker) takes the next one, never the leased one.
+  auto other = this->connect();
+  ASSERT_TRUE(other);
+  auto second = other->lease_work({key, kind}, key, 60);
+  ASSERT_TRUE(second.ok() && second->has_value());
+  EXPECT_EQ((**second).id, b);
+  auto third = s.lease_work({key, kind}, key, 60);
+  ASSERT_TRUE(third.ok() && third->has_value());
+  EXPECT_EQ((**third).id, c);  // asked for by kind
+  auto none = s.lease_work({key, kind}, key, 60);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());  // d is for another device
+
+  // Renewing and finishing name the lease; a wrong token is not ours.
+  EXPECT_FALSE(*s.renew_lease(a, w.lease_token + 1, 60));
+  EXPECT_TRUE(*s.renew_lease(a, w.lease_token, 60));
+  auto run = s.begin_run({0, "tune", "[]", "mcts", 1});
+  ASSERT_TRUE(run.ok());
+  EXPECT_FALSE(*s.finish_work(a, w.lease_token + 1, "done", "exhausted", *run));
+  EXPECT_TRUE(*s.finish_work(a, w.lease_token, "done", "exhausted", *run));
+  EXPECT_FALSE(*s.finish_work(a, w.lease_token, "done", "exhausted", *run));  // done already
+  EXPECT_FALSE(*s.renew_lease(a, w.lease_token, 60));
+  EXPECT_FALSE(s.finish_work(b, (**second).lease_token, "lost", "", 0).ok());  // not a state
+  // Handed back, an item is leased again by the next worker, its attempts counted.
+  EXPECT_TRUE(*other->finish_work(b, (**second).lease_token, "queued", "stopped", 0));
+  auto again = s.lease_work({key}, key, 60);
+  ASSERT_TRUE(again.ok() && again->has_value());
+  EXPECT_EQ((**again).id, b);
+  EXPECT_EQ((**again).attempts, 2);
+  EXPECT_NE((**again).lease_token, (**second).lease_token);
+  EXPECT_FALSE(*other->renew_lease(b, (**second).lease_token, 60));  // the old lease is gone
+
+  auto items = s.work_items();
+  ASSERT_TRUE(items.ok()) << items.error().message();
+  ASSERT_EQ(items->size(), 4u);
+  EXPECT_EQ((*items)[0].id, a);
+  EXPECT_EQ((*items)[0].state, "done");
+  EXPECT_EQ((*items)[0].message, "exhausted");
+  EXPECT_EQ((*items)[0].run_id, *run);
+  EXPECT_FALSE((*items)[0].finished_at.empty());
+  EXPECT_TRUE((*items)[0].lease_until.empty());
+  EXPECT_EQ((*items)[1].state, "leased");
+  EXPECT_EQ((*items)[2].state, "leased");
+  EXPECT_EQ((*items)[3].id, d);
+  EXPECT_EQ((*items)[3].state, "queued");
+  EXPECT_FALSE((*items)[3].created_at.empty());
+}
+
+TYPED_TEST_P(StoreConformance, ALeaseThatRanOutIsTakenAgainAndItsHoldersRunsAreInterrupted) {
+  Store& s = this->store();
+  Problem p = this->known("gemm:m=1,n=64,k=64");
+  const std::string key = this->device().key();
+  WorkItem item;
+  item.device = key;
+  item.backend = "sim";
+  item.problem = p.text();
+  item.options = "{}";
+  auto id = s.enqueue(item);
+  ASSERT_TRUE(id.ok()) << id.error().message();
+  // A worker leases it for a moment, begins its run and claims a candidate, then stops renewing.
+  auto lease = s.lease_work({key}, key, 0.01);
+  ASSERT_TRUE(lease.ok() && lease->has_value());
+  auto held = s.begin_run({0, "tune", "[]", "mcts", 1});
+  auto other_run = s.begin_run({0, "tune", "[]", "mcts", 1});
+  ASSERT_TRUE(held.ok() && other_run.ok());
+  MeasurementRow r = this->row(p, "t=1", 3.0);
+  const ClaimKey claim{r.device_key, r.problem_key, r.backend, r.regime, r.config_hash};
+  EXPECT_EQ(*s.claim(claim, *held), ClaimResult::kOurs);
+  EXPECT_EQ(*s.claim(claim, *other_run), ClaimResult::kHeld);
+  usleep(200 * 1000);  // 20 times the lease
+
+  auto taken = this->connect()->lease_work({key}, key, 60);
+  ASSERT_TRUE(taken.ok()) << taken.error().message();
+  ASSERT_TRUE(taken->has_value());
+  EXPECT_EQ((**taken).id, *id);
+  EXPECT_EQ((**taken).attempts, 2);
+  // The former holder's runs (this process's, as the holder was) are closed and their claims
+  // free; the former lease can be neither renewed nor finished.
+  auto runs = s.runs();
+  ASSERT_TRUE(runs.ok()) << runs.error().message();
+  ASSERT_EQ(runs->size(), 2u);
+  for (const RunInfo& run : *runs) EXPECT_EQ(run.status, "interrupted") << run.id;
+  EXPECT_EQ(*s.claim(claim, *other_run), ClaimResult::kOurs);
+  EXPECT_FALSE(*s.renew_lease(*id, (**lease).lease_token, 60));
+  EXPECT_FALSE(*s.finish_work(*id, (**lease).lease_token, "done", "", 0));
+  EXPECT_TRUE(*s.finish_work(*id, (**taken).lease_token, "done", "exhausted", 0));
+}
+
 REGISTER_TYPED_TEST_SUITE_P(
     StoreConformance, RunsBeginRunningAndFinishWithAStatus,
     ARunNamesItsOwnerItsSearchAndTheRunItResumes,
@@ -594,6 +694,8 @@ REGISTER_TYPED_TEST_SUITE_P(
     RowsNamingWhatTheStoreDoesNotKnowAreRefused, SearchNodesAreReplacedByPathAndKeptPerStrategy,
     BaselinesAreKeptPerDeviceProblemAndBackendAndTheNewestWins,
     PriorsKeepTheirBytesAndTheNewestOfANameAnswers, WritingTheSameThingTwiceKeepsOneRecord,
-    WhatIsWrittenIsSeenByASecondConnectionAndAfterReopening);
+    WhatIsWrittenIsSeenByASecondConnectionAndAfterReopening,
+    WorkItemsAreLeasedOnceOldestFirstAndOnlyForTheirDevice,
+    ALeaseThatRanOutIsTakenAgainAndItsHoldersRunsAreInterrupted);
 
 }  // namespace attune

@@ -1,12 +1,12 @@
-// Fault isolation: candidates run in `attune worker` child processes fed over a pipe, one JSON
-// line per request and per reply. A worker that dies is recorded as crashed (with its signal and
-// the tail of its stderr) and replaced; one past its deadline is killed and recorded as timeout.
-// A worker killed from outside (the OOM killer, a user) looks like a crash, so a worker death is
-// believed only when a fresh worker dies on the same candidate again; a candidate that then
-// passes, or fails another way, is reported as that, with the first death in its message.
-// The scheduler and the Store never share a process with a candidate. Workers are platform
-// Children: each in its own process group, dying with the scheduler. WorkerRunner is used from
-// one thread at a time, the thread that lives as long as it does (see platform::Child).
+// Fault isolation: candidates run in `attune candidate-worker` child processes fed over a pipe, one
+// JSON line per request and per reply. A worker that dies is recorded as crashed (with its signal
+// and the tail of its stderr) and replaced; one past its deadline is killed and recorded as
+// timeout. A worker killed from outside (the OOM killer, a user) looks like a crash, so a worker
+// death is believed only when a fresh worker dies on the same candidate again; a candidate that
+// then passes, or fails another way, is reported as that, with the first death in its message. The
+// scheduler and the Store never share a process with a candidate. Workers are platform Children:
+// each in its own process group, dying with the scheduler. WorkerRunner is used from one thread at
+// a time, the thread that lives as long as it does (see platform::Child).
 #pragma once
 
 #include <sys/types.h>
@@ -25,7 +25,7 @@ int serve_worker(Backend& backend, int in_fd, int out_fd);
 
 class WorkerRunner final : public CandidateRunner {
  public:
-  // argv starts the worker, e.g. {"/usr/bin/attune", "worker", "--backend", "sim"}.
+  // argv starts the worker, e.g. {"/usr/bin/attune", "candidate-worker", "--backend", "sim"}.
   WorkerRunner(std::vector<std::string> argv, double timeout_s);
   ~WorkerRunner() override;
   WorkerRunner(const WorkerRunner&) = delete;

@@ -514,6 +514,11 @@ Result<std::vector<ProblemRecord>> SqliteStore::problems() {
 }
 
 Result<std::int64_t> SqliteStore::record(MeasurementRow r) {
+  return insert_measurement(r, "");
+}
+
+Result<std::int64_t> SqliteStore::insert_measurement(const MeasurementRow& r,
+                                                     const std::string& created_at) {
   ATTUNE_ASSIGN(
       Stmt s,
       db_.prepare(
@@ -523,10 +528,14 @@ Result<std::int64_t> SqliteStore::record(MeasurementRow r) {
               "verdict, regime, cache, samples, median_us, min_us, max_us, noise, error_metric, "
               "error_value, error_tolerance, message, created_at, sm_clock_mhz, throttle) VALUES "
               "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-              "{}, "
+              "coalesce(?21, {}), "
               "?19, ?20)",
               kNow),
           "recording a measurement"));
+  if (created_at.empty())
+    s.bind_null(21);
+  else
+    s.bind(21, created_at);
   if (r.run_id)
     s.bind(1, r.run_id);
   else
@@ -747,6 +756,238 @@ Result<std::optional<PriorRecord>> SqliteStore::latest_prior(const std::string& 
   p.model = s.text(6);
   p.reservoir = s.text(7);
   return std::optional<PriorRecord>(std::move(p));
+}
+
+namespace {
+
+constexpr const char* kWorkColumns =
+    "id, device, backend, problem, problem_name, options, state, attempts, lease_token, "
+    "coalesce(lease_until, ''), coalesce(holder_host, ''), coalesce(holder_pid, 0), "
+    "coalesce(holder_device, ''), coalesce(run_id, 0), created_at, coalesce(finished_at, ''), "
+    "message";
+
+WorkItem read_work_item(const Stmt& s) {
+  WorkItem w;
+  w.id = s.i64(0);
+  w.device = s.text(1);
+  w.backend = s.text(2);
+  w.problem = s.text(3);
+  w.problem_name = s.text(4);
+  w.options = s.text(5);
+  w.state = s.text(6);
+  w.attempts = s.i64(7);
+  w.lease_token = s.i64(8);
+  w.lease_until = s.text(9);
+  w.holder_host = s.text(10);
+  w.holder_pid = s.i64(11);
+  w.holder_device = s.text(12);
+  w.run_id = s.i64(13);
+  w.created_at = s.text(14);
+  w.finished_at = s.text(15);
+  w.message = s.text(16);
+  return w;
+}
+
+// now + ?1 seconds, in kNow's form.
+constexpr const char* kLeaseUntil = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?1 || ' seconds')";
+
+}  // namespace
+
+Result<std::int64_t> SqliteStore::enqueue(WorkItem w) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format("INSERT INTO work_items (created_at, device, "
+                                                "backend, problem, problem_name, options, state) "
+                                                "VALUES ({}, ?, ?, ?, ?, ?, 'queued')",
+                                                kNow),
+                                    "queueing a work item"));
+  s.bind(1, w.device)
+      .bind(2, w.backend)
+      .bind(3, w.problem)
+      .bind(4, w.problem_name)
+      .bind(5, w.options);
+  ATTUNE_TRY(s.run());
+  return static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_.get()));
+}
+
+Result<std::optional<WorkItem>> SqliteStore::lease_work(const std::vector<std::string>& devices,
+                                                        const std::string& holder_device,
+                                                        double lease_s) {
+  constexpr const char* kWhat = "leasing a work item";
+  if (devices.empty()) return std::optional<WorkItem>{};
+  std::string in;
+  for (std::size_t i = 0; i < devices.size(); ++i) in += fmt::format("{}?{}", i ? ", " : "", i + 1);
+  ATTUNE_ASSIGN(Stmt pick, db_.prepare(fmt::format("SELECT id, state, coalesce(holder_host, ''), "
+                                                   "coalesce(holder_boot, ''), "
+                                                   "coalesce(holder_pid, 0), "
+                                                   "coalesce(holder_pid_start, 0) FROM work_items "
+                                                   "WHERE device IN ({}) AND (state = 'queued' OR "
+                                                   "(state = 'leased' AND lease_until < {})) "
+                                                   "ORDER BY id LIMIT 1",
+                                                   in, kNow),
+                                       kWhat));
+  for (std::size_t i = 0; i < devices.size(); ++i) pick.bind(static_cast<int>(i + 1), devices[i]);
+  ATTUNE_ASSIGN(Stmt former, db_.prepare("SELECT id FROM runs WHERE status = 'running' AND "
+                                         "host = ? AND coalesce(boot_id, '') = ? AND pid = ? AND "
+                                         "coalesce(pid_start, 0) = ?",
+                                         kWhat));
+  ATTUNE_ASSIGN(Stmt take,
+                db_.prepare(fmt::format("UPDATE work_items SET state = 'leased', attempts = "
+                                        "attempts + 1, lease_token = lease_token + 1, "
+                                        "lease_until = {}, holder_host = ?2, holder_boot = ?3, "
+                                        "holder_pid = ?4, holder_pid_start = ?5, "
+                                        "holder_device = ?6 WHERE id = ?7",
+                                        kLeaseUntil),
+                            kWhat));
+  ATTUNE_ASSIGN(
+      Stmt read,
+      db_.prepare(fmt::format("SELECT {} FROM work_items WHERE id = ?", kWorkColumns), kWhat));
+  // One immediate transaction: processes leasing at once are serialised by SQLite's write lock.
+  ATTUNE_ASSIGN(sqlite::Transaction t,
+                sqlite::Transaction::begin(db_, sqlite::Transaction::Mode::kImmediate, kWhat));
+  ATTUNE_ASSIGN(bool row, pick.step());
+  if (!row) {
+    ATTUNE_TRY(t.commit());
+    return std::optional<WorkItem>{};
+  }
+  const std::int64_t id = pick.i64(0);
+  if (pick.text(1) == "leased") {
+    // Its holder stopped renewing: close what it was running so its claims are free.
+    former.bind(1, pick.text(2)).bind(2, pick.text(3)).bind(3, pick.i64(4)).bind(4, pick.i64(5));
+    std::vector<std::int64_t> runs;
+    while (true) {
+      ATTUNE_ASSIGN(bool more, former.step());
+      if (!more) break;
+      runs.push_back(former.i64(0));
+    }
+    for (std::int64_t run : runs) ATTUNE_TRY(interrupt_run(run));
+  }
+  const platform::ProcessIdentity me = platform::current_process();
+  take.bind(1, fmt::format("{}", lease_s))
+      .bind(2, me.host)
+      .bind(3, me.boot_id)
+      .bind(4, me.pid)
+      .bind(5, me.start_ticks)
+      .bind(6, holder_device)
+      .bind(7, id);
+  ATTUNE_TRY(take.run());
+  read.bind(1, id);
+  ATTUNE_ASSIGN(bool got, read.step());
+  if (!got) return Error::internal("a leased work item vanished inside its transaction");
+  WorkItem w = read_work_item(read);
+  ATTUNE_TRY(t.commit());
+  return std::optional<WorkItem>(std::move(w));
+}
+
+Result<bool> SqliteStore::renew_lease(std::int64_t id, std::int64_t lease_token, double lease_s) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format("UPDATE work_items SET lease_until = {} WHERE "
+                                                "id = ?2 AND lease_token = ?3 AND state = "
+                                                "'leased'",
+                                                kLeaseUntil),
+                                    "renewing a lease"));
+  s.bind(1, fmt::format("{}", lease_s)).bind(2, id).bind(3, lease_token);
+  ATTUNE_TRY(s.run());
+  return sqlite3_changes(db_.get()) > 0;
+}
+
+Result<bool> SqliteStore::finish_work(std::int64_t id, std::int64_t lease_token,
+                                      const std::string& state, const std::string& message,
+                                      std::int64_t run_id) {
+  if (state != "done" && state != "failed" && state != "queued")
+    return Error::invalid_argument("a work item ends done, failed or queued, not " + state);
+  ATTUNE_ASSIGN(Stmt s, db_.prepare(fmt::format("UPDATE work_items SET state = ?1, message = ?2, "
+                                                "run_id = coalesce(?3, run_id), lease_until = "
+                                                "NULL, finished_at = CASE WHEN ?1 = 'queued' "
+                                                "THEN NULL ELSE {} END WHERE id = ?4 AND "
+                                                "lease_token = ?5 AND state = 'leased'",
+                                                kNow),
+                                    "finishing a work item"));
+  s.bind(1, state).bind(2, message);
+  if (run_id)
+    s.bind(3, run_id);
+  else
+    s.bind_null(3);
+  s.bind(4, id).bind(5, lease_token);
+  ATTUNE_TRY(s.run());
+  return sqlite3_changes(db_.get()) > 0;
+}
+
+Result<std::vector<WorkItem>> SqliteStore::work_items() {
+  ATTUNE_ASSIGN(Stmt s,
+                db_.prepare(fmt::format("SELECT {} FROM work_items ORDER BY id", kWorkColumns),
+                            "listing work items"));
+  std::vector<WorkItem> out;
+  while (true) {
+    ATTUNE_ASSIGN(bool row, s.step());
+    if (!row) break;
+    out.push_back(read_work_item(s));
+  }
+  return out;
+}
+
+Result<std::int64_t> SqliteStore::import_run(const RunInfo& run) {
+  constexpr const char* kWhat = "merging a run";
+  ATTUNE_ASSIGN(Stmt same, db_.prepare("SELECT id FROM runs WHERE started_at = ? AND "
+                                       "coalesce(host, '') = ? AND coalesce(pid, 0) = ? AND "
+                                       "command = ? AND arguments = ? ORDER BY id LIMIT 1",
+                                       kWhat));
+  ATTUNE_ASSIGN(Stmt add, db_.prepare("INSERT INTO runs (command, arguments, strategy, seed, "
+                                      "version, device_key, started_at, finished_at, status, "
+                                      "host, pid, search_key, resumes) VALUES (?, ?, ?, ?, ?, ?, "
+                                      "?, ?, ?, ?, ?, ?, ?)",
+                                      kWhat));
+  ATTUNE_ASSIGN(sqlite::Transaction t,
+                sqlite::Transaction::begin(db_, sqlite::Transaction::Mode::kImmediate, kWhat));
+  same.bind(1, run.started_at)
+      .bind(2, run.host)
+      .bind(3, run.pid)
+      .bind(4, run.command)
+      .bind(5, run.arguments);
+  ATTUNE_ASSIGN(bool found, same.step());
+  if (found) {
+    const std::int64_t id = same.i64(0);
+    ATTUNE_TRY(t.commit());
+    return id;
+  }
+  add.bind(1, run.command)
+      .bind(2, run.arguments)
+      .bind(3, run.strategy)
+      .bind(4, static_cast<std::int64_t>(run.seed))
+      .bind(5, run.version)
+      .bind(6, run.device_key)
+      .bind(7, run.started_at);
+  if (run.finished_at.empty())
+    add.bind_null(8);
+  else
+    add.bind(8, run.finished_at);
+  add.bind(9, run.status).bind(10, run.host).bind(11, run.pid).bind(12, run.search_key);
+  if (run.resumes)
+    add.bind(13, run.resumes);
+  else
+    add.bind_null(13);
+  ATTUNE_TRY(add.run());
+  const auto id = static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_.get()));
+  ATTUNE_TRY(t.commit());
+  return id;
+}
+
+Result<bool> SqliteStore::import_measurement(const MeasurementRow& row) {
+  constexpr const char* kWhat = "merging a measurement";
+  if (row.created_at.empty()) return Error::invalid_argument("a merged measurement has no time");
+  ATTUNE_ASSIGN(Stmt same, db_.prepare("SELECT 1 FROM measurements WHERE device_key = ? AND "
+                                       "problem_key = ? AND backend = ? AND regime = ? AND "
+                                       "config_hash = ? AND created_at = ? LIMIT 1",
+                                       kWhat));
+  ATTUNE_ASSIGN(sqlite::Transaction t,
+                sqlite::Transaction::begin(db_, sqlite::Transaction::Mode::kImmediate, kWhat));
+  same.bind(1, row.device_key)
+      .bind(2, row.problem_key)
+      .bind(3, row.backend)
+      .bind(4, to_string(row.regime))
+      .bind(5, row.config_hash)
+      .bind(6, row.created_at);
+  ATTUNE_ASSIGN(bool found, same.step());
+  if (!found) ATTUNE_TRY(insert_measurement(row, row.created_at));
+  ATTUNE_TRY(t.commit());
+  return !found;
 }
 
 }  // namespace attune

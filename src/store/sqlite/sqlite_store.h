@@ -54,6 +54,18 @@ class SqliteStore final : public Store {
   Result<std::int64_t> put_prior(PriorRecord prior) override;
   Result<std::optional<PriorRecord>> latest_prior(const std::string& name) override;
 
+  Result<std::int64_t> enqueue(WorkItem item) override;
+  Result<std::optional<WorkItem>> lease_work(const std::vector<std::string>& devices,
+                                             const std::string& holder_device,
+                                             double lease_s) override;
+  Result<bool> renew_lease(std::int64_t id, std::int64_t lease_token, double lease_s) override;
+  Result<bool> finish_work(std::int64_t id, std::int64_t lease_token, const std::string& state,
+                           const std::string& message, std::int64_t run_id) override;
+  Result<std::vector<WorkItem>> work_items() override;
+
+  Result<std::int64_t> import_run(const RunInfo& run) override;
+  Result<bool> import_measurement(const MeasurementRow& row) override;
+
   const sqlite::Db& db() const { return db_; }
 
  private:
@@ -61,6 +73,8 @@ class SqliteStore final : public Store {
   // Closes run_id as interrupted if it still runs and drops its claims, inside the caller's
   // transaction; true when this call closed it.
   Result<bool> interrupt_run(std::int64_t run_id);
+  // record()'s insert; created_at "" is now.
+  Result<std::int64_t> insert_measurement(const MeasurementRow& row, const std::string& created_at);
   sqlite::Db db_;
   std::string path_;
 };

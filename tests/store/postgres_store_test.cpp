@@ -1,0 +1,144 @@
+// PostgresStore: the Store contract (tests/store/conformance.h) on a database of its own per test
+// on the throwaway cluster (tools/pg-test-cluster), and what only a server store promises: a
+// database of another program, a damaged or newer schema refused with nothing touched, an
+// unreachable server named in one line with its password elided, workers creating one new
+// database at once.
+#include "store/postgres/pg_store.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "store/conformance.h"
+#include "store/migrations.h"
+#include "support/postgres.h"
+
+namespace attune {
+namespace {
+
+using testing::TestDatabase;
+
+class PostgresStoreFactory {
+ public:
+  std::string unavailable() const { return db_.url().empty() ? db_.why_not() : ""; }
+  bool must_fail() const { return db_.must_fail(); }
+  Result<std::unique_ptr<Store>> open() { return open_store(db_.url()); }
+
+ private:
+  TestDatabase db_;
+};
+
+}  // namespace
+
+INSTANTIATE_TYPED_TEST_SUITE_P(Postgres, StoreConformance, PostgresStoreFactory);
+
+namespace {
+
+std::int64_t count(const TestDatabase& db, const std::string& sql) {
+  pqxx::connection c(db.url());
+  pqxx::nontransaction tx(c);
+  return tx.exec1(sql)[0].as<std::int64_t>();
+}
+
+TEST(PostgresStore, AnEmptyDatabaseGetsTheSchemaOfTheSqliteStore) {
+  TestDatabase db;
+  ATTUNE_NEED_POSTGRES(db);
+  auto s = open_store(db.url());
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(count(db, "SELECT version FROM attune_schema"), store_schema::current_version());
+  for (const char* table : {"runs", "devices", "problems", "measurements", "search_nodes", "priors",
+                            "baselines", "claims", "work_items"})
+    EXPECT_EQ(count(db, std::string("SELECT count(*) FROM information_schema.tables WHERE "
+                                    "table_name = '") +
+                            table + "'"),
+              1)
+        << table;
+}
+
+TEST(PostgresStore, RefusesADatabaseOfAnotherProgramAndTouchesNothing) {
+  TestDatabase db;
+  ATTUNE_NEED_POSTGRES(db);
+  db.exec("CREATE TABLE invoices (id int); INSERT INTO invoices VALUES (1)");
+  auto s = open_store(db.url());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("another program (invoices)"), std::string::npos)
+      << s.error().message();
+  EXPECT_EQ(s.error().message().find('\n'), std::string::npos);
+  EXPECT_EQ(count(db,
+                  "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+                  "'public'"),
+            1);
+}
+
+TEST(PostgresStore, RefusesADatabaseFromANewerAttuneAndADamagedOne) {
+  TestDatabase db;
+  ATTUNE_NEED_POSTGRES(db);
+  ASSERT_TRUE(open_store(db.url()).ok());
+  const int newer = store_schema::current_version() + 1;
+  db.exec("UPDATE attune_schema SET version = " + std::to_string(newer));
+  auto s = open_store(db.url());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind(), Error::Kind::kUnsupported);
+  EXPECT_NE(s.error().message().find("newer attune (schema v" + std::to_string(newer)),
+            std::string::npos)
+      << s.error().message();
+  EXPECT_EQ(count(db, "SELECT version FROM attune_schema"), newer);  // left as it was
+  db.exec("INSERT INTO attune_schema VALUES (1)");
+  auto damaged = open_store(db.url());
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_EQ(damaged.error().kind(), Error::Kind::kCorrupt);
+  EXPECT_NE(damaged.error().message().find("holds 2 rows"), std::string::npos)
+      << damaged.error().message();
+}
+
+TEST(PostgresStore, AnEmptyDatabaseIsNotCreatedWhenAskedNotTo) {
+  TestDatabase db;
+  ATTUNE_NEED_POSTGRES(db);
+  auto s = open_store(db.url(), false);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind(), Error::Kind::kNotFound);
+  EXPECT_EQ(count(db,
+                  "SELECT count(*) FROM information_schema.tables WHERE table_schema = "
+                  "'public'"),
+            0);
+}
+
+TEST(PostgresStore, AnUnreachableServerIsNamedInOneLineWithoutItsPassword) {
+  // A port nothing listens on (the test cluster is not needed).
+  auto s = open_store("postgresql://tuner:hunter2@127.0.0.1:1/fleet?connect_timeout=5");
+  ASSERT_FALSE(s.ok());
+  const std::string m = s.error().message();
+  EXPECT_EQ(s.error().kind(), Error::Kind::kIo);
+  EXPECT_NE(m.find("postgresql://tuner:***@127.0.0.1:1/fleet"), std::string::npos) << m;
+  EXPECT_EQ(m.find("hunter2"), std::string::npos) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+}
+
+TEST(PostgresStore, ShownUrlsElideEveryPassword) {
+  EXPECT_EQ(pg::shown_url("postgresql://u:p@h/db"), "postgresql://u:***@h/db");
+  EXPECT_EQ(pg::shown_url("postgresql://u@h:5432/db"), "postgresql://u@h:5432/db");
+  EXPECT_EQ(pg::shown_url("postgresql://h/db?user=u&password=p&sslmode=require"),
+            "postgresql://h/db?user=u&password=***&sslmode=require");
+}
+
+TEST(PostgresStore, ManyProcessesOpeningANewDatabaseAtOnceAllSucceed) {
+  TestDatabase db;
+  ATTUNE_NEED_POSTGRES(db);
+  std::vector<pid_t> children;
+  for (int i = 0; i < 8; ++i) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) _exit(open_store(db.url()).ok() ? 0 : 1);
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(count(db, "SELECT count(*) FROM attune_schema"), 1);
+}
+
+}  // namespace
+}  // namespace attune
