@@ -214,8 +214,8 @@ Result<Plan> plan_attention_decode(const Problem& problem, const Config& config)
         fmt::format("attention_decode config '{}' has no knob 'kernel'", config.text()));
   const std::string k = kernel->as_word();
   if (k == "split")
-    return split_attention_plan(
-        {s.group() * s.q_len, s.kv, s.head, s.batch * s.kv_heads, s.rows(), s.q_len, s.bf16});
+    return Plan{split_attention_plan(
+        {s.group() * s.q_len, s.kv, s.head, s.batch * s.kv_heads, s.rows(), s.q_len, s.bf16})};
   if (k == "flash") return plan_flash(s, config);
   if (k == "mma") return plan_mma(s, config);
   return Error::invalid_argument(

@@ -78,8 +78,8 @@ Result<Plan> plan_attention_prefill(const Problem& problem, const Config& config
   // Per (sequence, KV head) the group's query rows are contiguous in q: GROUP * seq rows; with
   // Q_LEN = seq, softmax row r is token r % seq, which sees keys [0, r % seq]: the causal mask.
   if (k == "split")
-    return split_attention_plan(
-        {s.group() * s.seq, s.seq, s.head, s.batch * s.kv_heads, s.rows(), s.seq, s.bf16});
+    return Plan{split_attention_plan(
+        {s.group() * s.seq, s.seq, s.head, s.batch * s.kv_heads, s.rows(), s.seq, s.bf16})};
   if (k == "wgmma") return plan_wgmma(s, config);
   return Error::invalid_argument(
       fmt::format("attention_prefill config '{}': unknown kernel '{}'", config.text(), k));
