@@ -562,7 +562,8 @@ int main(int argc, char** argv) {
          << a.mcts.value_power << ", incumbent bias " << a.mcts.incumbent_bias
          << ", neighbour bias " << a.mcts.neighbour_bias << ", incumbent tail "
          << a.mcts.incumbent_tail << ", initial samples " << a.mcts.initial_samples
-         << ", first play " << a.mcts.first_play << ", repair swaps " << a.mcts.repair_swaps << "\n"
+         << ", first play " << a.mcts.first_play << ", repair swaps " << a.mcts.repair_swaps
+         << ", small space " << a.mcts.small_space << "\n"
          << "- wall time: " << static_cast<int>(secs) << " s\n\n"
          << "'optimum frac @N' is the mean over seeds of optimum time / best time found after N "
             "evaluations (1.000 = the optimum).\n\n"

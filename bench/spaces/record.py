@@ -51,6 +51,24 @@ SPACES = [
     ("gemm_h200_16x4096x12288", "attune gemm family, bf16, M=16 N=4096 K=12288 (a batched "
      "decode down projection)",
      ["--op", "gemm", "--shape", "16x4096x12288", "--dtype", "bf16"], [], 300),
+    # Recorded 2026-12-03 as held-out spaces for issue 15: two gemm shapes at M of 4 and 8 (where
+    # cuBLASLt, the skinny kernels and the tiled kernel compete), a new family's spaces
+    # (attention decode and prefill, whose first knob `kernel` is a structural fork) and a small
+    # rmsnorm.
+    ("rmsnorm_h200_8x1024", "attune rmsnorm family, bf16, 8 rows x 1024 (Qwen3-0.6B, a decode "
+     "step at batch 8)", ["--op", "rmsnorm", "--shape", "8x1024", "--dtype", "bf16"], [], 60),
+    ("attention_decode_h200_b8_kv4096", "attune attention_decode family, bf16, batch 8, KV depth "
+     "4096, head 128, 32 query heads over 8 KV heads, 1 new token (Qwen3-8B's decode attention)",
+     ["--op", "attention_decode", "--shape", "8x4096x128x32x8x1", "--dtype", "bf16"], [], 150),
+    ("attention_prefill_h200_2048", "attune attention_prefill family, bf16, causal, 2048 tokens, "
+     "batch 1, head 128, 16 query heads over 8 KV heads (Qwen3-0.6B's prefill attention)",
+     ["--op", "attention_prefill", "--shape", "2048x1x128x16x8", "--dtype", "bf16"], [], 150),
+    ("gemm_h200_8x6144x1024", "attune gemm family, bf16, M=8 N=6144 K=1024 (Qwen3-0.6B's fused "
+     "gate/up projection at batch 8)", ["--op", "gemm", "--shape", "8x6144x1024", "--dtype",
+                                        "bf16"], [], 200),
+    ("gemm_h200_4x4096x14336", "attune gemm family, bf16, M=4 N=4096 K=14336 (Llama-3.1-8B's "
+     "down projection at batch 4)", ["--op", "gemm", "--shape", "4x4096x14336", "--dtype",
+                                     "bf16"], [], 200),
     ("gemm_h200_64x4096x4096", "attune gemm family, bf16, M=64 N=4096 K=4096 (a short prefill: "
      "cuBLASLt and the tiled kernel)",
      ["--op", "gemm", "--shape", "64x4096x4096", "--dtype", "bf16"], [], 520),

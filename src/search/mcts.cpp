@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "search/surrogate.h"
 #include "search/walk.h"
 
 namespace attune::search {
@@ -315,7 +316,10 @@ OptionList<O> build_mcts_option_list() {
           "an untried child's value, as a fraction of the mean value below its parent")
       .template add<std::size_t>("repair_swaps", &MctsOptions::repair_swaps, at_least(0),
                                  "an illegal swap point is completed legally and tried when that "
-                                 "changes at least this many more knobs; 0: never");
+                                 "changes at least this many more knobs; 0: never")
+      .template add<std::size_t>("small_space", &MctsOptions::small_space, at_least(0),
+                                 "a space of at most this many configs is searched by the "
+                                 "surrogate's cost model instead; 0: never");
 }
 }  // namespace
 
@@ -330,10 +334,24 @@ const OptionList<MctsRepairOptions>& mcts_repair_option_list() {
 }
 
 Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts, std::string name)
-    : s_(std::make_unique<State>(space, options.seed, std::move(mcts))), name_(std::move(name)) {}
+    : name_(std::move(name)) {
+  if (mcts.small_space > 0 && count_up_to(space, mcts.small_space))
+    small_ = std::make_unique<Surrogate>(space, options.seed, SurrogateOptions{}, name_);
+  else
+    s_ = std::make_unique<State>(space, options.seed, std::move(mcts));
+}
 Mcts::~Mcts() = default;
 
+std::vector<TreeNode> Mcts::save_state() const {
+  return export_nodes();
+}
+
+Status Mcts::load_state(const std::vector<StateNode>& nodes) {
+  return import_nodes(nodes);
+}
+
 std::optional<Point> Mcts::propose() {
+  if (small_) return small_->propose();
   // The baseline first: it anchors speedups and is the rollout's first incumbent.
   if (s_->nodes.empty() || s_->node({}).visits == 0) {
     Point base = s_->space.baseline();
@@ -353,6 +371,7 @@ std::optional<Point> Mcts::propose() {
 }
 
 void Mcts::observe(const Point& point, Verdict verdict, std::optional<double> time_us) {
+  if (small_) return small_->observe(point, verdict, time_us);
   if (point.size() != s_->space.depth()) return;
   s_->proposed.insert(point);
   s_->backup(point, verdict, time_us);
@@ -370,6 +389,7 @@ std::string prefix_text(const Space& space, const Point& prefix) {
 }  // namespace
 
 std::vector<TreeNode> Mcts::export_nodes() const {
+  if (!s_) return {};  // a small space keeps no tree
   std::vector<std::pair<Point, const Node*>> rows;
   for (const auto& [p, n] : s_->nodes)
     if (n.visits > 0 || n.closed) rows.emplace_back(p, &n);
@@ -394,6 +414,9 @@ std::vector<TreeNode> Mcts::export_nodes() const {
 }
 
 Status Mcts::import_nodes(const std::vector<TreeNode>& rows) {
+  // A small space keeps no tree: an earlier run's results reach its surrogate as the store
+  // answers them.
+  if (!s_) return Status::success();
   const Space& space = s_->space;
   std::vector<std::pair<Point, Node>> parsed;
   for (const auto& r : rows) {

@@ -58,6 +58,14 @@ struct MctsOptions {
   // to within 2% (98 without), no design space needed more; 1 also repaired the one-knob fixes of
   // matmul_kt_h200's constraints, where it needed 18 against 15 (seeds 160..259).
   std::size_t repair_swaps = 0;
+  // A space of at most this many legal configs is searched by the surrogate strategy's cost
+  // model (search/surrogate.h) instead of the tree; 0: never. The tree needs many results per
+  // fork before its values mean anything, which a space of 19-135 configs cannot give: on the
+  // design spaces transpose_h200, matmul_kt_h200 and rmsnorm_h200_16x4096 mcts_repair needed 13,
+  // 14 and 14 evaluations to within 2% (seeds 100..119) and the surrogate 4, 4 and 9 (seeds
+  // 100..139). The surrogate cannot represent structural forks: on gemm_h200_1x4096x4096 (2472
+  // configs) it needed 271 against mcts_repair's 32 (seeds 0..19). mcts_repair uses 256.
+  std::size_t small_space = 0;
   ChildScores prior;  // empty: a cold (uniform) prior
   // Changes whenever the prior's scores may have changed (a refit), dropping cached scores.
   std::function<std::uint64_t()> prior_generation;
@@ -74,7 +82,10 @@ const OptionList<MctsOptions>& mcts_option_list();
 
 // mcts_repair's options: mcts's, with swap points repaired across structural forks.
 struct MctsRepairOptions : MctsOptions {
-  MctsRepairOptions() { repair_swaps = 2; }
+  MctsRepairOptions() {
+    repair_swaps = 2;
+    small_space = 256;
+  }
 };
 const OptionList<MctsRepairOptions>& mcts_repair_option_list();
 
@@ -88,8 +99,8 @@ class Mcts final : public Strategy {
   std::string name() const override { return name_; }
   std::optional<Point> propose() override;
   void observe(const Point& point, Verdict verdict, std::optional<double> time_us) override;
-  std::vector<StateNode> save_state() const override { return export_nodes(); }
-  Status load_state(const std::vector<StateNode>& nodes) override { return import_nodes(nodes); }
+  std::vector<StateNode> save_state() const override;
+  Status load_state(const std::vector<StateNode>& nodes) override;
 
   // The tree's nodes, parents before children, for Store::put_search_nodes.
   std::vector<TreeNode> export_nodes() const;
@@ -99,7 +110,8 @@ class Mcts final : public Strategy {
 
  private:
   struct State;
-  std::unique_ptr<State> s_;
+  std::unique_ptr<State> s_;         // the tree; null for a small space
+  std::unique_ptr<Strategy> small_;  // a small space's surrogate (MctsOptions::small_space)
   std::string name_;
 };
 

@@ -8,6 +8,7 @@
 #include "search/mcts.h"
 #include "search/portfolio.h"
 #include "search/random.h"
+#include "search/surrogate.h"
 
 namespace attune::search {
 
@@ -89,6 +90,11 @@ const std::vector<Registration>& registrations() {
                      m.prior_generation = c.prior_generation;
                      return make_portfolio(s, o, p, std::move(m));
                    }),
+      registration("surrogate", false, false, surrogate_option_list(),
+                   [](const Space& s, const StrategyOptions& o, SurrogateOptions g,
+                      const StrategyContext&) -> Result<std::unique_ptr<Strategy>> {
+                     return std::unique_ptr<Strategy>(new Surrogate(s, o.seed, g));
+                   }),
       registration("annealing", false, false, annealing_option_list(),
                    [](const Space& s, const StrategyOptions& o, AnnealingOptions a,
                       const StrategyContext&) { return make_annealing(s, o, a); }),
@@ -106,7 +112,7 @@ const Registration* find_registration(const std::string& name) {
 }
 
 std::vector<std::string> search_strategy_names() {
-  return {"portfolio", "mcts", "mcts_repair", "annealing", "genetic"};
+  return {"portfolio", "mcts", "mcts_repair", "surrogate", "annealing", "genetic"};
 }
 
 std::unique_ptr<Strategy> make_search_strategy(const std::string& name, const Space& space,

@@ -288,9 +288,10 @@ TEST(KernelTunerCacheWriter, WritesKernelTunersFieldOrderWithTheCacheLast) {
   auto j = nlohmann::ordered_json::parse(w->text);
   std::vector<std::string> order;
   for (const auto& [k, v] : j.items()) order.push_back(k);
-  EXPECT_EQ(order,
-            (std::vector<std::string>{"device_name", "kernel_name", "problem_size",
-                                      "tune_params_keys", "tune_params", "objective", "cache"}));
+  EXPECT_EQ(order, (std::vector<std::string>{"device_name", "kernel_name", "problem_size",
+                                             "tune_params_keys", "tune_params", "objective",
+                                             "attune_baseline", "cache"}));
+  EXPECT_EQ(j["attune_baseline"], "1,8");  // the space's baseline, a=1,b=8, is among the rows
   EXPECT_EQ(j["problem_size"], nlohmann::json({64, 32}));
   EXPECT_EQ(j["objective"], nlohmann::json::array({"time"}));
   // Every option of every knob, measured or not (a=3 never was).
@@ -310,6 +311,43 @@ TEST(KernelTunerCacheWriter, WritesKernelTunersFieldOrderWithTheCacheLast) {
   ASSERT_TRUE(back) << back.error().message();
   EXPECT_EQ(back->points.size(), 2u);
   EXPECT_DOUBLE_EQ(*back->optimum_us(), 2000.0);
+}
+
+// A replay starts where a real run starts: from the baseline the file names, whichever option of
+// each knob it is; without the field, from the first options (tiny.json: the first config with a
+// time, since the first options failed).
+TEST(KernelTunerCache, BaselineIsTheOneTheFileNames) {
+  CacheHeader h;
+  h.kernel_name = "k";
+  h.problem_size = {64};
+  h.space = Space::make({{"a", {1, 2, 3}, 2}, {"b", {8, 16}, 1}}).value();  // baseline a=3,b=16
+  std::vector<ExportRow> rows = {row("a=1,b=8", Verdict::kOk, 9.0),
+                                 row("a=3,b=16", Verdict::kOk, 5.0)};
+  auto w = write_kernel_tuner_cache(h, rows);
+  ASSERT_TRUE(w) << w.error().message();
+  EXPECT_EQ(nlohmann::json::parse(w->text)["attune_baseline"], "3,16");
+  auto back = parse_kernel_tuner_cache(w->text);
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->space.config(back->space.baseline()).text(), "a=3,b=16");
+
+  // Not among the rows: not written, and the replay falls back to the first options.
+  auto without = write_kernel_tuner_cache(h, {rows[0]});
+  ASSERT_TRUE(without);
+  EXPECT_FALSE(nlohmann::json::parse(without->text).contains("attune_baseline"));
+  auto first = parse_kernel_tuner_cache(without->text);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->space.config(first->space.baseline()).text(), "a=1,b=8");
+
+  // A field naming a config the cache does not hold, or not a key, is one line.
+  auto j = nlohmann::json::parse(w->text);
+  j["attune_baseline"] = "2,8";
+  auto unknown = parse_kernel_tuner_cache(j.dump());
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message().find("'attune_baseline' names config '2,8'"),
+            std::string::npos)
+      << unknown.error().message();
+  j["attune_baseline"] = 3;
+  EXPECT_FALSE(parse_kernel_tuner_cache(j.dump()));
 }
 
 TEST(KernelTunerCacheWriter, SurvivesKernelTunerAppendingToIt) {

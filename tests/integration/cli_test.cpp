@@ -635,7 +635,10 @@ TEST(Cli, AKilledRunLeavesTheTraceOfWhatItEvaluated) {
 // stored results came first, then its tree was continued) and said nothing of it.
 TEST(Cli, ASecondSeedSaysItContinuedAndFreshSearchProposesAfresh) {
   TempDir dir;
-  const std::string tune = "tune --backend sim --problem rmsnorm --patience 20 --json ";
+  // small_space=0: the sim's rmsnorm (216 configs) would go to the surrogate, which keeps no
+  // tree; this is about a tree that is continued.
+  const std::string tune =
+      "tune --backend sim --problem rmsnorm --patience 20 --strategy-option small_space=0 --json ";
   auto first = run_attune(tune + "--seed 1 --trace one.csv", dir.path());
   ASSERT_EQ(first.code, 0) << first.err;
   const auto a = nlohmann::json::parse(first.out);
@@ -650,7 +653,9 @@ TEST(Cli, ASecondSeedSaysItContinuedAndFreshSearchProposesAfresh) {
   EXPECT_EQ(b["continued_from"]["stored_results"],
             a["problems"][0]["evaluated"].get<int>() - 1);  // all but the baseline
   EXPECT_EQ(b["continued_from"]["runs"], nlohmann::json::array({a["run"]["id"]}));
-  auto text = run_attune("tune --backend sim --problem rmsnorm --patience 20 --seed 2", dir.path());
+  auto text = run_attune(
+      "tune --backend sim --problem rmsnorm --patience 20 --strategy-option small_space=0 --seed 2",
+      dir.path());
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("  continued: mcts_repair's stored search state and "), std::string::npos)
       << text.out;

@@ -24,10 +24,11 @@ import kernel_tuner  # noqa: E402
 from common import RESTRICTIONS, TUNE_PARAMS, attune, best_of, expect, tune_c_kernel  # noqa: E402
 from kernel_tuner import util  # noqa: E402
 
-# The header fields in the order Kernel Tuner writes them; its repair of a cache left open
-# assumes `cache` ends the file.
+# The header fields in the order Kernel Tuner writes them, with attune's `attune_baseline` (the
+# config a replay starts from; Kernel Tuner ignores it, which reading and simulating below
+# prove) before `cache`: its repair of a cache left open assumes `cache` ends the file.
 HEADER = ["device_name", "kernel_name", "problem_size", "tune_params_keys", "tune_params",
-          "objective", "cache"]
+          "objective", "attune_baseline", "cache"]
 
 
 def read_as_kernel_tuner(path, work):
@@ -38,7 +39,7 @@ def read_as_kernel_tuner(path, work):
         text = f.read()
     expect(text.rstrip().endswith("}\n}"), "the export does not end as Kernel Tuner closes a cache")
     cache = util.read_cache(probe, open_cache=False)
-    expect(list(cache) == HEADER, f"header fields {list(cache)}, Kernel Tuner writes {HEADER}")
+    expect(list(cache) == HEADER, f"header fields {list(cache)}, expected {HEADER}")
     # Reopened for appending (what Kernel Tuner does to continue tuning from a cache) and read
     # again: the file must survive Kernel Tuner's own edit of it.
     util.read_cache(probe, open_cache=True)

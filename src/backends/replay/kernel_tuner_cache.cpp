@@ -356,12 +356,26 @@ Result<RecordedSpace> parse_kernel_tuner_cache(std::string_view json_text) {
     rs.results.push_back(std::move(r));
   }
 
-  // Baseline: the first option of every knob if recorded with a time, else the first config
-  // recorded with a time, else the first recorded config (a space where everything failed).
+  // Baseline: the config attune started from when it recorded the space (`attune_baseline`, the
+  // op's or the spec's default, so that a replay proposes what a real run proposes first), else
+  // the first option of every knob if recorded with a time, else the first config recorded with
+  // a time, else the first recorded config (a space where everything failed).
+  std::optional<std::size_t> named;
+  if (j.contains("attune_baseline")) {
+    const json& b = j["attune_baseline"];
+    if (!b.is_string()) return bad("'attune_baseline' must be a config key (\"v1,v2,...\")");
+    auto it = cache.find(b.get<std::string>());
+    if (it == cache.end())
+      return bad("'attune_baseline' names config '" + b.get<std::string>() +
+                 "', which the cache does not record");
+    named = static_cast<std::size_t>(std::distance(cache.begin(), it));
+  }
   Point first(depth, 0);
   std::size_t base = 0;
   auto fi = rs.index.find(first);
-  if (fi != rs.index.end() && rs.results[fi->second].verdict == Verdict::kOk) {
+  if (named && rs.results[*named].verdict == Verdict::kOk) {
+    base = *named;
+  } else if (fi != rs.index.end() && rs.results[fi->second].verdict == Verdict::kOk) {
     base = fi->second;
   } else {
     for (std::size_t i = 0; i < rs.results.size(); ++i)
@@ -536,6 +550,22 @@ Result<WrittenCache> write_kernel_tuner_cache(const CacheHeader& header,
   }
   text += "\n},\n";
   top("objective", json::array({"time"}));  // Kernel Tuner 1.x writes its objectives as a list
+  // The config attune starts every search from, when the space is known and it is among the
+  // rows: a replay of the file then proposes it first, as a real run does. Kernel Tuner ignores
+  // top-level fields it does not know (and wants "cache" last).
+  if (header.space) {
+    const Point base = space->baseline();
+    bool recorded = std::any_of(rows.begin(), rows.end(), [&](const ExportRow& r) {
+      auto p = space->point(r.config);
+      return p && *p == base;
+    });
+    if (recorded) {
+      std::string key;
+      for (std::size_t k = 0; k < space->depth(); ++k)
+        key += (k ? "," : "") + *python_text(option_json(space->knobs()[k].options[base[k]]));
+      top("attune_baseline", key);
+    }
+  }
   text += "\"cache\": {";
 
   WrittenCache out;

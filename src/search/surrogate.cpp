@@ -1,0 +1,150 @@
+#include "search/surrogate.h"
+
+#include <cmath>
+#include <unordered_map>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "search/walk.h"
+
+namespace attune::search {
+
+std::optional<std::uint64_t> count_up_to(const Space& space, std::uint64_t limit) {
+  std::uint64_t n = 0;
+  for (auto e = space.enumerate(); e.next();)
+    if (++n > limit) return std::nullopt;
+  return n;
+}
+
+struct Surrogate::State {
+  Space space;
+  Rng rng;
+  SurrogateOptions o;
+  std::vector<Point> points;  // every legal config, in enumeration order (baseline first)
+  std::unordered_map<Point, std::size_t, PointHasher> row;
+  Eigen::MatrixXd features;  // one row per point
+  std::vector<bool> proposed;
+  std::vector<bool> observed;
+  std::size_t left = 0;         // points not yet proposed
+  std::vector<std::size_t> ok;  // rows with a time, in observation order
+  std::vector<double> log_us;   // parallel to ok
+  std::size_t initial_left;
+
+  State(const Space& sp, std::uint64_t seed, SurrogateOptions opts)
+      : space(sp), rng(seed ^ 0x5a77ULL), o(opts), initial_left(opts.initial_samples) {
+    for (auto e = space.enumerate(); auto p = e.next();) {
+      row.emplace(*p, points.size());
+      points.push_back(std::move(*p));
+    }
+    std::size_t width = 0;
+    for (const auto& k : space.knobs()) width += k.options.size() + 2;
+    features = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(points.size()),
+                                     static_cast<Eigen::Index>(width));
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      std::size_t col = 0;
+      for (std::size_t k = 0; k < space.depth(); ++k) {
+        const std::size_t n = space.knobs()[k].options.size();
+        const auto r = static_cast<Eigen::Index>(i);
+        features(r, static_cast<Eigen::Index>(col + points[i][k])) = 1.0;
+        // Options are usually ordered numbers: the position lets the model carry a trend to
+        // options it has not seen.
+        const double t = n > 1 ? static_cast<double>(points[i][k]) / static_cast<double>(n - 1) : 0;
+        features(r, static_cast<Eigen::Index>(col + n)) = t;
+        features(r, static_cast<Eigen::Index>(col + n + 1)) = t * t;
+        col += n + 2;
+      }
+    }
+    proposed.assign(points.size(), false);
+    observed.assign(points.size(), false);
+    left = points.size();
+  }
+
+  std::optional<Point> take(std::size_t i) {
+    proposed[i] = true;
+    --left;
+    return points[i];
+  }
+
+  std::optional<Point> random_unproposed() {
+    std::uint64_t pick = rng.below(left);
+    for (std::size_t i = 0; i < points.size(); ++i)
+      if (!proposed[i] && pick-- == 0) return take(i);
+    return std::nullopt;
+  }
+
+  std::optional<Point> propose() {
+    if (left == 0) return std::nullopt;
+    // The baseline first: it anchors speedups.
+    if (auto b = row.find(space.baseline()); b != row.end() && !proposed[b->second])
+      return take(b->second);
+    if (initial_left > 0) {
+      --initial_left;
+      return random_unproposed();
+    }
+    if (ok.empty()) return random_unproposed();
+    // Ridge regression of centred log time on the features of the configs with a time.
+    const auto m = static_cast<Eigen::Index>(ok.size());
+    const Eigen::Index f = features.cols();
+    Eigen::MatrixXd a(m, f);
+    Eigen::VectorXd y(m);
+    double mean = 0;
+    for (double v : log_us) mean += v;
+    mean /= static_cast<double>(log_us.size());
+    for (Eigen::Index r = 0; r < m; ++r) {
+      a.row(r) = features.row(static_cast<Eigen::Index>(ok[static_cast<std::size_t>(r)]));
+      y(r) = log_us[static_cast<std::size_t>(r)] - mean;
+    }
+    Eigen::MatrixXd gram = a.transpose() * a;
+    gram.diagonal().array() += o.ridge;
+    const Eigen::VectorXd w = gram.ldlt().solve(a.transpose() * y);
+    const Eigen::VectorXd predicted = features * w;
+    // The fastest prediction; configs predicted alike (a knob the results do not tell apart)
+    // are drawn among at random.
+    double best = INFINITY;
+    for (std::size_t i = 0; i < points.size(); ++i)
+      if (!proposed[i]) best = std::min(best, predicted(static_cast<Eigen::Index>(i)));
+    std::vector<std::size_t> ties;
+    for (std::size_t i = 0; i < points.size(); ++i)
+      if (!proposed[i] && predicted(static_cast<Eigen::Index>(i)) <= best + 1e-9) ties.push_back(i);
+    return take(ties[rng.below(ties.size())]);
+  }
+
+  void observe(const Point& point, Verdict verdict, std::optional<double> time_us) {
+    auto it = row.find(point);
+    if (it == row.end()) return;  // not a legal config of this space
+    if (!proposed[it->second]) {
+      proposed[it->second] = true;
+      --left;
+    }
+    if (observed[it->second]) return;
+    observed[it->second] = true;
+    if (verdict == Verdict::kOk && time_us && *time_us > 0) {
+      ok.push_back(it->second);
+      log_us.push_back(std::log(*time_us));
+    }
+  }
+};
+
+const OptionList<SurrogateOptions>& surrogate_option_list() {
+  static const OptionList<SurrogateOptions> list =
+      OptionList<SurrogateOptions>()
+          .add("initial_samples", &SurrogateOptions::initial_samples, at_least(0),
+               "random configs after the baseline before the cost model is first fitted")
+          .add("ridge", &SurrogateOptions::ridge, above(0),
+               "ridge penalty of the cost model's fit (log time, centred)");
+  return list;
+}
+
+Surrogate::Surrogate(const Space& space, std::uint64_t seed, SurrogateOptions options,
+                     std::string name)
+    : s_(std::make_unique<State>(space, seed, options)), name_(std::move(name)) {}
+Surrogate::~Surrogate() = default;
+
+std::optional<Point> Surrogate::propose() { return s_->propose(); }
+
+void Surrogate::observe(const Point& point, Verdict verdict, std::optional<double> time_us) {
+  s_->observe(point, verdict, time_us);
+}
+
+}  // namespace attune::search

@@ -1,0 +1,61 @@
+// surrogate: a model-based search for small spaces. Every legal config is enumerated once; after
+// the baseline and a few random draws, each proposal is the unproposed config that a cost model
+// fitted to the results so far predicts fastest (ties broken at random). The model is ridge
+// regression of log time on each knob's option (one-hot) and its position in the knob's option
+// list (linear and squared), so it learns "bigger tiles help, up to a point" from a handful of
+// results and ranks configs it has never seen. It cannot represent a structural fork (knobs that
+// only matter under one option of another), so it is meant for spaces of a few hundred configs,
+// where mcts spends much of the space before its tree's statistics mean anything
+// (bench/results/search_replay-2026-12-03.md). Failed configs are never proposed again and are
+// left out of the fit. Deterministic for a seed. One thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "search/options.h"
+#include "search/strategy.h"
+
+namespace attune::search {
+
+struct SurrogateOptions {
+  // Random configs after the baseline before the model is first fitted (with only the baseline
+  // it predicts every config alike, so 0 behaves much like 1). Over seeds 100..139 on the
+  // design spaces transpose_h200, matmul_kt_h200 and rmsnorm_h200_16x4096, 1 needed 4, 4 and 9
+  // evaluations to within 2%, 2 needed 6, 4 and 10, 4 needed 7, 6 and 12. Drawn uniformly: a
+  // space-filling draw (each the farthest from the configs proposed before) made transpose_h200
+  // need 16 instead of 6, as its far corners are slow.
+  std::size_t initial_samples = 1;
+  // Ridge penalty on the model's weights (log time is centred first): 0.3, 1 and 3 were within
+  // one evaluation of each other on those spaces and seeds, except rmsnorm_h200_16x4096 (10, 9
+  // and 10).
+  double ridge = 1.0;
+};
+
+class Surrogate final : public Strategy {
+ public:
+  // Enumerates the whole space: meant for spaces of at most a few thousand configs.
+  Surrogate(const Space& space, std::uint64_t seed, SurrogateOptions options = {},
+            std::string name = "surrogate");
+  ~Surrogate() override;
+
+  std::string name() const override { return name_; }
+  std::optional<Point> propose() override;
+  void observe(const Point& point, Verdict verdict, std::optional<double> time_us) override;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+  std::string name_;
+};
+
+// The SurrogateOptions --strategy-option sets.
+const OptionList<SurrogateOptions>& surrogate_option_list();
+
+// The legal configs of `space` if there are at most `limit` of them (enumerated as far as that
+// takes), else nullopt.
+std::optional<std::uint64_t> count_up_to(const Space& space, std::uint64_t limit);
+
+}  // namespace attune::search
