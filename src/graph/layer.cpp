@@ -46,6 +46,8 @@ Sizes layer_sizes(const ModelConfig& m, const LayerShape& s) {
           {"q_heads", m.num_attention_heads},
           {"kv_heads", m.num_key_value_heads},
           {"hidden", m.hidden_size},
+          // RoPE's base, an integer in every release (Llama 3: 500000, Qwen3: 1000000).
+          {"theta", static_cast<std::int64_t>(m.rope_theta)},
           {"inter", m.intermediate_size}};
 }
 
@@ -167,6 +169,9 @@ namespace {
 constexpr const char* kAddOp = "add";    // a residual add alone
 constexpr const char* kRopeOp = "rope";  // RoPE, optionally with the q/k norm inside
 constexpr const char* kRopeNormFlag = "qk_norm";
+// RoPE with Llama 3's frequency rewrite (rope_scaling, rope_type llama3): a rope op without it
+// computes another function, so a model with it needs the flag.
+constexpr const char* kRopeScalingFlag = "llama3_scaling";
 constexpr const char* kSiluMulOp = "silu_mul";            // SiLU(gate) * up
 constexpr const char* kRopeEpilogueFlag = "rope";         // a gemm flag
 constexpr const char* kSiluMulEpilogueFlag = "silu_mul";  // a gemm flag
@@ -250,11 +255,15 @@ class Lowerer {
         kernel("rmsnorm", name, {name});
     };
     norm("input_norm", "input_residual");
+    // RoPE's own flags: Llama 3's scaling where the model has it.
+    std::vector<std::string> rope_flags;
+    if (g_.model.rope_scaling) rope_flags.push_back(kRopeScalingFlag);
     std::vector<std::string> qkv_nodes{"qkv_proj"};
     std::vector<std::string> qkv_flags;
     if (rope == "epilogue") {
       if (qk) qkv_nodes.insert(qkv_nodes.end(), {"q_norm", "k_norm"});
       qkv_nodes.push_back("rope");
+      qkv_flags = rope_flags;
       qkv_flags.push_back(kRopeEpilogueFlag);
       if (qk) qkv_flags.push_back(kRopeNormFlag);
     }
@@ -262,13 +271,13 @@ class Lowerer {
     if (rope == "separate") {
       kernel("rmsnorm", "q_norm", {"q_norm"});
       kernel("rmsnorm", "k_norm", {"k_norm"});
-      kernel(kRopeOp, "rope", {"rope"});
+      kernel(kRopeOp, "rope", {"rope"}, rope_flags);
     } else if (rope == "kernel") {
       std::vector<std::string> nodes;
       if (qk) nodes = {"q_norm", "k_norm"};
       nodes.push_back("rope");
-      kernel(kRopeOp, "rope", nodes,
-             qk ? std::vector<std::string>{kRopeNormFlag} : std::vector<std::string>{});
+      if (qk) rope_flags.push_back(kRopeNormFlag);
+      kernel(kRopeOp, "rope", nodes, rope_flags);
     }
     // The attention exception: the slice of either form carries the scores' producer, so the
     // fused form can be built in it and the split form is timed whole, as one chain.

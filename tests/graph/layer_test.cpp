@@ -33,11 +33,12 @@ LayerShape decode(std::int64_t batch, std::int64_t kv) {
 // Stand-ins for the RoPE and SiLU*mul families' signatures, so lowering is tested whether or not
 // those ops are registered in this build; everything else is the registered ops'.
 const OpSignature& fake_rope() {
-  static const OpSignature op{.name = "rope",
-                              .sizes = {"batch", "seq", "kv", "head", "q_heads", "kv_heads"},
-                              .flags = {"qk_norm"},
-                              .dtypes = {"bf16", "fp16"},
-                              .max_size = 1 << 20};
+  static const OpSignature op{
+      .name = "rope",
+      .sizes = {"batch", "seq", "kv", "q_heads", "kv_heads", "head", "theta"},
+      .flags = {"qk_norm", "llama3_scaling"},
+      .dtypes = {"bf16", "fp16"},
+      .max_size = 1 << 20};
   return op;
 }
 const OpSignature& fake_silu_mul() {
@@ -134,7 +135,9 @@ TEST(Lowering, TheFusedLayerLowersToProblemsOfRegisteredOps) {
       (std::vector<std::string>{
           "rmsnorm:dtype=bf16,hidden=1024,residual=1,rows=4096",
           "gemm:bias=0,dtype=bf16,k=1024,m=4096,n=4096",
-          "rope:batch=8,dtype=bf16,head=128,kv=512,kv_heads=8,q_heads=16,qk_norm=1,seq=512",
+          "rope:batch=8,dtype=bf16,head=128,kv=512,kv_heads=8,llama3_scaling=0,q_heads=16,qk_norm="
+          "1,"
+          "seq=512,theta=1000000",
           "attention_prefill:batch=8,dtype=bf16,head=128,kv_heads=8,q_heads=16,seq=512 "
           "kernel!=split",
           "gemm:bias=0,dtype=bf16,k=2048,m=4096,n=1024",
@@ -154,8 +157,10 @@ TEST(Lowering, TheFusedLayerLowersToProblemsOfRegisteredOps) {
   EXPECT_EQ(st.size(), 11u);
   EXPECT_EQ(st[2], "rmsnorm:dtype=bf16,hidden=128,residual=0,rows=65536");
   EXPECT_EQ(st[3], "rmsnorm:dtype=bf16,hidden=128,residual=0,rows=32768");
-  EXPECT_EQ(st[4],
-            "rope:batch=8,dtype=bf16,head=128,kv=512,kv_heads=8,q_heads=16,qk_norm=0,seq=512");
+  EXPECT_EQ(
+      st[4],
+      "rope:batch=8,dtype=bf16,head=128,kv=512,kv_heads=8,llama3_scaling=0,q_heads=16,qk_norm=0,"
+      "seq=512,theta=1000000");
   EXPECT_EQ(st[5],
             "attention_prefill:batch=8,dtype=bf16,head=128,kv_heads=8,q_heads=16,seq=512 "
             "kernel=split");
@@ -165,8 +170,10 @@ TEST(Lowering, TheFusedLayerLowersToProblemsOfRegisteredOps) {
                            grouping("fused", "kernel", "kernel", "flash"), with_new_families);
   ASSERT_TRUE(d.available()) << d.unavailable;
   EXPECT_EQ(texts(d)[0], "rmsnorm:dtype=bf16,hidden=4096,residual=0,rows=8");
-  EXPECT_EQ(texts(d)[2],
-            "rope:batch=8,dtype=bf16,head=128,kv=2048,kv_heads=8,q_heads=32,qk_norm=0,seq=1");
+  EXPECT_EQ(
+      texts(d)[2],
+      "rope:batch=8,dtype=bf16,head=128,kv=2048,kv_heads=8,llama3_scaling=1,q_heads=32,qk_norm=0,"
+      "seq=1,theta=500000");
   EXPECT_EQ(texts(d)[3],
             "attention_decode:batch=8,dtype=bf16,head=128,kv=2048,kv_heads=8,q_heads=32,q_len=1 "
             "kernel!=split");
@@ -197,6 +204,23 @@ TEST(Lowering, AFormNoRegisteredOpImplementsIsUnavailableNotFaked) {
                 l.unavailable.find("flag") != std::string::npos)
         << l.unavailable;
   }
+  // Llama 3.1's RoPE scaling is part of what its RoPE computes: a rope op without the flag
+  // cannot stand in for it.
+  static const OpSignature plain_rope{
+      .name = "rope",
+      .sizes = {"batch", "seq", "kv", "q_heads", "kv_heads", "head", "theta"},
+      .flags = {"qk_norm"},
+      .dtypes = {"bf16"},
+      .max_size = 1 << 24};
+  const Lowering unscaled =
+      lower(build_layer(llama(), 0, decode(1, 64)), grouping("fused", "kernel", "kernel", "flash"),
+            [](std::string_view name) -> const OpSignature* {
+              if (name == "rope") return &plain_rope;
+              return with_new_families(name);
+            });
+  EXPECT_FALSE(unscaled.available());
+  EXPECT_NE(unscaled.unavailable.find("op 'rope' has no flag 'llama3_scaling'"), std::string::npos)
+      << unscaled.unavailable;
   // An unknown option is refused, not lowered.
   EXPECT_FALSE(
       lower(g, grouping("fused", "kernel", "kernel", "fast"), with_new_families).available());
