@@ -204,7 +204,7 @@ class Lowerer {
               Form form = {}, std::string note = "") {
     if (!out_.available()) return;
     const OpSignature* op = ops_(op_name);
-    const std::string what = fmt::format("{} ({})", nodes.front(), grouping_text(out_.grouping));
+    const std::string& what = nodes.front();
     if (!op) {
       out_.unavailable = fmt::format("no registered op '{}' for {}", op_name, what);
       return;

@@ -484,6 +484,31 @@ void trace_execution(int device, const Problem& problem, const Config& config, R
   ::close(fd);
 }
 
+// A device of a simulated box that misbehaves, for the multi-device tests:
+// ATTUNE_SIM_SLOW_DEVICE="I:MS" makes every execution on device I take MS more milliseconds of
+// wall time (its measured times are the landscape's: a slower device's kernels finish later, not
+// differently); ATTUNE_SIM_CRASH_DEVICE="I:FILE" makes the first execution on device I, in any
+// process, create FILE and abort its worker, as a GPU's passing fault does (a fresh worker then
+// runs the candidate again).
+void misbehave(int device) {
+  if (const char* slow = std::getenv("ATTUNE_SIM_SLOW_DEVICE")) {
+    int index = -1;
+    long ms = 0;
+    if (std::sscanf(slow, "%d:%ld", &index, &ms) == 2 && index == device && ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  }
+  if (const char* crash = std::getenv("ATTUNE_SIM_CRASH_DEVICE")) {
+    const char* colon = std::strchr(crash, ':');
+    if (!colon || std::atoi(crash) != device || colon[1] == '\0') return;
+    // O_EXCL: exactly one execution, in whichever worker gets there first, dies.
+    int fd = ::open(colon + 1, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    ::close(fd);
+    std::fputs("sim: the device faulted\n", stderr);
+    std::abort();
+  }
+}
+
 }  // namespace
 
 Result<std::vector<DeviceFingerprint>> SimBackend::devices() {
@@ -623,6 +648,7 @@ Outcome SimBackend::execute(const Problem& problem, const Config& config, Regime
   if (!found) return Outcome::failed(Verdict::kLaunchFailed, found.error().message());
   const SimProblem& p = **found;
   trace_execution(device_, problem, config, regime);
+  misbehave(device_);
   if (auto why = p.refuse(config)) return Outcome::failed(Verdict::kUnsupported, *why);
   const Planted planted = p.plant(config);
   switch (planted.fault) {
