@@ -131,5 +131,29 @@ TEST(ModelCli, ResultsAreTheSameOnAnyNumberOfDevicesWithASlowAndACrashingOne) {
   EXPECT_EQ(results(a), results(c));
 }
 
+// The sim's planted device faults the multi-device test relies on: device 2's first execution,
+// in whichever worker, dies once; the candidate passes on a fresh worker with the death noted.
+TEST(ModelCli, ASimDeviceFaultsOnceWherePlanted) {
+  testing::TempDir dir;
+  const std::string crashed = dir.file("crashed");
+  auto r = run_attune(
+      "tune --backend sim --problem rmsnorm --device 2 --max-candidates 2 --json", dir.path(),
+      "ATTUNE_SIM_DEVICES=3 ATTUNE_SIM_SLOW_DEVICE=2:1 ATTUNE_SIM_CRASH_DEVICE=2:" + crashed);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(std::filesystem::exists(crashed));
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& p = j["problems"][0];
+  EXPECT_EQ(p["baseline"]["verdict"], "ok");
+  EXPECT_NE(p["baseline"]["message"].get<std::string>().find("died"), std::string::npos)
+      << p["baseline"].dump();
+  // Another device of the box is untouched.
+  testing::TempDir other;
+  const std::string untouched = other.file("crashed");
+  auto o = run_attune("tune --backend sim --problem rmsnorm --device 1 --max-candidates 2",
+                      other.path(), "ATTUNE_SIM_DEVICES=3 ATTUNE_SIM_CRASH_DEVICE=2:" + untouched);
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_FALSE(std::filesystem::exists(untouched));
+}
+
 }  // namespace
 }  // namespace attune
