@@ -1,5 +1,7 @@
 #include "report/layer_report.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace attune {
@@ -117,18 +119,39 @@ std::string layer_report_text(const LayerTuneReport& r) {
   std::string out = fmt::format("{} ({}), {}, {} on {} ({} device{})\n", q.model.name, q.model_path,
                                 layers_text(q), q.shape.text(), r.device.name, r.devices.size(),
                                 r.devices.size() == 1 ? "" : "s");
-  out += fmt::format("{} kernels, {} distinct ({} problems searched)\n", r.kernel_count,
-                     r.kernels.size(), r.problems_tuned);
+  const auto lowered = std::count_if(r.groupings.begin(), r.groupings.end(),
+                                     [](const GroupingResult& g) { return g.unavailable.empty(); });
+  out += fmt::format(
+      "{} kernels ({} grouping{} that lower{}, over {} layer{}), {} distinct ({} problems "
+      "searched)\n",
+      r.kernel_count, lowered, lowered == 1 ? "" : "s", lowered == 1 ? "s" : "", q.layers.size(),
+      q.layers.size() == 1 ? "" : "s", r.kernels.size(), r.problems_tuned);
+  // Scored groupings first, fastest first; then those not scored, then those unavailable.
+  std::vector<std::size_t> order(r.groupings.size());
+  std::size_t width = 0;
+  for (std::size_t g = 0; g < order.size(); ++g) {
+    order[g] = g;
+    width = std::max(width, graph::grouping_text(r.groupings[g].grouping).size());
+  }
+  auto rank = [&](std::size_t g) {
+    const GroupingResult& gr = r.groupings[g];
+    return std::make_pair(gr.total_us              ? 0
+                          : gr.unavailable.empty() ? 1
+                                                   : 2,
+                          gr.total_us.value_or(0));
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return rank(a) < rank(b); });
   out += "\ngroupings (total = sum of count x best time):\n";
-  for (std::size_t g = 0; g < r.groupings.size(); ++g) {
+  for (std::size_t g : order) {
     const GroupingResult& gr = r.groupings[g];
     const std::string name = graph::grouping_text(gr.grouping);
     if (!gr.unavailable.empty())
-      out += fmt::format("  {:<58} unavailable: {}\n", name, gr.unavailable);
+      out += fmt::format("  {:<{}}  unavailable: {}\n", name, width, gr.unavailable);
     else if (!gr.total_us)
-      out += fmt::format("  {:<58} not scored: {}\n", name, gr.unscored);
+      out += fmt::format("  {:<{}}  not scored: {}\n", name, width, gr.unscored);
     else
-      out += fmt::format("  {:<58} {:>12.2f} us  {} launches{}\n", name, *gr.total_us,
+      out += fmt::format("  {:<{}}  {:>10.2f} us  {} launches{}\n", name, width, *gr.total_us,
                          gr.launches(), r.winner == g ? "  <- winner" : "");
   }
   if (!r.winner) {
@@ -136,12 +159,18 @@ std::string layer_report_text(const LayerTuneReport& r) {
   } else {
     const GroupingResult& w = r.groupings[*r.winner];
     out += fmt::format("\nwinner {}: {:.2f} us\n", graph::grouping_text(w.grouping), *w.total_us);
-    out += fmt::format("  {:<5} {:<62} {:<18} {:>11}  {}\n", "count", "kernel", "form", "best",
-                       "config");
+    std::size_t kernel_width = 6, form_width = 4;
+    for (const auto& [k, n] : w.kernels) {
+      kernel_width = std::max(kernel_width, shape_text(r.kernels[k].problem).size());
+      form_width = std::max(form_width, r.kernels[k].kernel.form.text().size());
+    }
+    out += fmt::format("  {:<5} {:<{}}  {:<{}}  {:>11}  {}\n", "count", "kernel", kernel_width,
+                       "form", form_width, "best", "config");
     for (const auto& [k, n] : w.kernels) {
       const KernelResult& kr = r.kernels[k];
-      out += fmt::format("  {:<5} {:<62} {:<18} {:>8.2f} us  {}\n", n, shape_text(kr.problem),
-                         kr.kernel.form.text(), *kr.best->deploy_us, kr.best->config);
+      out += fmt::format("  {:<5} {:<{}}  {:<{}}  {:>8.2f} us  {}\n", n, shape_text(kr.problem),
+                         kernel_width, kr.kernel.form.text(), form_width, *kr.best->deploy_us,
+                         kr.best->config);
     }
   }
   bool failures = false;

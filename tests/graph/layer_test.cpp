@@ -226,6 +226,29 @@ TEST(Lowering, AFormNoRegisteredOpImplementsIsUnavailableNotFaked) {
       lower(g, grouping("fused", "kernel", "kernel", "fast"), with_new_families).available());
 }
 
+// The registered families slot in by name: with RoPE and SiLU*mul registered, a Qwen3 layer
+// lowers through them with nothing of theirs named here but the op and flag names.
+TEST(Lowering, TheRegisteredFamiliesSlotIn) {
+  if (!find_op("rope") || !find_op("silu_mul")) GTEST_SKIP() << "rope or silu_mul not registered";
+  const Lowering q = lower(build_layer(qwen_embedding(), 1, prefill(8, 512)),
+                           grouping("fused", "kernel", "kernel", "flash"));
+  ASSERT_TRUE(q.available()) << q.unavailable;
+  EXPECT_EQ(q.kernels[2].problem.op(), "rope");
+  EXPECT_EQ(*q.kernels[2].problem.attr("qk_norm"), "1");
+  EXPECT_EQ(*q.kernels[2].problem.attr("theta"), "1000000");
+  EXPECT_EQ(q.kernels[7].problem.op(), "silu_mul");
+  // Llama 3.1 lowers only once the rope op says it applies Llama 3's scaling.
+  const auto& flags = find_op("rope")->flags;
+  const Lowering l = lower(build_layer(llama(), 1, decode(8, 2048)),
+                           grouping("fused", "kernel", "kernel", "flash"));
+  if (std::find(flags.begin(), flags.end(), "llama3_scaling") == flags.end()) {
+    EXPECT_FALSE(l.available());
+    EXPECT_NE(l.unavailable.find("llama3_scaling"), std::string::npos) << l.unavailable;
+  } else {
+    EXPECT_TRUE(l.available()) << l.unavailable;
+  }
+}
+
 TEST(Lowering, StructuralKeysHashWhatIsComputedNotNames) {
   const ModelConfig m = qwen_embedding();
   const Grouping gr = grouping("fused", "kernel", "kernel", "flash");
