@@ -171,5 +171,34 @@ TEST_F(LayerTuneTest, PlanningRefusesWhatCannotBeLowered) {
       << no_rope.error().message();
 }
 
+// With the registered families, a Qwen3 layer's groupings lower on the sim; identical kernels of
+// several layers and groupings are one, and every instance is counted.
+TEST_F(LayerTuneTest, PlanningDedupesKernelsAcrossLayersAndGroupings) {
+  if (!find_op("rope") || !find_op("silu_mul")) GTEST_SKIP() << "rope or silu_mul not registered";
+  LayerRequest q;
+  q.model = {"m", 1024, 3072, 16, 8, 128, 28, 1e-6, 1e6, true, std::nullopt, "bf16"};
+  q.shape = {false, 1, 128, 0};
+  q.layers = {0};
+  auto one = plan_layers(q, sim);
+  ASSERT_TRUE(one) << one.error().message();
+  q.layers = {0, 1, 2};
+  auto three = plan_layers(q, sim);
+  ASSERT_TRUE(three) << three.error().message();
+  std::int64_t lowered = 0, launches = 0;
+  for (const GroupingResult& g : three->groupings)
+    if (g.unavailable.empty()) {
+      ++lowered;
+      launches += g.launches();
+    }
+  ASSERT_GT(lowered, 0);
+  EXPECT_EQ(three->kernel_count, launches);
+  EXPECT_EQ(three->kernel_count, 3 * one->kernel_count);
+  // Layers 1 and 2 add nothing new: their input norm adds a residual as the post-attention norm
+  // does, which layer 0 already has.
+  EXPECT_EQ(three->kernels.size(), one->kernels.size());
+  std::set<std::string> keys;
+  for (const KernelResult& k : three->kernels) EXPECT_TRUE(keys.insert(k.key).second) << k.key;
+}
+
 }  // namespace
 }  // namespace attune
