@@ -173,6 +173,7 @@ Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
   std::deque<std::size_t> queue;
   for (std::size_t i = 0; i < work.size(); ++i) queue.push_back(i);
   bool stop = false;
+  std::size_t finished = 0;
   std::vector<std::string> lane_errors;
   TuneObserver locked = [&](const TuneEvent& e) {
     if (!observer) return;
@@ -208,6 +209,10 @@ Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
       }
       work[i].done = true;
       work[i].device = device;
+      ++finished;
+      spdlog::info("[{}/{}] {} on device {}: {} evaluated, {} measured now", finished, work.size(),
+                   work[i].problem.name(), device, work[i].report.evaluated,
+                   work[i].report.measured);
       if (interrupted) stop = true;
     }
   };
