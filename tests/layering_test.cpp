@@ -32,7 +32,7 @@ const std::map<std::string, std::set<std::string>>& layer_deps() {
       {"backends", {"core", "platform", "measure", "verify", "cuda"}},
       {"kernels", {"backends", "cuda"}},
       {"graph", {"core", "kernels"}},
-      {"tune", {"search", "prior", "store", "backends", "table"}},
+      {"tune", {"search", "prior", "store", "backends", "table", "graph"}},
       {"table", {"core", "platform", "store"}},
       {"ab", {"core", "platform", "measure"}},
       {"runtime", {"core", "table", "kernels", "cuda", "attune"}},

@@ -1,8 +1,8 @@
-// libattune-rt's C++ API: open a tuned table (attune export, attune sweep), then call gemm, rmsnorm
-// and attention_decode through
-// it; a shape with a table row runs the row's kernel, any other shape the tuner's baseline, and
-// every call can say what it ran. The same library as the C API (attune/runtime_c.h), which
-// documents the environment variables, the cubin cache and the timing hook in full.
+// libattune-rt's C++ API: open a tuned table (attune export, attune sweep), then call gemm,
+// rmsnorm, attention, rope and silu_mul through it; a shape with a table row runs the row's kernel,
+// any other shape the tuner's baseline, and every call can say what it ran. The same library as the
+// C API (attune/runtime_c.h), which documents the environment variables, the cubin cache and the
+// timing hook in full.
 //
 // Thread-safety: one Runtime may be used from any number of threads at once. The first call of a
 // shape decides, compiles and loads under a lock; later calls of it take no lock. Destroying a
@@ -110,6 +110,24 @@ class ATTUNE_RT_API Runtime {
                            std::int64_t q_heads, std::int64_t kv_heads, DType dtype, void* o,
                            const void* q, const void* k, const void* v, void* stream,
                            const Dispatch** dispatched = nullptr);
+
+  // RoPE (rotate-half, as Llama and Qwen3) on the QKV GEMM's output, contiguous: qkv [batch * seq,
+  // (q_heads + 2 * kv_heads) * head] (row b * seq + s; its heads q, then k, then v) is written as
+  // q [batch, q_heads, seq, head] and into the caches k, v [batch, kv_heads, kv, head] at rows
+  // kv - seq .. kv - 1 (no other row is touched; a prefill is kv == seq). Token s of sequence b
+  // sits at position kv - seq + s; pair (i, i + head / 2) of a q or k head is rotated by
+  // pos * theta^(-2i / head). With q_norm and k_norm ([head] each; both or neither) each q and k
+  // head is first RMS-normalized with its weight, eps 1e-6 (Qwen3). head 64, 128 or 256; q_heads a
+  // multiple of kv_heads; seq <= kv.
+  Status rope(std::int64_t batch, std::int64_t seq, std::int64_t kv, std::int64_t q_heads,
+              std::int64_t kv_heads, std::int64_t head, std::int64_t theta, DType dtype, void* q,
+              void* k_cache, void* v_cache, const void* qkv, const void* q_norm, const void* k_norm,
+              void* stream, const Dispatch** dispatched = nullptr);
+
+  // The gated MLP's activation on the fused gate/up GEMM's output, contiguous: gu [rows,
+  // 2 * inter] (gate, then up), y [rows, inter] = silu(gate) * up, silu(g) = g / (1 + exp(-g)).
+  Status silu_mul(std::int64_t rows, std::int64_t inter, DType dtype, void* y, const void* gu,
+                  void* stream, const Dispatch** dispatched = nullptr);
 
   // What this thread's last successful call on this Runtime ran, or null.
   const Dispatch* last_dispatch() const;

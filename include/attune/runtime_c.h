@@ -1,4 +1,5 @@
-/* libattune-rt's C API: open a tuned table (attune export), then call gemm and rmsnorm through it;
+/* libattune-rt's C API: open a tuned table (attune export), then call gemm, rmsnorm, attention,
+ * rope and silu_mul through it;
  * a shape with a table row runs the row's kernel, any other shape the tuner's baseline. For C
  * callers and for dlopen (attune verify loads libattune-rt.so and calls attune_rt_time_problem):
  * plain C types only, every function returns an attune_rt_status, and attune_rt_last_error()
@@ -152,6 +153,27 @@ ATTUNE_RT_API int attune_rt_attention_prefill(attune_rt* rt, int64_t seq, int64_
                                               const void* v, void* stream,
                                               const attune_rt_dispatch** dispatched);
 
+/* RoPE (rotate-half, as Llama and Qwen3) on the QKV GEMM's output, contiguous: qkv [batch * seq,
+ * (q_heads + 2 * kv_heads) * head] (row b * seq + s; its heads q, then k, then v) is written as
+ * q [batch, q_heads, seq, head] and into the caches k_cache, v_cache [batch, kv_heads, kv, head] at
+ * rows kv - seq .. kv - 1 (no other row is touched; a prefill is kv == seq). Token s of sequence b
+ * sits at position kv - seq + s; pair (i, i + head / 2) of a q or k head is rotated by
+ * pos * theta^(-2i / head). With q_norm and k_norm ([head] each; both or neither: NULL) each q and
+ * k head is first RMS-normalized with its weight, eps 1e-6 (Qwen3). head 64, 128 or 256; q_heads
+ * a multiple of kv_heads; seq <= kv. Pointers 16-byte aligned. */
+ATTUNE_RT_API int attune_rt_rope(attune_rt* rt, int64_t batch, int64_t seq, int64_t kv,
+                                 int64_t q_heads, int64_t kv_heads, int64_t head, int64_t theta,
+                                 int dtype, void* q, void* k_cache, void* v_cache, const void* qkv,
+                                 const void* q_norm, const void* k_norm, void* stream,
+                                 const attune_rt_dispatch** dispatched);
+
+/* The gated MLP's activation on the fused gate/up GEMM's output, contiguous: gu [rows, 2 * inter]
+ * (gate, then up), y [rows, inter] = silu(gate) * up with silu(g) = g / (1 + exp(-g)). Pointers
+ * 16-byte aligned. */
+ATTUNE_RT_API int attune_rt_silu_mul(attune_rt* rt, int64_t rows, int64_t inter, int dtype, void* y,
+                                     const void* gu, void* stream,
+                                     const attune_rt_dispatch** dispatched);
+
 /* What the calling thread's last successful call on rt ran, or NULL. */
 ATTUNE_RT_API const attune_rt_dispatch* attune_rt_last_dispatch(const attune_rt* rt);
 ATTUNE_RT_API int attune_rt_counters_get(const attune_rt* rt, attune_rt_counters* out);
@@ -162,7 +184,8 @@ ATTUNE_RT_API int attune_rt_row_get(const attune_rt* rt, int row, attune_rt_row*
 
 /* The timing hook of attune verify: allocates random inputs for `problem` (canonical text as in
  * the table, e.g. "gemm:bias=0,dtype=bf16,k=4096,m=8,n=4096"), calls the public entry point
- * (attune_rt_gemm / attune_rt_rmsnorm / attune_rt_attention_decode / _prefill, the production path)
+ * (attune_rt_gemm / _rmsnorm / _attention_decode / _attention_prefill / _rope / _silu_mul, the
+ * production path)
  * on a stream of its own, and times it with the tuner's own deploy-regime timing
  * (cuda::time_kernel, the function the recorded times came from): warm-up calls (first-use compile
  * and workspace outside the samples), then per sample an L2 flush and CUDA events around one replay

@@ -14,6 +14,7 @@
 #include "backends/worker/worker.h"
 #include "cli/common.h"
 #include "cli/replay.h"
+#include "cli/tune_model.h"
 #include "cli/user_spec.h"
 #include "core/op.h"
 #include "core/shapes_file.h"
@@ -56,6 +57,7 @@ struct TuneFlags {
   std::string trace_file;   // --trace: the evaluation trace as CSV; "": none
   bool enqueue = false;     // --enqueue: record work items for a fleet instead of tuning
   std::string enqueue_for;  // --for: the device key or kind the items are for; "": this device
+  ModelFlags model;         // --model and the flags that go with it
 };
 
 // --enqueue: one work item per problem for the fleet's workers (docs/fleet.md), nothing tuned.
@@ -204,6 +206,21 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   }
   if (auto st = check_strategy_settings(o.strategy, o.strategy_options); !st.ok())
     return bad_input(st.error().message());
+
+  const ModelFlags& m = f.model;
+  if (!m.model.empty()) {
+    if (!f.problems.empty() || !f.shapes_file.empty() || !f.op.empty() || !f.shape.empty() ||
+        !f.kernel_file.empty() || !f.spec_file.empty() || f.enqueue || !f.shard.empty() ||
+        !f.trace_file.empty() || !o.pins.empty() || f.time_limit_s > 0)
+      return bad_input(
+          "--model tunes a model's layers: it takes no --problem, --shapes, --op/--shape, "
+          "--kernel/--spec, --enqueue, --shard, --trace, --pin or --time-limit");
+    return run_tune_model(g, m, o, f.backend, f.device, f.timeout_s);
+  }
+  if (m.layer != "0" || m.batch != 1 || m.tokens != 0 || m.decode || m.kv != 0 || m.gpus != 0 ||
+      !m.devices.empty())
+    return bad_input(
+        "--layer, --batch, --tokens, --decode, --kv, --gpus and --devices go with --model");
 
   // A recorded space is served from the database it was imported into (cli/replay.h).
   // A user kernel: the spec is checked here (one line on stderr when it is wrong) and handed
@@ -476,6 +493,19 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
                   "seconds before a candidate's worker is killed (default: the backend's)")
       ->check(finite_number());
   add_device_option(sub, &f->device, "to tune on (default: cuda $ATTUNE_DEVICE, else 0)");
+  sub->add_option("--model", f->model.model,
+                  "a model config (models/*.json): tune its decoder layers' kernels and fusions");
+  sub->add_option("--layer", f->model.layer, "with --model: the layer N, or all (default 0)");
+  sub->add_option("--batch", f->model.batch, "with --model: sequences (default 1)");
+  sub->add_option("--tokens", f->model.tokens, "with --model: a prefill's tokens per sequence");
+  sub->add_flag("--decode", f->model.decode,
+                "with --model: one decode step (one new token per sequence) instead of a prefill");
+  sub->add_option("--kv", f->model.kv, "with --model --decode: the KV cache depth after the step");
+  sub->add_option("--gpus", f->model.gpus,
+                  "with --model: tune on the first N devices, one kernel at a time each");
+  sub->add_option("--devices", f->model.devices,
+                  "with --model: tune on these devices (indexes, e.g. 0,2), one kernel at a time "
+                  "each");
   sub->add_flag("--enqueue", f->enqueue,
                 "record one work item per problem in --db for a fleet's workers (attune worker) "
                 "instead of tuning here");

@@ -12,7 +12,9 @@
   X(gemm)                    \
   X(rmsnorm)                 \
   X(attention_decode)        \
-  X(attention_prefill)
+  X(attention_prefill)       \
+  X(rope)                    \
+  X(silu_mul)
 
 namespace attune::kernels {
 

@@ -30,6 +30,9 @@ struct Dim3 {
 //                     q_heads * q_len, the output's rows)
 //   attention_prefill: the same names; kv is the sequence (every query token is a key too) and
 //                     rows batch * q_heads * seq
+//   rope:    q, k, v (outputs: q, the K and V caches), qkv, q_norm, k_norm, workspace (device
+//            pointers), rows (int: batch * seq), seq (int), kv (int), eps (float)
+//   silu_mul: y (output), x (the gate/up rows, 2 * inter each) (device pointers), rows (int)
 struct LaunchStep {
   std::string kernel;  // a name expression of the plan's build
   Dim3 grid, block;
@@ -131,6 +134,26 @@ Result<AttentionPrefillShape> attention_prefill_shape(const Problem& problem);
 // limit before any compile.
 std::size_t attention_prefill_shared_bytes(std::int64_t head, std::int64_t block_n,
                                            std::int64_t consumers, std::int64_t stages);
+
+// rope's sizes (kernels/rope/rope_op.cpp) and its flag.
+struct RopeShape {
+  std::int64_t batch = 0, seq = 0, kv = 0, q_heads = 0, kv_heads = 0, head = 0, theta = 0;
+  bool bf16 = true;
+  bool qk_norm = false;
+  std::int64_t tokens() const { return batch * seq; }            // qkv's rows
+  std::int64_t heads() const { return q_heads + 2 * kv_heads; }  // heads per qkv row
+};
+Result<RopeShape> rope_shape(const Problem& problem);
+
+// rope's q/k RMSNorm epsilon (Qwen3's), shared by the kernels and the reference.
+inline constexpr double kRopeNormEps = 1e-6;
+
+// silu_mul's sizes (kernels/silu_mul/silu_mul_op.cpp).
+struct SiluMulShape {
+  std::int64_t rows = 0, inter = 0;
+  bool bf16 = true;
+};
+Result<SiluMulShape> silu_mul_shape(const Problem& problem);
 
 // A plan: kernels to compile and launch, (gemm) a cuBLASLt variant, or kernels and cuBLASLt
 // matmuls in one chain.

@@ -24,6 +24,10 @@ void* bind(const std::string& name, PlanArgs& a) {
   if (name == "k") return &a.k;
   if (name == "v") return &a.v;
   if (name == "kv") return &a.kv;
+  if (name == "qkv") return &a.qkv;
+  if (name == "q_norm") return &a.q_norm;
+  if (name == "k_norm") return &a.k_norm;
+  if (name == "seq") return &a.seq;
   return nullptr;
 }
 
@@ -62,7 +66,7 @@ Status check_args(const ChainPlan& plan) {
 
 CUdeviceptr* pointer_arg(const std::string& name, PlanArgs& a) {
   for (CUdeviceptr* p : {&a.c, &a.a, &a.b, &a.bias, &a.workspace, &a.y, &a.h, &a.x, &a.r, &a.w,
-                         &a.o, &a.q, &a.k, &a.v})
+                         &a.o, &a.q, &a.k, &a.v, &a.qkv, &a.q_norm, &a.k_norm})
     if (bind(name, a) == p) return p;
   return nullptr;
 }

@@ -18,9 +18,11 @@ struct PlanArgs {
   CUdeviceptr c = 0, a = 0, b = 0, bias = 0, workspace = 0;  // gemm
   CUdeviceptr y = 0, h = 0, x = 0, r = 0, w = 0;             // rmsnorm
   CUdeviceptr o = 0, q = 0, k = 0, v = 0;                    // attention_decode, _prefill
+  CUdeviceptr qkv = 0, q_norm = 0, k_norm = 0;               // rope (and q, k, v)
   int rows = 0;
   float eps = 0;
   int kv = 0;
+  int seq = 0;  // rope
 };
 
 // Checks that every step's argument names are known (an unknown name is a bug in the plan).

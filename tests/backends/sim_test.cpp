@@ -12,7 +12,7 @@ TEST(Sim, OffersItsProblemsAndResolvesSpecs) {
   std::set<std::string> names;
   for (const auto& p : sim.problems()) names.insert(p.problem.name());
   EXPECT_EQ(names, (std::set<std::string>{"faults", "gemm", "rmsnorm", "attention_decode",
-                                          "attention_prefill"}));
+                                          "attention_prefill", "rope", "silu_mul"}));
   auto g = sim.resolve("gemm:m=16");
   ASSERT_TRUE(g.ok()) << g.error().message();
   EXPECT_EQ(*g->int_attr("m"), 16);
@@ -75,6 +75,59 @@ TEST(Sim, LandscapeIsDeterministicWithAKnownOptimumAndCliffs) {
   // A different landscape seed moves the times.
   Problem q = *sim.resolve("gemm:landscape=9");
   EXPECT_NE(*sim.true_time_us(q, opt->first, Regime::kRank), opt->second);
+}
+
+// rope's landscape (issue 17): the op's one space (the chain baseline one config), the baseline
+// well off the optimum, an optimum that moves with the token count (a decode step of 8 tokens
+// splits each token's heads over more threads than a prefill of 4096, which computes its angles
+// fewer times), the flag kept in the problem, and the op's own refusals.
+TEST(Sim, RopeHasTheOpsSpaceAndAnOptimumThatMovesWithTheTokens) {
+  SimBackend sim;
+  auto p = sim.resolve("rope:qk_norm=1");
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->text(),
+            "rope:batch=8,head=128,kv=512,kv_heads=8,landscape=6,q_heads=16,qk_norm=1,seq=512,"
+            "theta=1000000");
+  Space s = *sim.space(*p);
+  EXPECT_EQ(s.count(), find_op("rope")->space(*p)->count());
+  EXPECT_EQ(s.config(s.baseline()).text(), find_op("rope")->baseline_config);
+  auto prefill = sim.optimum(*p);
+  ASSERT_TRUE(prefill.ok());
+  EXPECT_EQ(prefill->first.get("kernel")->as_word(), "fused");
+  EXPECT_GT(*sim.true_time_us(*p, s.config(s.baseline()), Regime::kRank) / prefill->second, 2.0);
+  auto decode = sim.optimum(*sim.resolve("rope:seq=1,kv=2048,q_heads=32,qk_norm=1"));
+  ASSERT_TRUE(decode.ok());
+  EXPECT_NE(decode->first.text(), prefill->first.text());
+  auto split = [](const Config& c) {
+    return c.get("head_groups")->as_int() * c.get("head_blocks")->as_int();
+  };
+  EXPECT_GT(split(decode->first), split(prefill->first));
+  auto bad = sim.resolve("rope:seq=600");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("seq=600 is more than kv=512"), std::string::npos);
+  Outcome o = sim.execute(*p, prefill->first, Regime::kDeploy);
+  EXPECT_EQ(o.verdict, Verdict::kOk) << o.message;
+}
+
+// silu_mul's landscape: the naive baseline one config, the vector kernel well ahead of it at 4096
+// rows, and an optimum that moves with the rows (a single row is launch-bound).
+TEST(Sim, SiluMulHasTheOpsSpaceAndAnOptimumThatMovesWithTheRows) {
+  SimBackend sim;
+  auto p = sim.resolve("silu_mul");
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(p->text(), "silu_mul:inter=3072,landscape=7,rows=4096");
+  Space s = *sim.space(*p);
+  EXPECT_EQ(s.count(), find_op("silu_mul")->space(*p)->count());
+  EXPECT_EQ(s.config(s.baseline()).text(), find_op("silu_mul")->baseline_config);
+  auto many = sim.optimum(*p);
+  ASSERT_TRUE(many.ok());
+  EXPECT_EQ(many->first.get("kernel")->as_word(), "vector");
+  EXPECT_GT(*sim.true_time_us(*p, s.config(s.baseline()), Regime::kRank) / many->second, 1.5);
+  auto one = sim.optimum(*sim.resolve("silu_mul:rows=1"));
+  ASSERT_TRUE(one.ok());
+  EXPECT_NE(one->first.text(), many->first.text());
+  Outcome o = sim.execute(*p, many->first, Regime::kDeploy);
+  EXPECT_EQ(o.verdict, Verdict::kOk) << o.message;
 }
 
 // attention_prefill's landscape: the op's one space (the signature's, which the CUDA family serves

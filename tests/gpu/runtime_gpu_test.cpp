@@ -564,5 +564,192 @@ TEST_F(RuntimeGpu, AttentionPrefillRowsAndTheSplitBaseline) {
             ATTUNE_RT_INVALID_ARGUMENT);
 }
 
+// ---- rope and silu_mul (issue 17)
+
+struct Rope {
+  std::int64_t batch, seq, kv, q_heads, kv_heads, head, theta;
+  bool bf16, qk_norm;
+};
+
+// Runs rope through the runtime on random qkv and caches whose old rows hold random values, and
+// checks q and the new cache rows against a float64 CPU reference and the old rows bit for bit;
+// returns what ran.
+rt::Dispatch run_rope(rt::Runtime& runtime, const Rope& r, std::mt19937& rng) {
+  const auto tokens = static_cast<std::size_t>(r.batch * r.seq),
+             heads = static_cast<std::size_t>(r.q_heads + 2 * r.kv_heads),
+             head = static_cast<std::size_t>(r.head), half = head / 2;
+  const std::size_t q_elems = tokens * static_cast<std::size_t>(r.q_heads) * head,
+                    cache_elems = static_cast<std::size_t>(r.batch * r.kv_heads * r.kv) * head;
+  auto qkv = random_bits(tokens * heads * head, r.bf16, rng), qn = random_bits(head, r.bf16, rng),
+       kn = random_bits(head, r.bf16, rng), k_old = random_bits(cache_elems, r.bf16, rng),
+       v_old = random_bits(cache_elems, r.bf16, rng);
+  Buffer dqkv(qkv.size(), &qkv), dqn(head, &qn), dkn(head, &kn), dq(q_elems, nullptr),
+      dk(cache_elems, &k_old), dv(cache_elems, &v_old);
+  const rt::Dispatch* d = nullptr;
+  rt::Status s =
+      runtime.rope(r.batch, r.seq, r.kv, r.q_heads, r.kv_heads, r.head, r.theta,
+                   r.bf16 ? DType::kBf16 : DType::kFp16, dq.p(), dk.p(), dv.p(), dqkv.p(),
+                   r.qk_norm ? dqn.p() : nullptr, r.qk_norm ? dkn.p() : nullptr, nullptr, &d);
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok() || !d) return {};
+  std::vector<double> want_q(q_elems), want_k(cache_elems), want_v(cache_elems);
+  for (std::size_t i = 0; i < cache_elems; ++i) {
+    want_k[i] = to_double(k_old[i], r.bf16);
+    want_v[i] = to_double(v_old[i], r.bf16);
+  }
+  for (std::size_t t = 0; t < tokens; ++t) {
+    const std::size_t b = t / static_cast<std::size_t>(r.seq),
+                      sq = t % static_cast<std::size_t>(r.seq);
+    const std::size_t pos = static_cast<std::size_t>(r.kv - r.seq) + sq;
+    for (std::size_t h = 0; h < heads; ++h) {
+      const std::uint16_t* x = &qkv[(t * heads + h) * head];
+      const auto qh = static_cast<std::size_t>(r.q_heads),
+                 kvh = static_cast<std::size_t>(r.kv_heads);
+      if (h >= qh + kvh) {
+        double* dst =
+            &want_v[((b * kvh + (h - qh - kvh)) * static_cast<std::size_t>(r.kv) + pos) * head];
+        for (std::size_t e = 0; e < head; ++e) dst[e] = to_double(x[e], r.bf16);
+        continue;
+      }
+      double scale = 1;
+      if (r.qk_norm) {
+        double ss = 0;
+        for (std::size_t e = 0; e < head; ++e)
+          ss += to_double(x[e], r.bf16) * to_double(x[e], r.bf16);
+        scale = 1.0 / std::sqrt(ss / static_cast<double>(head) + 1e-6);
+      }
+      const auto& w = h < qh ? qn : kn;
+      double* dst =
+          h < qh ? &want_q[((b * qh + h) * static_cast<std::size_t>(r.seq) + sq) * head]
+                 : &want_k[((b * kvh + (h - qh)) * static_cast<std::size_t>(r.kv) + pos) * head];
+      for (std::size_t i = 0; i < half; ++i) {
+        double x1 = to_double(x[i], r.bf16) * scale, x2 = to_double(x[half + i], r.bf16) * scale;
+        if (r.qk_norm) {
+          x1 *= to_double(w[i], r.bf16);
+          x2 *= to_double(w[half + i], r.bf16);
+        }
+        const double angle = static_cast<double>(pos) *
+                             std::pow(static_cast<double>(r.theta),
+                                      -2.0 * static_cast<double>(i) / static_cast<double>(head));
+        dst[i] = x1 * std::cos(angle) - x2 * std::sin(angle);
+        dst[half + i] = x2 * std::cos(angle) + x1 * std::sin(angle);
+      }
+    }
+  }
+  expect_close(dq.get(), want_q, r.bf16, d->problem + " q (" + d->config + ")");
+  const auto k_got = dk.get(), v_got = dv.get();
+  expect_close(k_got, want_k, r.bf16, d->problem + " k cache (" + d->config + ")");
+  expect_close(v_got, want_v, r.bf16, d->problem + " v cache (" + d->config + ")");
+  // The rows before the new tokens are left as they were, bit for bit.
+  std::size_t touched = 0;
+  for (std::size_t i = 0; i < cache_elems; ++i)
+    if ((i / head) % static_cast<std::size_t>(r.kv) < static_cast<std::size_t>(r.kv - r.seq) &&
+        (k_got[i] != k_old[i] || v_got[i] != v_old[i]))
+      ++touched;
+  EXPECT_EQ(touched, 0u) << d->problem << ": old cache rows written";
+  return *d;
+}
+
+// Runs silu_mul through the C entry point and checks it against a float64 CPU reference.
+std::string run_silu_mul(attune_rt* rt, std::int64_t rows, std::int64_t inter, bool bf16,
+                         std::mt19937& rng) {
+  const auto n = static_cast<std::size_t>(rows * inter);
+  auto gu = random_bits(2 * n, bf16, rng);
+  Buffer dgu(2 * n, &gu), dy(n, nullptr);
+  const attune_rt_dispatch* d = nullptr;
+  EXPECT_EQ(attune_rt_silu_mul(rt, rows, inter, bf16 ? ATTUNE_RT_BF16 : ATTUNE_RT_FP16, dy.p(),
+                               dgu.p(), nullptr, &d),
+            ATTUNE_RT_OK)
+      << attune_rt_last_error();
+  if (!d) return "";
+  std::vector<double> want(n);
+  for (std::size_t r = 0; r < static_cast<std::size_t>(rows); ++r)
+    for (std::size_t c = 0; c < static_cast<std::size_t>(inter); ++c) {
+      const double g = to_double(gu[r * 2 * static_cast<std::size_t>(inter) + c], bf16),
+                   u = to_double(gu[(r * 2 + 1) * static_cast<std::size_t>(inter) + c], bf16);
+      want[r * static_cast<std::size_t>(inter) + c] = g / (1 + std::exp(-g)) * u;
+    }
+  expect_close(dy.get(), want, bf16, std::string(d->problem) + " (" + d->config + ")");
+  return d->config;
+}
+
+// rope and silu_mul through the runtime: a fused rope row with the q/k norm (a decode step into a
+// deep cache and its row), the chain baseline on misses (with and without the norm, fp16, a
+// prefill), a vector silu_mul row and the naive baseline through the C API, all against float64
+// references; the verify hook times both rows; sizes the kernels are not written for and a lone
+// norm weight are refused.
+TEST_F(RuntimeGpu, RopeAndSiluMulRowsAndTheirBaselines) {
+  constexpr const char* kFused = "kernel=fused,vec=4,head_groups=4,head_blocks=2,tokens=1";
+  constexpr const char* kVector = "kernel=vector,vec=8,threads=128,unroll=2,rows_per_block=2";
+  table::Table t;
+  t.attune_version = "gpu-test";
+  t.device = device_;
+  table::OpTable ro{"rope", "bf16", {}, {}};
+  ro.rows.push_back(
+      row("rope:batch=3,dtype=bf16,head=128,kv=1000,kv_heads=2,q_heads=8,qk_norm=1,"
+          "seq=1,theta=1000000",
+          kFused));
+  t.ops.push_back(ro);
+  table::OpTable sm{"silu_mul", "bf16", {}, {}};
+  sm.rows.push_back(row("silu_mul:dtype=bf16,inter=3072,rows=9", kVector));
+  t.ops.push_back(sm);
+  const std::string path = write_table(t, "layer-ops.json");
+  std::unique_ptr<rt::Runtime> runtime;
+  rt::Status s = rt::Runtime::open(path, &runtime);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::mt19937 rng(1717);
+
+  rt::Dispatch hit = run_rope(*runtime, {3, 1, 1000, 8, 2, 128, 1000000, true, true}, rng);
+  EXPECT_TRUE(hit.tuned) << hit.why;
+  EXPECT_EQ(hit.config, kFused);
+  ASSERT_EQ(hit.kernels.size(), 1u);
+  EXPECT_EQ(hit.kernels[0], "rope_fused");
+  for (const Rope& miss : {Rope{3, 1, 1000, 8, 2, 128, 1000000, true, false},
+                           Rope{2, 77, 77, 4, 4, 64, 10000, false, true},
+                           Rope{1, 5, 9, 2, 1, 256, 500000, true, true}}) {
+    rt::Dispatch d = run_rope(*runtime, miss, rng);
+    EXPECT_FALSE(d.tuned) << d.problem;
+    EXPECT_EQ(d.config, "kernel=chain,vec=1,head_groups=1,head_blocks=1,tokens=1");
+    EXPECT_EQ(d.kernels.size(), miss.qk_norm ? 3u : 2u) << d.problem;
+  }
+
+  attune_rt* c = nullptr;
+  ASSERT_EQ(attune_rt_open(path.c_str(), -1, &c), ATTUNE_RT_OK) << attune_rt_last_error();
+  EXPECT_EQ(run_silu_mul(c, 9, 3072, true, rng), kVector);
+  EXPECT_EQ(run_silu_mul(c, 5, 1001, true, rng),
+            "kernel=naive,vec=1,threads=256,unroll=1,rows_per_block=1");
+  EXPECT_EQ(run_silu_mul(c, 33, 768, false, rng),
+            "kernel=naive,vec=1,threads=256,unroll=1,rows_per_block=1");
+  attune_rt_timing timing;
+  ASSERT_EQ(attune_rt_time_row(c, 2, 0, &timing), ATTUNE_RT_OK) << attune_rt_last_error();
+  EXPECT_STREQ(timing.dispatch.config, kVector);
+  EXPECT_GT(timing.median_us, 0);
+  attune_rt_close(c);
+
+  rt::Timing rope_timing;
+  s = runtime->time_problem(
+      "rope:batch=3,dtype=bf16,head=128,kv=1000,kv_heads=2,q_heads=8,qk_norm=1,seq=1,"
+      "theta=1000000",
+      &rope_timing);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(rope_timing.dispatch.config, kFused);
+  EXPECT_GT(rope_timing.median_us, 0);
+
+  Buffer x(4096, nullptr);
+  s = runtime->rope(1, 1, 8, 4, 4, 96, 10000, DType::kBf16, x.p(), x.p(), x.p(), x.p(), nullptr,
+                    nullptr, nullptr);
+  EXPECT_EQ(s.code(), rt::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("head=96"), std::string::npos) << s.message();
+  s = runtime->rope(1, 1, 8, 4, 4, 64, 10000, DType::kBf16, x.p(), x.p(), x.p(), x.p(), x.p(),
+                    nullptr, nullptr);
+  EXPECT_EQ(s.code(), rt::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("q_norm and k_norm go together"), std::string::npos) << s.message();
+  EXPECT_EQ(attune_rt_rope(nullptr, 1, 1, 8, 4, 4, 64, 10000, ATTUNE_RT_BF16, x.p(), x.p(), x.p(),
+                           x.p(), nullptr, nullptr, nullptr, nullptr),
+            ATTUNE_RT_INVALID_ARGUMENT);
+  EXPECT_EQ(attune_rt_silu_mul(nullptr, 1, 8, ATTUNE_RT_BF16, x.p(), x.p(), nullptr, nullptr),
+            ATTUNE_RT_INVALID_ARGUMENT);
+}
+
 }  // namespace
 }  // namespace attune

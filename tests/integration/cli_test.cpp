@@ -242,8 +242,10 @@ INSTANTIATE_TEST_SUITE_P(
         // An op no signature registers is refused, never taken for another op.
         BadInput{"tune --backend sim --op conv --shape 4x4",
                  "--shape is understood for --op gemm (MxNxK), rmsnorm (ROWSxHIDDEN), "
-                 "attention_decode (BATCHxKVxHEADxQ_HEADSxKV_HEADSxQ_LEN) and attention_prefill "
-                 "(SEQxBATCHxHEADxQ_HEADSxKV_HEADS), not 'conv'"},
+                 "attention_decode (BATCHxKVxHEADxQ_HEADSxKV_HEADSxQ_LEN), attention_prefill "
+                 "(SEQxBATCHxHEADxQ_HEADSxKV_HEADS), rope "
+                 "(BATCHxSEQxKVxQ_HEADSxKV_HEADSxHEADxTHETA) and silu_mul (ROWSxINTER), not "
+                 "'conv'"},
         BadInput{"tune --backend warp9 --problem rmsnorm", "unknown backend 'warp9'"},
         BadInput{"tune --backend sim --problem rmsnorm --strategy luck", "unknown strategy 'luck'"},
         BadInput{"tune --backend sim --shapes missing.txt", "cannot read shapes file"},

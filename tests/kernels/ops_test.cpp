@@ -145,10 +145,12 @@ TEST(Ops, AnUnknownOpIsRefusedNotTakenForAnother) {
   EXPECT_EQ(find_op("conv"), nullptr);
   auto shape = problem_from_shape("conv", "4x4", "");
   ASSERT_FALSE(shape.ok());
-  EXPECT_EQ(shape.error().message(),
-            "--shape is understood for --op gemm (MxNxK), rmsnorm (ROWSxHIDDEN), attention_decode "
-            "(BATCHxKVxHEADxQ_HEADSxKV_HEADSxQ_LEN) and attention_prefill "
-            "(SEQxBATCHxHEADxQ_HEADSxKV_HEADS), not 'conv'");
+  EXPECT_EQ(
+      shape.error().message(),
+      "--shape is understood for --op gemm (MxNxK), rmsnorm (ROWSxHIDDEN), attention_decode "
+      "(BATCHxKVxHEADxQ_HEADSxKV_HEADSxQ_LEN), attention_prefill "
+      "(SEQxBATCHxHEADxQ_HEADSxKV_HEADS), rope (BATCHxSEQxKVxQ_HEADSxKV_HEADSxHEADxTHETA) and "
+      "silu_mul (ROWSxINTER), not 'conv'");
 
   auto kind = runtime::op_kind("conv");
   ASSERT_FALSE(kind.ok());

@@ -347,6 +347,111 @@ std::unique_ptr<SimProblem> make_attention_prefill(const OpSignature& op) {
   return p;
 }
 
+// RoPE as rope's family runs it: the op's one space (the chain baseline, or the fused kernel with
+// its pairs per lane, head groups, head blocks and tokens per block), timed as a memory-bound
+// kernel whose efficiency is set by the bytes in flight across the device. The fused kernel reads
+// qkv once and writes q and the caches once; each thread walks its heads in turn (about 50 ns a
+// head once pipelined), and every head group of every block computes the token's angles (sincos,
+// half hidden under the loads). The chain launches two or three kernels of one 2-byte element per
+// thread, each with a latency floor, re-reads and rewrites the normalized heads, and computes a
+// sincos per element. A prefill wants few head blocks (the angles computed once), a decode step
+// of a few tokens many (the SMs filled): the optimum moves with the token count.
+std::unique_ptr<SimProblem> make_rope(const OpSignature& op) {
+  auto p = std::make_unique<SimProblem>();
+  p->name = op.name;
+  p->description =
+      "RoPE with the q/k norm on the simulated device: chain baseline or fused (pairs per lane, "
+      "head groups, head blocks, tokens per block)";
+  p->attrs = sizes_of(op, {"8", "512", "512", "16", "8", "128", "1000000"}, "6");
+  p->make_space = [space = op.space](const Problem& prob) { return space(prob); };
+  p->time_us = [](const Problem& prob, const Config& c) {
+    auto sz = [&prob](const char* name) { return static_cast<double>(*prob.int_attr(name)); };
+    const double tokens = sz("batch") * sz("seq"), head = sz("head");
+    const double qk = sz("q_heads") + sz("kv_heads"), heads = qk + sz("kv_heads");
+    const bool norm = prob.attr("qk_norm") && *prob.attr("qk_norm") == "1";
+    constexpr double kLaunchUs = 2.0, kSincosInstr = 40, kLanesPerUs = kSms * 128 * 1980.0,
+                     kInflightPerSm = 24576, kThreadsPerSm = 2048;
+    // A kernel of one thread per element, 4 bytes in flight each, and a latency floor.
+    auto simple = [&](double bytes, double threads) {
+      const double inflight = std::min(threads, kSms * kThreadsPerSm) * 4;
+      const double eff = std::min(0.55, inflight / (kSms * kInflightPerSm));
+      return bytes / (kDramBytesPerUs * std::max(eff, 0.005)) + 0.6;
+    };
+    if (c.get("kernel")->as_word() == "chain") {
+      const double qk_elems = tokens * qk * head;
+      double t = (norm ? 3 : 2) * kLaunchUs;
+      if (norm) t += simple(2 * qk_elems * 2, qk_elems);
+      t += simple(2 * qk_elems * 2, qk_elems) +
+           qk_elems * kSincosInstr / kLanesPerUs / std::min(1.0, qk_elems / (kSms * kThreadsPerSm));
+      t += simple(2 * tokens * sz("kv_heads") * head * 2, tokens * sz("kv_heads") * head);
+      return t * rugged(prob, c, 0.02);
+    }
+    const double vec = knob(c, "vec"), groups = knob(c, "head_groups"),
+                 head_blocks = knob(c, "head_blocks"), tpb = knob(c, "tokens");
+    const double bytes = 2 * tokens * heads * head * 2;  // qkv read once, outputs written once
+    const double threads = head / 2 / vec * groups;
+    const double blocks = std::ceil(tokens / tpb) * head_blocks;
+    const double resident = std::min(std::floor(kThreadsPerSm / threads), 32.0);
+    const double active = std::min(blocks, kSms * resident);
+    double eff = 0.92 * std::min(1.0, active * threads * vec * 4 / (kSms * kInflightPerSm));
+    if (vec == 1) eff *= 0.8;  // 2-byte accesses: four times the load instructions of vec 4
+    const double waves = std::ceil(blocks / (kSms * resident));
+    const double tail = waves * kSms * resident / std::max(blocks, kSms * resident);
+    const double bandwidth = bytes / (kDramBytesPerUs * std::max(0.005, eff)) * std::max(1.0, tail);
+    const double walk = waves * tpb * std::ceil(heads / (groups * head_blocks)) * 0.05 + 0.6;
+    const double busy = std::min(1.0, active * threads / (kSms * kThreadsPerSm));
+    const double sincos =
+        0.5 * tokens * groups * head_blocks * head / 2 * kSincosInstr / (kLanesPerUs * busy);
+    double t = std::max(bandwidth, walk) + sincos;
+    if (norm) t *= 1.03;  // the shuffles of the norm
+    return (kLaunchUs + t) * rugged(prob, c, 0.02);
+  };
+  p->cold = [](const Config& c) { return c.get("kernel")->as_word() == "chain" ? 1.04 : 1.02; };
+  p->chunk = [](const Config& c) { return static_cast<int>(knob(c, "vec")); };
+  return p;
+}
+
+// SiLU * mul as silu_mul's family runs it: the op's one space (the naive baseline, or the vector
+// kernel with its width, threads, unroll and rows per block), timed as a bandwidth-bound kernel
+// that reads two halves and writes one: the efficiency set by the bytes in flight per SM, idle
+// lanes when a block is wider than a row, and a tail wave. Few rows want narrow blocks and deep
+// unrolling, many rows wide accesses and several rows per block.
+std::unique_ptr<SimProblem> make_silu_mul(const OpSignature& op) {
+  auto p = std::make_unique<SimProblem>();
+  p->name = op.name;
+  p->description =
+      "SiLU * mul on the simulated device: naive baseline or vector kernel (width, threads, "
+      "unroll, "
+      "rows per block)";
+  p->attrs = sizes_of(op, {"4096", "3072"}, "7");
+  p->make_space = [space = op.space](const Problem& prob) { return space(prob); };
+  p->time_us = [&op](const Problem& prob, const Config& c) {
+    const double rows = size(prob, op, 0), inter = size(prob, op, 1);
+    const double bytes = rows * inter * 2 * 3;
+    constexpr double kLaunchUs = 2.0;
+    if (c.get("kernel")->as_word() == "naive")
+      return (kLaunchUs + bytes / (kDramBytesPerUs * 0.55)) * rugged(prob, c, 0.02);
+    const double vec = knob(c, "vec"), threads = knob(c, "threads"), unroll = knob(c, "unroll"),
+                 rpb = knob(c, "rows_per_block");
+    const double span = threads * vec * unroll;
+    const double blocks = std::ceil(rows / rpb) * std::ceil(inter / span);
+    const double resident = std::min(std::floor(2048 / threads), 32.0);
+    const double per_sm = std::min(resident, std::ceil(blocks / kSms));
+    const double inflight = per_sm * threads * vec * 2 * 2 * unroll;
+    double eff = 0.93 * std::min(1.0, inflight / 32768.0);
+    if (vec == 1) eff *= 0.75;
+    if (span > inter) eff *= inter / span;  // lanes past the row's end
+    const double waves = std::ceil(blocks / (kSms * resident));
+    const double tail = waves * kSms * resident / std::max(blocks, kSms * resident);
+    double t = bytes / (kDramBytesPerUs * std::max(0.02, eff)) * std::max(1.0, tail);
+    t *= 1.0 + 0.02 * (rpb - 1);  // rows walked in turn per block
+    return (kLaunchUs + t) * rugged(prob, c, 0.02);
+  };
+  p->cold = [](const Config&) { return 1.03; };
+  p->chunk = [](const Config& c) { return static_cast<int>(knob(c, "vec") * knob(c, "unroll")); };
+  return p;
+}
+
 std::unique_ptr<SimProblem> make_faults() {
   auto p = std::make_unique<SimProblem>();
   p->name = "faults";
@@ -441,7 +546,9 @@ struct SimModel {
 constexpr SimModel kModels[] = {{"gemm", &make_gemm},
                                 {"rmsnorm", &make_rmsnorm},
                                 {"attention_decode", &make_attention_decode},
-                                {"attention_prefill", &make_attention_prefill}};
+                                {"attention_prefill", &make_attention_prefill},
+                                {"rope", &make_rope},
+                                {"silu_mul", &make_silu_mul}};
 
 }  // namespace
 
@@ -482,6 +589,31 @@ void trace_execution(int device, const Problem& problem, const Config& config, R
   ssize_t n = ::write(fd, line.data(), line.size());
   (void)n;  // a trace for tests; a failed write shows there as a missing line
   ::close(fd);
+}
+
+// A device of a simulated box that misbehaves, for the multi-device tests:
+// ATTUNE_SIM_SLOW_DEVICE="I:MS" makes every execution on device I take MS more milliseconds of
+// wall time (its measured times are the landscape's: a slower device's kernels finish later, not
+// differently); ATTUNE_SIM_CRASH_DEVICE="I:FILE" makes the first execution on device I, in any
+// process, create FILE and abort its worker, as a GPU's passing fault does (a fresh worker then
+// runs the candidate again).
+void misbehave(int device) {
+  if (const char* slow = std::getenv("ATTUNE_SIM_SLOW_DEVICE")) {
+    int index = -1;
+    long ms = 0;
+    if (std::sscanf(slow, "%d:%ld", &index, &ms) == 2 && index == device && ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  }
+  if (const char* crash = std::getenv("ATTUNE_SIM_CRASH_DEVICE")) {
+    const char* colon = std::strchr(crash, ':');
+    if (!colon || std::atoi(crash) != device || colon[1] == '\0') return;
+    // O_EXCL: exactly one execution, in whichever worker gets there first, dies.
+    int fd = ::open(colon + 1, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    ::close(fd);
+    std::fputs("sim: the device faulted\n", stderr);
+    std::abort();
+  }
 }
 
 }  // namespace
@@ -623,6 +755,7 @@ Outcome SimBackend::execute(const Problem& problem, const Config& config, Regime
   if (!found) return Outcome::failed(Verdict::kLaunchFailed, found.error().message());
   const SimProblem& p = **found;
   trace_execution(device_, problem, config, regime);
+  misbehave(device_);
   if (auto why = p.refuse(config)) return Outcome::failed(Verdict::kUnsupported, *why);
   const Planted planted = p.plant(config);
   switch (planted.fault) {

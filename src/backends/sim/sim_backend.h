@@ -9,7 +9,8 @@
 // ATTUNE_SIM_DEVICES=N identical ones (a box of N GPUs of one kind, for multi-device tests). What
 // ran where is observable for such tests: ATTUNE_SIM_TRACE=FILE makes each execute() append
 // "device=I problem=P config=C regime=R" to FILE (one O_APPEND write, so workers in several
-// processes may share it). One thread at a time.
+// processes may share it). ATTUNE_SIM_SLOW_DEVICE and ATTUNE_SIM_CRASH_DEVICE make one device
+// of the box slower in wall time or fault once (sim_backend.cpp says how). One thread at a time.
 #pragma once
 
 #include <map>

@@ -118,7 +118,8 @@ Status Runtime::open(const std::string& table_path, std::unique_ptr<Runtime>* ou
   for (auto [name, kind] :
        {std::pair{"gemm", &impl->gemm_kind}, std::pair{"rmsnorm", &impl->rmsnorm_kind},
         std::pair{"attention_decode", &impl->attention_decode_kind},
-        std::pair{"attention_prefill", &impl->attention_prefill_kind}}) {
+        std::pair{"attention_prefill", &impl->attention_prefill_kind},
+        std::pair{"rope", &impl->rope_kind}, std::pair{"silu_mul", &impl->silu_mul_kind}}) {
     auto k = runtime::op_kind(name);
     if (!k) return to_status(k.error(), Code::kUnsupported);
     *kind = *k;
@@ -254,6 +255,66 @@ Status Runtime::Impl::attention_prefill(std::int64_t seq, std::int64_t batch, st
   return dispatch(key, args, stream, record);
 }
 
+Status Runtime::Impl::rope(std::int64_t batch, std::int64_t seq, std::int64_t kv,
+                           std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head,
+                           std::int64_t theta, DType dtype, void* q, void* k_cache, void* v_cache,
+                           const void* qkv, const void* q_norm, const void* k_norm, void* stream,
+                           const DispatchRecord** record) {
+  // As attention: the op's joint rules (head sizes, grouped-query heads, seq <= kv, theta) at a
+  // shape's first call, the per-call ones here.
+  for (std::int64_t size : {batch, seq, kv, q_heads, kv_heads, head, theta})
+    if (!size_ok(size))
+      return invalid(fmt::format(
+          "rope: batch={}, seq={}, kv={}, q_heads={}, kv_heads={}, head={}, theta={}: sizes must "
+          "be 1..{}",
+          batch, seq, kv, q_heads, kv_heads, head, theta, INT32_MAX));
+  if (!size_ok(batch * seq))
+    return invalid(
+        fmt::format("rope: batch * seq = {} tokens, more than {}", batch * seq, INT32_MAX));
+  if (dtype != DType::kBf16 && dtype != DType::kFp16)
+    return invalid("rope: dtype must be bf16 or fp16");
+  if (!q || !k_cache || !v_cache || !qkv)
+    return invalid("rope: q, k_cache, v_cache and qkv must be device pointers");
+  if (!q_norm != !k_norm)
+    return invalid("rope: q_norm and k_norm go together (both for the q/k norm, or neither)");
+  if (!aligned16(q) || !aligned16(k_cache) || !aligned16(v_cache) || !aligned16(qkv) ||
+      !aligned16(q_norm) || !aligned16(k_norm))
+    return invalid("rope: q, k_cache, v_cache, qkv, q_norm and k_norm must be 16-byte aligned");
+  const ShapeKey key{rope_kind,
+                     dtype_of(dtype),
+                     q_norm != nullptr,
+                     {batch, seq, kv, q_heads, kv_heads, head, theta}};
+  kernels::PlanArgs args;
+  args.q = reinterpret_cast<CUdeviceptr>(q);
+  args.k = reinterpret_cast<CUdeviceptr>(k_cache);
+  args.v = reinterpret_cast<CUdeviceptr>(v_cache);
+  args.qkv = reinterpret_cast<CUdeviceptr>(qkv);
+  args.q_norm = reinterpret_cast<CUdeviceptr>(q_norm);
+  args.k_norm = reinterpret_cast<CUdeviceptr>(k_norm);
+  args.rows = static_cast<int>(batch * seq);
+  args.seq = static_cast<int>(seq);
+  args.kv = static_cast<int>(kv);
+  args.eps = static_cast<float>(kernels::kRopeNormEps);
+  return dispatch(key, args, stream, record);
+}
+
+Status Runtime::Impl::silu_mul(std::int64_t rows, std::int64_t inter, DType dtype, void* y,
+                               const void* gu, void* stream, const DispatchRecord** record) {
+  if (!size_ok(rows) || !size_ok(inter))
+    return invalid(
+        fmt::format("silu_mul: rows={}, inter={}: sizes must be 1..{}", rows, inter, INT32_MAX));
+  if (dtype != DType::kBf16 && dtype != DType::kFp16)
+    return invalid("silu_mul: dtype must be bf16 or fp16");
+  if (!y || !gu) return invalid("silu_mul: y and gu must be device pointers");
+  if (!aligned16(y) || !aligned16(gu)) return invalid("silu_mul: y and gu must be 16-byte aligned");
+  const ShapeKey key{silu_mul_kind, dtype_of(dtype), false, {rows, inter}};
+  kernels::PlanArgs args;
+  args.y = reinterpret_cast<CUdeviceptr>(y);
+  args.x = reinterpret_cast<CUdeviceptr>(gu);
+  args.rows = static_cast<int>(rows);
+  return dispatch(key, args, stream, record);
+}
+
 Status Runtime::Impl::dispatch(const ShapeKey& key, kernels::PlanArgs& args, void* stream,
                                const DispatchRecord** record) {
   runtime::Slot& slot = selector->select(key);
@@ -312,6 +373,25 @@ Status Runtime::rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, voi
   return s;
 }
 
+Status Runtime::rope(std::int64_t batch, std::int64_t seq, std::int64_t kv, std::int64_t q_heads,
+                     std::int64_t kv_heads, std::int64_t head, std::int64_t theta, DType dtype,
+                     void* q, void* k_cache, void* v_cache, const void* qkv, const void* q_norm,
+                     const void* k_norm, void* stream, const Dispatch** dispatched) {
+  const DispatchRecord* rec = nullptr;
+  Status s = impl_->rope(batch, seq, kv, q_heads, kv_heads, head, theta, dtype, q, k_cache, v_cache,
+                         qkv, q_norm, k_norm, stream, dispatched ? &rec : nullptr);
+  if (dispatched) *dispatched = rec ? &rec->cpp : nullptr;
+  return s;
+}
+
+Status Runtime::silu_mul(std::int64_t rows, std::int64_t inter, DType dtype, void* y,
+                         const void* gu, void* stream, const Dispatch** dispatched) {
+  const DispatchRecord* rec = nullptr;
+  Status s = impl_->silu_mul(rows, inter, dtype, y, gu, stream, dispatched ? &rec : nullptr);
+  if (dispatched) *dispatched = rec ? &rec->cpp : nullptr;
+  return s;
+}
+
 const Dispatch* Runtime::last_dispatch() const {
   const DispatchRecord* r = impl_->last();
   return r ? &r->cpp : nullptr;
@@ -333,10 +413,14 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
   auto fail = [](const Error& e) { return to_status(e, Code::kCuda); };
   if (attune::Status st = executor->enter(); !st) return fail(st.error());
   const bool gemm_op = problem.op() == "gemm", attention_op = problem.op() == "attention_decode",
-             prefill_op = problem.op() == "attention_prefill";
-  if (!gemm_op && !attention_op && !prefill_op && problem.op() != "rmsnorm")
-    return invalid("time: '" + problem.text() +
-                   "' is not a gemm, rmsnorm, attention_decode or attention_prefill problem");
+             prefill_op = problem.op() == "attention_prefill", rope_op = problem.op() == "rope",
+             silu_mul_op = problem.op() == "silu_mul";
+  if (!gemm_op && !attention_op && !prefill_op && !rope_op && !silu_mul_op &&
+      problem.op() != "rmsnorm")
+    return invalid(
+        "time: '" + problem.text() +
+        "' is not a gemm, rmsnorm, attention_decode, attention_prefill, rope or silu_mul "
+        "problem");
   CUstream raw = nullptr;
   if (CUresult rc = cuStreamCreate(&raw, CU_STREAM_NON_BLOCKING); rc != CUDA_SUCCESS)
     return fail(cuda::driver_error(rc, "cuStreamCreate", __FILE__, __LINE__));
@@ -409,6 +493,42 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
         return self->attention_prefill(s.seq, s.batch, s.head, s.q_heads, s.kv_heads, dt,
                                        reinterpret_cast<void*>(o), reinterpret_cast<void*>(q),
                                        reinterpret_cast<void*>(k), reinterpret_cast<void*>(v), st);
+      };
+    } else if (rope_op) {
+      ATTUNE_ASSIGN(kernels::RopeShape s, kernels::rope_shape(problem));
+      for (std::int64_t size : {s.batch, s.seq, s.kv, s.q_heads, s.kv_heads, s.head, s.theta})
+        if (!size_ok(size))
+          return Error::invalid_argument("time: sizes out of range in " + problem.text());
+      const auto qkv_elems = static_cast<std::size_t>(s.tokens() * s.heads() * s.head),
+                 q_elems = static_cast<std::size_t>(s.tokens() * s.q_heads * s.head),
+                 cache_elems = static_cast<std::size_t>(s.batch * s.kv_heads * s.kv * s.head);
+      ATTUNE_ASSIGN(CUdeviceptr qkv, add(qkv_elems, s.bf16, true));
+      CUdeviceptr q_norm = 0, k_norm = 0;
+      if (s.qk_norm) {
+        ATTUNE_ASSIGN(q_norm, add(static_cast<std::size_t>(s.head), s.bf16, true));
+        ATTUNE_ASSIGN(k_norm, add(static_cast<std::size_t>(s.head), s.bf16, true));
+      }
+      ATTUNE_ASSIGN(CUdeviceptr q, add(q_elems, s.bf16, false));
+      ATTUNE_ASSIGN(CUdeviceptr k, add(cache_elems, s.bf16, false));
+      ATTUNE_ASSIGN(CUdeviceptr v, add(cache_elems, s.bf16, false));
+      const DType dt = s.bf16 ? DType::kBf16 : DType::kFp16;
+      call = [=, this](CUstream st) {
+        return self->rope(s.batch, s.seq, s.kv, s.q_heads, s.kv_heads, s.head, s.theta, dt,
+                          reinterpret_cast<void*>(q), reinterpret_cast<void*>(k),
+                          reinterpret_cast<void*>(v), reinterpret_cast<void*>(qkv),
+                          reinterpret_cast<void*>(q_norm), reinterpret_cast<void*>(k_norm), st);
+      };
+    } else if (silu_mul_op) {
+      ATTUNE_ASSIGN(kernels::SiluMulShape s, kernels::silu_mul_shape(problem));
+      if (!size_ok(s.rows) || !size_ok(s.inter))
+        return Error::invalid_argument("time: sizes out of range in " + problem.text());
+      const auto count = static_cast<std::size_t>(s.rows) * static_cast<std::size_t>(s.inter);
+      ATTUNE_ASSIGN(CUdeviceptr gu, add(2 * count, s.bf16, true));
+      ATTUNE_ASSIGN(CUdeviceptr y, add(count, s.bf16, false));
+      const DType dt = s.bf16 ? DType::kBf16 : DType::kFp16;
+      call = [=, this](CUstream st) {
+        return self->silu_mul(s.rows, s.inter, dt, reinterpret_cast<void*>(y),
+                              reinterpret_cast<void*>(gu), st);
       };
     } else {
       ATTUNE_ASSIGN(kernels::RmsnormShape s, kernels::rmsnorm_shape(problem));

@@ -183,6 +183,41 @@ ATTUNE_RT_API int attune_rt_attention_prefill(attune_rt* rt, int64_t seq, int64_
   });
 }
 
+ATTUNE_RT_API int attune_rt_rope(attune_rt* rt, int64_t batch, int64_t seq, int64_t kv,
+                                 int64_t q_heads, int64_t kv_heads, int64_t head, int64_t theta,
+                                 int dtype, void* q, void* k_cache, void* v_cache, const void* qkv,
+                                 const void* q_norm, const void* k_norm, void* stream,
+                                 const attune_rt_dispatch** dispatched) {
+  return guarded([&]() -> int {
+    if (!rt) return fail(Code::kInvalidArgument, "attune_rt_rope: rt is null");
+    if (!dtype_ok(dtype))
+      return fail(Code::kInvalidArgument,
+                  "attune_rt_rope: dtype must be ATTUNE_RT_BF16 or ATTUNE_RT_FP16");
+    const attune::runtime::DispatchRecord* rec = nullptr;
+    Status s = rt->runtime->impl().rope(batch, seq, kv, q_heads, kv_heads, head, theta,
+                                        static_cast<DType>(dtype), q, k_cache, v_cache, qkv, q_norm,
+                                        k_norm, stream, dispatched ? &rec : nullptr);
+    if (dispatched) *dispatched = rec ? &rec->c : nullptr;
+    return done(s);
+  });
+}
+
+ATTUNE_RT_API int attune_rt_silu_mul(attune_rt* rt, int64_t rows, int64_t inter, int dtype, void* y,
+                                     const void* gu, void* stream,
+                                     const attune_rt_dispatch** dispatched) {
+  return guarded([&]() -> int {
+    if (!rt) return fail(Code::kInvalidArgument, "attune_rt_silu_mul: rt is null");
+    if (!dtype_ok(dtype))
+      return fail(Code::kInvalidArgument,
+                  "attune_rt_silu_mul: dtype must be ATTUNE_RT_BF16 or ATTUNE_RT_FP16");
+    const attune::runtime::DispatchRecord* rec = nullptr;
+    Status s = rt->runtime->impl().silu_mul(rows, inter, static_cast<DType>(dtype), y, gu, stream,
+                                            dispatched ? &rec : nullptr);
+    if (dispatched) *dispatched = rec ? &rec->c : nullptr;
+    return done(s);
+  });
+}
+
 ATTUNE_RT_API int attune_rt_rmsnorm(attune_rt* rt, int64_t rows, int64_t hidden, int dtype, void* y,
                                     void* h_out, const void* x, const void* r, const void* w,
                                     void* stream, const attune_rt_dispatch** dispatched) {

@@ -17,7 +17,8 @@ struct Runtime::Impl {
   std::unique_ptr<runtime::Executor> executor;
   std::unique_ptr<runtime::Selector> selector;
   // The entry points' ops in the dispatch key: their signatures' runtime keys (core/op.h).
-  runtime::OpKind gemm_kind{}, rmsnorm_kind{}, attention_decode_kind{}, attention_prefill_kind{};
+  runtime::OpKind gemm_kind{}, rmsnorm_kind{}, attention_decode_kind{}, attention_prefill_kind{},
+      rope_kind{}, silu_mul_kind{};
 
   // The calls behind the public entry points; *record (when given) receives what ran.
   Status gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a,
@@ -34,6 +35,12 @@ struct Runtime::Impl {
                            std::int64_t q_heads, std::int64_t kv_heads, DType dtype, void* o,
                            const void* q, const void* k, const void* v, void* stream,
                            const runtime::DispatchRecord** record);
+  Status rope(std::int64_t batch, std::int64_t seq, std::int64_t kv, std::int64_t q_heads,
+              std::int64_t kv_heads, std::int64_t head, std::int64_t theta, DType dtype, void* q,
+              void* k_cache, void* v_cache, const void* qkv, const void* q_norm, const void* k_norm,
+              void* stream, const runtime::DispatchRecord** record);
+  Status silu_mul(std::int64_t rows, std::int64_t inter, DType dtype, void* y, const void* gu,
+                  void* stream, const runtime::DispatchRecord** record);
   // What the entry points share once their arguments are checked: the Selector's slot for `key`,
   // its launch (built on the shape's first call), enqueued with `args`; records what ran.
   Status dispatch(const runtime::ShapeKey& key, kernels::PlanArgs& args, void* stream,

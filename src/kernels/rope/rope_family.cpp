@@ -1,0 +1,209 @@
+#include "kernels/rope/rope_family.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "cuda/cuda_check.h"
+#include "kernels/common/gate.h"
+#include "kernels/common/plan_run.h"
+#include "kernels/ops.h"
+
+namespace attune::kernels {
+
+extern const char* const kRopeRefSource;
+
+namespace {
+
+using namespace attune::cuda;
+
+struct Data {
+  std::string key;
+  DeviceBuffer qkv, q_norm, k_norm, q, k, v, ref_q, ref_k, ref_v, workspace;
+};
+
+class RopeFamily final : public CudaFamily {
+ public:
+  std::string op() const override { return rope_op().name; }
+
+  std::vector<ProblemInfo> examples() const override {
+    std::vector<ProblemInfo> out;
+    for (auto [name, what, batch, seq, kv, q_heads] :
+         {std::tuple{"rope-qwen3-embedding-0.6b-prefill", "a prefill of 8 x 512 tokens", 8, 512,
+                     512, 16},
+          std::tuple{"rope-qwen3-8b-decode", "a batch-8 decode step of Qwen3-8B at KV 2048", 8, 1,
+                     2048, 32}}) {
+      Problem p("rope",
+                {{"batch", std::to_string(batch)},
+                 {"seq", std::to_string(seq)},
+                 {"kv", std::to_string(kv)},
+                 {"q_heads", std::to_string(q_heads)},
+                 {"kv_heads", "8"},
+                 {"head", "128"},
+                 {"theta", "1000000"},
+                 {"qk_norm", "1"},
+                 {"dtype", "bf16"}},
+                name);
+      out.push_back(
+          {p, fmt::format("bf16 RoPE with Qwen3's q/k norm, {}, head 128, {} query heads, 8 KV "
+                          "heads",
+                          what, q_heads)});
+    }
+    return out;
+  }
+
+  Result<Problem> resolve(const Problem& spec) const override { return rope_op().resolve(spec); }
+
+  Result<Space> space(const Problem& problem) const override { return rope_op().space(problem); }
+
+  std::optional<BuildRequest> build_request(const Problem& problem,
+                                            const Config& c) const override {
+    auto plan = plan_rope(problem, c);
+    if (!plan) return std::nullopt;
+    return std::get<KernelPlan>(*plan).build;
+  }
+
+ private:
+  // Elements of qkv, of q and of one cache.
+  static std::size_t qkv_elems(const RopeShape& s) {
+    return static_cast<std::size_t>(s.tokens() * s.heads() * s.head);
+  }
+  static std::size_t q_elems(const RopeShape& s) {
+    return static_cast<std::size_t>(s.tokens() * s.q_heads * s.head);
+  }
+  static std::size_t cache_elems(const RopeShape& s) {
+    return static_cast<std::size_t>(s.batch * s.kv_heads * s.kv * s.head);
+  }
+
+  Status prepare_data(const Problem& problem, const RopeShape& s) {
+    if (data_.key == problem.structural_key()) return Status::success();
+    data_ = Data{};
+    ATTUNE_ASSIGN(data_.qkv, DeviceBuffer::alloc(qkv_elems(s) * 2));
+    ATTUNE_ASSIGN(data_.q_norm, DeviceBuffer::alloc(static_cast<std::size_t>(s.head) * 2));
+    ATTUNE_ASSIGN(data_.k_norm, DeviceBuffer::alloc(static_cast<std::size_t>(s.head) * 2));
+    ATTUNE_ASSIGN(data_.q, DeviceBuffer::alloc((q_elems(s) + kGuardElements) * 2));
+    ATTUNE_ASSIGN(data_.k, DeviceBuffer::alloc((cache_elems(s) + kGuardElements) * 2));
+    ATTUNE_ASSIGN(data_.v, DeviceBuffer::alloc((cache_elems(s) + kGuardElements) * 2));
+    ATTUNE_ASSIGN(data_.ref_q, DeviceBuffer::alloc(q_elems(s) * 8));
+    ATTUNE_ASSIGN(data_.ref_k, DeviceBuffer::alloc(cache_elems(s) * 8));
+    ATTUNE_ASSIGN(data_.ref_v, DeviceBuffer::alloc(cache_elems(s) * 8));
+    data_.key = problem.structural_key();
+    return Status::success();
+  }
+
+  Status ensure_workspace(std::size_t bytes) {
+    if (data_.workspace.bytes() >= bytes && data_.workspace.ptr()) return Status::success();
+    data_.workspace = DeviceBuffer{};
+    ATTUNE_ASSIGN(data_.workspace, DeviceBuffer::alloc(std::max<std::size_t>(bytes, 256)));
+    return Status::success();
+  }
+
+  // The caches' old rows into their references (the new rows poisoned), then the new tokens'
+  // references from qkv.
+  Status reference(CudaEnv& env, const RopeShape& s) {
+    BuildRequest req;
+    req.source = kRopeRefSource;
+    req.source_name = "rope_ref.cu";
+    ATTUNE_ASSIGN(Built cache_ref, env.function(req, "rope_ref_cache"));
+    ATTUNE_ASSIGN(Built ref, env.function(req, "rope_ref"));
+    if (ref.verdict != Verdict::kOk || cache_ref.verdict != Verdict::kOk)
+      return Error::internal("the rope reference does not compile: " + ref.log + cache_ref.log);
+    int head = static_cast<int>(s.head), kv = static_cast<int>(s.kv), seq = static_cast<int>(s.seq),
+        q_heads = static_cast<int>(s.q_heads), kv_heads = static_cast<int>(s.kv_heads),
+        f = s.bf16 ? 0 : 1, qk_norm = s.qk_norm ? 1 : 0;
+    long long n = static_cast<long long>(cache_elems(s));
+    unsigned short poison = kPoison16;
+    for (auto [ref_ptr, cache_ptr] : {std::pair{data_.ref_k.ptr(), data_.k.ptr()},
+                                      std::pair{data_.ref_v.ptr(), data_.v.ptr()}}) {
+      CUdeviceptr r = ref_ptr, c = cache_ptr;
+      void* args[] = {&r, &c, &n, &head, &kv, &seq, &poison, &f};
+      ATTUNE_CU(cuLaunchKernel(cache_ref.fn, grid_for(cache_elems(s)), 1, 1, 256, 1, 1, 0,
+                               env.stream(), args, nullptr));
+    }
+    CUdeviceptr q = data_.ref_q.ptr(), k = data_.ref_k.ptr(), v = data_.ref_v.ptr(),
+                qkv = data_.qkv.ptr(), qn = data_.q_norm.ptr(), kn = data_.k_norm.ptr();
+    double theta = static_cast<double>(s.theta), eps = kRopeNormEps;
+    void* args[] = {&q,       &k,        &v,    &qkv,   &qn,      &kn,  &seq, &kv,
+                    &q_heads, &kv_heads, &head, &theta, &qk_norm, &eps, &f};
+    ATTUNE_CU(cuLaunchKernel(ref.fn, static_cast<unsigned>(s.tokens()),
+                             static_cast<unsigned>(s.heads()), 1, 128, 1, 1, 0, env.stream(), args,
+                             nullptr));
+    return Status::success();
+  }
+
+  Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config,
+                      Regime regime) override {
+    ATTUNE_ASSIGN(RopeShape s, rope_shape(problem));
+    ATTUNE_ASSIGN(Plan plan, plan_rope(problem, config));
+    ATTUNE_TRY(prepare_data(problem, s));
+    PlanArgs args;
+    args.qkv = data_.qkv.ptr();
+    args.q_norm = data_.q_norm.ptr();
+    args.k_norm = data_.k_norm.ptr();
+    args.q = data_.q.ptr();
+    args.k = data_.k.ptr();
+    args.v = data_.v.ptr();
+    args.rows = static_cast<int>(s.tokens());
+    args.seq = static_cast<int>(s.seq);
+    args.kv = static_cast<int>(s.kv);
+    args.eps = static_cast<float>(kRopeNormEps);
+    PreparedPlan prepared;
+    ATTUNE_ASSIGN(auto unready, prepare_plan(env, nullptr, plan, &prepared));
+    if (unready) return *unready;
+    ATTUNE_TRY(ensure_workspace(prepared.workspace_bytes));
+    args.workspace = data_.workspace.ptr();
+    const auto launch = plan_launcher(nullptr, plan, prepared, args);
+
+    // Fresh random inputs (qkv, the norm weights, the caches' old rows), poisoned outputs and
+    // guards, the references on the same inputs.
+    const Half fmt = s.bf16 ? Half::kBf16 : Half::kFp16;
+    ATTUNE_TRY(gate_.fill_random(env, args.qkv, qkv_elems(s), fmt));
+    ATTUNE_TRY(
+        gate_.fill_random(env, args.q_norm, static_cast<std::size_t>(s.head), fmt, 0.5f, 1.5f));
+    ATTUNE_TRY(
+        gate_.fill_random(env, args.k_norm, static_cast<std::size_t>(s.head), fmt, 0.5f, 1.5f));
+    ATTUNE_TRY(data_.q.fill16(kPoison16, env.stream()));
+    for (DeviceBuffer* cache : {&data_.k, &data_.v}) {
+      ATTUNE_TRY(cache->fill16(kPoison16, env.stream()));
+      ATTUNE_TRY(gate_.fill_random(env, cache->ptr(), cache_elems(s), fmt));
+    }
+    ATTUNE_TRY(reference(env, s));
+    ATTUNE_ASSIGN(auto refused, launch_and_wait(env, launch, "rope"));
+    if (refused) return *refused;
+
+    // Each output one rotation of (normalized) 16-bit inputs in fp32: its error the output's
+    // rounding (the chain rounds the normalized heads once more) and the fp32 angle's,
+    // pos * 2^-24 radians at most.
+    const Tolerance tol = tolerance_for(s.bf16 ? "bf16" : "fp16");
+    Outcome o;
+    bool first = true;
+    for (auto [what, out, ref, n] :
+         {std::tuple{"q", args.q, data_.ref_q.ptr(), q_elems(s)},
+          std::tuple{"k cache", args.k, data_.ref_k.ptr(), cache_elems(s)},
+          std::tuple{"v cache", args.v, data_.ref_v.ptr(), cache_elems(s)}}) {
+      ATTUNE_ASSIGN(Comparison cmp, gate_.check_output(env, out, ref, n, fmt, tol));
+      if (cmp.verdict != Verdict::kOk) cmp.message = std::string(what) + ": " + cmp.message;
+      if (first || cmp.verdict != Verdict::kOk || cmp.check.value > o.check->value) {
+        o.verdict = cmp.verdict;
+        o.check = cmp.check;
+        o.message = cmp.message;
+      }
+      first = false;
+      if (o.verdict != Verdict::kOk) return o;
+    }
+    ATTUNE_ASSIGN(Measurement m, env.time(launch, regime));
+    o.measurement = m;
+    return o;
+  }
+
+  DeviceGate gate_;
+  Data data_;
+};
+
+}  // namespace
+
+std::unique_ptr<CudaFamily> make_rope_family() {
+  return std::make_unique<RopeFamily>();
+}
+
+}  // namespace attune::kernels

@@ -1,0 +1,281 @@
+#include "tune/layer_tune.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/hash.h"
+
+namespace attune {
+
+std::int64_t GroupingResult::launches() const {
+  std::int64_t n = 0;
+  for (const auto& [_, count] : kernels) n += count;
+  return n;
+}
+
+Result<LayerTuneReport> plan_layers(const LayerRequest& request, Backend& backend,
+                                    const graph::OpLookup& ops) {
+  ATTUNE_TRY(request.shape.check());
+  if (request.layers.empty()) return Error::invalid_argument("no layer to tune");
+  for (std::int64_t layer : request.layers)
+    if (layer < 0 || layer >= request.model.num_hidden_layers)
+      return Error::invalid_argument(fmt::format("--layer {} is not a layer of {} (0..{}, or all)",
+                                                 layer, request.model.name,
+                                                 request.model.num_hidden_layers - 1));
+  LayerTuneReport report;
+  report.request = request;
+  ATTUNE_ASSIGN(report.device, backend.fingerprint());
+  std::vector<graph::LayerGraph> graphs;
+  for (std::int64_t layer : request.layers)
+    graphs.push_back(graph::build_layer(request.model, layer, request.shape));
+
+  std::map<std::string, std::size_t> by_key;
+  for (const graph::Grouping& grouping : graph::all_groupings(graph::layer_forks(request.model))) {
+    GroupingResult g;
+    g.grouping = grouping;
+    // The grouping's kernels over every layer, resolved, before any joins the distinct list.
+    std::vector<std::pair<KernelResult, std::int64_t>> found;
+    for (const graph::LayerGraph& layer : graphs) {
+      graph::Lowering lowered = graph::lower(layer, grouping, ops);
+      if (!lowered.available()) {
+        g.unavailable = lowered.unavailable;
+        break;
+      }
+      for (graph::Kernel& k : lowered.kernels) {
+        auto resolved = backend.resolve(k.problem.text());
+        if (!resolved) {
+          g.unavailable = fmt::format("{}: {}", k.problem.text(), resolved.error().message());
+          break;
+        }
+        KernelResult r;
+        r.problem = *resolved;
+        r.key = hex64(fnv1a64(r.problem.text() + "|" + k.form.text()));
+        r.kernel = std::move(k);
+        auto same = std::find_if(found.begin(), found.end(),
+                                 [&](const auto& f) { return f.first.key == r.key; });
+        if (same != found.end())
+          ++same->second;
+        else
+          found.emplace_back(std::move(r), 1);
+      }
+      if (!g.unavailable.empty()) break;
+    }
+    if (g.unavailable.empty()) {
+      for (auto& [kernel, count] : found) {
+        auto [it, fresh] = by_key.emplace(kernel.key, report.kernels.size());
+        if (fresh) report.kernels.push_back(std::move(kernel));
+        g.kernels.emplace_back(it->second, count);
+        report.kernel_count += count;
+      }
+    }
+    report.groupings.push_back(std::move(g));
+  }
+  if (report.kernels.empty()) {
+    std::set<std::string> why;
+    for (const GroupingResult& g : report.groupings) why.insert(g.unavailable);
+    std::string all;
+    for (const std::string& w : why) all += (all.empty() ? "" : "; ") + w;
+    return Error::unsupported(fmt::format("no grouping of {}'s layer lowers to kernels here: {}",
+                                          request.model.name, all));
+  }
+  return report;
+}
+
+namespace {
+
+// The fastest passing config of `form` among a search's results, by deploy time (then config
+// text, so the pick does not depend on visit order); with deploy_only false, by ranking time
+// among those never measured in deploy.
+const CandidateResult* fastest(const std::vector<CandidateResult>& results, const graph::Form& form,
+                               bool deploy) {
+  const CandidateResult* best = nullptr;
+  for (const CandidateResult& r : results) {
+    if (r.verdict != Verdict::kOk) continue;
+    const std::optional<double>& t = deploy ? r.deploy_us : r.rank_us;
+    if (!t) continue;
+    auto config = Config::parse(r.config);
+    if (!config || !form.admits(*config)) continue;
+    const std::optional<double>& bt = best ? (deploy ? best->deploy_us : best->rank_us) : t;
+    if (!best || *t < *bt || (*t == *bt && r.config < best->config)) best = &r;
+  }
+  return best;
+}
+
+// One distinct problem's inner search and the forms its kernels take.
+struct ProblemWork {
+  Problem problem;
+  std::vector<std::size_t> kernels;  // indexes into LayerTuneReport::kernels
+  bool done = false;
+  int device = -1;
+  ProblemReport report;
+  std::map<std::size_t, CandidateResult> best;  // by kernel index
+};
+
+// The inner search of one problem on a lane, and each of its forms' best in the deploy regime:
+// a form whose fastest config was never timed in deploy (outside the deploy band of a faster
+// form's config) gets it timed there, through the same Tuner.
+Status search_problem(ProblemWork& work, const std::vector<KernelResult>& kernels, DeviceLane& lane,
+                      const TuneOptions& options, const TuneObserver& observer, bool* interrupted) {
+  Tuner tuner(*lane.store, *lane.backend, *lane.runner);
+  ATTUNE_ASSIGN(TuneReport r, tuner.run({work.problem}, options, observer));
+  *interrupted = r.interrupted;
+  if (r.problems.empty()) return Error::internal("the tuner reported no problem");
+  work.report = std::move(r.problems.front());
+  for (std::size_t k : work.kernels) {
+    const graph::Form& form = kernels[k].kernel.form;
+    if (const CandidateResult* b = fastest(work.report.results, form, true)) {
+      work.best[k] = *b;
+      continue;
+    }
+    const CandidateResult* ranked = fastest(work.report.results, form, false);
+    if (!ranked || r.interrupted) continue;
+    ATTUNE_ASSIGN(Config config, Config::parse(ranked->config));
+    const std::vector<std::pair<Problem, std::vector<Config>>> listed = {{work.problem, {config}}};
+    ATTUNE_ASSIGN(TuneReport m, tuner.measure(listed, options, observer));
+    if (m.problems.empty()) continue;
+    for (const CandidateResult& c : m.problems.front().results)
+      if (c.config == ranked->config && c.verdict == Verdict::kOk && c.deploy_us) work.best[k] = c;
+  }
+  return Status::success();
+}
+
+}  // namespace
+
+Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
+                   const LaneFactory& make_lane, const TuneOptions& options,
+                   const TuneObserver& observer) {
+  if (devices.empty()) return Error::invalid_argument("no device to tune on");
+  const auto start = std::chrono::steady_clock::now();
+  report.strategy = options.strategy;
+  report.seed = options.seed;
+  report.devices = devices;
+
+  // Forms of one problem share its search: one unit of work per problem.
+  std::vector<ProblemWork> work;
+  std::map<std::string, std::size_t> by_problem;
+  for (std::size_t k = 0; k < report.kernels.size(); ++k) {
+    const Problem& p = report.kernels[k].problem;
+    auto [it, fresh] = by_problem.emplace(p.structural_key(), work.size());
+    if (fresh) work.push_back(ProblemWork{p, {}, false, -1, {}, {}});
+    work[it->second].kernels.push_back(k);
+  }
+  report.problems_tuned = static_cast<std::int64_t>(work.size());
+
+  std::mutex mu;
+  std::deque<std::size_t> queue;
+  for (std::size_t i = 0; i < work.size(); ++i) queue.push_back(i);
+  bool stop = false;
+  std::size_t finished = 0;
+  std::vector<std::string> lane_errors;
+  TuneObserver locked = [&](const TuneEvent& e) {
+    if (!observer) return;
+    std::lock_guard<std::mutex> lock(mu);
+    observer(e);
+  };
+
+  auto lane_main = [&](int device) {
+    auto lane = make_lane(device);
+    if (!lane) {
+      std::lock_guard<std::mutex> lock(mu);
+      lane_errors.push_back(fmt::format("device {}: {}", device, lane.error().message()));
+      return;
+    }
+    for (;;) {
+      std::size_t i = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (stop || queue.empty()) return;
+        i = queue.front();
+        queue.pop_front();
+      }
+      bool interrupted = false;
+      Status st = search_problem(work[i], report.kernels, *lane, options, locked, &interrupted);
+      std::lock_guard<std::mutex> lock(mu);
+      if (!st.ok()) {
+        // Another device takes the kernel over; this one tunes no more.
+        spdlog::warn("device {} failed on {}: {}; its kernels go to the other devices", device,
+                     work[i].problem.name(), st.error().message());
+        lane_errors.push_back(fmt::format("device {}: {}", device, st.error().message()));
+        queue.push_front(i);
+        return;
+      }
+      work[i].done = true;
+      work[i].device = device;
+      ++finished;
+      spdlog::info("[{}/{}] {} on device {}: {} evaluated, {} measured now", finished, work.size(),
+                   work[i].problem.name(), device, work[i].report.evaluated,
+                   work[i].report.measured);
+      if (interrupted) stop = true;
+    }
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(devices.size());
+  for (int d : devices) threads.emplace_back(lane_main, d);
+  for (std::thread& t : threads) t.join();
+  report.interrupted = stop;
+  report.elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  const bool all_done =
+      std::all_of(work.begin(), work.end(), [](const ProblemWork& w) { return w.done; });
+  if (!all_done && !stop) {
+    std::string why;
+    for (const auto& e : lane_errors) why += (why.empty() ? "" : "; ") + e;
+    return Error::unsupported("no device could tune every kernel: " + why);
+  }
+
+  for (const ProblemWork& w : work)
+    for (std::size_t k : w.kernels) {
+      KernelResult& kr = report.kernels[k];
+      kr.device = w.device;
+      kr.evaluated = w.report.evaluated;
+      kr.measured = w.report.measured;
+      kr.replayed = w.report.replayed;
+      kr.stopped_by = w.done ? w.report.stopped_by : "interrupted";
+      auto b = w.best.find(k);
+      if (b != w.best.end()) {
+        kr.best = b->second;
+      } else {
+        kr.failure =
+            !w.done ? "not tuned: the run was interrupted first"
+                    : fmt::format("no passing config{} among the {} evaluated",
+                                  kr.kernel.form.any() ? "" : " of form " + kr.kernel.form.text(),
+                                  w.report.evaluated);
+      }
+    }
+
+  // The outer level: each grouping scored by the sum of its kernels' best times.
+  for (std::size_t g = 0; g < report.groupings.size(); ++g) {
+    GroupingResult& gr = report.groupings[g];
+    if (!gr.unavailable.empty()) continue;
+    double total = 0;
+    for (const auto& [k, count] : gr.kernels) {
+      const KernelResult& kr = report.kernels[k];
+      if (!kr.best) {
+        gr.unscored = fmt::format("{}: {}", kr.problem.text(), kr.failure);
+        break;
+      }
+      total += static_cast<double>(count) * *kr.best->deploy_us;
+    }
+    if (!gr.unscored.empty()) continue;
+    gr.total_us = total;
+    if (!report.winner || total < *report.groupings[*report.winner].total_us) report.winner = g;
+  }
+  if (report.winner) report.assembled.isolated_sum_us = report.groupings[*report.winner].total_us;
+  report.assembled.note =
+      report.device.backend == "sim"
+          ? "not measured: the sim backend runs no assembled graph (its kernels' times are "
+            "independent by construction, so it could only repeat the sum)"
+          : "not measured: the winning grouping's assembled CUDA-graph run is not built yet";
+  return Status::success();
+}
+
+}  // namespace attune

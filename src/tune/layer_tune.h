@@ -1,0 +1,116 @@
+// Tuning a model's decoder layers in two levels, through the one Tuner. The outer search walks
+// every grouping of the layer's ops into kernels (the structural forks: few, so all of them) and
+// scores each by 1 / the sum of its kernels' best times; the inner search tunes one distinct
+// kernel at a time with the whole budget of TuneOptions. Kernels are deduplicated by structural
+// key across layers and groupings, so a kernel shared by 28 layers or by two groupings is tuned
+// once and counted each time it runs. Every invocation runs every inner search: what the store
+// holds answers it with no GPU work, so an identical rerun launches nothing.
+//
+// The inner searches fan out one kernel at a time over devices: each device has a thread of its
+// own that makes its backend, candidate runner and store connection there (a worker process
+// dies with the thread that started it) and takes the next kernel not yet taken. A kernel's
+// search depends only on the kernel and the store, so results are the same for any number of
+// devices. A device whose tuning fails hands its kernel back to the others and stops.
+// tune_layers() is called from one thread; its observer is called under a lock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/runner.h"
+#include "graph/layer.h"
+#include "graph/model.h"
+#include "store/store.h"
+#include "tune/tuner.h"
+
+namespace attune {
+
+// What `attune tune --model` asks for.
+struct LayerRequest {
+  graph::ModelConfig model;
+  std::string model_path;            // as given, for the report
+  std::vector<std::int64_t> layers;  // --layer N: {N}; --layer all: every layer
+  graph::LayerShape shape;
+};
+
+// What one device's thread tunes with, made in that thread.
+struct DeviceLane {
+  std::unique_ptr<Backend> backend;  // selected on the device
+  std::unique_ptr<CandidateRunner> runner;
+  std::unique_ptr<Store> store;  // a connection of its own to the run's database
+};
+using LaneFactory = std::function<Result<DeviceLane>(int device)>;
+
+// One distinct kernel: a problem as the backend resolved it, in a form, and what the inner
+// search of its problem found for that form.
+struct KernelResult {
+  std::string key;       // structural key: hash of the resolved problem's text and the form
+  graph::Kernel kernel;  // its first occurrence (nodes of the first layer and grouping using it)
+  Problem problem;       // resolved by the backend
+  // The fastest passing config of the form in the deploy regime; nullopt: none passed.
+  std::optional<CandidateResult> best;
+  std::string failure;  // why there is no best
+  int device = -1;      // the device whose thread ran its problem's inner search
+  // Its problem's inner search (shared by the problem's forms).
+  std::int64_t evaluated = 0, measured = 0, replayed = 0;
+  std::string stopped_by;
+};
+
+struct GroupingResult {
+  graph::Grouping grouping;
+  std::string unavailable;  // why it does not lower; "": it does
+  // Its kernels over the tuned layers: index into LayerTuneReport::kernels and how many times
+  // the layers run it, in first-use order.
+  std::vector<std::pair<std::size_t, std::int64_t>> kernels;
+  // Sum of count x best deploy time of its kernels; nullopt when unavailable or a kernel has no
+  // passing config.
+  std::optional<double> total_us;
+  std::string unscored;  // why total_us is unset, when it lowers
+  std::int64_t launches() const;
+};
+
+// The check of cutting kernels apart: the winning grouping run whole, as one CUDA graph, beside
+// the sum of its isolated times. Not measured until that run exists; never estimated.
+struct AssembledCheck {
+  bool measured = false;
+  std::optional<double> isolated_sum_us;  // the winner's total
+  std::optional<double> assembled_us;
+  std::optional<double> gap;  // assembled / isolated - 1
+  std::string note;           // why it was not measured, or how it was
+};
+
+struct LayerTuneReport {
+  LayerRequest request;
+  DeviceFingerprint device;
+  std::string strategy;
+  std::uint64_t seed = 0;
+  std::vector<int> devices;           // the device indexes the inner searches ran on
+  std::vector<KernelResult> kernels;  // distinct, in first-use order
+  std::vector<GroupingResult> groupings;
+  std::optional<std::size_t> winner;  // the scored grouping with the least total
+  std::int64_t kernel_count = 0;      // kernel instances over all groupings and layers
+  std::int64_t problems_tuned = 0;    // distinct problems searched (forms share one)
+  AssembledCheck assembled;
+  bool interrupted = false;
+  double elapsed_s = 0;
+};
+
+// The groupings of the request's layers, lowered with `ops` and resolved by `backend`; invalid
+// input (a layer out of range, a problem the backend refuses) is invalid_argument before anything
+// is tuned. No grouping that lowers (the ops or the backend lack what each needs) is unsupported,
+// naming why each does not.
+Result<LayerTuneReport> plan_layers(const LayerRequest& request, Backend& backend,
+                                    const graph::OpLookup& ops = find_op);
+
+// Tunes a plan_layers() report's kernels on `devices` (indexes the backend enumerates; one
+// thread each, lanes made by `make_lane`) and scores its groupings.
+Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
+                   const LaneFactory& make_lane, const TuneOptions& options,
+                   const TuneObserver& observer = {});
+
+}  // namespace attune

@@ -1,0 +1,74 @@
+// rope and silu_mul on a real GPU (issue 17), backend-ops style: every config of each op's space
+// on odd shapes against the float64 reference, through the family's gate (fresh random inputs,
+// poisoned outputs with guard elements, NaN checks; for rope also the caches' old rows, which must
+// be left as they were). Skipped where no GPU answers.
+#include <string>
+
+#include "gpu/gpu_support.h"
+
+namespace attune {
+namespace {
+
+// Every config of the space passes the gate and is timed; returns how many ran.
+std::size_t every_config_passes(Backend& cuda, const std::string& spec) {
+  auto p = cuda.resolve(spec);
+  EXPECT_TRUE(p.ok()) << p.error().message();
+  if (!p) return 0;
+  auto space = cuda.space(*p);
+  EXPECT_TRUE(space.ok()) << space.error().message();
+  if (!space) return 0;
+  std::vector<Config> configs;
+  for (auto e = space->enumerate(); auto pt = e.next();) configs.push_back(space->config(*pt));
+  for (const Config& c : configs) cuda.prepare(*p, c);
+  std::size_t n = 0;
+  for (const Config& c : configs) {
+    EXPECT_FALSE(cuda.can_implement(*p, c).has_value()) << c.text();
+    Outcome o = cuda.execute(*p, c, Regime::kRank);
+    EXPECT_EQ(o.verdict, Verdict::kOk) << spec << " " << c.text() << ": " << o.message;
+    if (o.verdict != Verdict::kOk) continue;
+    EXPECT_TRUE(o.check && o.check->value <= o.check->tolerance);
+    EXPECT_TRUE(o.measurement && o.measurement->median_us > 0);
+    ++n;
+  }
+  std::cout << spec << ": " << n << " of " << configs.size() << " configs ok\n";
+  return n;
+}
+
+// rope on odd shapes: every head size, both dtypes, with and without the q/k norm; prefills
+// (kv == seq) and appends into deeper caches (kv > seq, old rows kept), one token or 77 a
+// sequence, GQA ratios 1, 2 and 4, batch 1-5, the RoPE bases of Llama-2, Llama-3 and Qwen3.
+TEST(LayerOpsGpu, RopeEveryConfigOnOddShapes) {
+  ATTUNE_REQUIRE_GPU(cuda);
+  EXPECT_GE(
+      every_config_passes(*cuda,
+                          "rope:batch=3,seq=77,kv=77,q_heads=16,kv_heads=8,head=128,theta=1000000,"
+                          "qk_norm=1"),
+      30u);
+  EXPECT_GE(
+      every_config_passes(*cuda,
+                          "rope:batch=5,seq=1,kv=1001,q_heads=8,kv_heads=2,head=128,theta=500000,"
+                          "dtype=fp16"),
+      20u);
+  EXPECT_GE(
+      every_config_passes(*cuda,
+                          "rope:batch=1,seq=33,kv=4099,q_heads=4,kv_heads=4,head=64,theta=10000,"
+                          "qk_norm=1,dtype=fp16"),
+      20u);
+  EXPECT_GE(
+      every_config_passes(*cuda,
+                          "rope:batch=2,seq=3,kv=9,q_heads=2,kv_heads=1,head=256,theta=1000000,"
+                          "qk_norm=1"),
+      10u);
+}
+
+// silu_mul on odd shapes: rows of an odd length (scalar accesses only), of lengths 8 divides,
+// one row and many, both dtypes.
+TEST(LayerOpsGpu, SiluMulEveryConfigOnOddShapes) {
+  ATTUNE_REQUIRE_GPU(cuda);
+  EXPECT_GE(every_config_passes(*cuda, "silu_mul:rows=37,inter=999"), 10u);
+  EXPECT_GE(every_config_passes(*cuda, "silu_mul:rows=1,inter=3072,dtype=fp16"), 30u);
+  EXPECT_GE(every_config_passes(*cuda, "silu_mul:rows=333,inter=1000"), 50u);
+}
+
+}  // namespace
+}  // namespace attune

@@ -1,0 +1,204 @@
+// The two-level search on the sim: groupings scored by the sum of their kernels' best times,
+// each distinct problem searched once (forms of one problem share it), an identical rerun
+// answered from the store, and the same results on any number of devices.
+#include "tune/layer_tune.h"
+
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "backends/sim/sim_backend.h"
+#include "core/hash.h"
+#include "kernels/ops.h"
+#include "store/store.h"
+#include "support/scoped_env.h"
+#include "support/temp_dir.h"
+
+namespace attune {
+namespace {
+
+const graph::Form kSplit{"kernel", {"split"}, false};
+const graph::Form kFused{"kernel", {"split"}, true};
+
+KernelResult kernel(SimBackend& sim, const std::string& spec, graph::Form form = {}) {
+  KernelResult k;
+  auto p = sim.resolve(spec);
+  EXPECT_TRUE(p) << spec;
+  k.problem = *p;
+  k.kernel.problem = *p;
+  k.kernel.form = form;
+  k.kernel.nodes = {spec};
+  k.key = hex64(fnv1a64(k.problem.text() + "|" + form.text()));
+  return k;
+}
+
+// A layer of an RMSNorm run twice, a GEMM and attention, split or fused: the two groupings
+// share the norm and the GEMM, and the attention problem in two forms.
+LayerTuneReport two_groupings(SimBackend& sim) {
+  LayerTuneReport r;
+  r.request.model.name = "test";
+  r.request.layers = {0};
+  r.request.shape = {false, 2, 256, 0};
+  auto fp = sim.fingerprint();
+  r.device = *fp;
+  const std::string attention = "attention_prefill:seq=256,batch=2,head=128,q_heads=16,kv_heads=8";
+  r.kernels = {kernel(sim, "rmsnorm:rows=512,hidden=1024"), kernel(sim, "gemm:m=512,n=4096,k=1024"),
+               kernel(sim, attention, kSplit), kernel(sim, attention, kFused)};
+  GroupingResult split{{{"attention", "split"}}, "", {{0, 2}, {1, 1}, {2, 1}}, {}, ""};
+  GroupingResult fused{{{"attention", "flash"}}, "", {{0, 2}, {1, 1}, {3, 1}}, {}, ""};
+  GroupingResult none{{{"attention", "other"}}, "no registered op 'add' for x", {}, {}, ""};
+  r.groupings = {split, fused, none};
+  r.kernel_count = 8;
+  return r;
+}
+
+struct LayerTuneTest : ::testing::Test {
+  testing::TempDir dir;
+  SimBackend sim;
+
+  LaneFactory lanes(const std::string& db, std::set<int> broken = {}) {
+    return [db, broken](int device) -> Result<DeviceLane> {
+      if (broken.count(device)) return Error::unsupported("device is broken");
+      DeviceLane lane;
+      lane.backend = std::make_unique<SimBackend>();
+      ATTUNE_TRY(lane.backend->select_device(device));
+      lane.runner = std::make_unique<InProcessRunner>(*lane.backend);
+      ATTUNE_ASSIGN(lane.store, open_store(db));
+      return lane;
+    };
+  }
+  LayerTuneReport tune(const std::string& db, std::vector<int> devices, std::set<int> broken = {}) {
+    LayerTuneReport r = two_groupings(sim);
+    TuneOptions o;
+    o.seed = 5;
+    Status st = tune_layers(r, devices, lanes(dir.file(db), broken), o);
+    EXPECT_TRUE(st.ok()) << st.error().message();
+    return r;
+  }
+};
+
+TEST_F(LayerTuneTest, GroupingsAreScoredByTheSumOfTheirKernelsBestTimes) {
+  const LayerTuneReport r = tune("a.db", {0});
+  // Four kernels, three problems: the attention's split and fused forms share one search.
+  EXPECT_EQ(r.problems_tuned, 3);
+  for (const KernelResult& k : r.kernels) ASSERT_TRUE(k.best) << k.key << ": " << k.failure;
+  EXPECT_EQ(r.kernels[2].best->config.rfind("kernel=split", 0), 0u) << r.kernels[2].best->config;
+  EXPECT_EQ(r.kernels[3].best->config.rfind("kernel=wgmma", 0), 0u) << r.kernels[3].best->config;
+  EXPECT_EQ(r.kernels[2].evaluated, r.kernels[3].evaluated);
+  for (std::size_t g = 0; g < 2; ++g) {
+    double sum = 0;
+    for (const auto& [k, n] : r.groupings[g].kernels)
+      sum += static_cast<double>(n) * *r.kernels[k].best->deploy_us;
+    ASSERT_TRUE(r.groupings[g].total_us);
+    EXPECT_DOUBLE_EQ(*r.groupings[g].total_us, sum);
+  }
+  EXPECT_FALSE(r.groupings[2].total_us);
+  ASSERT_TRUE(r.winner);
+  const std::size_t other = *r.winner == 0 ? 1 : 0;
+  EXPECT_LE(*r.groupings[*r.winner].total_us, *r.groupings[other].total_us);
+  // The assembled run is not measured on the sim, and says so instead of inventing a gap.
+  EXPECT_FALSE(r.assembled.measured);
+  EXPECT_FALSE(r.assembled.gap);
+  EXPECT_NE(r.assembled.note.find("not measured"), std::string::npos);
+  EXPECT_EQ(r.assembled.isolated_sum_us, r.groupings[*r.winner].total_us);
+}
+
+TEST_F(LayerTuneTest, AnIdenticalRerunLaunchesNothing) {
+  const LayerTuneReport a = tune("a.db", {0});
+  const LayerTuneReport b = tune("a.db", {0});
+  for (std::size_t k = 0; k < a.kernels.size(); ++k) {
+    EXPECT_GT(a.kernels[k].measured, 0);
+    EXPECT_EQ(b.kernels[k].measured, 0) << b.kernels[k].key;
+    EXPECT_GT(b.kernels[k].replayed, 0);
+    EXPECT_EQ(b.kernels[k].best->config, a.kernels[k].best->config);
+    EXPECT_EQ(b.kernels[k].best->deploy_us, a.kernels[k].best->deploy_us);
+  }
+  EXPECT_EQ(a.winner, b.winner);
+  EXPECT_EQ(a.groupings[0].total_us, b.groupings[0].total_us);
+}
+
+void expect_same_results(const LayerTuneReport& a, const LayerTuneReport& b) {
+  ASSERT_EQ(a.kernels.size(), b.kernels.size());
+  for (std::size_t k = 0; k < a.kernels.size(); ++k) {
+    ASSERT_TRUE(a.kernels[k].best && b.kernels[k].best);
+    EXPECT_EQ(a.kernels[k].best->config, b.kernels[k].best->config) << k;
+    EXPECT_EQ(a.kernels[k].best->deploy_us, b.kernels[k].best->deploy_us) << k;
+    EXPECT_EQ(a.kernels[k].evaluated, b.kernels[k].evaluated) << k;
+  }
+  for (std::size_t g = 0; g < a.groupings.size(); ++g)
+    EXPECT_EQ(a.groupings[g].total_us, b.groupings[g].total_us) << g;
+  EXPECT_EQ(a.winner, b.winner);
+}
+
+TEST_F(LayerTuneTest, ResultsAreTheSameOnAnyNumberOfDevices) {
+  testing::ScopedEnv devices("ATTUNE_SIM_DEVICES", "3");
+  const LayerTuneReport one = tune("one.db", {0});
+  const LayerTuneReport three = tune("three.db", {0, 1, 2});
+  expect_same_results(one, three);
+  EXPECT_EQ(three.devices, (std::vector<int>{0, 1, 2}));
+  for (const KernelResult& k : three.kernels) {
+    EXPECT_GE(k.device, 0);
+    EXPECT_LE(k.device, 2);
+  }
+  // A device whose lane cannot start leaves its kernels to the others.
+  const LayerTuneReport without = tune("without.db", {0, 1, 2}, {1});
+  expect_same_results(one, without);
+  for (const KernelResult& k : without.kernels) EXPECT_NE(k.device, 1);
+  // With no device able to tune, the run fails and says why.
+  LayerTuneReport none = two_groupings(sim);
+  Status st = tune_layers(none, {0, 1}, lanes(dir.file("none.db"), {0, 1}), TuneOptions{});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("device is broken"), std::string::npos);
+}
+
+TEST_F(LayerTuneTest, PlanningRefusesWhatCannotBeLowered) {
+  LayerRequest q;
+  q.model = {"m", 1024, 3072, 16, 8, 128, 28, 1e-6, 1e6, true, std::nullopt, "bf16"};
+  q.model_path = "m.json";
+  q.shape = {false, 1, 128, 0};
+  q.layers = {28};
+  auto out_of_range = plan_layers(q, sim);
+  ASSERT_FALSE(out_of_range);
+  EXPECT_NE(out_of_range.error().message().find("--layer 28 is not a layer of m (0..27"),
+            std::string::npos);
+  // Without a RoPE family nothing lowers, and the refusal says which op is missing.
+  q.layers = {0};
+  auto no_rope = plan_layers(q, sim, [](std::string_view name) -> const OpSignature* {
+    return name == "rope" ? nullptr : find_op(name);
+  });
+  ASSERT_FALSE(no_rope);
+  EXPECT_NE(no_rope.error().message().find("no registered op 'rope'"), std::string::npos)
+      << no_rope.error().message();
+}
+
+// With the registered families, a Qwen3 layer's groupings lower on the sim; identical kernels of
+// several layers and groupings are one, and every instance is counted.
+TEST_F(LayerTuneTest, PlanningDedupesKernelsAcrossLayersAndGroupings) {
+  if (!find_op("rope") || !find_op("silu_mul")) GTEST_SKIP() << "rope or silu_mul not registered";
+  LayerRequest q;
+  q.model = {"m", 1024, 3072, 16, 8, 128, 28, 1e-6, 1e6, true, std::nullopt, "bf16"};
+  q.shape = {false, 1, 128, 0};
+  q.layers = {0};
+  auto one = plan_layers(q, sim);
+  ASSERT_TRUE(one) << one.error().message();
+  q.layers = {0, 1, 2};
+  auto three = plan_layers(q, sim);
+  ASSERT_TRUE(three) << three.error().message();
+  std::int64_t lowered = 0, launches = 0;
+  for (const GroupingResult& g : three->groupings)
+    if (g.unavailable.empty()) {
+      ++lowered;
+      launches += g.launches();
+    }
+  ASSERT_GT(lowered, 0);
+  EXPECT_EQ(three->kernel_count, launches);
+  EXPECT_EQ(three->kernel_count, 3 * one->kernel_count);
+  // Layers 1 and 2 add nothing new: their input norm adds a residual as the post-attention norm
+  // does, which layer 0 already has.
+  EXPECT_EQ(three->kernels.size(), one->kernels.size());
+  std::set<std::string> keys;
+  for (const KernelResult& k : three->kernels) EXPECT_TRUE(keys.insert(k.key).second) << k.key;
+}
+
+}  // namespace
+}  // namespace attune
