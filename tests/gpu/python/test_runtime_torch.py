@@ -82,10 +82,10 @@ def test_refusals_are_errors_not_crashes(here_table):
         rt.gemm(a.float(), w.float(), torch.empty(4, 32, device="cuda"))
     with pytest.raises(ValueError, match="contiguous"):
         rt.gemm(rand(64, 4).t(), w, torch.empty(4, 32, device="cuda", dtype=torch.bfloat16))
+    misaligned = rand(4 * 64 + 1)[1:].view(4, 64)  # contiguous, 2 bytes past an aligned address
     with pytest.raises(attune.Error) as e:  # the library's own check
-        rt.gemm(rand(4, 72)[:, 1:65], rand(32, 64), torch.empty(4, 32, device="cuda",
-                                                                 dtype=torch.bfloat16))
-    assert e.value.code == "invalid_argument"
+        rt.gemm(misaligned, w, torch.empty(4, 32, device="cuda", dtype=torch.bfloat16))
+    assert e.value.code == "invalid_argument" and "aligned" in str(e.value)
 
 
 def test_graph_captured_call(here_table):
