@@ -219,7 +219,7 @@ DeviceArray read_dlpack(PyObject* obj, const char* what, std::intptr_t consumer_
   return a;
 }
 
-DeviceArray read_interface(PyObject* obj, PyObject* cai, const char* what) {
+DeviceArray read_interface(PyObject* cai, const char* what) {
   if (!PyDict_Check(cai))
     raise(PyExc_TypeError, std::string(what) + ": __cuda_array_interface__ is not a dict");
   auto item = [&](const char* key) { return PyDict_GetItemString(cai, key); };  // borrowed
@@ -252,7 +252,6 @@ DeviceArray read_interface(PyObject* obj, PyObject* cai, const char* what) {
     a.stream = static_cast<std::intptr_t>(as_int64(stream));
     a.has_stream = true;
   }
-  (void)obj;
   return a;
 }
 
@@ -271,7 +270,7 @@ DeviceArray read_array(PyObject* obj, const char* what, std::intptr_t consumer_s
     return read_dlpack(obj, what, consumer_stream);
   if (PyObject* cai = PyObject_GetAttr(obj, n.cai)) {
     Ref owned(cai);
-    return read_interface(obj, cai, what);
+    return read_interface(cai, what);
   }
   PyErr_Clear();
   raise(PyExc_TypeError, std::string(what) +
