@@ -141,7 +141,9 @@ Surrogate::Surrogate(const Space& space, std::uint64_t seed, SurrogateOptions op
     : s_(std::make_unique<State>(space, seed, options)), name_(std::move(name)) {}
 Surrogate::~Surrogate() = default;
 
-std::optional<Point> Surrogate::propose() { return s_->propose(); }
+std::optional<Point> Surrogate::propose() {
+  return s_->propose();
+}
 
 void Surrogate::observe(const Point& point, Verdict verdict, std::optional<double> time_us) {
   s_->observe(point, verdict, time_us);
