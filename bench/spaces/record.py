@@ -69,6 +69,20 @@ SPACES = [
     ("gemm_h200_4x4096x14336", "attune gemm family, bf16, M=4 N=4096 K=14336 (Llama-3.1-8B's "
      "down projection at batch 4)", ["--op", "gemm", "--shape", "4x4096x14336", "--dtype",
                                      "bf16"], [], 200),
+    # Recorded 2026-12-03 after the structural-fork rule (search/surrogate.h), to judge it on
+    # small spaces it had not seen: two decode and one prefill shape whose first knob is the
+    # kernel fork, and a small rmsnorm without one.
+    ("attention_decode_h200_b1_kv1000_h256", "attune attention_decode family, bf16, batch 1, KV "
+     "1000, head 256, 2 query heads over 2 KV heads, 2 new tokens",
+     ["--op", "attention_decode", "--shape", "1x1000x256x2x2x2", "--dtype", "bf16"], [], 120),
+    ("attention_decode_h200_b16_kv512_h64", "attune attention_decode family, fp16, batch 16, KV "
+     "512, head 64, 8 query heads over 8 KV heads, 1 new token",
+     ["--op", "attention_decode", "--shape", "16x512x64x8x8x1", "--dtype", "fp16"], [], 120),
+    ("attention_prefill_h200_1024_h64", "attune attention_prefill family, bf16, causal, 1024 "
+     "tokens, batch 2, head 64, 8 query heads over 2 KV heads",
+     ["--op", "attention_prefill", "--shape", "1024x2x64x8x2", "--dtype", "bf16"], [], 120),
+    ("rmsnorm_h200_2x2048", "attune rmsnorm family, fp16, 2 rows x 2048",
+     ["--op", "rmsnorm", "--shape", "2x2048", "--dtype", "fp16"], [], 60),
     ("gemm_h200_64x4096x4096", "attune gemm family, bf16, M=64 N=4096 K=4096 (a short prefill: "
      "cuBLASLt and the tiled kernel)",
      ["--op", "gemm", "--shape", "64x4096x4096", "--dtype", "bf16"], [], 520),
