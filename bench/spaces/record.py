@@ -69,9 +69,8 @@ SPACES = [
     ("gemm_h200_4x4096x14336", "attune gemm family, bf16, M=4 N=4096 K=14336 (Llama-3.1-8B's "
      "down projection at batch 4)", ["--op", "gemm", "--shape", "4x4096x14336", "--dtype",
                                      "bf16"], [], 200),
-    # Recorded 2026-12-03 after the structural-fork rule (search/surrogate.h), to judge it on
-    # small spaces it had not seen: two decode and one prefill shape whose first knob is the
-    # kernel fork, and a small rmsnorm without one.
+    # Recorded 2026-12-03 as a second held-out set: small spaces whose first knob is the kernel
+    # fork (two decode shapes, one prefill), and a small rmsnorm without one.
     ("attention_decode_h200_b1_kv1000_h256", "attune attention_decode family, bf16, batch 1, KV "
      "1000, head 256, 2 query heads over 2 KV heads, 2 new tokens",
      ["--op", "attention_decode", "--shape", "1x1000x256x2x2x2", "--dtype", "bf16"], [], 120),

@@ -318,9 +318,8 @@ OptionList<O> build_mcts_option_list() {
                                  "an illegal swap point is completed legally and tried when that "
                                  "changes at least this many more knobs; 0: never")
       .template add<std::size_t>("small_space", &MctsOptions::small_space, at_least(0),
-                                 "a space of at most this many configs and no structural "
-                                 "fork is searched by the surrogate's cost model instead; "
-                                 "0: never");
+                                 "a space of at most this many configs is searched by the "
+                                 "surrogate's cost model instead; 0: never");
 }
 }  // namespace
 
@@ -336,7 +335,7 @@ const OptionList<MctsRepairOptions>& mcts_repair_option_list() {
 
 Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts, std::string name)
     : name_(std::move(name)) {
-  if (mcts.small_space > 0 && count_up_to(space, mcts.small_space) && !has_structural_fork(space))
+  if (mcts.small_space > 0 && count_up_to(space, mcts.small_space))
     small_ = std::make_unique<Surrogate>(space, options.seed, SurrogateOptions{}, name_);
   else
     s_ = std::make_unique<State>(space, options.seed, std::move(mcts));

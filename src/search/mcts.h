@@ -58,15 +58,13 @@ struct MctsOptions {
   // to within 2% (98 without), no design space needed more; 1 also repaired the one-knob fixes of
   // matmul_kt_h200's constraints, where it needed 18 against 15 (seeds 160..259).
   std::size_t repair_swaps = 0;
-  // A space of at most this many legal configs, without a structural fork, is searched by the
-  // surrogate strategy's cost model (search/surrogate.h) instead of the tree; 0: never. The tree
-  // needs many results per fork before its values mean anything, which a space of 19-135 configs
-  // cannot give: on the design spaces transpose_h200, matmul_kt_h200 and rmsnorm_h200_16x4096
-  // mcts_repair needed 13, 14 and 14 evaluations to within 2% (seeds 100..119) and the surrogate 4,
-  // 4 and 9 (seeds 100..139). The surrogate cannot represent structural forks: on
-  // gemm_h200_1x4096x4096 (2472 configs) it needed 271 against mcts_repair's 32 (seeds 0..19), so a
-  // small space that forks structurally (has_structural_fork) keeps the tree too. mcts_repair uses
-  // 256.
+  // A space of at most this many legal configs is searched by the surrogate strategy's cost
+  // model (search/surrogate.h) instead of the tree; 0: never. The tree needs many results per
+  // fork before its values mean anything, which a space of 19-135 configs cannot give: on the
+  // design spaces transpose_h200, matmul_kt_h200 and rmsnorm_h200_16x4096 mcts_repair needed 13,
+  // 14 and 14 evaluations to within 2% (seeds 100..119) and the surrogate 4, 4 and 9 (seeds
+  // 100..139). The surrogate cannot represent structural forks: on gemm_h200_1x4096x4096 (2472
+  // configs) it needed 271 against mcts_repair's 32 (seeds 0..19). mcts_repair uses 256.
   std::size_t small_space = 0;
   ChildScores prior;  // empty: a cold (uniform) prior
   // Changes whenever the prior's scores may have changed (a refit), dropping cached scores.

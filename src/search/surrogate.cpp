@@ -1,7 +1,6 @@
 #include "search/surrogate.h"
 
 #include <cmath>
-#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -16,23 +15,6 @@ std::optional<std::uint64_t> count_up_to(const Space& space, std::uint64_t limit
   for (auto e = space.enumerate(); e.next();)
     if (++n > limit) return std::nullopt;
   return n;
-}
-
-bool has_structural_fork(const Space& space) {
-  std::vector<Point> points;
-  for (auto e = space.enumerate(); auto p = e.next();) points.push_back(std::move(*p));
-  for (std::size_t depth = 0; depth + 1 < space.depth(); ++depth) {
-    // Configs below each option of the knob at `depth`, per prefix.
-    std::map<Point, std::map<std::uint32_t, std::size_t>> below;
-    for (const auto& p : points)
-      ++below[Point(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(depth))][p[depth]];
-    for (const auto& [prefix, counts] : below) {
-      bool one = false, several = false;
-      for (const auto& [option, n] : counts) (n == 1 ? one : several) = true;
-      if (one && several) return true;
-    }
-  }
-  return false;
 }
 
 struct Surrogate::State {

@@ -54,13 +54,6 @@ class Surrogate final : public Strategy {
 // The SurrogateOptions --strategy-option sets.
 const OptionList<SurrogateOptions>& surrogate_option_list();
 
-// Whether the space forks structurally: some fork has an option below which exactly one config is
-// legal while a sibling option has several (attention_prefill's kernel=split pins every other
-// knob; wgmma leaves 20 configs). An additive model cannot represent such a fork: on
-// attention_prefill_h200_2048 (21 configs) the surrogate needed 8 evaluations to within 2% where
-// mcts needed 4 (bench/results/search_replay-2026-12-03.md). Enumerates the space: for small ones.
-bool has_structural_fork(const Space& space);
-
 // The legal configs of `space` if there are at most `limit` of them (enumerated as far as that
 // takes), else nullopt.
 std::optional<std::uint64_t> count_up_to(const Space& space, std::uint64_t limit);

@@ -99,47 +99,6 @@ TEST(MctsRepair, SearchesASmallSpaceByTheSurrogateAndALargerOneByItsTree) {
   EXPECT_FALSE(repair_large->save_state().empty());
 }
 
-// attention_prefill's shape of space: kernel=split pins every other knob (one config), kernel=fast
-// leaves 2 x 3 x 2 of them.
-Space forked_space() {
-  std::vector<Knob> knobs = {{"kernel", {std::string("split"), std::string("fast")}, 0},
-                             {"block", {128, 64}, 0},
-                             {"stages", {2, 3, 4}, 0},
-                             {"overlap", {1, 0}, 0}};
-  std::vector<Constraint> cs = {
-      {"kernel == 'fast' or (block == 128 and stages == 2 and overlap == 1)",
-       {"kernel", "block", "stages", "overlap"},
-       [](const Assignment& x) {
-         return x["kernel"].as_word() == "fast" ||
-                (x.i("block") == 128 && x.i("stages") == 2 && x.i("overlap") == 1);
-       }}};
-  return Space::make(std::move(knobs), std::move(cs)).value();
-}
-
-TEST(StructuralFork, IsAnOptionWithOneConfigBesideOnesWithSeveral) {
-  EXPECT_TRUE(has_structural_fork(forked_space()));
-  EXPECT_FALSE(has_structural_fork(grid_space(2)));
-}
-
-// A small space that forks structurally keeps mcts_repair's tree: the surrogate's additive model
-// cannot represent the fork.
-TEST(MctsRepair, KeepsItsTreeOnASmallSpaceThatForksStructurally) {
-  Space s = forked_space();
-  auto eval = [](const Point& p) {
-    return Evaluation{Verdict::kOk, p[0] == 0 ? 50.0 : 10.0 + p[1] + p[2] + p[3]};
-  };
-  auto repair = make_search_strategy("mcts_repair", s, StrategyOptions{4});
-  MctsOptions tree;
-  tree.repair_swaps = 2;
-  Mcts mcts(s, StrategyOptions{4}, tree);
-  Surrogate sur(s, 4);
-  auto a = run_strategy(*repair, s, eval, 13), b = run_strategy(mcts, s, eval, 13),
-       c = run_strategy(sur, s, eval, 13);
-  ASSERT_TRUE(a && b && c);
-  EXPECT_EQ(a->proposed, b->proposed);
-  EXPECT_NE(a->proposed, c->proposed);
-}
-
 TEST(CountUpTo, StopsCountingPastTheLimit) {
   Space s = grid_space(4);
   EXPECT_EQ(count_up_to(s, 500), 500u);
