@@ -107,6 +107,9 @@ json layer_report_json(const LayerTuneReport& r) {
   j["distinct_kernels"] = r.kernels.size();
   j["problems_tuned"] = r.problems_tuned;
   j["assembled"] = {{"measured", r.assembled.measured},
+                    {"layer", r.assembled.layer},
+                    {"kernels", r.assembled.kernels},
+                    {"replayed", r.assembled.replayed},
                     {"isolated_sum_us", optional_number(r.assembled.isolated_sum_us)},
                     {"assembled_us", optional_number(r.assembled.assembled_us)},
                     {"gap", optional_number(r.assembled.gap)},
@@ -189,9 +192,11 @@ std::string layer_report_text(const LayerTuneReport& r) {
   out += fmt::format("\ninner searches: {} candidates evaluated, {} measured now\n", evaluated,
                      measured);
   out += r.assembled.measured
-             ? fmt::format("assembled graph: {:.2f} us against {:.2f} us isolated (gap {:+.1f}%)\n",
-                           *r.assembled.assembled_us, *r.assembled.isolated_sum_us,
-                           100 * *r.assembled.gap)
+             ? fmt::format(
+                   "assembled graph: {:.2f} us against {:.2f} us isolated (gap {:+.1f}%): "
+                   "{}\n",
+                   *r.assembled.assembled_us, *r.assembled.isolated_sum_us, 100 * *r.assembled.gap,
+                   r.assembled.note)
              : fmt::format("assembled graph: {}\n", r.assembled.note);
   if (r.interrupted) out += "interrupted: the kernels not tuned are listed above\n";
   return out;

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/hash.h"
+#include "core/layer_problem.h"
 
 namespace attune {
 
@@ -37,12 +38,22 @@ Result<LayerTuneReport> plan_layers(const LayerRequest& request, Backend& backen
   for (std::int64_t layer : request.layers)
     graphs.push_back(graph::build_layer(request.model, layer, request.shape));
 
+  // The assembled check's layer: a later layer when one is tuned (every later layer has the
+  // same kernels, the input residual add among them), else the first.
+  report.assembled.layer = request.layers.front();
+  for (std::int64_t layer : request.layers)
+    if (layer > 0) {
+      report.assembled.layer = layer;
+      break;
+    }
+
   std::map<std::string, std::size_t> by_key;
   for (const graph::Grouping& grouping : graph::all_groupings(graph::layer_forks(request.model))) {
     GroupingResult g;
     g.grouping = grouping;
     // The grouping's kernels over every layer, resolved, before any joins the distinct list.
     std::vector<std::pair<KernelResult, std::int64_t>> found;
+    std::vector<std::pair<std::string, std::string>> one_layer;  // key, role
     for (const graph::LayerGraph& layer : graphs) {
       graph::Lowering lowered = graph::lower(layer, grouping, ops);
       if (!lowered.available()) {
@@ -58,6 +69,7 @@ Result<LayerTuneReport> plan_layers(const LayerRequest& request, Backend& backen
         KernelResult r;
         r.problem = *resolved;
         r.key = hex64(fnv1a64(r.problem.text() + "|" + k.form.text()));
+        if (layer.layer == report.assembled.layer) one_layer.emplace_back(r.key, k.nodes.front());
         r.kernel = std::move(k);
         auto same = std::find_if(found.begin(), found.end(),
                                  [&](const auto& f) { return f.first.key == r.key; });
@@ -75,6 +87,7 @@ Result<LayerTuneReport> plan_layers(const LayerRequest& request, Backend& backen
         g.kernels.emplace_back(it->second, count);
         report.kernel_count += count;
       }
+      for (const auto& [key, role] : one_layer) g.one_layer.emplace_back(by_key.at(key), role);
     }
     report.groupings.push_back(std::move(g));
   }
@@ -144,6 +157,60 @@ Status search_problem(ProblemWork& work, const std::vector<KernelResult>& kernel
     for (const CandidateResult& c : m.problems.front().results)
       if (c.config == ranked->config && c.verdict == Verdict::kOk && c.deploy_us) work.best[k] = c;
   }
+  return Status::success();
+}
+
+// The assembled check (AssembledCheck): the winner's kernels of one layer, with their chosen
+// configs, as one problem of op "layer", measured through the Tuner on `device`. A backend that
+// cannot run it, or a run that fails, leaves the check unmeasured with the reason; only an error
+// of the store or the lane ends the tune.
+Status check_assembled(LayerTuneReport& report, int device, const LaneFactory& make_lane,
+                       const TuneOptions& options, const TuneObserver& observer) {
+  AssembledCheck& a = report.assembled;
+  const GroupingResult& winner = report.groupings[*report.winner];
+  std::vector<LayerStep> steps;
+  double isolated = 0;
+  for (const auto& [k, role] : winner.one_layer) {
+    const KernelResult& kr = report.kernels[k];
+    ATTUNE_ASSIGN(Config config, Config::parse(kr.best->config));
+    steps.push_back(LayerStep{role, kr.problem, std::move(config)});
+    isolated += *kr.best->deploy_us;
+  }
+  a.kernels = static_cast<std::int64_t>(steps.size());
+  a.isolated_sum_us = isolated;
+  ATTUNE_ASSIGN(Problem spec, layer_problem(steps));
+  ATTUNE_ASSIGN(DeviceLane lane, make_lane(device));
+  auto problem = lane.backend->resolve(spec.text());
+  if (!problem) {
+    a.note = fmt::format("not measured: the {} backend cannot run an assembled layer ({})",
+                         lane.backend->name(), problem.error().message());
+    return Status::success();
+  }
+  ATTUNE_ASSIGN(Space space, lane.backend->space(*problem));
+  Tuner tuner(*lane.store, *lane.backend, *lane.runner);
+  const std::vector<std::pair<Problem, std::vector<Config>>> listed = {
+      {*problem, {space.config(space.baseline())}}};
+  ATTUNE_ASSIGN(TuneReport m, tuner.measure(listed, options, observer));
+  const CandidateResult* run = nullptr;
+  if (!m.problems.empty())
+    for (const CandidateResult& c : m.problems.front().results)
+      if (!run || (c.verdict == Verdict::kOk && c.deploy_us)) run = &c;
+  if (!run || run->verdict != Verdict::kOk || !run->deploy_us) {
+    a.note = run ? fmt::format("not measured: the assembled layer did not run: {}: {}",
+                               to_string(run->verdict), run->message)
+                 : std::string("not measured: the tuner reported no result for it");
+    return Status::success();
+  }
+  a.measured = true;
+  a.assembled_us = *run->deploy_us;
+  a.gap = *a.assembled_us / isolated - 1;
+  a.replayed = run->replayed;
+  a.note = fmt::format(
+      "layer {}'s {} kernels of the winning grouping run as one chain in the deploy regime{}{}",
+      a.layer, a.kernels,
+      lane.backend->name() == "sim" ? " (the sim's chain takes the sum of its kernels' times)"
+                                    : " (one CUDA graph, L2 flushed before each replay)",
+      a.replayed ? "; answered from the store" : "");
   return Status::success();
 }
 
@@ -269,12 +336,11 @@ Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
     gr.total_us = total;
     if (!report.winner || total < *report.groupings[*report.winner].total_us) report.winner = g;
   }
-  if (report.winner) report.assembled.isolated_sum_us = report.groupings[*report.winner].total_us;
-  report.assembled.note =
-      report.device.backend == "sim"
-          ? "not measured: the sim backend runs no assembled graph (its kernels' times are "
-            "independent by construction, so it could only repeat the sum)"
-          : "not measured: the winning grouping's assembled CUDA-graph run is not built yet";
+  if (report.winner && !report.interrupted)
+    ATTUNE_TRY(check_assembled(report, devices.front(), make_lane, options, locked));
+  else
+    report.assembled.note = report.interrupted ? "not measured: the run was interrupted"
+                                               : "not measured: no grouping was scored";
   return Status::success();
 }
 

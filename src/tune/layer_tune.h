@@ -67,6 +67,9 @@ struct GroupingResult {
   // Its kernels over the tuned layers: index into LayerTuneReport::kernels and how many times
   // the layers run it, in first-use order.
   std::vector<std::pair<std::size_t, std::int64_t>> kernels;
+  // Its kernels of the one layer the assembled check runs (AssembledCheck::layer), in execution
+  // order: index into LayerTuneReport::kernels and the kernel's role (its first graph node).
+  std::vector<std::pair<std::size_t, std::string>> one_layer;
   // Sum of count x best deploy time of its kernels; nullopt when unavailable or a kernel has no
   // passing config.
   std::optional<double> total_us;
@@ -74,14 +77,19 @@ struct GroupingResult {
   std::int64_t launches() const;
 };
 
-// The check of cutting kernels apart: the winning grouping run whole, as one CUDA graph, beside
-// the sum of its isolated times. Not measured until that run exists; never estimated.
+// The check of cutting kernels apart: one layer of the winning grouping run whole (a problem of
+// op "layer", core/layer_problem.h: on CUDA its kernels chained as one CUDA graph, in the
+// deploy regime), beside the sum of the same kernels' isolated deploy times. Measured through
+// the Tuner, so it is stored and an identical re-run answers it from the store; never estimated.
 struct AssembledCheck {
   bool measured = false;
-  std::optional<double> isolated_sum_us;  // the winner's total
+  std::int64_t layer = -1;                // the layer run: a later one when tuned (their shape)
+  std::int64_t kernels = 0;               // its kernels
+  std::optional<double> isolated_sum_us;  // the sum of their isolated deploy times
   std::optional<double> assembled_us;
   std::optional<double> gap;  // assembled / isolated - 1
-  std::string note;           // why it was not measured, or how it was
+  bool replayed = false;      // answered from the store
+  std::string note;           // why it was not measured, or what ran
 };
 
 struct LayerTuneReport {

@@ -3,12 +3,14 @@
 // answered from the store, and the same results on any number of devices.
 #include "tune/layer_tune.h"
 
+#include <cmath>
 #include <set>
 
 #include <gtest/gtest.h>
 
 #include "backends/sim/sim_backend.h"
 #include "core/hash.h"
+#include "core/layer_problem.h"
 #include "kernels/ops.h"
 #include "store/store.h"
 #include "support/scoped_env.h"
@@ -44,11 +46,16 @@ LayerTuneReport two_groupings(SimBackend& sim) {
   const std::string attention = "attention_prefill:seq=256,batch=2,head=128,q_heads=16,kv_heads=8";
   r.kernels = {kernel(sim, "rmsnorm:rows=512,hidden=1024"), kernel(sim, "gemm:m=512,n=4096,k=1024"),
                kernel(sim, attention, kSplit), kernel(sim, attention, kFused)};
-  GroupingResult split{{{"attention", "split"}}, "", {{0, 2}, {1, 1}, {2, 1}}, {}, ""};
-  GroupingResult fused{{{"attention", "flash"}}, "", {{0, 2}, {1, 1}, {3, 1}}, {}, ""};
-  GroupingResult none{{{"attention", "other"}}, "no registered op 'add' for x", {}, {}, ""};
+  auto layer = [](std::size_t attention) {
+    return std::vector<std::pair<std::size_t, std::string>>{
+        {0, "input_norm"}, {1, "qkv_proj"}, {attention, "attention_scores"}, {0, "post_norm"}};
+  };
+  GroupingResult split{{{"attention", "split"}}, "", {{0, 2}, {1, 1}, {2, 1}}, layer(2), {}, ""};
+  GroupingResult fused{{{"attention", "flash"}}, "", {{0, 2}, {1, 1}, {3, 1}}, layer(3), {}, ""};
+  GroupingResult none{{{"attention", "other"}}, "no registered op 'add' for x", {}, {}, {}, ""};
   r.groupings = {split, fused, none};
   r.kernel_count = 8;
+  r.assembled.layer = 0;
   return r;
 }
 
@@ -96,11 +103,38 @@ TEST_F(LayerTuneTest, GroupingsAreScoredByTheSumOfTheirKernelsBestTimes) {
   ASSERT_TRUE(r.winner);
   const std::size_t other = *r.winner == 0 ? 1 : 0;
   EXPECT_LE(*r.groupings[*r.winner].total_us, *r.groupings[other].total_us);
-  // The assembled run is not measured on the sim, and says so instead of inventing a gap.
-  EXPECT_FALSE(r.assembled.measured);
-  EXPECT_FALSE(r.assembled.gap);
-  EXPECT_NE(r.assembled.note.find("not measured"), std::string::npos);
+  // The winner's layer assembled: on the sim its chain takes the sum of its kernels' times, so
+  // the gap is the measurement noise of the five timings.
+  ASSERT_TRUE(r.assembled.measured) << r.assembled.note;
+  EXPECT_EQ(r.assembled.kernels, 4);
   EXPECT_EQ(r.assembled.isolated_sum_us, r.groupings[*r.winner].total_us);
+  ASSERT_TRUE(r.assembled.assembled_us && r.assembled.gap);
+  EXPECT_DOUBLE_EQ(*r.assembled.gap, *r.assembled.assembled_us / *r.assembled.isolated_sum_us - 1);
+  EXPECT_LT(std::abs(*r.assembled.gap), 0.05);
+  EXPECT_FALSE(r.assembled.replayed);
+}
+
+TEST_F(LayerTuneTest, TheAssembledLayerRunsTheWinnersConfigs) {
+  const LayerTuneReport r = tune("a.db", {0});
+  ASSERT_TRUE(r.winner && r.assembled.measured) << r.assembled.note;
+  // Its problem in the store names each kernel of the winner with the config it chose.
+  auto store = open_store(dir.file("a.db"));
+  ASSERT_TRUE(store);
+  auto fp = sim.fingerprint();
+  std::vector<LayerStep> steps;
+  for (const auto& [k, role] : r.groupings[*r.winner].one_layer)
+    steps.push_back({role, r.kernels[k].problem, *Config::parse(r.kernels[k].best->config)});
+  auto problem = layer_problem(steps);
+  ASSERT_TRUE(problem) << problem.error().message();
+  MeasurementQuery q;
+  q.problem = problem->structural_key();
+  q.device_key = fp->key();
+  q.regime = Regime::kDeploy;
+  auto rows = (*store)->measurements(q);
+  ASSERT_TRUE(rows) << rows.error().message();
+  ASSERT_EQ(rows->size(), 1u);
+  ASSERT_TRUE(rows->front().outcome.measurement);
+  EXPECT_DOUBLE_EQ(rows->front().outcome.measurement->median_us, *r.assembled.assembled_us);
 }
 
 TEST_F(LayerTuneTest, AnIdenticalRerunLaunchesNothing) {
@@ -115,6 +149,10 @@ TEST_F(LayerTuneTest, AnIdenticalRerunLaunchesNothing) {
   }
   EXPECT_EQ(a.winner, b.winner);
   EXPECT_EQ(a.groupings[0].total_us, b.groupings[0].total_us);
+  // The assembled layer too is answered from the store.
+  ASSERT_TRUE(b.assembled.measured) << b.assembled.note;
+  EXPECT_TRUE(b.assembled.replayed);
+  EXPECT_EQ(b.assembled.assembled_us, a.assembled.assembled_us);
 }
 
 void expect_same_results(const LayerTuneReport& a, const LayerTuneReport& b) {

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "core/hash.h"
+#include "core/layer_problem.h"
 #include "core/op.h"
 #include "measure/stats.h"
 #include "verify/compare.h"
@@ -561,6 +562,20 @@ SimBackend::SimBackend() {
   for (const SimModel& model : kModels)
     if (const OpSignature* op = find_op(model.op)) problems_[op->name] = model.make(*op);
   problems_["faults"] = make_faults();
+  layer_ = std::make_unique<SimProblem>();
+  layer_->name = kLayerOp;
+  layer_->description = "an assembled model layer (attune tune --model makes it)";
+  layer_->make_space = [](const Problem&) { return layer_space(); };
+  layer_->time_us = [this](const Problem& prob, const Config&) {
+    // resolve() checked the steps: each parses and has a time.
+    const auto steps = layer_steps(prob);
+    double sum = 0;
+    for (const LayerStep& step : *steps)
+      sum += *true_time_us(step.problem, step.config, Regime::kDeploy);
+    return sum;
+  };
+  layer_->cold = [](const Config&) { return 1.0; };
+  layer_->chunk = [](const Config&) { return 1; };
 }
 
 SimBackend::~SimBackend() = default;
@@ -658,6 +673,22 @@ Result<Problem> SimBackend::resolve(const std::string& spec) const {
   auto named = problems_.find(spec);
   if (named != problems_.end()) return Problem(spec, named->second->attrs, spec);
   ATTUNE_ASSIGN(Problem p, Problem::parse(spec));
+  if (p.op() == kLayerOp) {
+    // Each step must be a problem the sim resolves to itself, with a config of its space.
+    ATTUNE_ASSIGN(std::vector<LayerStep> steps, layer_steps(p));
+    for (const LayerStep& step : steps) {
+      ATTUNE_ASSIGN(Problem resolved, resolve(step.problem.text()));
+      if (resolved.text() != step.problem.text())
+        return Error::invalid_argument("layer problem: step '" + step.problem.text() +
+                                       "' is not a resolved problem");
+      ATTUNE_ASSIGN(const SimProblem* sp, find(resolved));
+      ATTUNE_ASSIGN(Space space, sp->make_space(resolved));
+      ATTUNE_TRY(space.point(step.config));
+      if (auto why = sp->refuse(step.config))
+        return Error::invalid_argument("layer problem: step " + step.role + ": " + *why);
+    }
+    return p;
+  }
   auto it = problems_.find(p.op());
   if (it == problems_.end()) {
     std::string known;
@@ -711,6 +742,7 @@ Result<Problem> SimBackend::resolve(const std::string& spec) const {
 }
 
 Result<const SimProblem*> SimBackend::find(const Problem& problem) const {
+  if (problem.op() == kLayerOp) return layer_.get();
   auto it = problems_.find(problem.op());
   if (it == problems_.end())
     return Error::invalid_argument("the sim backend has no op '" + problem.op() + "'");

@@ -53,6 +53,10 @@ class SimBackend final : public Backend {
  private:
   Result<const SimProblem*> find(const Problem& problem) const;
   std::map<std::string, std::unique_ptr<SimProblem>> problems_;  // by op
+  // The assembled layer (core/layer_problem.h): not offered or named by spec, resolved from a
+  // layer problem's text; its time is the sum of its steps' deploy times (the sim models no
+  // cache or launch effects between kernels).
+  std::unique_ptr<SimProblem> layer_;
   // Drift for testing the anchor protocol: ATTUNE_SIM_DRIFT="FROM:TO:FACTOR" makes this process's
   // timed executions number FROM..TO-1 (counting from 0) FACTOR times slower, as a clock drop
   // would; ATTUNE_SIM_TWO_LEVEL="FACTOR" makes every other one FACTOR times slower, as a kernel
