@@ -22,6 +22,17 @@ std::int64_t GroupingResult::launches() const {
   return n;
 }
 
+double time_share(double limit_s, double elapsed_s, std::size_t devices,
+                  std::size_t problems_left) {
+  // Past the limit, a moment: the Tuner measures a problem's baseline before it looks at the
+  // clock again, so every kernel still gets a time.
+  constexpr double kLateShare = 0.001;
+  const double left = limit_s - elapsed_s;
+  const double share = left * static_cast<double>(devices) /
+                       static_cast<double>(std::max<std::size_t>(problems_left, 1));
+  return std::max(kLateShare, std::min(left, share));
+}
+
 Result<LayerTuneReport> plan_layers(const LayerRequest& request, Backend& backend,
                                     const graph::OpLookup& ops) {
   ATTUNE_TRY(request.shape.check());
@@ -257,14 +268,20 @@ Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
     }
     for (;;) {
       std::size_t i = 0;
+      TuneOptions o = options;
       {
         std::lock_guard<std::mutex> lock(mu);
         if (stop || queue.empty()) return;
         i = queue.front();
         queue.pop_front();
+        if (options.time_limit_s)
+          o.time_limit_s = time_share(
+              *options.time_limit_s,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+              devices.size(), queue.size() + 1);
       }
       bool interrupted = false;
-      Status st = search_problem(work[i], report.kernels, *lane, options, locked, &interrupted);
+      Status st = search_problem(work[i], report.kernels, *lane, o, locked, &interrupted);
       std::lock_guard<std::mutex> lock(mu);
       if (!st.ok()) {
         // Another device takes the kernel over; this one tunes no more.

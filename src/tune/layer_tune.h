@@ -116,9 +116,16 @@ Result<LayerTuneReport> plan_layers(const LayerRequest& request, Backend& backen
                                     const graph::OpLookup& ops = find_op);
 
 // Tunes a plan_layers() report's kernels on `devices` (indexes the backend enumerates; one
-// thread each, lanes made by `make_lane`) and scores its groupings.
+// thread each, lanes made by `make_lane`), scores its groupings and runs the assembled check on
+// the first device. options.time_limit_s bounds the whole tune: each problem is given an equal
+// part of what is left when it starts (past the limit, enough to measure its baseline).
 Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
                    const LaneFactory& make_lane, const TuneOptions& options,
                    const TuneObserver& observer = {});
+
+// --time-limit's share for the next problem of a layer tune: an equal part of what is left
+// (limit - elapsed) among the problems left, this one included, with `devices` running in
+// parallel, and at most what is left; past the limit a moment, enough for the baseline.
+double time_share(double limit_s, double elapsed_s, std::size_t devices, std::size_t problems_left);
 
 }  // namespace attune

@@ -4,6 +4,7 @@
 #include "tune/layer_tune.h"
 
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -74,10 +75,12 @@ struct LayerTuneTest : ::testing::Test {
       return lane;
     };
   }
-  LayerTuneReport tune(const std::string& db, std::vector<int> devices, std::set<int> broken = {}) {
+  LayerTuneReport tune(const std::string& db, std::vector<int> devices, std::set<int> broken = {},
+                       std::optional<double> time_limit_s = {}) {
     LayerTuneReport r = two_groupings(sim);
     TuneOptions o;
     o.seed = 5;
+    o.time_limit_s = time_limit_s;
     Status st = tune_layers(r, devices, lanes(dir.file(db), broken), o);
     EXPECT_TRUE(st.ok()) << st.error().message();
     return r;
@@ -135,6 +138,30 @@ TEST_F(LayerTuneTest, TheAssembledLayerRunsTheWinnersConfigs) {
   ASSERT_EQ(rows->size(), 1u);
   ASSERT_TRUE(rows->front().outcome.measurement);
   EXPECT_DOUBLE_EQ(rows->front().outcome.measurement->median_us, *r.assembled.assembled_us);
+}
+
+TEST(LayerTimeShare, TheLimitIsSharedByTheProblemsLeft) {
+  EXPECT_DOUBLE_EQ(time_share(100, 0, 1, 10), 10);      // ten problems, one device
+  EXPECT_DOUBLE_EQ(time_share(100, 40, 1, 3), 20);      // what earlier ones left unused goes on
+  EXPECT_DOUBLE_EQ(time_share(100, 0, 4, 8), 50);       // four devices run four at a time
+  EXPECT_DOUBLE_EQ(time_share(100, 90, 4, 2), 10);      // never past the limit
+  EXPECT_DOUBLE_EQ(time_share(100, 120, 1, 2), 0.001);  // past it: the baseline alone
+}
+
+TEST_F(LayerTuneTest, ATimeLimitBoundsTheWholeLayerAndEveryKernelStillGetsATime) {
+  // So short that each problem's share runs out after its first candidate, the baseline.
+  const LayerTuneReport r = tune("a.db", {0}, {}, 0.002);
+  for (const KernelResult& k : r.kernels) EXPECT_EQ(k.stopped_by, "time_limit") << k.key;
+  // The baselines: the norm's, the GEMM's and attention's (its split form); the fused form got
+  // no time, so the grouping with it is not scored, and the split one wins.
+  for (std::size_t k : {0, 1, 2}) ASSERT_TRUE(r.kernels[k].best) << r.kernels[k].failure;
+  EXPECT_FALSE(r.kernels[3].best);
+  EXPECT_FALSE(r.groupings[1].total_us);
+  EXPECT_EQ(r.winner, 0u);
+  EXPECT_TRUE(r.assembled.measured) << r.assembled.note;
+  // Without the limit, the searches go on to their patience.
+  const LayerTuneReport full = tune("b.db", {0});
+  for (const KernelResult& k : full.kernels) EXPECT_NE(k.stopped_by, "time_limit") << k.key;
 }
 
 TEST_F(LayerTuneTest, AnIdenticalRerunLaunchesNothing) {
