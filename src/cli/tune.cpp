@@ -211,10 +211,10 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   if (!m.model.empty()) {
     if (!f.problems.empty() || !f.shapes_file.empty() || !f.op.empty() || !f.shape.empty() ||
         !f.kernel_file.empty() || !f.spec_file.empty() || f.enqueue || !f.shard.empty() ||
-        !f.trace_file.empty() || !o.pins.empty() || f.time_limit_s > 0)
+        !f.trace_file.empty() || !o.pins.empty())
       return bad_input(
           "--model tunes a model's layers: it takes no --problem, --shapes, --op/--shape, "
-          "--kernel/--spec, --enqueue, --shard, --trace, --pin or --time-limit");
+          "--kernel/--spec, --enqueue, --shard, --trace or --pin");
     return run_tune_model(g, m, o, f.backend, f.device, f.timeout_s);
   }
   if (m.layer != "0" || m.batch != 1 || m.tokens != 0 || m.decode || m.kv != 0 || m.gpus != 0 ||

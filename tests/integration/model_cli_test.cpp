@@ -109,6 +109,26 @@ TEST(ModelCli, ALayerIsTunedInTwoLevelsAndARerunMeasuresNothing) {
   EXPECT_NE(text.out.find("us isolated (gap "), std::string::npos) << text.out;
 }
 
+TEST(ModelCli, ATimeLimitBoundsTheWholeLayerTune) {
+  if (!new_families()) GTEST_SKIP() << "needs the rope and silu_mul families registered";
+  testing::TempDir dir;
+  // So short that every problem stops at its first candidate: each kernel's time is its
+  // baseline's, and the layer is still scored and assembled.
+  const nlohmann::json j =
+      tune_json("--time-limit 0.001 --model " + model("qwen3-embedding-0.6b.json") +
+                    " --layer 0 --batch 1 --tokens 128",
+                dir.path());
+  ASSERT_FALSE(j.is_null());
+  int limited = 0;
+  for (const auto& k : j["kernels"]) {
+    limited += k["stopped_by"] == "time_limit";
+    EXPECT_LE(k["evaluated"].get<int>(), 1) << k.dump();
+  }
+  EXPECT_EQ(limited, j["kernels"].size());
+  EXPECT_FALSE(j["winner"].is_null());
+  EXPECT_TRUE(j["assembled"]["measured"].get<bool>()) << j["assembled"].dump();
+}
+
 TEST(ModelCli, ResultsAreTheSameOnAnyNumberOfDevicesWithASlowAndACrashingOne) {
   if (!new_families()) GTEST_SKIP() << "needs the rope and silu_mul families registered";
   testing::TempDir one, many;
