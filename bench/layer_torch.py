@@ -24,8 +24,9 @@ drops out of the events' interval for every peer alike. A peer whose capture fai
 direct calls the same way, and its how_timed says so.
 
 Each peer runs in its own try (one failing keeps the others) under --peer-limit-s (SIGALRM; a
-compile stuck in C code is stopped when it returns to Python). Inductor's and Triton's caches go
-to a fresh temporary folder unless --warm-cache, so compile_s is a cold compile.
+compile stuck in C code is stopped when it returns to Python). Inductor's and Triton's on-disk
+caches go to a fresh temporary folder per peer unless --warm-cache, so compile_s is a cold compile
+(kernels already in the process's memory from an earlier peer may still be reused).
 
 Output: one JSON object on stdout ({..., "peers": {name: {layer_us, compile_s, how_timed, ...}}});
 on stderr a readable line per peer and a line "peer-result NAME {json}" as each peer finishes
@@ -308,6 +309,11 @@ def run_peer(name, layer, harness, args, ref):
     """One peer: build, first call (compile_s), timing; a dict for the JSON."""
     out = {"layer_us": None, "compile_s": None, "how_timed": None, "gqa": layer.gqa}
     torch._dynamo.reset()
+    if not args.warm_cache:
+        # A cache folder of its own per peer: max-autotune does not reuse compile-default's
+        # kernels from disk (Inductor and Triton read these each time they open their caches).
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(_cache, name)
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(_cache, name, "triton")
     skips0 = cudagraph_skips()
     if name == "eager":
         fn = layer
@@ -335,7 +341,13 @@ def run_peer(name, layer, harness, args, ref):
                                 "kernels launched one by one" + hidden)
         else:
             out["how_timed"] = "direct calls of the compiled module, replaying its own CUDA graphs (cudagraph trees)" + hidden
-        run = fn
+        mark = getattr(getattr(torch, "compiler", None), "cudagraph_mark_step_begin", None)
+
+        def run():
+            # Each call a new step for the cudagraph trees (this harness keeps no output alive).
+            if mark:
+                mark()
+            fn()
     else:
         try:
             g = graph_of(fn)
