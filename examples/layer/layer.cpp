@@ -345,11 +345,12 @@ int main(int argc, char** argv) {
           : "prefill batch " + std::to_string(batch) + " x " + std::to_string(tokens) + " tokens";
   std::printf(
       "model %s (hidden %d, inter %d, %d q heads, %d kv heads, head %d, theta %lld, qk_norm %d), "
-      "%s, %d layer%s, bf16, one CUDA graph, L2 flushed by reading %d MiB before each replay, "
-      "table %s\n",
+      "%s, %d layer%s, bf16, one CUDA graph, %s before each replay, table %s\n",
       m.name.c_str(), m.hidden, m.inter, m.q_heads, m.kv_heads, m.head,
       static_cast<long long>(m.theta), m.qk_norm ? 1 : 0, shape.c_str(), layers,
-      layers == 1 ? "" : "s (sharing weights and KV cache)", flush_mib,
+      layers == 1 ? "" : "s (sharing weights and KV cache)",
+      flush_mib > 0 ? ("L2 flushed by reading " + std::to_string(flush_mib) + " MiB").c_str()
+                    : "no L2 flush",
       table.empty() ? "(none: baselines)" : table.c_str());
   if (!decode && seq > 1 && m.q_heads > 1)
     std::printf(
