@@ -65,6 +65,14 @@ int dtype_of(const char* op, std::initializer_list<const DeviceArray*> arrays) {
   return first.type == ElementType::kBf16 ? ATTUNE_RT_BF16 : ATTUNE_RT_FP16;
 }
 
+// With no stream argument: the stream the arrays' __cuda_array_interface__ names (the output's
+// first), else the legacy default stream (PyTorch's default stream).
+std::intptr_t interface_stream(std::initializer_list<const DeviceArray*> arrays) {
+  for (const DeviceArray* a : arrays)
+    if (a->has_stream) return a->stream;
+  return 0;
+}
+
 pyb::object text_or_none(const char* s) {
   return s ? pyb::object(pyb::str(s)) : pyb::object(pyb::none());
 }
@@ -92,6 +100,35 @@ pyb::dict dispatch_dict(const attune_rt_dispatch& d) {
   return out;
 }
 
+// One gemm call's arguments for attune_rt_gemm, read and checked.
+struct GemmCall {
+  std::int64_t m, n, k;
+  int dtype;
+  const void *a, *w;
+  void* c;
+  const void* bias;
+  std::intptr_t stream;
+};
+
+GemmCall decode_gemm(pyb::handle a, pyb::handle w, pyb::handle out, pyb::handle bias,
+                     pyb::handle stream) {
+  std::intptr_t s = read_stream(stream.ptr(), 0);
+  const DeviceArray A = read_array(a.ptr(), "a", s), W = read_array(w.ptr(), "w", s),
+                    C = read_array(out.ptr(), "out", s);
+  DeviceArray B;
+  const bool has_bias = !bias.is_none();
+  if (has_bias) B = read_array(bias.ptr(), "bias", s);
+  if (stream.is_none()) s = interface_stream({&C, &A, &W});
+  const std::int64_t m = A.leading(), k = A.dim(-1), n = W.ndim == 2 ? W.dim(0) : -1;
+  if (W.ndim != 2 || W.dim(1) != k || C.leading() != m || C.dim(-1) != n ||
+      (has_bias && (B.ndim != 1 || B.dim(0) != n)))
+    value_error("gemm: shapes a " + shape_text(A) + ", w " + shape_text(W) + ", out " +
+                shape_text(C) + (has_bias ? ", bias " + shape_text(B) : std::string()) +
+                " do not fit out[..., N] = a[..., K] . w[N, K]^T + bias[N]");
+  const int dtype = dtype_of("gemm", {&A, &W, &C, has_bias ? &B : nullptr});
+  return {m, n, k, dtype, A.data, W.data, C.data, has_bias ? B.data : nullptr, s};
+}
+
 class Runtime {
  public:
   Runtime(const pyb::object& table, int device) {
@@ -112,23 +149,10 @@ class Runtime {
   // product), as torch.nn.functional.linear's input and output do.
   void gemm(pyb::handle a, pyb::handle w, pyb::handle out, pyb::handle bias, pyb::handle stream) {
     attune_rt* rt = open_rt();
-    std::intptr_t s = read_stream(stream.ptr(), 0);
-    const DeviceArray A = read_array(a.ptr(), "a", s), W = read_array(w.ptr(), "w", s),
-                      C = read_array(out.ptr(), "out", s);
-    DeviceArray B;
-    const bool has_bias = !bias.is_none();
-    if (has_bias) B = read_array(bias.ptr(), "bias", s);
-    if (stream.is_none()) s = interface_stream({&C, &A, &W});
-    const std::int64_t m = A.leading(), k = A.dim(-1), n = W.ndim == 2 ? W.dim(0) : -1;
-    if (W.ndim != 2 || W.dim(1) != k || C.leading() != m || C.dim(-1) != n ||
-        (has_bias && (B.ndim != 1 || B.dim(0) != n)))
-      value_error("gemm: shapes a " + shape_text(A) + ", w " + shape_text(W) + ", out " +
-                  shape_text(C) + (has_bias ? ", bias " + shape_text(B) : std::string()) +
-                  " do not fit out[..., N] = a[..., K] . w[N, K]^T + bias[N]");
-    const int dtype = dtype_of("gemm", {&A, &W, &C, has_bias ? &B : nullptr});
+    const GemmCall g = decode_gemm(a, w, out, bias, stream);
     const attune_rt_dispatch* d = nullptr;
-    const int status = attune_rt_gemm(rt, m, n, k, dtype, A.data, W.data, C.data,
-                                      has_bias ? B.data : nullptr, to_stream(s), &d);
+    const int status =
+        attune_rt_gemm(rt, g.m, g.n, g.k, g.dtype, g.a, g.w, g.c, g.bias, to_stream(g.stream), &d);
     finish(status, d);
   }
 
@@ -284,13 +308,6 @@ class Runtime {
     return rt_;
   }
   static void* to_stream(std::intptr_t s) { return reinterpret_cast<void*>(s); }
-  // With no stream argument: the stream the arrays' __cuda_array_interface__ names (the output's
-  // first), else the legacy default stream (PyTorch's default stream).
-  static std::intptr_t interface_stream(std::initializer_list<const DeviceArray*> arrays) {
-    for (const DeviceArray* a : arrays)
-      if (a->has_stream) return a->stream;
-    return 0;
-  }
   static void check_attention(const char* op, const DeviceArray& Q, const DeviceArray& K,
                               const DeviceArray& V, const DeviceArray& O) {
     auto same = [](const DeviceArray& a, const DeviceArray& b) {
@@ -345,6 +362,14 @@ void add_runtime(pyb::module_& m) {
       .def("time_problem", &Runtime::time_problem, arg("problem"))
       .def_property_readonly("table", &Runtime::table)
       .def("_c_gemm_loop", &Runtime::c_gemm_loop);
+  // gemm's argument reading and checks without a Runtime or a launch, called as gemm is, for
+  // bench/python_decode.py on machines without a GPU.
+  m.def(
+      "_decode_gemm",
+      [](pyb::handle a, pyb::handle w, pyb::handle out, pyb::handle bias, pyb::handle stream) {
+        decode_gemm(a, w, out, bias, stream);
+      },
+      arg("a"), arg("w"), arg("out"), arg("bias") = pyb::none(), arg("stream") = pyb::none());
 }
 
 }  // namespace attune::py
