@@ -420,7 +420,9 @@ class Runtime {
   }
   void finish(int status, const attune_rt_dispatch* d) {
     if (status != ATTUNE_RT_OK) raise_status(status);
-    if (d && seen_.insert(d).second) order_.push_back(d);
+    // An eager loop repeats one record: it is compared before the set is hashed.
+    if (d && d != last_ && seen_.insert(d).second) order_.push_back(d);
+    last_ = d;
   }
 
   std::string table_;
@@ -428,6 +430,7 @@ class Runtime {
   // Every distinct record a call returned (records live as long as rt_).
   std::unordered_set<const attune_rt_dispatch*> seen_;
   std::vector<const attune_rt_dispatch*> order_;
+  const attune_rt_dispatch* last_ = nullptr;  // the last call's record
 };
 
 // The Runtime behind a method descriptor's `self` (CPython has checked its type).
