@@ -12,6 +12,13 @@ PyTorch is importable, CPU tensors of a torch.Tensor subclass that says is_cuda=
 function dispatch disabled, as nn.Parameter does), so the decoder reads them as it reads CUDA
 tensors; no memory is touched. Method lookup and `self` aside, this is the binding's part of
 bench/python_dispatch.py's "over the C API".
+
+Instruction counts, steadier than wall time on a shared machine: `--loop cai|torch` makes `--calls`
+calls of one kind and prints nothing; run it under cachegrind with N calls and with 0, and divide
+the difference by N:
+
+    PYTHONPATH=build/python valgrind --tool=cachegrind --cache-sim=no \
+        --cachegrind-out-file=/dev/null python3 bench/python_decode.py --loop cai --calls 20000
 """
 
 import argparse
@@ -42,10 +49,11 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--batches", type=int, default=200)
+    p.add_argument("--loop", choices=("cai", "torch"), help="only `calls` calls of one kind")
     args = p.parse_args()
     decode = _native._decode_gemm
     stream = 0x1234500
-    cases = {"__cuda_array_interface__ objects (fp16)": (
+    cases = {"cai": (
         InterfaceOnly((1, 4096), 0x7f0000000000), InterfaceOnly((4096, 4096), 0x7f0010000000),
         InterfaceOnly((1, 4096), 0x7f0020000000))}
     try:
@@ -58,17 +66,24 @@ def main():
         def t(*shape):
             return torch.empty(*shape, dtype=torch.bfloat16).as_subclass(FakeCuda)
 
-        cases[f"torch tensors (bf16, torch {torch.__version__})"] = (t(1, 4096), t(4096, 4096),
-                                                                    t(1, 4096))
+        cases["torch"] = (t(1, 4096), t(4096, 4096), t(1, 4096))
     except ImportError:
         print("(no torch: the torch path is left out)", file=sys.stderr)
+    if args.loop:
+        arrays = cases[args.loop]
+        decode(*arrays, stream=stream)
+        for _ in range(args.calls):
+            decode(*arrays, stream=stream)
+        return
+    names = {"cai": "__cuda_array_interface__ objects (fp16)",
+             "torch": f"torch tensors (bf16, torch {torch.__version__})" if "torch" in cases else ""}
     print(f"Python {sys.version.split()[0]}; {args.batches} batches of {args.calls} calls")
     print("| arrays | ns per _decode_gemm(a, w, out, stream=s) (median of batches) | p10 |")
     print("|---|---:|---:|")
     for name, arrays in cases.items():
         decode(*arrays, stream=stream)  # raises if the decoder refuses them
         med, low = per_call_ns(decode, arrays, {"stream": stream}, args.calls, args.batches)
-        print(f"| {name} | {med:.0f} | {low:.0f} |")
+        print(f"| {names[name]} | {med:.0f} | {low:.0f} |")
 
 
 if __name__ == "__main__":
