@@ -77,6 +77,12 @@ struct Names {
   PyObject* cuda_stream_protocol = interned("__cuda_stream__");
   PyObject* cuda_stream = interned("cuda_stream");
   PyObject* ptr = interned("ptr");
+  // __cuda_array_interface__'s keys
+  PyObject* key_shape = interned("shape");
+  PyObject* key_typestr = interned("typestr");
+  PyObject* key_data = interned("data");
+  PyObject* key_strides = interned("strides");
+  PyObject* key_stream = interned("stream");
 };
 const Names& names() {
   static const Names n;
@@ -222,21 +228,30 @@ DeviceArray read_dlpack(PyObject* obj, const char* what, std::intptr_t consumer_
 DeviceArray read_interface(PyObject* cai, const char* what) {
   if (!PyDict_Check(cai))
     raise(PyExc_TypeError, std::string(what) + ": __cuda_array_interface__ is not a dict");
-  auto item = [&](const char* key) { return PyDict_GetItemString(cai, key); };  // borrowed
+  // Borrowed; the keys are interned strings, whose hash is cached (PyDict_GetItemString made a
+  // new string per key per call).
+  auto item = [cai](PyObject* key) {
+    PyObject* v = PyDict_GetItemWithError(cai, key);
+    if (!v && PyErr_Occurred()) throw pyb::error_already_set();
+    return v;
+  };
+  const Names& n = names();
   DeviceArray a;
-  PyObject* shape = item("shape");
-  PyObject* typestr = item("typestr");
-  PyObject* data = item("data");
+  PyObject* shape = item(n.key_shape);
+  PyObject* typestr = item(n.key_typestr);
+  PyObject* data = item(n.key_data);
   if (!shape || !PyTuple_Check(shape) || !typestr || !PyUnicode_Check(typestr) || !data ||
       !PyTuple_Check(data) || PyTuple_GET_SIZE(data) < 1)
     raise(PyExc_TypeError,
           std::string(what) + ": __cuda_array_interface__ lacks shape, typestr or data");
   set_shape(a, what, PyTuple_GET_SIZE(shape));
   for (int i = 0; i < a.ndim; ++i) a.shape[i] = as_int64(PyTuple_GET_ITEM(shape, i));
-  a.type_name = PyUnicode_AsUTF8(typestr);
+  const char* type_name = PyUnicode_AsUTF8(typestr);
+  if (!type_name) throw pyb::error_already_set();
+  a.type_name = type_name;
   // The interface has no bfloat16 type string; such arrays come through DLPack.
   if (a.type_name == "<f2") a.type = ElementType::kFp16;
-  PyObject* strides = item("strides");
+  PyObject* strides = item(n.key_strides);
   if (strides && strides != Py_None) {
     if (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != a.ndim)
       raise(PyExc_TypeError, std::string(what) + ": __cuda_array_interface__ strides malformed");
@@ -247,7 +262,7 @@ DeviceArray read_interface(PyObject* cai, const char* what) {
   }
   a.data = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
   if (!a.data && PyErr_Occurred()) throw pyb::error_already_set();
-  PyObject* stream = item("stream");
+  PyObject* stream = item(n.key_stream);
   if (stream && stream != Py_None) {
     a.stream = static_cast<std::intptr_t>(as_int64(stream));
     a.has_stream = true;
