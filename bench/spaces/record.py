@@ -85,6 +85,21 @@ SPACES = [
     ("gemm_h200_64x4096x4096", "attune gemm family, bf16, M=64 N=4096 K=4096 (a short prefill: "
      "cuBLASLt and the tiled kernel)",
      ["--op", "gemm", "--shape", "64x4096x4096", "--dtype", "bf16"], [], 520),
+    # A third held-out set, recorded 2026-12-03 before any change to the search made after the
+    # second: the layer families (rope, silu_mul: small spaces with a kernel fork), a long
+    # prefill's attention in fp16 and a decode of four new tokens at a deep cache.
+    ("silu_mul_h200_2048x14336", "attune silu_mul family, bf16, 2048 rows, inter 14336 "
+     "(Llama-3.1-8B's MLP activation in a prefill of 2048 tokens)",
+     ["--op", "silu_mul", "--shape", "2048x14336", "--dtype", "bf16"], [], 90),
+    ("rope_h200_4x1024", "attune rope family, bf16, batch 4 x 1024 tokens, 32 query heads over 8 "
+     "KV heads, head 128, theta 500000 (Llama-3.1-8B's prefill RoPE, no q/k norm)",
+     ["--op", "rope", "--shape", "4x1024x1024x32x8x128x500000", "--dtype", "bf16"], [], 90),
+    ("attention_prefill_h200_4096_fp16", "attune attention_prefill family, fp16, causal, 4096 "
+     "tokens, batch 1, head 128, 32 query heads over 8 KV heads",
+     ["--op", "attention_prefill", "--shape", "4096x1x128x32x8", "--dtype", "fp16"], [], 150),
+    ("attention_decode_h200_b4_kv8192_q4", "attune attention_decode family, bf16, batch 4, KV "
+     "8192, head 128, 32 query heads over 8 KV heads, 4 new tokens (speculative decoding)",
+     ["--op", "attention_decode", "--shape", "4x8192x128x32x8x4", "--dtype", "bf16"], [], 150),
 ]
 
 
