@@ -100,6 +100,22 @@ SPACES = [
     ("attention_decode_h200_b4_kv8192_q4", "attune attention_decode family, bf16, batch 4, KV "
      "8192, head 128, 32 query heads over 8 KV heads, 4 new tokens (speculative decoding)",
      ["--op", "attention_decode", "--shape", "4x8192x128x32x8x4", "--dtype", "bf16"], [], 150),
+    # A fourth held-out set, recorded 2026-12-03 after the third showed the surrogate behind plain
+    # mcts on small spaces, and before any change made on that: small spaces of five families.
+    ("silu_mul_h200_8x3072_fp16", "attune silu_mul family, fp16, 8 rows, inter 3072 (Qwen3-0.6B's "
+     "MLP activation in a batch-8 decode step)",
+     ["--op", "silu_mul", "--shape", "8x3072", "--dtype", "fp16"], [], 60),
+    ("rope_h200_decode_b8_kv2048", "attune rope family, bf16, a decode step: batch 8, 1 token, KV "
+     "2048, 32 query heads over 8 KV heads, head 128, theta 1000000",
+     ["--op", "rope", "--shape", "8x1x2048x32x8x128x1000000", "--dtype", "bf16"], [], 60),
+    ("attention_prefill_h200_512_h64", "attune attention_prefill family, bf16, causal, 512 tokens, "
+     "batch 4, head 64, 16 query heads over 4 KV heads",
+     ["--op", "attention_prefill", "--shape", "512x4x64x16x4", "--dtype", "bf16"], [], 90),
+    ("rmsnorm_h200_64x5120", "attune rmsnorm family, bf16, 64 rows x 5120",
+     ["--op", "rmsnorm", "--shape", "64x5120", "--dtype", "bf16"], [], 60),
+    ("attention_decode_h200_b2_kv16384_h64", "attune attention_decode family, fp16, batch 2, KV "
+     "16384, head 64, 16 query heads over 4 KV heads, 1 new token",
+     ["--op", "attention_decode", "--shape", "2x16384x64x16x4x1", "--dtype", "fp16"], [], 120),
 ]
 
 
