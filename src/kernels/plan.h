@@ -106,11 +106,12 @@ struct AttentionDecodeShape {
   std::int64_t rows() const { return batch * q_heads * q_len; }  // the output's rows
 };
 Result<AttentionDecodeShape> attention_decode_shape(const Problem& problem);
-// kernel=mma's K/V stages per warp and dynamic shared memory per block (defined beside the op's
-// space, which bounds them).
+// kernel=mma's K/V stages per warp, query rows per block (16, one m16 tile, unless q_rows=32:
+// two) and dynamic shared memory per block (defined beside the op's space, which bounds them).
 unsigned attention_decode_mma_stages(std::int64_t head, std::int64_t kv_tile);
+std::int64_t attention_decode_mma_block_rows(std::int64_t q_rows);
 std::size_t attention_decode_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile,
-                                              std::int64_t warps);
+                                              std::int64_t warps, std::int64_t block_rows);
 
 // The split form of attention, both attention ops' baseline (defined with attention_decode's
 // plans): per (sequence, KV head), S = Q . K^T for the group's `group_rows` query rows (contiguous

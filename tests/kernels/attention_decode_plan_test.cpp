@@ -205,6 +205,57 @@ TEST(AttentionDecodePlan, MmaSplitsMergeByTheCombineLaunchOrByTheCluster) {
   EXPECT_GT(clusters, 0u);
 }
 
+// kernel=mma with q_rows=32: the 32 rows of a GQA group (8 query heads x 4 tokens) in one block,
+// two m16 row tiles on each K/V tile loaded, so the cache is read once per split instead of once
+// per 16 rows; the space offers it only past 16 rows a group, and the plan takes every mma config
+// the space offers.
+TEST(AttentionDecodePlan, MmaTwoRowTilesShareEachKvTile) {
+  const std::string gqa =
+      "attention_decode:batch=8,kv=4096,head=128,q_heads=32,kv_heads=4,q_len=4";
+  const Plan two = planned(gqa, "kernel=mma,splits=4,kv_tile=16,warps=8,vec=8,q_rows=32,"
+                                "combine=cluster");
+  const auto& kt = std::get<KernelPlan>(two);
+  ASSERT_EQ(kt.steps.size(), 1u);
+  EXPECT_EQ(kt.steps[0].grid.x, 4u);
+  EXPECT_EQ(kt.steps[0].grid.y, 1u);  // one row group of 32
+  EXPECT_EQ(kt.steps[0].grid.z, 32u);
+  EXPECT_TRUE(has_option(kt.build, "-DMTILES=2"));
+  // 32 query rows, then 8 warps x 3 stages of a 16-key K and V tile.
+  EXPECT_EQ(kt.steps[0].shared_bytes, 32u * 128 * 2 + 8u * 3 * 16 * 128 * 4);
+  const Plan one = planned(gqa, "kernel=mma,splits=4,kv_tile=16,warps=8,vec=8,q_rows=1,"
+                                "combine=kernel");
+  const auto& ko = std::get<KernelPlan>(one);
+  EXPECT_EQ(ko.steps[0].grid.y, 2u);  // two row groups of 16, each reading the cache
+  EXPECT_TRUE(has_option(ko.build, "-DMTILES=1"));
+
+  auto other = plan_attention_decode(
+      problem(gqa),
+      *Config::parse("kernel=mma,splits=4,kv_tile=16,warps=8,vec=8,q_rows=4,combine=kernel"));
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.error().message().find("q_rows 1"), std::string::npos);
+
+  auto count_two = [](const std::string& spec) {
+    auto space = attention_decode_op().space(problem(spec));
+    EXPECT_TRUE(space.ok()) << space.error().message();
+    std::size_t n = 0;
+    for (auto e = space->enumerate(); auto pt = e.next();) {
+      const Config c = space->config(*pt);
+      if (c.get("kernel")->as_word() != "mma") continue;
+      EXPECT_TRUE(plan_attention_decode(problem(spec), c).ok()) << c.text();
+      if (c.get("q_rows")->as_int() == 32) {
+        ++n;
+        // Two row tiles: the registers bound head + kv_tile <= 144.
+        EXPECT_LE(128 + c.get("kv_tile")->as_int(), 144) << c.text();
+      }
+    }
+    return n;
+  };
+  EXPECT_GT(count_two(gqa), 0u);
+  // 4 rows a group (32 / 8 heads, one token): one m16 tile holds them.
+  EXPECT_EQ(count_two("attention_decode:batch=1,kv=4096,head=128,q_heads=32,kv_heads=8,q_len=1"),
+            0u);
+}
+
 TEST(AttentionDecodePlan, AnUnknownKernelIsRefused) {
   auto p = plan_attention_decode(
       problem("attention_decode:batch=1,kv=64,head=64,q_heads=1,kv_heads=1,q_len=1"),

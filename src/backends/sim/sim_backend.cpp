@@ -195,8 +195,9 @@ std::unique_ptr<SimProblem> make_rmsnorm(const OpSignature& op) {
 std::int64_t sim_mma_stages(std::int64_t head, std::int64_t kv_tile) {
   return std::clamp<std::int64_t>(24 * 1024 / (kv_tile * head * 4), 2, 4);
 }
-std::int64_t sim_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile, std::int64_t warps) {
-  return 16 * head * 2 + warps * sim_mma_stages(head, kv_tile) * kv_tile * head * 4;
+std::int64_t sim_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile, std::int64_t warps,
+                                  std::int64_t block_rows) {
+  return block_rows * head * 2 + warps * sim_mma_stages(head, kv_tile) * kv_tile * head * 4;
 }
 
 std::unique_ptr<SimProblem> make_attention_decode(const OpSignature& op) {
@@ -234,12 +235,14 @@ std::unique_ptr<SimProblem> make_attention_decode(const OpSignature& op) {
     if (c.get("kernel")->as_word() == "mma") {
       // Tensor cores do the math (no compute floor worth modelling); each warp keeps STAGES - 1
       // tiles in flight; shared memory and registers bound the blocks per SM.
+      // q_rows=32: two m16 row tiles per block on each K/V tile loaded.
       const auto h = static_cast<std::int64_t>(head), kt = static_cast<std::int64_t>(tile);
-      const double groups = std::ceil(group_rows / 16);
+      const double row_tiles = knob(c, "q_rows") == 32 ? 2 : 1;
+      const double groups = std::ceil(group_rows / (16 * row_tiles));
       const double blocks = batch * kv_heads * groups * splits;
-      const double smem =
-          static_cast<double>(sim_mma_shared_bytes(h, kt, static_cast<std::int64_t>(warps)));
-      const double regs = head / 2 + tile / 2 + 48;
+      const double smem = static_cast<double>(sim_mma_shared_bytes(
+          h, kt, static_cast<std::int64_t>(warps), static_cast<std::int64_t>(16 * row_tiles)));
+      const double regs = row_tiles * (head / 2 + tile / 2) + 48;
       const double resident =
           std::max(1.0, std::min({std::floor(64 / warps), std::floor(228.0 * 1024 / smem),
                                   std::floor(65536 / (32 * warps * regs))}));

@@ -233,28 +233,38 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
 #endif  // !MMA
 
 #ifdef MMA
-// The tensor-core form (MMA defined; KV_TILE, WARPS, STAGES; CLUSTER 1: the SPLITS blocks of a row
-// group run as one thread block cluster and merge their partials through distributed shared
-// memory, in the same launch, instead of through the workspace and attn_decode_combine): a block
-// per (split, 16 rows, sequence x KV head) and each warp its own stream of KV_TILE-key tiles of
-// the split (tiles w, w + WARPS,
+// The tensor-core form (MMA defined; KV_TILE, WARPS, STAGES; MTILES, 1 or 2, m16 tiles of rows per
+// block: 2 puts the 32 rows of a GQA group (e.g. 8 query heads x 4 tokens) on every K/V tile a
+// warp loads, instead of two blocks loading each tile once per 16 rows; CLUSTER 1: the SPLITS
+// blocks of a row group run as one thread block cluster and merge their partials through
+// distributed shared memory, in the same launch, instead of through the workspace and
+// attn_decode_combine): a block per (split, 16 * MTILES rows, sequence x KV head) and each warp
+// its own stream of KV_TILE-key tiles of the split (tiles w, w + WARPS,
 // ...), copied by cp.async into the warp's STAGES shared-memory buffers, STAGES - 1 tiles ahead of
 // the math, so a warp needs no block barrier until the end. S = Q K^T and O += P V by
-// mma.m16n8k16 (fp32 accumulators): the 16 rows are the group's (query head, token) pairs, rows
-// past them zero; ldmatrix reads Q and K, ldmatrix.trans reads V. Rows of 16-byte chunks are
+// mma.m16n8k16 (fp32 accumulators), each K and V fragment loaded once for the MTILES row tiles:
+// the rows are the group's (query head, token) pairs, rows past them zero; ldmatrix reads Q and K, ldmatrix.trans reads V. Rows of 16-byte chunks are
 // swizzled (chunk c of row r at c ^ (r % 8)) so ldmatrix's eight rows hit distinct banks.
 #if CLUSTER
 #define KSPLIT SPLITS
 #endif
 #include "attune_cluster.cuh"  // KSPLIT (1 unless CLUSTER), CLUSTER_DIMS, cluster_sync, cluster_load
 
+#ifndef MTILES
+#define MTILES 1
+#endif
+
 namespace {
 
 constexpr int kRows = GROUP * Q_LEN;
-constexpr int kChunks = HEAD / 8;  // 16-byte chunks per row
+constexpr int kBlockRows = 16 * MTILES;  // query rows per block
+constexpr int kChunks = HEAD / 8;        // 16-byte chunks per row
 constexpr int kNt = KV_TILE / 8;   // key n-tiles of S per tile
 constexpr int kTileElems = KV_TILE * HEAD;
 static_assert(KV_TILE % 16 == 0 && HEAD % 64 == 0, "KV_TILE of 16s, HEAD of 64s");
+static_assert(MTILES == 1 || MTILES == 2, "one or two m16 tiles of rows per block");
+// A warp's fp32 output rows go over its own stage buffers at the end.
+static_assert(kBlockRows <= STAGES * KV_TILE, "a warp's output rows fit its stage buffers");
 
 template <class A, class B>
 struct Same {
@@ -328,7 +338,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
     attn_decode_mma(T* __restrict__ o, float* __restrict__ workspace, const T* __restrict__ q,
                     const T* __restrict__ k, const T* __restrict__ v, int kv) {
   extern __shared__ __align__(128) unsigned char smem[];
-  const int split = blockIdx.x, row0 = blockIdx.y * 16, bh = blockIdx.z;
+  const int split = blockIdx.x, row0 = blockIdx.y * kBlockRows, bh = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const int per_split = (kv + SPLITS - 1) / SPLITS;
@@ -336,9 +346,9 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
   const int end = min(kv, begin + per_split);
 
   const unsigned qs = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const unsigned ws = qs + 16 * HEAD * 2 + warp * (STAGES * 2 * kTileElems * 2);
-  // The block's 16 query rows (zeros past the group's).
-  for (int i = threadIdx.x; i < 16 * kChunks; i += WARPS * 32) {
+  const unsigned ws = qs + kBlockRows * HEAD * 2 + warp * (STAGES * 2 * kTileElems * 2);
+  // The block's query rows (zeros past the group's).
+  for (int i = threadIdx.x; i < kBlockRows * kChunks; i += WARPS * 32) {
     const int r = i / kChunks, c = i % kChunks;
     const bool in = row0 + r < kRows;
     const T* src = q + (static_cast<size_t>(bh) * kRows + (in ? row0 + r : 0)) * HEAD + c * 8;
@@ -372,20 +382,25 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
   cp_wait<STAGES - 1>();  // the query rows
   __syncthreads();
 
-  // The last cache position each of this lane's two rows (g, g + 8) sees.
-  int last[2];
+  // The last cache position each of this lane's rows (g, g + 8 of each row tile) sees.
+  int last[MTILES][2];
+  float m[MTILES][2], l[MTILES][2];
+  float acc[MTILES][HEAD / 8][4];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = row0 + g + 8 * h;
-    last[h] = row < kRows ? kv - Q_LEN + row % Q_LEN : kv - 1;
+  for (int mt = 0; mt < MTILES; ++mt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + 16 * mt + g + 8 * h;
+      last[mt][h] = row < kRows ? kv - Q_LEN + row % Q_LEN : kv - 1;
+      m[mt][h] = -INFINITY;
+      l[mt][h] = 0.f;
+    }
+#pragma unroll
+    for (int d = 0; d < HEAD / 8; ++d)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mt][d][e] = 0.f;
   }
   const float qscale = rsqrtf(static_cast<float>(HEAD)) * 1.4426950408889634f;
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-  float acc[HEAD / 8][4];
-#pragma unroll
-  for (int d = 0; d < HEAD / 8; ++d)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc[d][e] = 0.f;
 
   for (int i = 0; i < mine; ++i) {
     cp_wait<STAGES - 2>();
@@ -394,76 +409,96 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
     const unsigned ks = ws + (i % STAGES) * (2 * kTileElems * 2), vs = ks + kTileElems * 2;
     const int key0 = begin + (warp + i * WARPS) * KV_TILE;
 
-    float s[kNt][4];
+    float s[MTILES][kNt][4];
 #pragma unroll
-    for (int j = 0; j < kNt; ++j)
+    for (int mt = 0; mt < MTILES; ++mt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[j][e] = 0.f;
+      for (int j = 0; j < kNt; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][j][e] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < HEAD / 16; ++kk) {
-      unsigned a[4];
-      ldsm4(qs + swz(lane % 16, 2 * kk + lane / 16), a[0], a[1], a[2], a[3]);
+      unsigned a[MTILES][4];
+#pragma unroll
+      for (int mt = 0; mt < MTILES; ++mt)
+        ldsm4(qs + swz(16 * mt + lane % 16, 2 * kk + lane / 16), a[mt][0], a[mt][1], a[mt][2],
+              a[mt][3]);
 #pragma unroll
       for (int j = 0; j < kNt; j += 2) {
         unsigned b[4];
         ldsm4(ks + swz(8 * j + (lane & 7) + ((lane >> 4) << 3), 2 * kk + ((lane >> 3) & 1)), b[0],
               b[1], b[2], b[3]);
-        mma(s[j], a, b[0], b[1]);
-        mma(s[j + 1], a, b[2], b[3]);
+#pragma unroll
+        for (int mt = 0; mt < MTILES; ++mt) {
+          mma(s[mt][j], a[mt], b[0], b[1]);
+          mma(s[mt][j + 1], a[mt], b[2], b[3]);
+        }
       }
     }
 
-    // Online softmax of rows g (s[.][0..1]) and g + 8 (s[.][2..3]) in the log2 domain.
-    float corr[2], ms[2];
+    // Online softmax of rows g (s[.][.][0..1]) and g + 8 (s[.][.][2..3]) of each row tile in the
+    // log2 domain.
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float mx = m[h];
+    for (int mt = 0; mt < MTILES; ++mt) {
+      float corr[2], ms[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float mx = m[mt][h];
+#pragma unroll
+        for (int j = 0; j < kNt; ++j)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int pos = key0 + 8 * j + 2 * t + e;
+            float x = s[mt][j][2 * h + e] * qscale;
+            x = pos < end && pos <= last[mt][h] ? x : -INFINITY;
+            s[mt][j][2 * h + e] = x;
+            mx = fmaxf(mx, x);
+          }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        ms[h] = mx == -INFINITY ? 0.f : mx;  // no key yet: every weight below is 0
+        corr[h] = exp2f(m[mt][h] - ms[h]);
+        m[mt][h] = mx;
+        l[mt][h] *= corr[h];
+      }
+#pragma unroll
+      for (int d = 0; d < HEAD / 8; ++d) {
+        acc[mt][d][0] *= corr[0];
+        acc[mt][d][1] *= corr[0];
+        acc[mt][d][2] *= corr[1];
+        acc[mt][d][3] *= corr[1];
+      }
 #pragma unroll
       for (int j = 0; j < kNt; ++j)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int pos = key0 + 8 * j + 2 * t + e;
-          float x = s[j][2 * h + e] * qscale;
-          x = pos < end && pos <= last[h] ? x : -INFINITY;
-          s[j][2 * h + e] = x;
-          mx = fmaxf(mx, x);
+        for (int e = 0; e < 4; ++e) {
+          const float p = exp2f(s[mt][j][e] - ms[e / 2]);
+          s[mt][j][e] = p;
+          l[mt][e / 2] += p;
         }
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      ms[h] = mx == -INFINITY ? 0.f : mx;  // no key yet: every weight below is 0
-      corr[h] = exp2f(m[h] - ms[h]);
-      m[h] = mx;
-      l[h] *= corr[h];
     }
-#pragma unroll
-    for (int d = 0; d < HEAD / 8; ++d) {
-      acc[d][0] *= corr[0];
-      acc[d][1] *= corr[0];
-      acc[d][2] *= corr[1];
-      acc[d][3] *= corr[1];
-    }
-#pragma unroll
-    for (int j = 0; j < kNt; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float p = exp2f(s[j][e] - ms[e / 2]);
-        s[j][e] = p;
-        l[e / 2] += p;
-      }
 
-      // O += P V, 16 keys per k-step: P's fragments are S's accumulators of two key n-tiles.
+    // O += P V, 16 keys per k-step: P's fragments are S's accumulators of two key n-tiles.
 #pragma unroll
     for (int kk = 0; kk < KV_TILE / 16; ++kk) {
-      const unsigned a[4] = {pack(s[2 * kk][0], s[2 * kk][1]), pack(s[2 * kk][2], s[2 * kk][3]),
-                             pack(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                             pack(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      unsigned a[MTILES][4];
+#pragma unroll
+      for (int mt = 0; mt < MTILES; ++mt) {
+        a[mt][0] = pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        a[mt][1] = pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        a[mt][2] = pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        a[mt][3] = pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
 #pragma unroll
       for (int d = 0; d < HEAD / 8; d += 2) {
         unsigned b[4];
         ldsm4t(vs + swz(16 * kk + (lane & 7) + (((lane >> 3) & 1) << 3), d + (lane >> 4)), b[0],
                b[1], b[2], b[3]);
-        mma(acc[d], a, b[0], b[1]);
-        mma(acc[d + 1], a, b[2], b[3]);
+#pragma unroll
+        for (int mt = 0; mt < MTILES; ++mt) {
+          mma(acc[mt][d], a[mt], b[0], b[1]);
+          mma(acc[mt][d + 1], a[mt], b[2], b[3]);
+        }
       }
     }
   }
@@ -472,27 +507,36 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
 
   // Each row's sum over the warp's keys: the four lanes of a row hold disjoint keys.
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
-  }
-  // The warps merged: each writes its (max, sum) per row and its output rows (fp32, over its own
-  // stage buffers), then the block weighs them.
-  __shared__ float wm[WARPS][16], wl[WARPS][16], wgt[WARPS][16], bl[16], bm[16];
-  if (t == 0) {
+  for (int mt = 0; mt < MTILES; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      wm[warp][g + 8 * h] = m[h];
-      wl[warp][g + 8 * h] = l[h];
+      l[mt][h] += __shfl_xor_sync(0xffffffffu, l[mt][h], 1);
+      l[mt][h] += __shfl_xor_sync(0xffffffffu, l[mt][h], 2);
     }
+  // The warps merged: each writes its (max, sum) per row and its output rows (fp32, over its own
+  // stage buffers), then the block weighs them.
+  __shared__ float wm[WARPS][kBlockRows], wl[WARPS][kBlockRows], wgt[WARPS][kBlockRows],
+      bl[kBlockRows], bm[kBlockRows];
+  if (t == 0) {
+#pragma unroll
+    for (int mt = 0; mt < MTILES; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        wm[warp][16 * mt + g + 8 * h] = m[mt][h];
+        wl[warp][16 * mt + g + 8 * h] = l[mt][h];
+      }
   }
-  float* wo = reinterpret_cast<float*>(smem + 16 * HEAD * 2) + warp * (STAGES * 2 * kTileElems / 2);
+  float* wo = reinterpret_cast<float*>(smem + kBlockRows * HEAD * 2) +
+              warp * (STAGES * 2 * kTileElems / 2);
 #pragma unroll
-  for (int d = 0; d < HEAD / 8; ++d)
+  for (int mt = 0; mt < MTILES; ++mt)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) wo[(g + 8 * (e / 2)) * HEAD + 8 * d + 2 * t + e % 2] = acc[d][e];
+    for (int d = 0; d < HEAD / 8; ++d)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        wo[(16 * mt + g + 8 * (e / 2)) * HEAD + 8 * d + 2 * t + e % 2] = acc[mt][d][e];
   __syncthreads();
-  if (threadIdx.x < 16) {
+  if (threadIdx.x < kBlockRows) {
     const int r = threadIdx.x;
     float mx = -INFINITY, sum = 0.f;
     for (int w = 0; w < WARPS; ++w) mx = fmaxf(mx, wm[w][r]);
@@ -508,19 +552,20 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
   (void)bm;  // read only by the split partials below
 
   const size_t orow0 = static_cast<size_t>(bh) * kRows + row0;
-  const int rows_here = min(16, kRows - row0);
+  const int rows_here = min(kBlockRows, kRows - row0);
   for (int i = threadIdx.x; i < rows_here * HEAD; i += WARPS * 32) {
     const int r = i / HEAD, d = i % HEAD;
     float x = 0.f;
 #pragma unroll
     for (int w = 0; w < WARPS; ++w)
       x += wgt[w][r] * reinterpret_cast<const float*>(
-                           smem + 16 * HEAD * 2)[w * (STAGES * 2 * kTileElems / 2) + r * HEAD + d];
+                           smem + kBlockRows * HEAD * 2)[w * (STAGES * 2 * kTileElems / 2) +
+                                                         r * HEAD + d];
 #if SPLITS == 1
     o[(orow0 + r) * HEAD + d] = static_cast<T>(x / bl[r]);
 #elif CLUSTER
     // In place over warp 0's output: element i of every warp is read by this thread alone.
-    reinterpret_cast<float*>(smem + 16 * HEAD * 2)[r * HEAD + d] = x;
+    reinterpret_cast<float*>(smem + kBlockRows * HEAD * 2)[r * HEAD + d] = x;
 #else
     const size_t rows = static_cast<size_t>(gridDim.z) * kRows;
     workspace[(split * rows + orow0 + r) * HEAD + d] = x;
@@ -536,7 +581,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
   // the cluster spans grid.x) then writes every SPLITS-th output element, merged as
   // attn_decode_combine merges them, and no block leaves while another still reads its memory.
   cluster_sync();
-  const float* part = reinterpret_cast<const float*>(smem + 16 * HEAD * 2);
+  const float* part = reinterpret_cast<const float*>(smem + kBlockRows * HEAD * 2);
   for (int i = split * WARPS * 32 + threadIdx.x; i < rows_here * HEAD; i += SPLITS * WARPS * 32) {
     const int r = i / HEAD, d = i % HEAD;
     float mx = -INFINITY;

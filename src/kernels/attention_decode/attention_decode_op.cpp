@@ -11,11 +11,12 @@
 
 namespace attune::kernels {
 
-// kernel=mma's stages per warp and shared memory per block: declared in kernels/plan.h (the plan
+// kernel=mma's stages per warp, rows and shared memory per block: declared in kernels/plan.h (the plan
 // launches with them), defined here with the space that bounds them (core only).
 unsigned attention_decode_mma_stages(std::int64_t head, std::int64_t kv_tile);
+std::int64_t attention_decode_mma_block_rows(std::int64_t q_rows);
 std::size_t attention_decode_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile,
-                                              std::int64_t warps);
+                                              std::int64_t warps, std::int64_t block_rows);
 
 namespace {
 
@@ -80,13 +81,24 @@ Result<Space> attention_decode_space(const Problem& p) {
   return Space::make(
       {knob("kernel", {"split", "flash", "mma"}, 0, KnobKind::kStructural),
        knob("splits", {1, 2, 4, 8, 16, 32, 64}), knob("kv_tile", {16, 32, 64, 128}),
-       knob("warps", {4, 1, 2, 8}), knob("vec", {8, 4}), knob("q_rows", {1, 2, 4, 8, 16}),
+       knob("warps", {4, 1, 2, 8}), knob("vec", {8, 4}), knob("q_rows", {1, 2, 4, 8, 16, 32}),
        knob("combine", {"kernel", "cluster"})},
       {fixed_unless("splits", 1, true),
        fixed_unless("kv_tile", 16, true),
        fixed_unless("warps", 4, true),
        fixed_unless("vec", 8, false),
-       fixed_unless("q_rows", 1, false),
+       // kernel=mma: q_rows 1 is its one m16 tile of rows per block (16, padded), 32 its two on
+       // every K/V tile a warp loads: the 32 rows of a GQA group (8 query heads x 4 tokens) read
+       // the cache once instead of once per 16 rows (on the H200 the q4 cell's best, two row
+       // groups of 16, reached 64.9% of the read bandwidth: bench/results/attention_decode-h200-
+       // 2026-12-02.md), only where the group has more than 16 rows.
+       {"q_rows is fixed unless kernel=flash (kernel=mma: 1, or 32 past 16 rows a group)",
+        {"kernel", "q_rows"},
+        [rows](const Assignment& a) {
+          const std::string k = a["kernel"].as_word();
+          return k == "flash" || a.i("q_rows") == 1 ||
+                 (k == "mma" && a.i("q_rows") == 32 && rows > 16);
+        }},
        // The splits merged by attn_decode_combine (a second launch, through the workspace) or,
        // kernel=mma alone, inside one launch by the thread block cluster of the 2-8 splits.
        {"combine=cluster: kernel=mma with 2-8 splits",
@@ -101,19 +113,24 @@ Result<Space> attention_decode_space(const Problem& p) {
           return !mma(a) || ((a.i("kv_tile") == 16 || a.i("kv_tile") < 2 * kv) &&
                              (a.i("splits") == 1 || kv >= a.i("splits") * a.i("kv_tile")));
         }},
-       // The fp32 output (head / 2 per lane) and scores (kv_tile / 2) in registers: ptxas gave
-       // 254 registers, no spills, at the bound (head 256, kv_tile 64), 128 at head 128,
-       // kv_tile 16 (CUDA 13.0, sm_90).
-       {"kernel=mma: registers, head / 2 + kv_tile / 2 <= 160 per lane",
-        {"kernel", "kv_tile"},
+       // The fp32 output (head / 2 per lane) and scores (kv_tile / 2) of each m16 row tile in
+       // registers: ptxas gave 254 registers, no spills, at the bound of one tile (head 256,
+       // kv_tile 64), 128 at head 128, kv_tile 16; with two tiles 233-246 at head 128, kv_tile 16
+       // and 254 at head 64, kv_tile 64, but spills at head 128, kv_tile 32 (CUDA 13.0, sm_90a).
+       {"kernel=mma: registers, head / 2 + kv_tile / 2 <= 160 per lane (head + kv_tile <= 144 "
+        "with two row tiles)",
+        {"kernel", "kv_tile", "q_rows"},
         [mma, head](const Assignment& a) {
-          return !mma(a) || head / 2 + a.i("kv_tile") / 2 <= 160;
+          if (!mma(a)) return true;
+          return a.i("q_rows") == 32 ? head + a.i("kv_tile") <= 144
+                                     : head / 2 + a.i("kv_tile") / 2 <= 160;
         }},
        {"kernel=mma: the warps' stage buffers fit a block's 227 KB of shared memory",
-        {"kernel", "kv_tile", "warps"},
+        {"kernel", "kv_tile", "warps", "q_rows"},
         [mma, head](const Assignment& a) {
-          return !mma(a) || attention_decode_mma_shared_bytes(head, a.i("kv_tile"), a.i("warps")) <=
-                                227 * 1024;
+          return !mma(a) || attention_decode_mma_shared_bytes(
+                                head, a.i("kv_tile"), a.i("warps"),
+                                attention_decode_mma_block_rows(a.i("q_rows"))) <= 227 * 1024;
         }},
        {"kv_tile is a multiple of the keys a block's warps load at once",
         {"kernel", "kv_tile", "warps", "vec"},
@@ -168,10 +185,14 @@ unsigned attention_decode_mma_stages(std::int64_t head, std::int64_t kv_tile) {
   return static_cast<unsigned>(std::clamp<std::int64_t>(kMmaWarpStageBytes / stage, 2, 4));
 }
 
+std::int64_t attention_decode_mma_block_rows(std::int64_t q_rows) {
+  return q_rows == 32 ? 32 : 16;
+}
+
 std::size_t attention_decode_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile,
-                                              std::int64_t warps) {
+                                              std::int64_t warps, std::int64_t block_rows) {
   const auto stage = static_cast<std::size_t>(kv_tile * head * 2 * 2);
-  return static_cast<std::size_t>(16 * head * 2) +
+  return static_cast<std::size_t>(block_rows * head * 2) +
          static_cast<std::size_t>(warps) * attention_decode_mma_stages(head, kv_tile) * stage;
 }
 

@@ -90,11 +90,18 @@ Result<Plan> plan_flash(const AttentionDecodeShape& s, const Config& c) {
 
 namespace {
 
-// The tensor-core form: a block per (split, 16 query rows, sequence x KV head).
+// The tensor-core form: a block per (split, 16 or 32 query rows, sequence x KV head).
 Result<Plan> plan_mma(const AttentionDecodeShape& s, const Config& c) {
   ATTUNE_ASSIGN(std::int64_t splits, knob(c, "splits"));
   ATTUNE_ASSIGN(std::int64_t kv_tile, knob(c, "kv_tile"));
   ATTUNE_ASSIGN(std::int64_t warps, knob(c, "warps"));
+  const std::int64_t q_rows = knob_or(c, "q_rows", 1);
+  if (q_rows != 1 && q_rows != 32)
+    return Error::invalid_argument(fmt::format(
+        "attention_decode config '{}': kernel=mma takes q_rows 1 (an m16 tile of rows per block) "
+        "or 32 (two)",
+        c.text()));
+  const std::int64_t block_rows = attention_decode_mma_block_rows(q_rows);
   const Value* combine = c.get("combine");
   if (!combine)
     return Error::invalid_argument(
@@ -111,12 +118,12 @@ Result<Plan> plan_mma(const AttentionDecodeShape& s, const Config& c) {
   if (kv_tile % 16 != 0)
     return Error::invalid_argument(fmt::format(
         "attention_decode config '{}': kernel=mma needs kv_tile a multiple of 16", c.text()));
-  const std::size_t shared = attention_decode_mma_shared_bytes(s.head, kv_tile, warps);
+  const std::size_t shared = attention_decode_mma_shared_bytes(s.head, kv_tile, warps, block_rows);
   if (shared > kMaxSharedBytes)
     return Error::invalid_argument(fmt::format(
         "attention_decode config '{}': {} bytes of shared memory, more than a block gets ({})",
         c.text(), shared, kMaxSharedBytes));
-  const std::int64_t groups = ceil_div(s.group() * s.q_len, 16);
+  const std::int64_t groups = ceil_div(s.group() * s.q_len, block_rows);
   if (groups > kMaxGridYz || s.batch * s.kv_heads > kMaxGridYz)
     return Error::invalid_argument(
         fmt::format("attention_decode: {} row groups of {} KV heads exceed a launch's grid", groups,
@@ -133,6 +140,7 @@ Result<Plan> plan_mma(const AttentionDecodeShape& s, const Config& c) {
                      fmt::format("-DKV_TILE={}", kv_tile),
                      fmt::format("-DWARPS={}", warps),
                      fmt::format("-DSTAGES={}", attention_decode_mma_stages(s.head, kv_tile)),
+                     fmt::format("-DMTILES={}", block_rows / 16),
                      fmt::format("-DCOMBINE_ROWS={}", kCombineRows),
                      fmt::format("-DCLUSTER={}", cluster ? 1 : 0)};
   p.build.headers = {{"attune_cluster.cuh", kClusterHeader}};
