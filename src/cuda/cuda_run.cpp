@@ -1,5 +1,6 @@
 #include "cuda/cuda_run.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -138,6 +139,50 @@ Result<FunctionResources> resources(CUfunction f) {
   return r;
 }
 
+namespace {
+
+// The largest cluster every cluster-capable device runs; past it the kernel must opt in.
+constexpr int kPortableClusterBlocks = 8;
+
+// A kernel compiled with __cluster_dims__ (attune_cluster.cuh): past the portable size it opts in
+// to non-portable sizes (refused where the device has none), then asks the driver whether at
+// least one such cluster fits the device at this block size and shared memory.
+Result<std::string> check_cluster(CUfunction f, unsigned threads, unsigned dynamic_smem) {
+  int dims[3] = {0, 0, 0};
+  ATTUNE_CU(cuFuncGetAttribute(&dims[0], CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, f));
+  ATTUNE_CU(cuFuncGetAttribute(&dims[1], CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, f));
+  ATTUNE_CU(cuFuncGetAttribute(&dims[2], CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, f));
+  const int blocks = std::max(dims[0], 1) * std::max(dims[1], 1) * std::max(dims[2], 1);
+  if (blocks <= kPortableClusterBlocks) return std::string();
+  if (CUresult rc = cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+      rc != CUDA_SUCCESS)
+    return fmt::format(
+        "a thread block cluster of {} blocks is past the portable {}, and the device allows no "
+        "more ({})",
+        blocks, kPortableClusterBlocks, driver_error(rc, "cuFuncSetAttribute", __FILE__, __LINE__)
+                                            .message());
+  CUlaunchConfig config{};
+  config.gridDimX = static_cast<unsigned>(std::max(dims[0], 1));
+  config.gridDimY = static_cast<unsigned>(std::max(dims[1], 1));
+  config.gridDimZ = static_cast<unsigned>(std::max(dims[2], 1));
+  config.blockDimX = threads;
+  config.blockDimY = config.blockDimZ = 1;
+  config.sharedMemBytes = dynamic_smem;
+  int clusters = 0;
+  if (CUresult rc = cuOccupancyMaxActiveClusters(&clusters, f, &config); rc != CUDA_SUCCESS)
+    return fmt::format("a thread block cluster of {} blocks cannot be scheduled ({})", blocks,
+                       driver_error(rc, "cuOccupancyMaxActiveClusters", __FILE__, __LINE__)
+                           .message());
+  if (clusters < 1)
+    return fmt::format(
+        "a thread block cluster of {} blocks of {} threads and {} bytes of dynamic shared memory "
+        "does not fit the device at once",
+        blocks, threads, dynamic_smem);
+  return std::string();
+}
+
+}  // namespace
+
 Result<std::string> check_launch(CUfunction f, unsigned threads, unsigned dynamic_smem,
                                  int max_smem_optin) {
   ATTUNE_ASSIGN(FunctionResources r, resources(f));
@@ -153,7 +198,7 @@ Result<std::string> check_launch(CUfunction f, unsigned threads, unsigned dynami
   if (dynamic_smem > 48 * 1024)
     ATTUNE_CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                  static_cast<int>(dynamic_smem)));
-  return std::string();
+  return check_cluster(f, threads, dynamic_smem);
 }
 
 void exit_if_sticky(CUresult rc, const char* what) {

@@ -67,8 +67,10 @@ struct FunctionResources {
 Result<FunctionResources> resources(CUfunction f);
 
 // A reason this launch cannot run (too many threads for the compiled kernel's registers, more
-// shared memory than the device allows), or "" when it can. Raises the function's dynamic shared
-// memory limit when more than 48 KiB is asked.
+// shared memory than the device allows, a thread block cluster the device cannot co-schedule), or
+// "" when it can. Raises the function's dynamic shared memory limit when more than 48 KiB is
+// asked, and opts a kernel compiled for a cluster past the portable 8 blocks into Hopper's
+// non-portable sizes (up to 16).
 Result<std::string> check_launch(CUfunction f, unsigned threads_per_block, unsigned dynamic_smem,
                                  int device_max_smem_optin);
 

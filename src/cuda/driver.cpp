@@ -115,6 +115,8 @@ ATTUNE_FORWARD(cuModuleGetGlobal, (CUdeviceptr * p, size_t* bytes, CUmodule m, c
 ATTUNE_FORWARD(cuFuncGetModule, (CUmodule * m, CUfunction f), (m, f))
 ATTUNE_FORWARD(cuFuncGetAttribute, (int* v, CUfunction_attribute a, CUfunction f), (v, a, f))
 ATTUNE_FORWARD(cuFuncSetAttribute, (CUfunction f, CUfunction_attribute a, int v), (f, a, v))
+ATTUNE_FORWARD(cuOccupancyMaxActiveClusters, (int* n, CUfunction f, const CUlaunchConfig* config),
+               (n, f, config))
 ATTUNE_FORWARD(cuLaunchKernel,
                (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
                 unsigned int by, unsigned int bz, unsigned int smem, CUstream s, void** params,

@@ -187,11 +187,20 @@ TEST(AttentionDecodePlan, MmaSplitsMergeByTheCombineLaunchOrByTheCluster) {
   ASSERT_EQ(kc.build.headers.size(), 1u);
   EXPECT_EQ(kc.build.headers[0].first, "attune_cluster.cuh");
 
+  // Past the portable 8 blocks: Hopper's non-portable 16 (the launch opts in, or refuses).
+  const Plan sixteen = planned(spec,
+                               "kernel=mma,splits=16,kv_tile=32,warps=4,vec=8,q_rows=1,"
+                               "combine=cluster");
+  const auto& k16 = std::get<KernelPlan>(sixteen);
+  ASSERT_EQ(k16.steps.size(), 1u);
+  EXPECT_EQ(k16.steps[0].grid.x, 16u);
+  EXPECT_TRUE(has_option(k16.build, "-DSPLITS=16"));
+  EXPECT_TRUE(has_option(k16.build, "-DCLUSTER=1"));
   auto too_many = plan_attention_decode(
       problem(spec),
-      *Config::parse("kernel=mma,splits=16,kv_tile=32,warps=4,vec=8,q_rows=1,combine=cluster"));
+      *Config::parse("kernel=mma,splits=32,kv_tile=32,warps=4,vec=8,q_rows=1,combine=cluster"));
   ASSERT_FALSE(too_many.ok());
-  EXPECT_NE(too_many.error().message().find("2-8 splits"), std::string::npos);
+  EXPECT_NE(too_many.error().message().find("2-16 splits"), std::string::npos);
   // The space offers the cluster only where the plan takes it.
   auto space = attention_decode_op().space(problem(spec));
   ASSERT_TRUE(space.ok()) << space.error().message();

@@ -187,6 +187,22 @@ TEST(KernelSources, AttentionDecodePlansCompileOnEveryHeadSize) {
     }
   }
   expect_builds(c, kernels::kAttentionDecodeRefSource, {}, "attention_decode_ref");
+  // The tensor-core form's two row tiles per block (q_rows=32) in a cluster of 16 splits, the
+  // non-portable size, on the head sizes the space gives two row tiles (head + kv_tile <= 144).
+  for (const char* spec :
+       {"attention_decode:batch=3,kv=1000,q_heads=32,kv_heads=4,q_len=4,head=128,dtype=bf16",
+        "attention_decode:batch=1,kv=4097,q_heads=16,kv_heads=2,q_len=3,head=64,dtype=fp16"}) {
+    SCOPED_TRACE(spec);
+    auto p = kernels::attention_decode_op().resolve(*Problem::parse(spec));
+    ASSERT_TRUE(p.ok()) << p.error().message();
+    auto plan = kernels::plan_attention_decode(
+        *p, *Config::parse("kernel=mma,splits=16,kv_tile=16,warps=8,vec=8,q_rows=32,"
+                           "combine=cluster"));
+    ASSERT_TRUE(plan.ok()) << plan.error().message();
+    const auto& kp = std::get<kernels::KernelPlan>(*plan);
+    ASSERT_EQ(kp.steps.size(), 1u);
+    expect_builds(c, kp.build, kp.steps[0].kernel);
+  }
 }
 
 TEST(KernelSources, CompileErrorsComeBackWithTheLogAndAreCached) {

@@ -100,12 +100,13 @@ Result<Space> attention_decode_space(const Problem& p) {
                  (k == "mma" && a.i("q_rows") == 32 && rows > 16);
         }},
        // The splits merged by attn_decode_combine (a second launch, through the workspace) or,
-       // kernel=mma alone, inside one launch by the thread block cluster of the 2-8 splits.
-       {"combine=cluster: kernel=mma with 2-8 splits",
+       // kernel=mma alone, inside one launch by the thread block cluster of the 2-16 splits (more
+       // than 8, the portable cluster size, where the device allows it: the launch checks).
+       {"combine=cluster: kernel=mma with 2-16 splits",
         {"kernel", "splits", "combine"},
         [](const Assignment& a) {
           return a["combine"].as_word() == "kernel" ||
-                 (a["kernel"].as_word() == "mma" && a.i("splits") >= 2 && a.i("splits") <= 8);
+                 (a["kernel"].as_word() == "mma" && a.i("splits") >= 2 && a.i("splits") <= 16);
         }},
        {"kernel=mma: a tile within twice the cache, every split at least one tile",
         {"kernel", "splits", "kv_tile"},

@@ -26,9 +26,11 @@ constexpr unsigned kSoftmaxThreads = 256;
 constexpr std::size_t kSplitLtWorkspace = 4u << 20;
 // The largest grid.y and grid.z CUDA launches.
 constexpr std::int64_t kMaxGridYz = 65535;
-// combine=cluster: the splits of a row group are one thread block cluster, at most the portable
-// cluster size.
-constexpr std::int64_t kMaxClusterSplits = 8;
+// combine=cluster: the splits of a row group are one thread block cluster, at most 16 blocks:
+// Hopper's non-portable cluster size. Past the portable 8 the launch (cuda::check_launch, the
+// tuner's and libattune-rt's) opts the kernel in and refuses it where the device cannot run such
+// a cluster.
+constexpr std::int64_t kMaxClusterSplits = 16;
 // The mma kernel's shared memory: what a block may opt into on sm_90 (227 KB).
 constexpr std::size_t kMaxSharedBytes = 227 * 1024;
 
