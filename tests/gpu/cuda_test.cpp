@@ -216,6 +216,53 @@ TEST(CudaGpu, AttentionDecodeEveryConfigOfADecodeCell) {
       *cuda, "attention_decode:batch=4,kv=4096,head=128,q_heads=32,kv_heads=8,q_len=1", 100);
 }
 
+// kernel=mma's two row tiles per block (q_rows=32) and its clusters past the portable 8 blocks
+// (splits=16, combine=cluster, opted in at launch): every such config of the q4 GQA bench cell (32
+// rows a KV head), of an odd fp16 cell (24 rows: the second row tile half padding; a cache that no
+// split divides), of the 32k-deep bench cell and of an odd-depth one passes the gate against the
+// float64 reference. A device without non-portable clusters refuses those as launch_failed with
+// the reason; the H200 runs them.
+TEST(CudaGpu, AttentionDecodeMmaTwoRowTilesAndSixteenBlockClusters) {
+  ATTUNE_REQUIRE_GPU(cuda);
+  struct Cell {
+    const char* spec;
+    std::size_t expect_min;
+  };
+  const Cell cells[] = {
+      {"attention_decode:batch=8,kv=4096,head=128,q_heads=32,kv_heads=4,q_len=4", 8},
+      {"attention_decode:batch=3,kv=4097,head=64,q_heads=16,kv_heads=2,q_len=3,dtype=fp16", 8},
+      {"attention_decode:batch=1,kv=32768,head=128,q_heads=32,kv_heads=8,q_len=1", 4},
+      {"attention_decode:batch=3,kv=4097,head=128,q_heads=32,kv_heads=8,q_len=2,dtype=fp16", 4},
+  };
+  for (const Cell& cell : cells) {
+    auto p = cuda->resolve(cell.spec);
+    ASSERT_TRUE(p.ok()) << p.error().message();
+    auto space = cuda->space(*p);
+    ASSERT_TRUE(space.ok()) << space.error().message();
+    std::vector<Config> configs;
+    for (auto e = space->enumerate(); auto pt = e.next();) {
+      Config c = space->config(*pt);
+      if (c.get("kernel")->as_word() != "mma") continue;
+      const bool two = c.get("q_rows")->as_int() == 32;
+      const bool sixteen =
+          c.get("combine")->as_word() == "cluster" && c.get("splits")->as_int() == 16;
+      if (two || sixteen) configs.push_back(std::move(c));
+    }
+    for (const Config& c : configs) cuda->prepare(*p, c);
+    std::size_t ok = 0;
+    for (const Config& c : configs) {
+      Outcome o = cuda->execute(*p, c, Regime::kRank);
+      EXPECT_EQ(o.verdict, Verdict::kOk) << cell.spec << " " << c.text() << ": " << o.message;
+      if (o.verdict != Verdict::kOk) continue;
+      EXPECT_TRUE(o.check && o.check->value <= o.check->tolerance);
+      ++ok;
+    }
+    std::cout << cell.spec << ": " << ok << " of " << configs.size()
+              << " two-row-tile or 16-block-cluster configs ok\n";
+    EXPECT_GE(ok, cell.expect_min) << cell.spec;
+  }
+}
+
 // attention_prefill on odd shapes: both head sizes in both dtypes, sequences of 1, 77 (shorter than
 // a key tile), 1000 and 1153 (neither a multiple of a row block nor of a key tile), GQA ratios 1,
 // 4 and 8, batch 1 and 3. Every config (the split baseline and each wgmma config) passes the gate
