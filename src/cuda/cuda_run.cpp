@@ -159,8 +159,8 @@ Result<std::string> check_cluster(CUfunction f, unsigned threads, unsigned dynam
     return fmt::format(
         "a thread block cluster of {} blocks is past the portable {}, and the device allows no "
         "more ({})",
-        blocks, kPortableClusterBlocks, driver_error(rc, "cuFuncSetAttribute", __FILE__, __LINE__)
-                                            .message());
+        blocks, kPortableClusterBlocks,
+        driver_error(rc, "cuFuncSetAttribute", __FILE__, __LINE__).message());
   CUlaunchConfig config{};
   config.gridDimX = static_cast<unsigned>(std::max(dims[0], 1));
   config.gridDimY = static_cast<unsigned>(std::max(dims[1], 1));
@@ -170,9 +170,9 @@ Result<std::string> check_cluster(CUfunction f, unsigned threads, unsigned dynam
   config.sharedMemBytes = dynamic_smem;
   int clusters = 0;
   if (CUresult rc = cuOccupancyMaxActiveClusters(&clusters, f, &config); rc != CUDA_SUCCESS)
-    return fmt::format("a thread block cluster of {} blocks cannot be scheduled ({})", blocks,
-                       driver_error(rc, "cuOccupancyMaxActiveClusters", __FILE__, __LINE__)
-                           .message());
+    return fmt::format(
+        "a thread block cluster of {} blocks cannot be scheduled ({})", blocks,
+        driver_error(rc, "cuOccupancyMaxActiveClusters", __FILE__, __LINE__).message());
   if (clusters < 1)
     return fmt::format(
         "a thread block cluster of {} blocks of {} threads and {} bytes of dynamic shared memory "

@@ -219,10 +219,10 @@ TEST(AttentionDecodePlan, MmaSplitsMergeByTheCombineLaunchOrByTheCluster) {
 // per 16 rows; the space offers it only past 16 rows a group, and the plan takes every mma config
 // the space offers.
 TEST(AttentionDecodePlan, MmaTwoRowTilesShareEachKvTile) {
-  const std::string gqa =
-      "attention_decode:batch=8,kv=4096,head=128,q_heads=32,kv_heads=4,q_len=4";
-  const Plan two = planned(gqa, "kernel=mma,splits=4,kv_tile=16,warps=8,vec=8,q_rows=32,"
-                                "combine=cluster");
+  const std::string gqa = "attention_decode:batch=8,kv=4096,head=128,q_heads=32,kv_heads=4,q_len=4";
+  const Plan two = planned(gqa,
+                           "kernel=mma,splits=4,kv_tile=16,warps=8,vec=8,q_rows=32,"
+                           "combine=cluster");
   const auto& kt = std::get<KernelPlan>(two);
   ASSERT_EQ(kt.steps.size(), 1u);
   EXPECT_EQ(kt.steps[0].grid.x, 4u);
@@ -231,8 +231,9 @@ TEST(AttentionDecodePlan, MmaTwoRowTilesShareEachKvTile) {
   EXPECT_TRUE(has_option(kt.build, "-DMTILES=2"));
   // 32 query rows, then 8 warps x 3 stages of a 16-key K and V tile.
   EXPECT_EQ(kt.steps[0].shared_bytes, 32u * 128 * 2 + 8u * 3 * 16 * 128 * 4);
-  const Plan one = planned(gqa, "kernel=mma,splits=4,kv_tile=16,warps=8,vec=8,q_rows=1,"
-                                "combine=kernel");
+  const Plan one = planned(gqa,
+                           "kernel=mma,splits=4,kv_tile=16,warps=8,vec=8,q_rows=1,"
+                           "combine=kernel");
   const auto& ko = std::get<KernelPlan>(one);
   EXPECT_EQ(ko.steps[0].grid.y, 2u);  // two row groups of 16, each reading the cache
   EXPECT_TRUE(has_option(ko.build, "-DMTILES=1"));

@@ -243,8 +243,9 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
 // ...), copied by cp.async into the warp's STAGES shared-memory buffers, STAGES - 1 tiles ahead of
 // the math, so a warp needs no block barrier until the end. S = Q K^T and O += P V by
 // mma.m16n8k16 (fp32 accumulators), each K and V fragment loaded once for the MTILES row tiles:
-// the rows are the group's (query head, token) pairs, rows past them zero; ldmatrix reads Q and K, ldmatrix.trans reads V. Rows of 16-byte chunks are
-// swizzled (chunk c of row r at c ^ (r % 8)) so ldmatrix's eight rows hit distinct banks.
+// the rows are the group's (query head, token) pairs, rows past them zero; ldmatrix reads Q and K,
+// ldmatrix.trans reads V. Rows of 16-byte chunks are swizzled (chunk c of row r at c ^ (r % 8)) so
+// ldmatrix's eight rows hit distinct banks.
 #if CLUSTER
 #define KSPLIT SPLITS
 #endif
@@ -259,7 +260,7 @@ namespace {
 constexpr int kRows = GROUP * Q_LEN;
 constexpr int kBlockRows = 16 * MTILES;  // query rows per block
 constexpr int kChunks = HEAD / 8;        // 16-byte chunks per row
-constexpr int kNt = KV_TILE / 8;   // key n-tiles of S per tile
+constexpr int kNt = KV_TILE / 8;         // key n-tiles of S per tile
 constexpr int kTileElems = KV_TILE * HEAD;
 static_assert(KV_TILE % 16 == 0 && HEAD % 64 == 0, "KV_TILE of 16s, HEAD of 64s");
 static_assert(MTILES == 1 || MTILES == 2, "one or two m16 tiles of rows per block");
@@ -526,8 +527,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
         wl[warp][16 * mt + g + 8 * h] = l[mt][h];
       }
   }
-  float* wo = reinterpret_cast<float*>(smem + kBlockRows * HEAD * 2) +
-              warp * (STAGES * 2 * kTileElems / 2);
+  float* wo =
+      reinterpret_cast<float*>(smem + kBlockRows * HEAD * 2) + warp * (STAGES * 2 * kTileElems / 2);
 #pragma unroll
   for (int mt = 0; mt < MTILES; ++mt)
 #pragma unroll
@@ -558,9 +559,9 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
     float x = 0.f;
 #pragma unroll
     for (int w = 0; w < WARPS; ++w)
-      x += wgt[w][r] * reinterpret_cast<const float*>(
-                           smem + kBlockRows * HEAD * 2)[w * (STAGES * 2 * kTileElems / 2) +
-                                                         r * HEAD + d];
+      x += wgt[w][r] *
+           reinterpret_cast<const float*>(
+               smem + kBlockRows * HEAD * 2)[w * (STAGES * 2 * kTileElems / 2) + r * HEAD + d];
 #if SPLITS == 1
     o[(orow0 + r) * HEAD + d] = static_cast<T>(x / bl[r]);
 #elif CLUSTER

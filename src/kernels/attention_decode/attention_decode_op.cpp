@@ -11,8 +11,8 @@
 
 namespace attune::kernels {
 
-// kernel=mma's stages per warp, rows and shared memory per block: declared in kernels/plan.h (the plan
-// launches with them), defined here with the space that bounds them (core only).
+// kernel=mma's stages per warp, rows and shared memory per block: declared in kernels/plan.h (the
+// plan launches with them), defined here with the space that bounds them (core only).
 unsigned attention_decode_mma_stages(std::int64_t head, std::int64_t kv_tile);
 std::int64_t attention_decode_mma_block_rows(std::int64_t q_rows);
 std::size_t attention_decode_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile,
