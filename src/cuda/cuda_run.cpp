@@ -149,9 +149,12 @@ constexpr int kPortableClusterBlocks = 8;
 // least one such cluster fits the device at this block size and shared memory.
 Result<std::string> check_cluster(CUfunction f, unsigned threads, unsigned dynamic_smem) {
   int dims[3] = {0, 0, 0};
-  ATTUNE_CU(cuFuncGetAttribute(&dims[0], CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, f));
-  ATTUNE_CU(cuFuncGetAttribute(&dims[1], CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, f));
-  ATTUNE_CU(cuFuncGetAttribute(&dims[2], CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, f));
+  // Every kernel passes through here: one whose cluster size the driver cannot report (a device
+  // or driver without clusters) launches as it did before this check existed.
+  if (cuFuncGetAttribute(&dims[0], CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, f) != CUDA_SUCCESS ||
+      cuFuncGetAttribute(&dims[1], CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, f) != CUDA_SUCCESS ||
+      cuFuncGetAttribute(&dims[2], CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, f) != CUDA_SUCCESS)
+    return std::string();
   const int blocks = std::max(dims[0], 1) * std::max(dims[1], 1) * std::max(dims[2], 1);
   if (blocks <= kPortableClusterBlocks) return std::string();
   if (CUresult rc = cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
