@@ -50,7 +50,8 @@ void add_search_flags(CLI::App* sub, SearchFlags* f) {
       ->capture_default_str();
   sub->add_option("--time-limit", f->time_limit_s,
                   "seconds for the whole search, shared by its problems; it stops at a candidate "
-                  "boundary (default: none)")
+                  "boundary; a candidate answered from the database is charged what it cost when "
+                  "measured (default: none)")
       ->check(finite_number());
   sub->add_option("--timeout", f->timeout_s,
                   "seconds before a candidate's worker is killed (default: the backend's)")

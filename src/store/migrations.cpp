@@ -179,6 +179,14 @@ CREATE TABLE work_items (
 );
 CREATE INDEX work_items_ready ON work_items (state, device);
 )sql",
+      // 8: what a measurement cost the run that took it (seconds of the tuner's time since the
+      // candidate before it: build, run, and the search's own work between them). A replay is
+      // charged that cost against --time-limit, so a re-run with the same limit stops where the
+      // first run stopped instead of spending the limit again on new candidates. NULL: not known
+      // (rows from before v8), charged nothing.
+      R"sql(
+ALTER TABLE measurements ADD COLUMN cost_s {real};
+)sql",
   };
   return m;
 }

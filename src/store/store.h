@@ -66,6 +66,9 @@ struct MeasurementRow {
   // Why the row was discarded (discard()); "" for a kept row. Read back only by a query with
   // include_discarded.
   std::string discarded;
+  // Seconds of the tuning run's time this measurement cost (the tuner's time since the candidate
+  // before it); 0 when not known. A replay is charged it against the time limit.
+  double cost_s = 0;
 };
 
 // Filter for listing rows; empty fields match everything.

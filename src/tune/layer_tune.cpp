@@ -147,10 +147,12 @@ struct ProblemWork {
 // a form whose fastest config was never timed in deploy (outside the deploy band of a faster
 // form's config) gets it timed there, through the same Tuner.
 Status search_problem(ProblemWork& work, const std::vector<KernelResult>& kernels, DeviceLane& lane,
-                      const TuneOptions& options, const TuneObserver& observer, bool* interrupted) {
+                      const TuneOptions& options, const TuneObserver& observer, bool* interrupted,
+                      double* charged_s) {
   Tuner tuner(*lane.store, *lane.backend, *lane.runner);
   ATTUNE_ASSIGN(TuneReport r, tuner.run({work.problem}, options, observer));
   *interrupted = r.interrupted;
+  *charged_s = tuner.charged_s();
   if (r.problems.empty()) return Error::internal("the tuner reported no problem");
   work.report = std::move(r.problems.front());
   for (std::size_t k : work.kernels) {
@@ -252,6 +254,9 @@ Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
   for (std::size_t i = 0; i < work.size(); ++i) queue.push_back(i);
   bool stop = false;
   std::size_t finished = 0;
+  // What replays were charged beyond their wall time, over every lane: the limit's clock runs
+  // that much ahead, so an identical re-run shares out the time as the first run did.
+  double charged_s = 0;
   std::vector<std::string> lane_errors;
   TuneObserver locked = [&](const TuneEvent& e) {
     if (!observer) return;
@@ -277,12 +282,15 @@ Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
         if (options.time_limit_s)
           o.time_limit_s = time_share(
               *options.time_limit_s,
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() +
+                  charged_s / static_cast<double>(devices.size()),
               devices.size(), queue.size() + 1);
       }
       bool interrupted = false;
-      Status st = search_problem(work[i], report.kernels, *lane, o, locked, &interrupted);
+      double charged = 0;
+      Status st = search_problem(work[i], report.kernels, *lane, o, locked, &interrupted, &charged);
       std::lock_guard<std::mutex> lock(mu);
+      charged_s += charged;
       if (!st.ok()) {
         // Another device takes the kernel over; this one tunes no more.
         spdlog::warn("device {} failed on {}: {}; its kernels go to the other devices", device,

@@ -62,13 +62,15 @@ Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOp
   for (const Problem& p : problems)
     if (seen.insert(p.structural_key()).second) work.push_back(&p);
   const auto start = clock_.now();
+  mark_ = start;
+  charged_ = {};
   std::optional<std::chrono::steady_clock::time_point> run_deadline;
   if (options.time_limit_s)
     run_deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                std::chrono::duration<double>(*options.time_limit_s));
   for (std::size_t i = 0; i < work.size(); ++i) {
     const Problem& p = *work[i];
-    const auto now = clock_.now();
+    const auto now = budget_now();
     if (interrupted() || (run_deadline && now >= *run_deadline)) {
       report.problems.push_back(not_started(p, interrupted() ? "interrupted" : "time_limit"));
       continue;
@@ -198,6 +200,13 @@ Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Re
                   store_.find(key.device_key, key.problem_key, key.backend, regime, hash));
     if (stored) {
       *replayed = true;
+      // Charged what it cost when measured, in place of the time since the last row; never
+      // less than that time, which a drift back-off or another run's claim may have taken.
+      const auto now = clock_.now();
+      const auto cost = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(stored->cost_s));
+      if (cost > now - mark_) charged_ += cost - (now - mark_);
+      mark_ = now;
       return stored->outcome;
     }
     ATTUNE_ASSIGN(ClaimResult claim, store_.claim(key, run_id_));
@@ -233,6 +242,9 @@ Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Re
   row.config_hash = hash;
   row.regime = regime;
   row.outcome = o;
+  const auto now = clock_.now();
+  row.cost_s = std::chrono::duration<double>(now - mark_).count();
+  mark_ = now;
   ATTUNE_ASSIGN(*row_id, store_.record(row));
   ATTUNE_TRY(store_.release(key, run_id_));
   return o;

@@ -165,6 +165,11 @@ class Tuner {
   Result<TuneReport> run(const std::vector<Problem>& problems, const TuneOptions& options,
                          const TuneObserver& observer = {});
 
+  // Seconds the last run() counted against its time limit beyond its wall time: replays are
+  // charged what they cost when measured, so an identical re-run with the same --time-limit
+  // reaches the point where the first stopped, and measures nothing new.
+  double charged_s() const { return std::chrono::duration<double>(charged_).count(); }
+
   // Each problem with exactly the configs listed for it, not a strategy's proposals: the baseline
   // first, then each config in order, measured in the ranking and then the deploy regime down
   // run()'s path (answered from the store when known, else measured and stored; the drift
@@ -213,8 +218,11 @@ class Tuner {
   // problem's search to its report.
   bool interrupted() const { return interrupted_ && interrupted_->load(); }
   Error interruption(const Problem& problem, const Config& config) const;
+  // The run's time as the limit counts it: the clock, plus what replays were charged beyond
+  // what answering them took (a replay costs what its row cost when it was measured).
+  std::chrono::steady_clock::time_point budget_now() const { return clock_.now() + charged_; }
   // Whether the problem in flight is past its share of the time limit.
-  bool time_up() const { return deadline_ && clock_.now() >= *deadline_; }
+  bool time_up() const { return deadline_ && budget_now() >= *deadline_; }
 
   Store& store_;
   Backend& backend_;
@@ -224,6 +232,10 @@ class Tuner {
   std::int64_t run_id_ = 0;
   const std::atomic<bool>* interrupted_ = nullptr;
   std::optional<std::chrono::steady_clock::time_point> deadline_;  // the problem in flight's
+  // The time limit's accounting: a measured row costs the tuner's time since the last row (mark_);
+  // a replayed row of known cost moves charged_ by its cost less the time since the mark.
+  std::chrono::steady_clock::time_point mark_;
+  std::chrono::steady_clock::duration charged_{};
   std::string interruption_;
   std::int64_t resume_root_ = 0;  // the first run of the interrupted search this one resumes
   std::map<std::pair<std::string, std::string>, std::vector<SearchNode>> pending_states_;

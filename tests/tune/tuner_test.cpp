@@ -301,6 +301,49 @@ TEST_F(TunerTest, ATimeLimitEndsAtACandidateBoundaryWithEveryProblemReported) {
   EXPECT_EQ(r2->problems[1].evaluated, 0);
 }
 
+// A replay is charged what its row cost when measured: an identical re-run with the same limit
+// replays up to where the first run stopped and measures nothing (on the H200 a decode layer's
+// re-run after `--time-limit 18` measured 291 new candidates in 19.4 s); a larger limit searches on.
+TEST_F(TunerTest, AnIdenticalReRunWithTheSameTimeLimitMeasuresNothing) {
+  TuneOptions o;
+  o.strategy = "mcts";
+  o.seed = 3;
+  o.patience = 0;
+  o.drift.anchor_every = 0;
+  o.time_limit_s = 12;
+  const Problem p = *sim.resolve("gemm");
+  platform::FakeClock clock;
+  TimedRunner timed(runner, clock, 1.0);
+  auto first = Tuner(*store, sim, timed, clock).run({p}, o);
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  const ProblemReport& a = first->problems.at(0);
+  EXPECT_EQ(a.stopped_by, "time_limit");
+  EXPECT_GT(a.measured, 3);
+  ASSERT_TRUE(a.best);
+
+  platform::FakeClock clock2;
+  TimedRunner timed2(runner, clock2, 1.0);
+  auto again = Tuner(*store, sim, timed2, clock2).run({p}, o);
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  const ProblemReport& b = again->problems.at(0);
+  EXPECT_EQ(timed2.runs, 0);
+  EXPECT_EQ(b.measured, 0);
+  EXPECT_EQ(b.evaluated, a.evaluated);
+  EXPECT_EQ(b.stopped_by, "time_limit");
+  ASSERT_TRUE(b.best);
+  EXPECT_EQ(b.best->config, a.best->config);
+
+  // Twice the limit: the replays take the first 12 s, the rest goes to new candidates.
+  o.time_limit_s = 24;
+  platform::FakeClock clock3;
+  TimedRunner timed3(runner, clock3, 1.0);
+  auto more = Tuner(*store, sim, timed3, clock3).run({p}, o);
+  ASSERT_TRUE(more.ok()) << more.error().message();
+  EXPECT_GT(more->problems.at(0).measured, 3);
+  EXPECT_GE(more->problems.at(0).replayed, a.evaluated);
+  EXPECT_LE(clock3.now() - platform::FakeClock().now(), std::chrono::seconds(12 + 2));
+}
+
 // On the H200 (limit 60 s), gemm m=3000 n=3072 k=3072 drifted at its first anchor check and its
 // back-off ran into its deadline: every candidate, the baseline included, was dropped and the
 // problem reported nothing. Out of time after drift, the baseline is measured again.

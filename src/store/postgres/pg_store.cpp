@@ -111,13 +111,14 @@ MeasurementRow read_measurement(const pqxx::row& r) {
   m.outcome.message = pg::text(r[18]);
   m.created_at = pg::text(r[19]);
   if (!r[22].is_null()) m.discarded = pg::text(r[22]);
+  if (!r[23].is_null()) m.cost_s = pg::real(r[23]);
   return m;
 }
 
 constexpr const char* kMeasurementColumns =
     "id, run_id, device_key, problem_key, backend, config, config_hash, verdict, regime, cache, "
     "samples, median_us, min_us, max_us, noise, error_metric, error_value, error_tolerance, "
-    "message, created_at, sm_clock_mhz, throttle, discarded";
+    "message, created_at, sm_clock_mhz, throttle, discarded, cost_s";
 
 constexpr const char* kWorkColumns =
     "id, device, backend, problem, problem_name, options, state, attempts, lease_token, "
@@ -510,13 +511,18 @@ std::int64_t insert_measurement_in(pqxx::transaction_base& tx, const Measurement
     p.add_null();
   else
     p.add(created_at);
+  if (r.cost_s > 0)
+    p.add(r.cost_s);
+  else
+    p.add_null();
   auto rows = exec(tx,
                    fmt::format("INSERT INTO measurements (run_id, device_key, problem_key, "
                                "backend, config, config_hash, verdict, regime, cache, samples, "
                                "median_us, min_us, max_us, noise, error_metric, error_value, "
-                               "error_tolerance, message, created_at, sm_clock_mhz, throttle) "
+                               "error_tolerance, message, created_at, sm_clock_mhz, throttle, cost_s) "
                                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
-                               "$14, $15, $16, $17, $18, coalesce($21, {}), $19, $20) RETURNING id",
+                               "$14, $15, $16, $17, $18, coalesce($21, {}), $19, $20, $22) "
+                               "RETURNING id",
                                kNow),
                    p);
   return pg::i64(rows[0][0]);

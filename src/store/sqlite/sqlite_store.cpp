@@ -84,13 +84,14 @@ MeasurementRow read_measurement(const Stmt& s) {
   r.outcome.message = s.text(18);
   r.created_at = s.text(19);
   if (!s.is_null(22)) r.discarded = s.text(22);
+  if (!s.is_null(23)) r.cost_s = s.real(23);
   return r;
 }
 
 constexpr const char* kMeasurementColumns =
     "id, run_id, device_key, problem_key, backend, config, config_hash, verdict, regime, cache, "
     "samples, median_us, min_us, max_us, noise, error_metric, error_value, error_tolerance, "
-    "message, created_at, sm_clock_mhz, throttle, discarded";
+    "message, created_at, sm_clock_mhz, throttle, discarded, cost_s";
 
 // The schema version of an attune database at path (0: a new file, no attune schema yet); a file
 // of another program, a damaged attune_schema or a newer attune's database is refused in one line.
@@ -526,10 +527,9 @@ Result<std::int64_t> SqliteStore::insert_measurement(const MeasurementRow& r,
               "INSERT INTO measurements (run_id, device_key, problem_key, backend, config, "
               "config_hash, "
               "verdict, regime, cache, samples, median_us, min_us, max_us, noise, error_metric, "
-              "error_value, error_tolerance, message, created_at, sm_clock_mhz, throttle) VALUES "
-              "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-              "coalesce(?21, {}), "
-              "?19, ?20)",
+              "error_value, error_tolerance, message, created_at, sm_clock_mhz, throttle, cost_s) "
+              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+              "?18, coalesce(?21, {}), ?19, ?20, ?22)",
               kNow),
           "recording a measurement"));
   if (created_at.empty())
@@ -569,6 +569,10 @@ Result<std::int64_t> SqliteStore::insert_measurement(const MeasurementRow& r,
     for (int i : {15, 16, 17}) s.bind_null(i);
   }
   s.bind(18, r.outcome.message);
+  if (r.cost_s > 0)
+    s.bind(22, r.cost_s);
+  else
+    s.bind_null(22);
   // Autocommit: the row is durable when this returns.
   ATTUNE_TRY(s.run());
   return static_cast<std::int64_t>(sqlite3_last_insert_rowid(db_.get()));
