@@ -515,16 +515,17 @@ std::int64_t insert_measurement_in(pqxx::transaction_base& tx, const Measurement
     p.add(r.cost_s);
   else
     p.add_null();
-  auto rows = exec(tx,
-                   fmt::format("INSERT INTO measurements (run_id, device_key, problem_key, "
-                               "backend, config, config_hash, verdict, regime, cache, samples, "
-                               "median_us, min_us, max_us, noise, error_metric, error_value, "
-                               "error_tolerance, message, created_at, sm_clock_mhz, throttle, cost_s) "
-                               "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
-                               "$14, $15, $16, $17, $18, coalesce($21, {}), $19, $20, $22) "
-                               "RETURNING id",
-                               kNow),
-                   p);
+  auto rows =
+      exec(tx,
+           fmt::format("INSERT INTO measurements (run_id, device_key, problem_key, "
+                       "backend, config, config_hash, verdict, regime, cache, samples, "
+                       "median_us, min_us, max_us, noise, error_metric, error_value, "
+                       "error_tolerance, message, created_at, sm_clock_mhz, throttle, cost_s) "
+                       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+                       "$14, $15, $16, $17, $18, coalesce($21, {}), $19, $20, $22) "
+                       "RETURNING id",
+                       kNow),
+           p);
   return pg::i64(rows[0][0]);
 }
 
