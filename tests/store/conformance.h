@@ -296,6 +296,7 @@ TYPED_TEST_P(StoreConformance, EveryFieldOfAMeasurementReadsBackAsWritten) {
   ok.outcome.measurement->cache = CacheState::kCold;
   ok.outcome.measurement->throttle = "sw_thermal";
   ok.outcome.message = "timed as a graph";
+  ok.cost_s = 0.75;
   auto id = s.record(ok);
   ASSERT_TRUE(id.ok()) << id.error().message();
   MeasurementRow nan = this->row(p, "a=2,b=2", 0);
@@ -317,6 +318,7 @@ TYPED_TEST_P(StoreConformance, EveryFieldOfAMeasurementReadsBackAsWritten) {
   EXPECT_EQ(f->regime, Regime::kDeploy);
   EXPECT_EQ(f->outcome.verdict, Verdict::kOk);
   EXPECT_EQ(f->outcome.message, "timed as a graph");
+  EXPECT_DOUBLE_EQ(f->cost_s, 0.75);
   EXPECT_FALSE(f->created_at.empty());
   ASSERT_TRUE(f->outcome.measurement);
   const Measurement& m = *f->outcome.measurement;
@@ -342,6 +344,7 @@ TYPED_TEST_P(StoreConformance, EveryFieldOfAMeasurementReadsBackAsWritten) {
   ASSERT_TRUE(g->outcome.check);
   EXPECT_TRUE(std::isnan(g->outcome.check->value));
   EXPECT_EQ(g->outcome.message, "NaN at 3");
+  EXPECT_EQ(g->cost_s, 0);  // not known: charged nothing
 
   // A failure that never ran has neither a measurement nor a check.
   MeasurementRow refused = this->failure(p, "a=3,b=2", Verdict::kUnsupported);
