@@ -319,7 +319,10 @@ OptionList<O> build_mcts_option_list() {
                                  "changes at least this many more knobs; 0: never")
       .template add<std::size_t>("small_space", &MctsOptions::small_space, at_least(0),
                                  "a space of at most this many configs is searched by the "
-                                 "surrogate's cost model instead; 0: never");
+                                 "surrogate's cost model instead; 0: never")
+      .template add<std::size_t>("tiny_space", &MctsOptions::tiny_space, at_least(0),
+                                 "a small space of at most this many configs gets 3 random "
+                                 "configs before the cost model, not 1; 0: never");
 }
 }  // namespace
 
@@ -335,10 +338,13 @@ const OptionList<MctsRepairOptions>& mcts_repair_option_list() {
 
 Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts, std::string name)
     : name_(std::move(name)) {
-  if (mcts.small_space > 0 && count_up_to(space, mcts.small_space))
-    small_ = std::make_unique<Surrogate>(space, options.seed, SurrogateOptions{}, name_);
-  else
+  if (mcts.small_space > 0 && count_up_to(space, mcts.small_space)) {
+    SurrogateOptions so;
+    if (mcts.tiny_space > 0 && count_up_to(space, mcts.tiny_space)) so.initial_samples = 3;
+    small_ = std::make_unique<Surrogate>(space, options.seed, so, name_);
+  } else {
     s_ = std::make_unique<State>(space, options.seed, std::move(mcts));
+  }
 }
 Mcts::~Mcts() = default;
 

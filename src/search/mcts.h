@@ -66,6 +66,12 @@ struct MctsOptions {
   // 100..139). The surrogate cannot represent structural forks: on gemm_h200_1x4096x4096 (2472
   // configs) it needed 271 against mcts_repair's 32 (seeds 0..19). mcts_repair uses 256.
   std::size_t small_space = 0;
+  // A small space of at most this many configs gets 3 random configs after the baseline before
+  // the surrogate's model is first fitted, instead of 1: with 21-25 configs and one random
+  // start the model followed that start's neighbourhood. Judged on the fifth held-out set (four
+  // attention_prefill spaces of 21-25 configs): 29 evaluations to within 2% over the four against
+  // 35 (bench/results/search_replay-2026-12-04.md). mcts_repair uses 32; 0: never.
+  std::size_t tiny_space = 0;
   ChildScores prior;  // empty: a cold (uniform) prior
   // Changes whenever the prior's scores may have changed (a refit), dropping cached scores.
   std::function<std::uint64_t()> prior_generation;
@@ -85,6 +91,7 @@ struct MctsRepairOptions : MctsOptions {
   MctsRepairOptions() {
     repair_swaps = 2;
     small_space = 256;
+    tiny_space = 32;
   }
 };
 const OptionList<MctsRepairOptions>& mcts_repair_option_list();

@@ -99,6 +99,33 @@ TEST(MctsRepair, SearchesASmallSpaceByTheSurrogateAndALargerOneByItsTree) {
   EXPECT_FALSE(repair_large->save_state().empty());
 }
 
+// A space of at most `tiny_space` configs (32 for mcts_repair) gets 3 random configs before the
+// surrogate's model, a larger small space 1.
+TEST(MctsRepair, ATinySpaceGetsThreeRandomConfigsBeforeTheModel) {
+  // The baseline and what comes before the model's first pick.
+  auto proposals = [](Strategy& st, const Space& s) {
+    auto t = run_strategy(st, s, factor_time, 4);
+    EXPECT_TRUE(t);
+    return t->proposed;
+  };
+  Space tiny = Space::make({{"a", {1, 2, 4, 8}, 0}, {"b", {1, 2, 3, 4}, 0}, {"c", {0, 1}, 0}})
+                   .value();    // 32 configs
+  Space small = grid_space(2);  // 250 configs
+  SurrogateOptions three;
+  three.initial_samples = 3;
+  bool differs = false;
+  for (std::uint64_t seed = 0; seed < 5; ++seed) {
+    auto repair_tiny = make_search_strategy("mcts_repair", tiny, StrategyOptions{seed});
+    auto repair_small = make_search_strategy("mcts_repair", small, StrategyOptions{seed});
+    Surrogate tiny_three(tiny, seed, three), tiny_one(tiny, seed), small_one(small, seed);
+    const auto from_repair = proposals(*repair_tiny, tiny);
+    EXPECT_EQ(from_repair, proposals(tiny_three, tiny)) << seed;
+    differs = differs || from_repair != proposals(tiny_one, tiny);
+    EXPECT_EQ(proposals(*repair_small, small), proposals(small_one, small)) << seed;
+  }
+  EXPECT_TRUE(differs);
+}
+
 TEST(CountUpTo, StopsCountingPastTheLimit) {
   Space s = grid_space(4);
   EXPECT_EQ(count_up_to(s, 500), 500u);
