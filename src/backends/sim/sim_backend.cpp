@@ -24,6 +24,15 @@
 
 namespace attune {
 
+namespace kernels {
+// attention_decode's kernel=mma sizing, declared in kernels/plan.h and defined beside the op's
+// space (core only, linked here with the op): the sim times the plan's stages and shared memory.
+unsigned attention_decode_mma_stages(std::int64_t head, std::int64_t kv_tile);
+std::int64_t attention_decode_mma_block_rows(std::int64_t q_rows);
+std::size_t attention_decode_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile,
+                                              std::int64_t warps, std::int64_t block_rows);
+}  // namespace kernels
+
 namespace {
 
 // The simulated device.
@@ -190,15 +199,6 @@ std::unique_ptr<SimProblem> make_rmsnorm(const OpSignature& op) {
 // lane, load width), with a compute floor, a tail wave and the combine of the splits; the baseline
 // also writes and reads its scores and probabilities. Small batches want many splits, large ones
 // few: the optimum moves with batch and kv, so a sweep over them has real buckets and exceptions.
-// attention_decode's kernel=mma stages per warp and shared memory per block, as its plan
-// (kernels/attention_decode/attention_decode_plan.cpp) sizes them: 2-4 stages of 24 KB a warp.
-std::int64_t sim_mma_stages(std::int64_t head, std::int64_t kv_tile) {
-  return std::clamp<std::int64_t>(24 * 1024 / (kv_tile * head * 4), 2, 4);
-}
-std::int64_t sim_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile, std::int64_t warps,
-                                  std::int64_t block_rows) {
-  return block_rows * head * 2 + warps * sim_mma_stages(head, kv_tile) * kv_tile * head * 4;
-}
 
 std::unique_ptr<SimProblem> make_attention_decode(const OpSignature& op) {
   auto p = std::make_unique<SimProblem>();
@@ -236,18 +236,22 @@ std::unique_ptr<SimProblem> make_attention_decode(const OpSignature& op) {
       // Tensor cores do the math (no compute floor worth modelling); each warp keeps STAGES - 1
       // tiles in flight; shared memory and registers bound the blocks per SM.
       // q_rows=32: two m16 row tiles per block on each K/V tile loaded.
+      // Stages and shared memory as the plan sizes them (the op's functions).
       const auto h = static_cast<std::int64_t>(head), kt = static_cast<std::int64_t>(tile);
-      const double row_tiles = knob(c, "q_rows") == 32 ? 2 : 1;
-      const double groups = std::ceil(group_rows / (16 * row_tiles));
+      const std::int64_t block_rows =
+          kernels::attention_decode_mma_block_rows(static_cast<std::int64_t>(knob(c, "q_rows")));
+      const double row_tiles = static_cast<double>(block_rows / 16);
+      const double groups = std::ceil(group_rows / static_cast<double>(block_rows));
       const double blocks = batch * kv_heads * groups * splits;
-      const double smem = static_cast<double>(sim_mma_shared_bytes(
-          h, kt, static_cast<std::int64_t>(warps), static_cast<std::int64_t>(16 * row_tiles)));
+      const double smem = static_cast<double>(kernels::attention_decode_mma_shared_bytes(
+          h, kt, static_cast<std::int64_t>(warps), block_rows));
       const double regs = row_tiles * (head / 2 + tile / 2) + 48;
       const double resident =
           std::max(1.0, std::min({std::floor(64 / warps), std::floor(228.0 * 1024 / smem),
                                   std::floor(65536 / (32 * warps * regs))}));
       const double sms = std::min<double>(kSms, blocks);
-      const double per_block = warps * (sim_mma_stages(h, kt) - 1) * tile * head * 4;
+      const double per_block =
+          warps * (kernels::attention_decode_mma_stages(h, kt) - 1.0) * tile * head * 4;
       const double inflight =
           std::min(std::min(resident, std::ceil(blocks / sms)) * per_block, 160.0 * 1024);
       double eff = 0.97 * std::min(1.0, sms * inflight / (kSms * 32.0 * 1024));
