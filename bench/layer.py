@@ -63,8 +63,9 @@ SHAPES = [
      "earlier": None},
 ]
 PEERS = ["eager", "compile", "max-autotune"]
-# The grouping examples/layer runs (libattune-rt has no fused-epilogue GEMM entry point).
-EXAMPLE_GROUPING = {"residual": "fused", "rope": "kernel", "silu_mul": "kernel"}
+# The forks examples/layer runs as they are (libattune-rt has no RoPE-epilogue GEMM entry point);
+# silu_mul follows the tune's winner (--silu-mul kernel|epilogue).
+EXAMPLE_GROUPING = {"residual": "fused", "rope": "kernel"}
 
 
 def log(msg):
@@ -230,9 +231,11 @@ def step_tune(s, ctx, res):
     res["db"] = db
 
 
-def example_cmd(s, ctx, table=None):
+def example_cmd(s, ctx, table=None, winner=None):
     cmd = [ctx.layer_bin, "--model", s["example_model"], *shape_flags(s),
            "--steps", str(ctx.samples), "--warmup", "10"]
+    if (winner or {}).get("silu_mul") == "epilogue":
+        cmd += ["--silu-mul", "epilogue"]
     return cmd + (["--table", table] if table else [])
 
 
@@ -282,7 +285,9 @@ def step_example(s, ctx, res):
             res[key] = {"error": "budget spent before this step"}
             continue
         env = dict(os.environ, ATTUNE_LOG_TUNED="1") if tab else None
-        r = run(example_cmd(s, ctx, tab), cap, os.path.join(ctx.out, f"layer-{s['id']}-example-{key}.log"), env)
+        winner = (res.get("tune") or {}).get("winner")
+        r = run(example_cmd(s, ctx, tab, winner), cap,
+                os.path.join(ctx.out, f"layer-{s['id']}-example-{key}.log"), env)
         res[key] = parse_example(r)
         log(f"{s['id']}: examples/layer {key}: {res[key].get('layer_us', res[key].get('error'))}")
     if table and os.environ.get("LAYER_VERIFY", "1") != "0":
@@ -296,7 +301,7 @@ def step_example(s, ctx, res):
     if table and rounds > 0:
         cap = ctx.budget.cap(300)
         if cap >= 30:
-            ref = shlex.join(example_cmd(s, ctx))
+            ref = shlex.join(example_cmd(s, ctx, None, (res.get("tune") or {}).get("winner")))
             r = run([ctx.attune, "ab", "--ref", ref, "--cand", ref + " --table " + shlex.quote(table),
                      "--metric", "layer_us", "--rounds", str(rounds)], cap,
                     os.path.join(ctx.out, f"layer-{s['id']}-ab.log"))
@@ -426,8 +431,8 @@ def shape_md(s, res):
                  + f"; {tune.get('kernel_count', '?')} kernels, {tune.get('distinct_kernels', '?')} distinct.")
         differs = {k: v for k, v in EXAMPLE_GROUPING.items() if w.get(k) not in (None, v)}
         if differs:
-            L.append("examples/layer runs residual=fused, rope=kernel, silu_mul=kernel (libattune-rt "
-                     "has no fused-epilogue GEMM entry point); the winner differs in "
+            L.append("examples/layer runs residual=fused, rope=kernel (libattune-rt has no "
+                     "RoPE-epilogue GEMM entry point); the winner differs in "
                      + ", ".join(f"{k}={w[k]}" for k in differs)
                      + ", so its figure is of another grouping than the tune's.")
         L += ["", "| count | kernel | form | best | config |", "|---|---|---|---:|---|"]

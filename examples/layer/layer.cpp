@@ -1,10 +1,12 @@
 // layer: one transformer decoder layer (Qwen3 / Llama shapes, bf16, random weights) through
 // libattune-rt, in the grouping attune's layer tune picks (`attune tune --model ... --layer 0`):
 // the residual add fused into each RMSNorm, the q/k RMSNorm inside the RoPE kernel, attention as
-// one entry point (the table's row says flash or split), SiLU*mul as its own kernel:
+// one entry point (the table's row says flash or split), SiLU*mul as its own kernel or, with
+// --silu-mul epilogue (the tune's silu_mul=epilogue grouping), in the gate/up GEMM's epilogue:
 //
 //   rmsnorm(+residual) -> gemm qkv -> rope(+q/k norm) -> attention -> gemm o
 //     -> rmsnorm(+residual) -> gemm gate_up [rows, 2*inter] -> silu_mul -> gemm down
+//                              (epilogue: gemm_silu_mul [rows, inter] -> gemm down)
 //
 // The layer's output is the down projection; its residual add is the next layer's first RMSNorm,
 // as in the tuned grouping. After the warm-up has compiled and loaded every kernel, the whole
@@ -19,7 +21,8 @@
 //   qwen3-embedding-0.6b|qwen3-0.6b|qwen3-8b|llama-3.1-8b]
 //         [--hidden H --inter I --q-heads Q --kv-heads KV --head D --theta T --qk-norm 0|1]
 //         [--batch B --tokens T | --decode --batch B --kv L]
-//         [--layers 1] [--steps 200] [--warmup 10] [--flush-mib 256]
+//         [--silu-mul kernel|epilogue] [--layers 1] [--steps 200] [--warmup 10]
+//         [--flush-mib 256]
 //
 // Limits of the stand-in: bf16 only; RoPE without Llama 3's frequency rewrite (libattune-rt's
 // rope has none, so llama-3.1-8b's rope row of a layer tune does not match and runs the
@@ -123,7 +126,7 @@ int main(int argc, char** argv) {
   std::optional<int> hidden, inter, q_heads, kv_heads, head, qk_norm;
   std::optional<std::int64_t> theta;
   int batch = 1, tokens = 128, kv = 2048, layers = 1, steps = 200, warmup = 10, flush_mib = 256;
-  bool decode = false;
+  bool decode = false, silu_epilogue = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -172,7 +175,12 @@ int main(int argc, char** argv) {
       warmup = integer();
     else if (a == "--flush-mib")
       flush_mib = integer();
-    else
+    else if (a == "--silu-mul") {
+      const std::string v = value();
+      if (v != "kernel" && v != "epilogue")
+        die("--silu-mul is kernel or epilogue, not '" + v + "'");
+      silu_epilogue = v == "epilogue";
+    } else
       die("unknown flag " + a + " (see the comment at the top of examples/layer/layer.cpp)");
   }
   auto preset = model_of(model_name);
@@ -285,10 +293,16 @@ int main(int argc, char** argv) {
     check(rt->gemm(rows, h, q_dim, dtype, attn.p, w_o.p, x.p, nullptr, stream, &got[4]), "gemm o");
     check(rt->rmsnorm(rows, h, dtype, normed.p, resid.p, x.p, resid.p, ln_post.p, stream, &got[5]),
           "rmsnorm (post-attention)");
-    check(rt->gemm(rows, 2 * std::int64_t{m.inter}, h, dtype, normed.p, w_gate_up.p, gate_up.p,
-                   nullptr, stream, &got[6]),
-          "gemm gate_up");
-    check(rt->silu_mul(rows, m.inter, dtype, act.p, gate_up.p, stream, &got[7]), "silu_mul");
+    if (silu_epilogue) {
+      check(
+          rt->gemm_silu_mul(rows, m.inter, h, dtype, normed.p, w_gate_up.p, act.p, stream, &got[6]),
+          "gemm gate_up + silu_mul");
+    } else {
+      check(rt->gemm(rows, 2 * std::int64_t{m.inter}, h, dtype, normed.p, w_gate_up.p, gate_up.p,
+                     nullptr, stream, &got[6]),
+            "gemm gate_up");
+      check(rt->silu_mul(rows, m.inter, dtype, act.p, gate_up.p, stream, &got[7]), "silu_mul");
+    }
     check(rt->gemm(rows, h, m.inter, dtype, act.p, w_down.p, x.p, nullptr, stream, &got[8]),
           "gemm down");
     if (first) std::copy(got, got + kKernels, dispatched);
@@ -357,7 +371,8 @@ int main(int argc, char** argv) {
         "note: o_proj reads attention's [batch, q_heads, seq, head] output as [rows, q_heads * "
         "head]; a real model transposes it first (a kernel this layer leaves out)\n");
   for (int k = 0; k < kKernels; ++k)
-    std::printf("dispatch %-12s %s\n", kNames[k], describe(dispatched[k]).c_str());
+    if (dispatched[k])  // silu_mul has no call of its own under --silu-mul epilogue
+      std::printf("dispatch %-12s %s\n", kNames[k], describe(dispatched[k]).c_str());
   std::printf("runtime: %llu hits, %llu misses, %llu distinct shapes%s\n",
               static_cast<unsigned long long>(c.hits), static_cast<unsigned long long>(c.misses),
               static_cast<unsigned long long>(c.shapes),

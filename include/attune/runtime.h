@@ -87,6 +87,13 @@ class ATTUNE_RT_API Runtime {
   Status gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a,
               const void* b, void* c, const void* bias, void* stream,
               const Dispatch** dispatched = nullptr);
+  // The gated MLP's gate/up projection with SiLU * mul in its epilogue: w [2 * inter, k] is the
+  // gate's rows then the up's (the stacked gate_up_proj weight), and c [m, inter] = silu(a .
+  // gate^T) * (a . up^T), silu(g) = g / (1 + exp(-g)). Its problem is gemm with silu_mul=1 and
+  // n = 2 * inter; without a table row it runs cuBLASLt's matmul, then a SiLU * mul kernel.
+  Status gemm_silu_mul(std::int64_t m, std::int64_t inter, std::int64_t k, DType dtype,
+                       const void* a, const void* w, void* c, void* stream,
+                       const Dispatch** dispatched = nullptr);
   // y = norm(h) * w with h = x, or h = x + r written to h_out when r is given.
   Status rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y, void* h_out,
                  const void* x, const void* r, const void* w, void* stream,

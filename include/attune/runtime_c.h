@@ -125,6 +125,13 @@ ATTUNE_RT_API int attune_rt_gemm(attune_rt* rt, int64_t m, int64_t n, int64_t k,
                                  const void* a, const void* b, void* c, const void* bias,
                                  void* stream, const attune_rt_dispatch** dispatched);
 
+/* The gated MLP's gate/up projection with SiLU * mul in its epilogue: w [2 * inter, k] is the
+ * gate's rows then the up's, c [m, inter] = silu(a . gate^T) * (a . up^T). The problem is gemm
+ * with silu_mul=1 and n = 2 * inter. Pointers 16-byte aligned. */
+ATTUNE_RT_API int attune_rt_gemm_silu_mul(attune_rt* rt, int64_t m, int64_t inter, int64_t k,
+                                          int dtype, const void* a, const void* w, void* c,
+                                          void* stream, const attune_rt_dispatch** dispatched);
+
 /* RMSNorm over `rows` rows of `hidden`: y = h * rsqrt(mean(h^2) + 1e-6) * w, where h = x, or with
  * a residual (r not NULL) h = x + r, which is also written to h_out (required then). */
 ATTUNE_RT_API int attune_rt_rmsnorm(attune_rt* rt, int64_t rows, int64_t hidden, int dtype, void* y,

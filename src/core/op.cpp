@@ -55,12 +55,21 @@ Result<Problem> OpSignature::problem_from_shape(const std::string& shape,
 Result<Problem> OpSignature::resolve(const Problem& spec) const {
   std::map<std::string, std::string> a = {{"dtype", dtypes.front()}};
   for (const auto& f : flags) a.emplace(f, "0");
+  std::vector<std::string> all_flags = flags;
+  all_flags.insert(all_flags.end(), optional_flags.begin(), optional_flags.end());
   const std::string known =
-      join(sizes, ", ") + ", dtype" + (flags.empty() ? "" : ", " + join(flags, ", "));
+      join(sizes, ", ") + ", dtype" + (all_flags.empty() ? "" : ", " + join(all_flags, ", "));
   for (const auto& [k, v] : spec.attrs()) {
-    if (k != "dtype" && !contains(sizes, k) && !contains(flags, k))
+    if (k != "dtype" && !contains(sizes, k) && !contains(all_flags, k))
       return Error::invalid_argument(name + " has no attribute '" + k + "' (it has " + known + ")");
     a[k] = v;
+  }
+  for (const auto& f : optional_flags) {
+    auto it = a.find(f);
+    if (it == a.end()) continue;
+    if (it->second != "0" && it->second != "1")
+      return Error::invalid_argument(name + " " + f + " must be 0 or 1");
+    if (it->second == "0") a.erase(it);  // an optional flag's 0 is its absence
   }
   Problem p(name, a, spec.name() == spec.text() ? "" : spec.name());
   for (const auto& k : sizes) {

@@ -23,7 +23,11 @@ struct OpSignature {
   // Positive integer attributes, in --shape order. The first is the axis a bucketed table ranges
   // over; libattune-rt's key holds up to six of them (runtime/shape_key.h).
   std::vector<std::string> sizes;
-  std::vector<std::string> flags;   // 0|1 attributes, 0 by default (libattune-rt keys at most one)
+  std::vector<std::string> flags;  // 0|1 attributes, 0 by default, always written in a problem
+  // 0|1 attributes added after the op's first release (gemm's epilogues): 0 by default and
+  // written in a problem's text only when 1, so every key stored before they existed still
+  // matches. libattune-rt keys flags then optional flags, at most eight in all.
+  std::vector<std::string> optional_flags;
   std::vector<std::string> dtypes;  // element types; the first is the default
   std::int64_t max_size = 0;        // the largest value a size may take
   // What a miss of libattune-rt runs and what a tuned row must beat: the family's baseline.

@@ -222,7 +222,9 @@ class Lowerer {
     }
     for (const std::string& flag : op->flags) attrs[flag] = "0";
     for (const std::string& flag : flags) {
-      if (std::find(op->flags.begin(), op->flags.end(), flag) == op->flags.end()) {
+      const auto& opt = op->optional_flags;
+      if (std::find(op->flags.begin(), op->flags.end(), flag) == op->flags.end() &&
+          std::find(opt.begin(), opt.end(), flag) == opt.end()) {
         out_.unavailable = fmt::format("op '{}' has no flag '{}' for {}", op_name, flag, what);
         return;
       }

@@ -24,7 +24,8 @@ struct Dim3 {
 
 // One kernel launch of a plan. `args` names the kernel's parameters in order; a launcher binds
 // each name to a device pointer or a scalar:
-//   gemm:    c, a, b, bias (device pointers), workspace (device pointer, plan.workspace_bytes)
+//   gemm:    c, a, b, bias (device pointers), workspace (device pointer, plan.workspace_bytes),
+//            rows (int: m; read by silu_mul's kernel in the split form of gemm silu_mul=1)
 //   rmsnorm: y, h, x, r, w (device pointers), rows (int), eps (float)
 //   attention_decode: o, q, k, v, workspace (device pointers), kv (int), rows (int: batch *
 //                     q_heads * q_len, the output's rows)
@@ -85,6 +86,8 @@ struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0;
   bool bf16 = true;
   bool bias = false;
+  bool silu_mul = false;  // SiLU(gate) * up in the epilogue: C has n / 2 columns (gemm_op.cpp)
+  std::int64_t out_n() const { return silu_mul ? n / 2 : n; }  // C's columns
 };
 Result<GemmShape> gemm_shape(const Problem& problem);
 

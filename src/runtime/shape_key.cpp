@@ -3,15 +3,26 @@
 #include <algorithm>
 #include <climits>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 namespace attune::runtime {
 
 namespace {
-// A key holds kKeySizes sizes and one flag: an op that needs more cannot be dispatched by it.
+constexpr std::size_t kKeyFlags = 8;  // ShapeKey::flags' bits
+
+// The signature's flags in key order: its flags, then its optional flags.
+std::vector<std::string> key_flags(const OpSignature& op) {
+  std::vector<std::string> out = op.flags;
+  out.insert(out.end(), op.optional_flags.begin(), op.optional_flags.end());
+  return out;
+}
+
+// A key holds kKeySizes sizes and eight flags: an op that needs more cannot be dispatched by it.
 bool fits_key(const OpSignature& op) {
-  return op.runtime_key && op.sizes.size() <= kKeySizes && op.flags.size() <= 1;
+  return op.runtime_key && op.sizes.size() <= kKeySizes &&
+         op.flags.size() + op.optional_flags.size() <= kKeyFlags;
 }
 }  // namespace
 
@@ -21,8 +32,9 @@ Result<OpKind> op_kind(std::string_view name) {
     return Error::invalid_argument(
         fmt::format("libattune-rt has no entry point for op '{}'", name));
   if (!fits_key(*op))
-    return Error::internal(fmt::format(
-        "op '{}' has more sizes or flags than libattune-rt's key holds ({}, 1)", name, kKeySizes));
+    return Error::internal(
+        fmt::format("op '{}' has more sizes or flags than libattune-rt's key holds ({}, {})", name,
+                    kKeySizes, kKeyFlags));
   return static_cast<OpKind>(*op->runtime_key);
 }
 
@@ -48,9 +60,9 @@ Result<ShapeKey> shape_key_of(const Problem& p) {
   const OpSignature& op = *signature_of(kind);
   ShapeKey key;
   key.op = kind;
+  const std::vector<std::string> flags = key_flags(op);
   for (const auto& [k, v] : p.attrs()) {
-    const bool known = k == "dtype" ||
-                       std::find(op.flags.begin(), op.flags.end(), k) != op.flags.end() ||
+    const bool known = k == "dtype" || std::find(flags.begin(), flags.end(), k) != flags.end() ||
                        std::find(op.sizes.begin(), op.sizes.end(), k) != op.sizes.end();
     if (!known)
       return Error::invalid_argument(
@@ -62,11 +74,11 @@ Result<ShapeKey> shape_key_of(const Problem& p) {
     return Error::invalid_argument(
         fmt::format("{}: libattune-rt runs bf16 and fp16 only", p.text()));
   key.dtype = *d;
-  if (!op.flags.empty())
-    if (const std::string* f = p.attr(op.flags[0])) {
+  for (std::size_t i = 0; i < flags.size(); ++i)
+    if (const std::string* f = p.attr(flags[i])) {
       if (*f != "0" && *f != "1")
-        return Error::invalid_argument(fmt::format("{} must be 0 or 1", op.flags[0]));
-      key.flag = *f == "1";
+        return Error::invalid_argument(fmt::format("{} must be 0 or 1", flags[i]));
+      if (*f == "1") key.flags = static_cast<std::uint8_t>(key.flags | (1u << i));
     }
   for (std::size_t s = 0; s < op.sizes.size(); ++s) {
     auto v = p.int_attr(op.sizes[s]);
@@ -86,7 +98,12 @@ Result<Problem> problem_of(const ShapeKey& s) {
   std::map<std::string, std::string> attrs = {{"dtype", std::string(dtype_name(s.dtype))}};
   for (std::size_t i = 0; i < op->sizes.size(); ++i)
     attrs[op->sizes[i]] = std::to_string(s.sizes[i]);
-  if (!op->flags.empty()) attrs.emplace(op->flags[0], s.flag ? "1" : "0");
+  const std::vector<std::string> flags = key_flags(*op);
+  for (std::size_t i = 0; i < flags.size(); ++i) {
+    const bool set = (s.flags >> i) & 1u;
+    // An optional flag is written only when set (OpSignature::optional_flags).
+    if (set || i < op->flags.size()) attrs.emplace(flags[i], set ? "1" : "0");
+  }
   return Problem(op->name, std::move(attrs));
 }
 

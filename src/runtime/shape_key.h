@@ -26,7 +26,9 @@ inline constexpr std::size_t kKeySizes = 7;
 struct ShapeKey {
   OpKind op{};
   Dtype dtype = Dtype::kBf16;
-  bool flag = false;  // the signature's flag (gemm: bias; rmsnorm: residual)
+  // Bit i: the signature's i-th flag (its flags, then its optional flags) is set (gemm: bias, then
+  // silu_mul; rmsnorm: residual).
+  std::uint8_t flags = 0;
   // The signature's sizes in order, 0 past them (gemm: m, n, k; rmsnorm: rows, hidden). The
   // first is the axis a bucketed table ranges over.
   std::array<std::int64_t, kKeySizes> sizes{};
@@ -46,14 +48,14 @@ inline std::uint64_t mix(std::uint64_t x) noexcept {
 inline std::uint64_t hash(const ShapeKey& s) noexcept {
   const std::uint64_t tag = static_cast<std::uint64_t>(s.op) |
                             static_cast<std::uint64_t>(s.dtype) << 8 |
-                            static_cast<std::uint64_t>(s.flag) << 16;
+                            static_cast<std::uint64_t>(s.flags) << 16;
   std::uint64_t h = tag;
   for (std::int64_t v : s.sizes) h = mix(h ^ static_cast<std::uint64_t>(v));
   return h;
 }
 
 // The key of a registered op that libattune-rt dispatches (its signature has a runtime key, at
-// most kKeySizes sizes and one flag); any other op is an error naming it.
+// most kKeySizes sizes and eight flags); any other op is an error naming it.
 Result<OpKind> op_kind(std::string_view op);
 // The signature whose runtime key `op` is; nullptr for a key no registered op has.
 const OpSignature* signature_of(OpKind op);

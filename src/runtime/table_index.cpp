@@ -73,11 +73,11 @@ Result<TableIndex> TableIndex::build(const table::Table& table) {
   }
   // Group by everything but the axis; within a group, spans sorted by lo may not overlap.
   // (r.key's axis is 0, so the key itself is the group's.)
-  using GroupKey = std::tuple<int, int, bool, std::array<std::int64_t, kKeySizes>>;
+  using GroupKey = std::tuple<int, int, int, std::array<std::int64_t, kKeySizes>>;
   std::map<GroupKey, std::vector<Span>> grouped;
   for (std::size_t i = 0; i < ix.rows_.size(); ++i) {
     const IndexedRow& r = ix.rows_[i];
-    grouped[{static_cast<int>(r.key.op), static_cast<int>(r.key.dtype), r.key.flag, r.key.sizes}]
+    grouped[{static_cast<int>(r.key.op), static_cast<int>(r.key.dtype), r.key.flags, r.key.sizes}]
         .push_back({r.lo, r.hi, static_cast<std::int32_t>(i)});
   }
   for (auto& [key, spans] : grouped) {
@@ -89,7 +89,7 @@ Result<TableIndex> TableIndex::build(const table::Table& table) {
                         ix.rows_[static_cast<std::size_t>(spans[i - 1].row)].label,
                         ix.rows_[static_cast<std::size_t>(spans[i].row)].label));
     Group g{ShapeKey{static_cast<OpKind>(std::get<0>(key)), static_cast<Dtype>(std::get<1>(key)),
-                     std::get<2>(key), std::get<3>(key)},
+                     static_cast<std::uint8_t>(std::get<2>(key)), std::get<3>(key)},
             ix.spans_.size(), ix.spans_.size() + spans.size()};
     ix.spans_.insert(ix.spans_.end(), spans.begin(), spans.end());
     ix.groups_.push_back(g);

@@ -1,5 +1,5 @@
 // TableIndex: a validated Table's rows keyed by integers, built once at open. A query's
-// (op, dtype, flag, n, k | hidden) finds its group by hashing; the group's entries are sorted by
+// (op, dtype, flags, n, k | hidden) finds its group by hashing; the group's entries are sorted by
 // the axis (m | rows) and cover [lo, hi] each (an exact row: lo == hi), so a bucket is one binary
 // search. Rows that libattune-rt cannot key or run (an unknown attribute, a bucket over another
 // axis, a backend other than cuda) refuse the whole table. Immutable after build: thread-safe.
@@ -70,7 +70,7 @@ class TableIndex {
   }
   // Everything but the axis equal (`group` has its axis 0).
   static bool same_group(const ShapeKey& group, const ShapeKey& k) noexcept {
-    if (group.op != k.op || group.dtype != k.dtype || group.flag != k.flag) return false;
+    if (group.op != k.op || group.dtype != k.dtype || group.flags != k.flags) return false;
     for (std::size_t i = 1; i < kKeySizes; ++i)
       if (group.sizes[i] != k.sizes[i]) return false;
     return true;

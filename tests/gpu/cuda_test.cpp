@@ -150,6 +150,18 @@ TEST(CudaGpu, GemmEveryConfigOnOddShapes) {
                       32);  // tiled tails on every side
 }
 
+// gemm with SiLU * mul in its epilogue (silu_mul=1): every skinny and tensor-core skinny config,
+// a sample of tiled ones (split-K's reduction applies the epilogue) and cuBLASLt's split form
+// (matmul, then silu_mul's kernel) against the float64 product's SiLU(gate) * up, on odd row
+// counts, an inter size that is no multiple of the tiles, and the reference's fp32-output path.
+TEST(CudaGpu, GemmSiluMulEpilogueEveryConfigOnOddShapes) {
+  ATTUNE_REQUIRE_GPU(cuda);
+  every_config_passes(*cuda, "gemm:m=3,n=1002,k=1000,silu_mul=1", 100);  // skinny, split form
+  every_config_passes(*cuda, "gemm:m=9,n=6144,k=1024,silu_mul=1,dtype=fp16", 50);
+  every_config_passes(*cuda, "gemm:m=77,n=1056,k=1000,silu_mul=1", 5, 32);    // tiled tails
+  every_config_passes(*cuda, "gemm:m=1000,n=6144,k=1024,silu_mul=1", 5, 16);  // fp32 reference
+}
+
 // attention_decode on odd shapes: every head size in both dtypes, caches of 1, 7, 1000 and 4097
 // keys, 1-8 new tokens, GQA ratios 1, 4 and 8, batch 1 and 3. The split baseline and a seeded
 // sample of flash configs and of tensor-core (kernel=mma) ones (splits that do not divide the

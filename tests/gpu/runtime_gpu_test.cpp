@@ -673,6 +673,73 @@ std::string run_silu_mul(attune_rt* rt, std::int64_t rows, std::int64_t inter, b
   return d->config;
 }
 
+// Runs gemm_silu_mul (w: the gate's rows, then the up's) through the C++ entry point and checks it
+// against a float64 CPU reference; returns what ran.
+rt::Dispatch run_gemm_silu_mul(rt::Runtime& runtime, std::int64_t m, std::int64_t inter,
+                               std::int64_t k, std::mt19937& rng) {
+  const auto mm = static_cast<std::size_t>(m), in = static_cast<std::size_t>(inter),
+             kk = static_cast<std::size_t>(k);
+  auto a = random_bits(mm * kk, true, rng), w = random_bits(2 * in * kk, true, rng);
+  Buffer da(mm * kk, &a), dw(2 * in * kk, &w), dc(mm * in, nullptr);
+  const rt::Dispatch* d = nullptr;
+  rt::Status s =
+      runtime.gemm_silu_mul(m, inter, k, DType::kBf16, da.p(), dw.p(), dc.p(), nullptr, &d);
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok() || !d) return {};
+  std::vector<double> want(mm * in);
+  auto dot = [&](std::size_t i, std::size_t row) {
+    double acc = 0;
+    for (std::size_t p = 0; p < kk; ++p)
+      acc += to_double(a[i * kk + p], true) * to_double(w[row * kk + p], true);
+    return acc;
+  };
+  for (std::size_t i = 0; i < mm; ++i)
+    for (std::size_t j = 0; j < in; ++j) {
+      const double g = dot(i, j), u = dot(i, in + j);
+      want[i * in + j] = g / (1 + std::exp(-g)) * u;
+    }
+  expect_close(dc.get(), want, true, d->problem + " (" + d->config + ")");
+  return *d;
+}
+
+// gemm with SiLU * mul in its epilogue through the runtime: a tensor-core skinny row with a K
+// split (one launch), the split baseline on a miss (cuBLASLt's matmul, then silu_mul's kernel),
+// both against float64; the verify hook times the row through the same entry point.
+TEST_F(RuntimeGpu, GemmSiluMulRowAndTheSplitBaseline) {
+  constexpr const char* kTc = "kernel=skinny_tc,tc_warps=4,tc_nt=2,tc_unroll=1,tc_split=2";
+  table::Table t;
+  t.attune_version = "gpu-test";
+  t.device = device_;
+  table::OpTable g{"gemm", "bf16", {}, {}};
+  g.rows.push_back(row("gemm:bias=0,dtype=bf16,k=256,m=8,n=2048,silu_mul=1", kTc));
+  t.ops.push_back(g);
+  const std::string path = write_table(t, "gemm-silu.json");
+  std::unique_ptr<rt::Runtime> runtime;
+  rt::Status s = rt::Runtime::open(path, &runtime);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::mt19937 rng(2026);
+
+  rt::Dispatch hit = run_gemm_silu_mul(*runtime, 8, 1024, 256, rng);
+  EXPECT_TRUE(hit.tuned) << hit.why;
+  EXPECT_EQ(hit.config, kTc);
+  EXPECT_EQ(hit.kernels, (std::vector<std::string>{"gemm_skinny_tc"}));
+  rt::Dispatch miss = run_gemm_silu_mul(*runtime, 5, 1001, 264, rng);
+  EXPECT_FALSE(miss.tuned);
+  EXPECT_EQ(miss.problem, "gemm:bias=0,dtype=bf16,k=264,m=5,n=2002,silu_mul=1");
+  ASSERT_EQ(miss.kernels.size(), 2u);
+  EXPECT_EQ(miss.kernels[0].rfind("cublasLtMatmul", 0), 0u) << miss.kernels[0];
+  EXPECT_EQ(miss.kernels[1], "silu_mul_vector");
+  // The plain gemm of the same sizes is another shape: no row, cuBLASLt alone.
+  rt::Dispatch plain = run_gemm(*runtime, {8, 2048, 256, true, false}, rng);
+  EXPECT_FALSE(plain.tuned);
+
+  rt::Timing timing;
+  s = runtime->time_problem("gemm:bias=0,dtype=bf16,k=256,m=8,n=2048,silu_mul=1", &timing);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(timing.dispatch.config, kTc);
+  EXPECT_GT(timing.median_us, 0);
+}
+
 // rope and silu_mul through the runtime: a fused rope row with the q/k norm (a decode step into a
 // deep cache and its row), the chain baseline on misses (with and without the norm, fp16, a
 // prefill), a vector silu_mul row and the naive baseline through the C API, all against float64

@@ -188,6 +188,15 @@ TEST(Lowering, AFormNoRegisteredOpImplementsIsUnavailableNotFaked) {
   EXPECT_NE(add.unavailable.find("no registered op 'add'"), std::string::npos) << add.unavailable;
   const Lowering epilogue =
       lower(g, grouping("fused", "epilogue", "kernel", "flash"), with_new_families);
+  // SiLU * mul in the gate/up GEMM's epilogue: gemm's silu_mul flag, and no silu_mul kernel.
+  const Lowering silu =
+      lower(g, grouping("fused", "kernel", "epilogue", "flash"), with_new_families);
+  ASSERT_TRUE(silu.available()) << silu.unavailable;
+  const auto st = texts(silu);
+  ASSERT_EQ(st.size(), 8u);
+  EXPECT_EQ(st[6], "gemm:bias=0,dtype=bf16,k=1024,m=128,n=6144,silu_mul=1");
+  EXPECT_EQ(silu.kernels[6].nodes, (std::vector<std::string>{"gate_up_proj", "silu_mul"}));
+  EXPECT_EQ(st[7], "gemm:bias=0,dtype=bf16,k=3072,m=128,n=1024");
   // Until the gemm family has a RoPE epilogue, that grouping says so.
   const auto& gemm_flags = find_op("gemm")->flags;
   if (std::find(gemm_flags.begin(), gemm_flags.end(), "rope") == gemm_flags.end()) {

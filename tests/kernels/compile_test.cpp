@@ -140,6 +140,63 @@ TEST(KernelSources, SkinnySplitPlansCompileAsClusters) {
   }
 }
 
+// gemm with SiLU * mul in its epilogue (silu_mul=1) through the plans: attune's three kernels
+// compile with the epilogue (the tiled one with and without split-K, whose reduction applies it),
+// their grids cover the n / 2 outputs, and cuBLASLt's form is the split chain: the matmul into the
+// workspace, then silu_mul's kernel reading it.
+TEST(KernelSources, GemmSiluMulPlansCompile) {
+  cuda::Compiler c("sm_90a", "");
+  expect_builds(c, kernels::kGemmRefSource, {}, "silu_mul_ref");
+  struct Case {
+    const char* problem;
+    const char* config;
+    unsigned grid;
+    std::size_t steps;
+  };
+  const Case cases[] = {
+      {"gemm:bias=0,dtype=bf16,k=1000,m=3,n=1002,silu_mul=1",
+       "kernel=skinny,sk_warps=2,sk_nb=4,sk_vec=8,sk_unroll=2,sk_split=2", 126 * 2, 1},
+      {"gemm:bias=0,dtype=fp16,k=1024,m=16,n=6144,silu_mul=1",
+       "kernel=skinny_tc,tc_warps=4,tc_nt=2,tc_unroll=2,tc_split=1", 96, 1},
+      {"gemm:bias=0,dtype=bf16,k=1024,m=9,n=6144,silu_mul=1",
+       "kernel=skinny_tc,tc_warps=2,tc_nt=4,tc_unroll=1,tc_split=4", 48 * 4, 1},
+      {"gemm:bias=0,dtype=bf16,k=1024,m=128,n=6144,silu_mul=1",
+       "kernel=tiled,tl_bm=64,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_split=1,tl_group=8",
+       2 * 48, 1},
+      {"gemm:bias=0,dtype=fp16,k=1024,m=77,n=1056,silu_mul=1",
+       "kernel=tiled,tl_bm=128,tl_bn=64,tl_bk=64,tl_wm=4,tl_wn=1,tl_stages=4,tl_split=4,tl_group=1",
+       1 * 17, 2},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.config);
+    auto plan = kernels::plan_gemm(*Problem::parse(k.problem), *Config::parse(k.config));
+    ASSERT_TRUE(plan.ok()) << plan.error().message();
+    const auto& kp = std::get<kernels::KernelPlan>(*plan);
+    ASSERT_EQ(kp.steps.size(), k.steps);
+    EXPECT_EQ(kp.steps[0].grid.x, k.grid);
+    for (const auto& step : kp.steps) expect_builds(c, kp.build, step.kernel);
+  }
+  auto lt =
+      kernels::plan_gemm(*Problem::parse("gemm:bias=0,dtype=bf16,k=1024,m=8,n=6144,silu_mul=1"),
+                         *Config::parse("kernel=cublaslt,lt_algo=0,lt_split=0,lt_tile=0"));
+  ASSERT_TRUE(lt.ok()) << lt.error().message();
+  const auto& chain = std::get<kernels::ChainPlan>(*lt);
+  ASSERT_EQ(chain.steps.size(), 2u);
+  const auto& mm = std::get<kernels::LtMatmul>(chain.steps[0]);
+  EXPECT_EQ(mm.m, 8);
+  EXPECT_EQ(mm.n, 6144);
+  EXPECT_EQ(mm.c.arg, "workspace");
+  EXPECT_GE(chain.workspace_bytes, 8u * 6144 * 2 + mm.workspace_bytes);
+  const auto& act = std::get<kernels::LaunchStep>(chain.steps[1]);
+  EXPECT_EQ(act.args, (std::vector<std::string>{"c", "workspace", "rows"}));
+  expect_builds(c, chain.build, act.kernel);
+  // Only cuBLASLt's own algorithm: the chain has no place for the variants' overrides.
+  EXPECT_FALSE(
+      kernels::plan_gemm(*Problem::parse("gemm:bias=0,dtype=bf16,k=1024,m=8,n=6144,silu_mul=1"),
+                         *Config::parse("kernel=cublaslt,lt_algo=2,lt_split=0,lt_tile=0"))
+          .ok());
+}
+
 // attention_decode through its plans, on every head size and dtype: a sample of flash configs
 // (with and without the combine of splits, every warp count and both load widths), two of the
 // tensor-core form (its splits merged by the combine launch and by a thread block cluster), the

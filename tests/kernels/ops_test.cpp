@@ -99,6 +99,11 @@ TEST(Ops, EveryConsumerKnowsEveryRegisteredOp) {
           auto attrs = resolved->attrs();
           attrs["dtype"] = dtype;
           if (!op->flags.empty()) attrs[op->flags.front()] = flag;
+          // The optional flags too (written only when set, as resolve() writes them), alone.
+          if (std::string(flag) == "1" && !op->optional_flags.empty()) {
+            if (!op->flags.empty()) attrs[op->flags.front()] = "0";
+            attrs[op->optional_flags.back()] = "1";
+          }
           const Problem p(op->name, attrs);
           auto key = runtime::shape_key_of(p);
           ASSERT_TRUE(key.ok()) << key.error().message();
@@ -188,13 +193,28 @@ TEST(Ops, ResolveCompletesAndChecksASpecBySignature) {
     auto r = gemm.resolve(*Problem::parse(spec));
     return r.ok() ? std::string() : r.error().message();
   };
-  EXPECT_EQ(bad("gemm:m=1,n=2,k=3,q=1"), "gemm has no attribute 'q' (it has m, n, k, dtype, bias)");
+  EXPECT_EQ(bad("gemm:m=1,n=2,k=3,q=1"),
+            "gemm has no attribute 'q' (it has m, n, k, dtype, bias, silu_mul)");
   EXPECT_EQ(bad("gemm:m=1,n=2"), "gemm needs k=N (a positive integer)");
   EXPECT_EQ(bad("gemm:m=1,n=2,k=0"), "gemm k=0 is out of range");
   EXPECT_EQ(bad("gemm:m=1,n=2,k=2000000"), "gemm k=2000000 is out of range");
   EXPECT_EQ(bad("gemm:m=1,n=2,k=3,dtype=fp8"), "gemm dtype 'fp8' is not supported (bf16, fp16)");
   EXPECT_EQ(bad("gemm:m=1,n=2,k=3,bias=2"), "gemm bias must be 0 or 1");
   EXPECT_EQ(bad("gemm:m=1,n=2,k=3,dtype=fp16,bias=1"), "");
+  // An optional flag (added after the op's first release) is written only when set, so a key
+  // stored before it existed is the key of the same problem now.
+  EXPECT_EQ(gemm.resolve(*Problem::parse("gemm:m=1,n=2,k=3"))->text(),
+            "gemm:bias=0,dtype=bf16,k=3,m=1,n=2");
+  EXPECT_EQ(gemm.resolve(*Problem::parse("gemm:m=1,n=2,k=3,silu_mul=0"))->text(),
+            "gemm:bias=0,dtype=bf16,k=3,m=1,n=2");
+  EXPECT_EQ(gemm.resolve(*Problem::parse("gemm:m=1,n=2,k=3,silu_mul=1"))->text(),
+            "gemm:bias=0,dtype=bf16,k=3,m=1,n=2,silu_mul=1");
+  EXPECT_EQ(bad("gemm:m=1,n=2,k=3,silu_mul=2"), "gemm silu_mul must be 0 or 1");
+  EXPECT_EQ(bad("gemm:m=1,n=3,k=3,silu_mul=1"),
+            "gemm:bias=0,dtype=bf16,k=3,m=1,n=3,silu_mul=1: silu_mul=1 needs an even n (the "
+            "gate's rows, then the up's)");
+  EXPECT_EQ(bad("gemm:m=1,n=2,k=3,bias=1,silu_mul=1"),
+            "gemm:bias=1,dtype=bf16,k=3,m=1,n=2,silu_mul=1: silu_mul=1 takes no bias");
 }
 
 // attention_decode's sizes together: what its kernels are written for, refused in one line by

@@ -723,7 +723,9 @@ Result<Problem> SimBackend::resolve(const std::string& spec) const {
       if (value != op->dtypes.front()) extra[key] = value;
       continue;
     }
-    if (op && std::find(op->flags.begin(), op->flags.end(), key) != op->flags.end()) {
+    if (op && (std::find(op->flags.begin(), op->flags.end(), key) != op->flags.end() ||
+               std::find(op->optional_flags.begin(), op->optional_flags.end(), key) !=
+                   op->optional_flags.end())) {
       if (value != "0" && value != "1")
         return Error::invalid_argument("sim problem '" + p.op() + "': " + key + " is 0 or 1");
       if (value == "1") extra[key] = value;

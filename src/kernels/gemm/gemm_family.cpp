@@ -4,6 +4,7 @@
 
 #include "cuda/cuda_check.h"
 #include "kernels/common/gate.h"
+#include "kernels/common/plan_run.h"
 #include "kernels/gemm/gemm_lt.h"
 #include "kernels/ops.h"
 #include "kernels/plan_launch.h"
@@ -27,7 +28,7 @@ Half half_of(const GemmShape& s) {
 
 struct Data {
   std::string key;
-  DeviceBuffer a, b, bias, c, ref, ref32, workspace, lt_workspace;
+  DeviceBuffer a, b, bias, c, ref, ref32, act_ref, workspace, lt_workspace;
   std::optional<LtProblem> lt, lt_ref;
 };
 
@@ -65,7 +66,10 @@ class GemmFamily final : public CudaFamily {
 
   Result<Space> space(const Problem& problem) const override {
     ATTUNE_ASSIGN(GemmShape s, gemm_shape(problem));
-    const std::int64_t m = s.m, k = s.k;
+    const std::int64_t m = s.m, n = s.n, k = s.k;
+    const bool silu = s.silu_mul;
+    // Under silu_mul=1 each output column takes two accumulators (gate and up).
+    const std::int64_t acc_per_out = silu ? 2 : 1;
     // The kernel fork first: each kernel's knobs are free only under it, fixed elsewhere.
     auto only = [](const char* kernel_value, const char* name, std::int64_t fixed) {
       return Constraint{fmt::format("{} is fixed unless kernel={}", name, kernel_value),
@@ -99,6 +103,17 @@ class GemmFamily final : public CudaFamily {
         {only("cublaslt", "lt_algo", 0),
          only("cublaslt", "lt_split", 0),
          only("cublaslt", "lt_tile", 0),
+         {"silu_mul=1's cuBLASLt form (the matmul, then a SiLU * mul kernel) runs cuBLASLt's own "
+          "algorithm",
+          {"lt_algo", "lt_split", "lt_tile"},
+          [silu](const Assignment& a) {
+            return !silu || (a.i("lt_algo") == 0 && a.i("lt_split") == 0 && a.i("lt_tile") == 0);
+          }},
+         {"the tiled kernel's SiLU * mul epilogue needs N % 16 == 0",
+          {"kernel"},
+          [silu, n](const Assignment& a) {
+            return !silu || a["kernel"].as_word() != "tiled" || n % 16 == 0;
+          }},
          {fmt::format("the skinny kernel is for M <= {}", kSkinnyMaxM),
           {"kernel"},
           [m](const Assignment& a) {
@@ -109,10 +124,10 @@ class GemmFamily final : public CudaFamily {
          only("skinny", "sk_vec", 8),
          only("skinny", "sk_unroll", 1),
          only("skinny", "sk_split", 1),
-         {"skinny accumulators fit in registers: M * sk_nb <= 64",
+         {"skinny accumulators fit in registers: M * sk_nb (twice that under silu_mul) <= 64",
           {"kernel", "sk_nb"},
-          [m](const Assignment& a) {
-            return a["kernel"].as_word() != "skinny" || m * a.i("sk_nb") <= 64;
+          [m, acc_per_out](const Assignment& a) {
+            return a["kernel"].as_word() != "skinny" || m * a.i("sk_nb") * acc_per_out <= 64;
           }},
          {"sk_vec divides K",
           {"kernel", "sk_vec"},
@@ -199,12 +214,15 @@ class GemmFamily final : public CudaFamily {
     data_ = Data{};
     if (!lt_) ATTUNE_CUBLASLT(cublasLtCreate(&lt_));
     const size_t mk = static_cast<size_t>(s.m * s.k), nk = static_cast<size_t>(s.n * s.k),
-                 mn = static_cast<size_t>(s.m * s.n);
+                 mn = static_cast<size_t>(s.m * s.n), out = static_cast<size_t>(s.m * s.out_n());
     ATTUNE_ASSIGN(data_.a, DeviceBuffer::alloc(mk * 2));
     ATTUNE_ASSIGN(data_.b, DeviceBuffer::alloc(nk * 2));
     ATTUNE_ASSIGN(data_.bias, DeviceBuffer::alloc(static_cast<size_t>(s.n) * 2));
-    ATTUNE_ASSIGN(data_.c, DeviceBuffer::alloc((mn + kGuardElements) * 2));
+    ATTUNE_ASSIGN(data_.c, DeviceBuffer::alloc((out + kGuardElements) * 2));
     ATTUNE_ASSIGN(data_.ref, DeviceBuffer::alloc(mn * 8));
+    if (s.silu_mul) {
+      ATTUNE_ASSIGN(data_.act_ref, DeviceBuffer::alloc(out * 8));
+    }
     ATTUNE_ASSIGN(data_.lt_workspace, DeviceBuffer::alloc(kLtWorkspaceBytes));
     ATTUNE_ASSIGN(LtProblem lt, make_lt(lt_, s, lt_type(s.bf16), s.bias,
                                         reinterpret_cast<void*>(data_.bias.ptr())));
@@ -228,7 +246,26 @@ class GemmFamily final : public CudaFamily {
     return Status::success();
   }
 
+  // The float64 reference of C: the product, and under silu_mul=1 SiLU(gate) * up of it.
   Status reference(CudaEnv& env, const GemmShape& s) {
+    ATTUNE_TRY(product_reference(env, s));
+    if (!s.silu_mul) return Status::success();
+    BuildRequest req;
+    req.source = kGemmRefSource;
+    req.source_name = "gemm_ref.cu";
+    ATTUNE_ASSIGN(Built k, env.function(req, "silu_mul_ref"));
+    if (k.verdict != Verdict::kOk)
+      return Error::internal("the gemm reference does not compile: " + k.log);
+    CUdeviceptr out = data_.act_ref.ptr(), in = data_.ref.ptr();
+    int m = static_cast<int>(s.m), half = static_cast<int>(s.out_n());
+    void* args[] = {&out, &in, &m, &half};
+    const unsigned long long count = static_cast<unsigned long long>(s.m * s.out_n());
+    ATTUNE_CU(
+        cuLaunchKernel(k.fn, grid_for(count), 1, 1, 256, 1, 1, 0, env.stream(), args, nullptr));
+    return Status::success();
+  }
+
+  Status product_reference(CudaEnv& env, const GemmShape& s) {
     BuildRequest req;
     req.source = kGemmRefSource;
     req.source_name = "gemm_ref.cu";
@@ -271,26 +308,16 @@ class GemmFamily final : public CudaFamily {
     args.b = data_.b.ptr();
     args.c = data_.c.ptr();
     args.bias = data_.bias.ptr();
+    args.rows = static_cast<int>(s.m);
     cublasLtMatmulAlgo_t algo{};
-    const bool native = std::holds_alternative<KernelPlan>(plan);
-    if (native) {
-      const KernelPlan& kp = std::get<KernelPlan>(plan);
-      ATTUNE_TRY(check_args(kp));
-      std::vector<CUfunction> fns;
-      for (const LaunchStep& step : kp.steps) {
-        ATTUNE_ASSIGN(Launchable k,
-                      launchable(env, kp.build, step.kernel,
-                                 step.block.x * step.block.y * step.block.z, step.shared_bytes));
-        if (k.refused) {
-          if (k.refused->verdict == Verdict::kLaunchFailed)
-            k.refused->message = step.kernel + ": " + k.refused->message;
-          return *k.refused;
-        }
-        fns.push_back(k.fn);
-      }
-      ATTUNE_TRY(ensure_workspace(kp.workspace_bytes));
+    PreparedPlan prepared;
+    const bool native = !std::holds_alternative<LtPlan>(plan);
+    if (native) {  // attune's kernels, or silu_mul=1's split form (a chain)
+      ATTUNE_ASSIGN(auto refused, prepare_plan(env, lt_, plan, &prepared));
+      if (refused) return *refused;
+      ATTUNE_TRY(ensure_workspace(prepared.workspace_bytes));
       args.workspace = data_.workspace.ptr();
-      launch = [&kp, fns, &args](CUstream st) { return enqueue(kp, fns, args, st); };
+      launch = plan_launcher(lt_, plan, prepared, args);
     } else {
       LtChoice found = choose_lt_algo(lt_, *data_.lt, std::get<LtPlan>(plan));
       if (!found.algo) return Outcome::failed(Verdict::kUnsupported, found.refusal);
@@ -307,7 +334,7 @@ class GemmFamily final : public CudaFamily {
     }
 
     // Fresh random inputs, poisoned output and guard, the reference on the same inputs.
-    const size_t mn = static_cast<size_t>(s.m * s.n);
+    const size_t out = static_cast<size_t>(s.m * s.out_n());
     ATTUNE_TRY(gate_.fill_random(env, args.a, static_cast<size_t>(s.m * s.k), half_of(s)));
     ATTUNE_TRY(gate_.fill_random(env, args.b, static_cast<size_t>(s.n * s.k), half_of(s)));
     ATTUNE_TRY(gate_.fill_random(env, args.bias, static_cast<size_t>(s.n), half_of(s)));
@@ -316,7 +343,8 @@ class GemmFamily final : public CudaFamily {
     ATTUNE_ASSIGN(auto refused,
                   launch_and_wait(env, launch, native ? "gemm kernel" : "cublasLtMatmul"));
     if (refused) return *refused;
-    ATTUNE_ASSIGN(Comparison cmp, gate_.check_output(env, args.c, data_.ref.ptr(), mn, half_of(s),
+    const CUdeviceptr ref = s.silu_mul ? data_.act_ref.ptr() : data_.ref.ptr();
+    ATTUNE_ASSIGN(Comparison cmp, gate_.check_output(env, args.c, ref, out, half_of(s),
                                                      tolerance_for(s.bf16 ? "bf16" : "fp16", s.k)));
     Outcome o;
     o.verdict = cmp.verdict;

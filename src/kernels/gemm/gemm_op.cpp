@@ -1,13 +1,36 @@
 // gemm's signature: C[M,N] = A[M,K] . W[N,K]^T (+ bias[N]). Its baseline is cuBLASLt's heuristic's
 // first algorithm, the call most users make.
+//
+// silu_mul=1 is the gated MLP's gate/up projection with SiLU * mul in its epilogue: W is the
+// gate's rows then the up's (N = 2 x the intermediate size, the stacked gate_up_proj weight as
+// it is stored), and C[M, N/2] = silu(A . gate^T) * (A . up^T). Its cuBLASLt baseline is the
+// split form a user without the fusion runs: the matmul, then a SiLU * mul kernel.
+#include <string>
+
 #include "kernels/ops.h"
 
 namespace attune::kernels {
+
+namespace {
+
+Status check_gemm(const Problem& p) {
+  const std::string* silu = p.attr("silu_mul");
+  if (!silu || *silu != "1") return Status::success();
+  if (*p.int_attr("n") % 2 != 0)
+    return Error::invalid_argument(p.text() +
+                                   ": silu_mul=1 needs an even n (the gate's rows, then the up's)");
+  const std::string* bias = p.attr("bias");
+  if (bias && *bias == "1") return Error::invalid_argument(p.text() + ": silu_mul=1 takes no bias");
+  return Status::success();
+}
+
+}  // namespace
 
 const OpSignature& gemm_op() {
   static const OpSignature op{.name = "gemm",
                               .sizes = {"m", "n", "k"},
                               .flags = {"bias"},
+                              .optional_flags = {"silu_mul"},
                               .dtypes = {"bf16", "fp16"},
                               .max_size = 1 << 20,
                               .baseline_config = "kernel=cublaslt,lt_algo=0,lt_split=0,lt_tile=0",
@@ -15,7 +38,8 @@ const OpSignature& gemm_op() {
                               .runtime_key = 0,
                               // A weight matrix is one (n, k): its rows compress to a default
                               // config over the token count m, with exceptions.
-                              .sweep_default_per = {"n", "k"}};
+                              .sweep_default_per = {"n", "k"},
+                              .check = &check_gemm};
   return op;
 }
 

@@ -1,5 +1,7 @@
 // gemm's kernel plans: cuBLASLt variants, the skinny kernels (CUDA-core and tensor-core, a K split
-// across a thread block cluster) and the tiled tensor-core kernel.
+// across a thread block cluster) and the tiled tensor-core kernel. With silu_mul=1 attune's kernels
+// apply SiLU * mul in their epilogue (-DSILU_MUL=1), and cuBLASLt's is the split form: the matmul
+// into the workspace, then silu_mul's kernel.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -24,7 +26,47 @@ std::vector<std::string> shape_defines(const GemmShape& s, bool mma_name) {
   if (mma_name) d.push_back(fmt::format("-DTNAME=\"{}\"", s.bf16 ? "bf16" : "f16"));
   d.insert(d.end(),
            {fmt::format("-DM={}", s.m), fmt::format("-DN={}", s.n), fmt::format("-DK={}", s.k)});
+  if (s.silu_mul) d.push_back("-DSILU_MUL=1");
   return d;
+}
+
+// cuBLASLt's share of the split form's workspace (behind the [m, n] product).
+constexpr std::size_t kSplitLtWorkspace = 4u << 20;
+
+// silu_mul=1 by cuBLASLt: the product [m, n] into the workspace, then silu_mul's vector kernel
+// (the widest vector that divides the row) writes C. cuBLASLt's own algorithm choice only.
+Result<Plan> plan_lt_silu_mul(const GemmShape& s) {
+  const std::int64_t inter = s.n / 2;
+  std::int64_t vec = 8;
+  while (inter % vec != 0) vec /= 2;
+  Problem act("silu_mul", {{"rows", std::to_string(s.m)},
+                           {"inter", std::to_string(inter)},
+                           {"dtype", s.bf16 ? "bf16" : "fp16"}});
+  ATTUNE_ASSIGN(Config cfg,
+                Config::parse(fmt::format(
+                    "kernel=vector,vec={},threads=256,unroll=1,rows_per_block=1", vec)));
+  ATTUNE_ASSIGN(Plan act_plan, plan_silu_mul(act, cfg));
+  KernelPlan& k = std::get<KernelPlan>(act_plan);
+  const std::size_t product = (static_cast<std::size_t>(s.m * s.n) * 2 + 255) / 256 * 256;
+  ChainPlan p;
+  p.build = k.build;
+  LtMatmul mm;
+  mm.m = s.m;
+  mm.n = s.n;
+  mm.k = s.k;
+  mm.b_transposed = true;
+  mm.bf16 = s.bf16;
+  mm.a = {"a", 0, 0};
+  mm.b = {"b", 0, 0};
+  mm.c = {"workspace", 0, 0};
+  mm.workspace_offset = product;
+  mm.workspace_bytes = kSplitLtWorkspace;
+  p.steps.push_back(mm);
+  LaunchStep act_step = k.steps.front();
+  act_step.args = {"c", "workspace", "rows"};  // silu_mul's (y, x, rows)
+  p.steps.push_back(act_step);
+  p.workspace_bytes = product + kSplitLtWorkspace;
+  return Plan{std::move(p)};
 }
 
 // A skinny kernel's plan: one launch over `groups` groups of weight rows, each a cluster of `split`
@@ -56,7 +98,7 @@ Result<KernelPlan> plan_skinny(const GemmShape& s, const Config& c) {
   std::vector<std::string> d = shape_defines(s, false);
   d.insert(d.end(), {fmt::format("-DWARPS={}", warps), fmt::format("-DNB={}", nb),
                      fmt::format("-DVEC={}", vec), fmt::format("-DUNROLL={}", unroll)});
-  return skinny_plan(kGemmSkinnySource, "gemm_skinny", s, std::move(d), ceil_div(s.n, nb),
+  return skinny_plan(kGemmSkinnySource, "gemm_skinny", s, std::move(d), ceil_div(s.out_n(), nb),
                      knob_or(c, "sk_split", 1), warps);
 }
 
@@ -67,8 +109,8 @@ Result<KernelPlan> plan_skinny_tc(const GemmShape& s, const Config& c) {
   std::vector<std::string> d = shape_defines(s, true);
   d.insert(d.end(), {fmt::format("-DWARPS={}", warps), fmt::format("-DNT={}", nt),
                      fmt::format("-DUNROLL={}", unroll)});
-  return skinny_plan(kGemmSkinnyTcSource, "gemm_skinny_tc", s, std::move(d), ceil_div(s.n, 16 * nt),
-                     knob_or(c, "tc_split", 1), warps);
+  return skinny_plan(kGemmSkinnyTcSource, "gemm_skinny_tc", s, std::move(d),
+                     ceil_div(s.out_n(), 16 * nt), knob_or(c, "tc_split", 1), warps);
 }
 
 Result<KernelPlan> plan_tiled(const GemmShape& s, const Config& c) {
@@ -104,7 +146,7 @@ Result<KernelPlan> plan_tiled(const GemmShape& s, const Config& c) {
     p.workspace_bytes = static_cast<std::size_t>(split * s.m * s.n) * sizeof(float);
     // The reduction is grid-stride: enough blocks to fill any current GPU, no more.
     constexpr unsigned kReduceMaxBlocks = 4096;
-    const unsigned grid = std::min<unsigned>(ceil_div(s.m * s.n, 256), kReduceMaxBlocks);
+    const unsigned grid = std::min<unsigned>(ceil_div(s.m * s.out_n(), 256), kReduceMaxBlocks);
     p.steps.push_back({"gemm_tiled_reduce", {grid}, {256}, 0, args});
   }
   return p;
@@ -114,7 +156,8 @@ Result<KernelPlan> plan_tiled(const GemmShape& s, const Config& c) {
 
 Result<GemmShape> gemm_shape(const Problem& p) {
   ATTUNE_ASSIGN(HalfShape h, half_shape(p, gemm_op()));
-  return GemmShape{h.sizes[0], h.sizes[1], h.sizes[2], h.bf16, h.flag};
+  const std::string* silu = p.attr("silu_mul");
+  return GemmShape{h.sizes[0], h.sizes[1], h.sizes[2], h.bf16, h.flag, silu && *silu == "1"};
 }
 
 Result<Plan> plan_gemm(const Problem& problem, const Config& config) {
@@ -129,6 +172,14 @@ Result<Plan> plan_gemm(const Problem& problem, const Config& config) {
     ATTUNE_ASSIGN(std::int64_t rank, knob(config, "lt_algo"));
     ATTUNE_ASSIGN(std::int64_t split, knob(config, "lt_split"));
     ATTUNE_ASSIGN(std::int64_t tile, knob(config, "lt_tile"));
+    if (s.silu_mul) {
+      if (rank != 0 || split != 0 || tile != 0)
+        return Error::invalid_argument(fmt::format(
+            "gemm config '{}': silu_mul=1's cuBLASLt form runs cuBLASLt's own algorithm "
+            "(lt_algo=0, lt_split=0, lt_tile=0)",
+            config.text()));
+      return plan_lt_silu_mul(s);
+    }
     lt.algo_rank = static_cast<int>(rank);
     lt.split_k = static_cast<int>(split);
     lt.tile = static_cast<int>(tile);

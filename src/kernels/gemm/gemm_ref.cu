@@ -31,3 +31,14 @@ extern "C" __global__ void widen_add_bias(double* out, const float* in, const un
     out[i] = static_cast<double>(in[i]) +
              (has_bias ? ld(bias, static_cast<long>(i % n_size), fmt) : 0.0);
 }
+
+// silu_mul=1: out[m, j] = silu(in[m, j]) * in[m, half + j] of the float64 product in[m, 2 * half].
+extern "C" __global__ void silu_mul_ref(double* out, const double* in, int m_size, int half) {
+  const unsigned long long count = static_cast<unsigned long long>(m_size) * half;
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < count;
+       i += 1ull * gridDim.x * blockDim.x) {
+    const unsigned long long row = i / half, j = i % half;
+    const double g = in[row * 2 * half + j], u = in[row * 2 * half + half + j];
+    out[i] = g / (1.0 + exp(-g)) * u;
+  }
+}

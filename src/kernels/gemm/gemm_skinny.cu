@@ -10,11 +10,16 @@
 //   KSPLIT      blocks splitting K (1 = none): a thread block cluster of KSPLIT blocks (sm_90+),
 //               the partial sums added through distributed shared memory in the same launch
 //   BIAS        1: add bias[n]
+//   SILU_MUL    1: B is the gate's N/2 rows then the up's; C[M, N/2] = silu(gate) * up. A block
+//               computes NB outputs from NB gate rows and the NB up rows N/2 below them
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #ifndef BIAS
 #define BIAS 0
+#endif
+#ifndef SILU_MUL
+#define SILU_MUL 0
 #endif
 #include "attune_cluster.cuh"  // KSPLIT, CLUSTER_DIMS, cluster_sync, cluster_load
 
@@ -29,6 +34,18 @@ constexpr int kThreads = WARPS * 32;
 constexpr int kChunks = K / VEC;  // K % VEC == 0 (checked before build)
 constexpr int kSplitChunks = (kChunks + KSPLIT - 1) / KSPLIT;
 constexpr int kUnroll = UNROLL;  // #pragma unroll takes a constant expression, not a macro
+constexpr int kOutN = SILU_MUL ? N / 2 : N;    // C's columns
+constexpr int kRows = SILU_MUL ? 2 * NB : NB;  // rows of B per block (accumulator columns)
+
+// Row of B behind accumulator column j of the block whose first output is n0: under SILU_MUL the
+// first NB are gate rows, the next NB the up rows of the same outputs.
+__device__ __forceinline__ int b_row(int n0, int j) {
+  return SILU_MUL && j >= NB ? kOutN + n0 + (j - NB) : n0 + j;
+}
+
+__device__ __forceinline__ float silu(float g) {
+  return g / (1.f + __expf(-g));
+}
 
 }  // namespace
 
@@ -41,21 +58,20 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
   const int n0 = blockIdx.x / KSPLIT * NB;
   const int chunk_end = min(kChunks, (split + 1) * kSplitChunks);
   const int tid = threadIdx.x;
-  float acc[M][NB];
+  float acc[M][kRows];
 #pragma unroll
   for (int m = 0; m < M; ++m)
 #pragma unroll
-    for (int j = 0; j < NB; ++j) acc[m][j] = 0.f;
+    for (int j = 0; j < kRows; ++j) acc[m][j] = 0.f;
 
 #pragma unroll kUnroll
   for (int chunk = split * kSplitChunks + tid; chunk < chunk_end; chunk += kThreads) {
     const int k = chunk * VEC;
-    Vec<VEC> bv[NB];
+    Vec<VEC> bv[kRows];
 #pragma unroll
-    for (int j = 0; j < NB; ++j) {
-      const int n = n0 + j;
-      if (n < N)
-        bv[j] = *reinterpret_cast<const Vec<VEC>*>(b + static_cast<size_t>(n) * K + k);
+    for (int j = 0; j < kRows; ++j) {
+      if (n0 + (j % NB) < kOutN)
+        bv[j] = *reinterpret_cast<const Vec<VEC>*>(b + static_cast<size_t>(b_row(n0, j)) * K + k);
       else
 #pragma unroll
         for (int e = 0; e < VEC; ++e) bv[j].v[e] = static_cast<T>(0.f);
@@ -64,7 +80,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
     for (int m = 0; m < M; ++m) {
       const Vec<VEC> av = *reinterpret_cast<const Vec<VEC>*>(a + static_cast<size_t>(m) * K + k);
 #pragma unroll
-      for (int j = 0; j < NB; ++j)
+      for (int j = 0; j < kRows; ++j)
 #pragma unroll
         for (int e = 0; e < VEC; ++e)
           acc[m][j] += static_cast<float>(av.v[e]) * static_cast<float>(bv[j].v[e]);
@@ -72,23 +88,23 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
   }
 
   // Reduce across the warp, then across warps.
-  __shared__ float partial[WARPS][M * NB];
+  __shared__ float partial[WARPS][M * kRows];
   const int lane = tid % 32, warp = tid / 32;
 #pragma unroll
   for (int m = 0; m < M; ++m)
 #pragma unroll
-    for (int j = 0; j < NB; ++j) {
+    for (int j = 0; j < kRows; ++j) {
       float v = acc[m][j];
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-      if (lane == 0) partial[warp][m * NB + j] = v;
+      if (lane == 0) partial[warp][m * kRows + j] = v;
     }
   __syncthreads();
 #if KSPLIT > 1
   // The warps' sums go to partial[0]; then block r of the cluster adds the cluster's blocks'
   // sums for every KSPLIT-th output, starting at r, through distributed shared memory. No thread
   // leaves before the last cluster barrier, which keeps every block's shared memory readable.
-  for (int i = tid; i < M * NB; i += kThreads) {
+  for (int i = tid; i < M * kRows; i += kThreads) {
     float s = 0.f;
 #pragma unroll
     for (int w = 0; w < WARPS; ++w) s += partial[w][i];
@@ -96,21 +112,29 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
   }
   cluster_sync();
 #endif
-  for (int i = split + tid * KSPLIT; i < M * NB; i += kThreads * KSPLIT) {
+  // Output i is (row m, column n0 + j); under SILU_MUL its up value sits NB columns on.
+  auto sum = [&](int e) {
     float s = 0.f;
 #if KSPLIT == 1
 #pragma unroll
-    for (int w = 0; w < WARPS; ++w) s += partial[w][i];
+    for (int w = 0; w < WARPS; ++w) s += partial[w][e];
 #else
 #pragma unroll
-    for (int r = 0; r < KSPLIT; ++r) s += cluster_load(&partial[0][i], r);
+    for (int r = 0; r < KSPLIT; ++r) s += cluster_load(&partial[0][e], r);
 #endif
+    return s;
+  };
+  for (int i = split + tid * KSPLIT; i < M * NB; i += kThreads * KSPLIT) {
     const int m = i / NB, j = i % NB, n = n0 + j;
-    if (n >= N) continue;
+    if (n >= kOutN) continue;
+    float s = sum(m * kRows + j);
+#if SILU_MUL
+    s = silu(s) * sum(m * kRows + NB + j);
+#endif
 #if BIAS
     s += static_cast<float>(bias[n]);
 #endif
-    c[static_cast<size_t>(m) * N + n] = static_cast<T>(s);
+    c[static_cast<size_t>(m) * kOutN + n] = static_cast<T>(s);
   }
 #if KSPLIT > 1
   cluster_sync();

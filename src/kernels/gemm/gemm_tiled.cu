@@ -15,11 +15,18 @@
 //   GROUP           rasterization: GROUP consecutive block rows walk N together, so the B tiles
 //                   they share stay in L2 (1: plain row-major order)
 //   BIAS            1: add bias[n]
+//   SILU_MUL        1: B is the gate's N/2 rows then the up's (N % 16 == 0), and C[M, N/2] =
+//                   silu(gate) * up. The block's BN columns interleave them in groups of 8: group
+//                   2i holds gate rows, group 2i + 1 the up rows of the same 8 outputs, so a
+//                   thread's accumulators for mma tiles 2i and 2i + 1 are one output's pair
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #ifndef BIAS
 #define BIAS 0
+#endif
+#ifndef SILU_MUL
+#define SILU_MUL 0
 #endif
 
 namespace {
@@ -36,6 +43,12 @@ constexpr int kStageElems = (BM + BN) * BK;
 static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0, "warp tile must be a multiple of 16 x 16");
 static_assert(BK == 32 || BK == 64, "BK is 32 or 64");
 static_assert(K % 8 == 0, "K must be a multiple of 8");
+constexpr int kOutN = SILU_MUL ? N / 2 : N;  // C's columns
+static_assert(!SILU_MUL || N % 16 == 0, "the SiLU * mul epilogue needs N % 16 == 0");
+
+__device__ __forceinline__ float silu(float g) {
+  return g / (1.f + __expf(-g));
+}
 
 // Element offset of (row, chunk) in a swizzled tile: the chunk index is XORed with the row's
 // position in its group of bank lines, so the 8 rows one ldmatrix reads fall in distinct banks.
@@ -75,27 +88,33 @@ __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsig
 }
 
 // Copies rows [r0, r0 + ROWS) x [k0, k0 + BK) of a K-contiguous matrix with `limit` rows into a
-// swizzled tile.
-template <int ROWS>
+// swizzled tile. INTERLEAVED (B under SILU_MUL): tile row v is column v of the interleaved
+// order, the gate's or the up's row of output (v / 16) * 8 + v % 8.
+template <int ROWS, bool INTERLEAVED = false>
 __device__ __forceinline__ void load_tile(T* tile, const T* g, int r0, int limit, int k0, int tid) {
 #pragma unroll
   for (int i = tid; i < ROWS * kChunksPerRow; i += kThreads) {
     const int r = i / kChunksPerRow, c = i % kChunksPerRow;
-    const int gr = r0 + r, gk = k0 + c * 8;
+    int gr = r0 + r;
+    const int gk = k0 + c * 8;
     const bool ok = gr < limit && gk < K;
+    if constexpr (INTERLEAVED) {
+      const int out = gr / 16 * 8 + gr % 8;
+      gr = (gr / 8) % 2 ? kOutN + out : out;
+    }
     cp_async16(tile + swizzle(r, c), ok ? g + static_cast<size_t>(gr) * K + gk : g, ok);
   }
 }
 
 __device__ __forceinline__ void store_pair(T* c, int row, int col, float v0, float v1,
                                            const T* bias) {
-  if (row >= M || col >= N) return;
+  if (row >= M || col >= kOutN) return;
 #if BIAS
   v0 += static_cast<float>(bias[col]);
   if (col + 1 < N) v1 += static_cast<float>(bias[col + 1]);
 #endif
-  T* p = c + static_cast<size_t>(row) * N + col;
-  if constexpr (N % 2 == 0) {
+  T* p = c + static_cast<size_t>(row) * kOutN + col;
+  if constexpr (kOutN % 2 == 0) {
     if constexpr (sizeof(T) == 2) {
       // col is even and N is even: the pair is 4-byte aligned.
       T pair[2] = {static_cast<T>(v0), static_cast<T>(v1)};
@@ -104,7 +123,7 @@ __device__ __forceinline__ void store_pair(T* c, int row, int col, float v0, flo
     }
   }
   p[0] = static_cast<T>(v0);
-  if (col + 1 < N) p[1] = static_cast<T>(v1);
+  if (col + 1 < kOutN) p[1] = static_cast<T>(v1);
 }
 
 }  // namespace
@@ -134,7 +153,7 @@ extern "C" __global__ void __launch_bounds__(kThreads)
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < nk) {
       load_tile<BM>(smem + s * kStageElems, a, m0, M, (kt0 + s) * BK, tid);
-      load_tile<BN>(smem + s * kStageElems + BM * BK, b, n0, N, (kt0 + s) * BK, tid);
+      load_tile<BN, SILU_MUL>(smem + s * kStageElems + BM * BK, b, n0, N, (kt0 + s) * BK, tid);
     }
     cp_async_commit();
   }
@@ -146,7 +165,7 @@ extern "C" __global__ void __launch_bounds__(kThreads)
     if (next < nk) {
       T* slot = smem + (next % STAGES) * kStageElems;
       load_tile<BM>(slot, a, m0, M, (kt0 + next) * BK, tid);
-      load_tile<BN>(slot + BM * BK, b, n0, N, (kt0 + next) * BK, tid);
+      load_tile<BN, SILU_MUL>(slot + BM * BK, b, n0, N, (kt0 + next) * BK, tid);
     }
     cp_async_commit();
     const T* ta = smem + (kt % STAGES) * kStageElems;
@@ -185,7 +204,12 @@ extern "C" __global__ void __launch_bounds__(kThreads)
         const int row = m0 + wm * kWarpM + mi * 16 + lane / 4 + h * 8;
         const int col = n0 + wn * kWarpN + ni * 8 + (lane % 4) * 2;
         const float v0 = acc[mi][ni][h * 2], v1 = acc[mi][ni][h * 2 + 1];
-        if constexpr (SPLIT == 1) {
+        if constexpr (SPLIT == 1 && SILU_MUL) {
+          // Tile ni (even) holds gates, ni + 1 the ups of the same outputs.
+          if (ni % 2 == 0)
+            store_pair(c, row, col / 16 * 8 + col % 8, silu(v0) * acc[mi][ni + 1][h * 2],
+                       silu(v1) * acc[mi][ni + 1][h * 2 + 1], bias);
+        } else if constexpr (SPLIT == 1) {
           store_pair(c, row, col, v0, v1, bias);
         } else if (row < M && col < N) {
           float* w = workspace + (static_cast<size_t>(blockIdx.z) * M + row) * N + col;
@@ -195,18 +219,31 @@ extern "C" __global__ void __launch_bounds__(kThreads)
       }
 }
 
-// Split-K: sums the SPLIT partial tiles (every split writes its whole tile, zeros included).
+// Split-K: sums the SPLIT partial tiles (every split writes its whole tile, zeros included), in
+// the interleaved column order under SILU_MUL.
 extern "C" __global__ void gemm_tiled_reduce(T* __restrict__ c, const T* __restrict__ a,
                                              const T* __restrict__ b, const T* __restrict__ bias,
                                              const float* __restrict__ workspace) {
   (void)a;
   (void)b;
-  constexpr size_t kCount = static_cast<size_t>(M) * N;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < kCount;
+  constexpr size_t kCount = static_cast<size_t>(M) * N, kOut = static_cast<size_t>(M) * kOutN;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < kOut;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     float s = 0.f;
+#if SILU_MUL
+    const size_t row = i / kOutN, out = i % kOutN;
+    const size_t gate = row * N + out / 8 * 16 + out % 8;
+    float up = 0.f;
+#pragma unroll
+    for (int z = 0; z < SPLIT; ++z) {
+      s += workspace[z * kCount + gate];
+      up += workspace[z * kCount + gate + 8];
+    }
+    s = silu(s) * up;
+#else
 #pragma unroll
     for (int z = 0; z < SPLIT; ++z) s += workspace[z * kCount + i];
+#endif
 #if BIAS
     s += static_cast<float>(bias[i % N]);
 #endif

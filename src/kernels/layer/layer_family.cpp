@@ -93,9 +93,12 @@ Status wire(Ready& r, std::string* stream) {
     auto it = io.find(role);
     if (it == io.end())
       return Error::invalid_argument("the layer family has no gemm role '" + role + "'");
+    // gate_up_proj with SiLU * mul in its epilogue writes the activation itself.
+    const std::string out = s.silu_mul ? "act" : it->second.second;
+    a.rows = static_cast<int>(s.m);
     bind(&PlanArgs::a, it->second.first, n(s.m, s.k));
     bind(&PlanArgs::b, "weight." + role, n(s.n, s.k));
-    bind(&PlanArgs::c, it->second.second, n(s.m, s.n));
+    bind(&PlanArgs::c, out, n(s.m, s.out_n()));
     if (s.bias) bind(&PlanArgs::bias, "bias." + role, n(s.n));
     return Status::success();
   }

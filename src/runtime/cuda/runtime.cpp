@@ -164,6 +164,27 @@ Status Runtime::Impl::gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType
   return dispatch(key, args, stream, record);
 }
 
+Status Runtime::Impl::gemm_silu_mul(std::int64_t m, std::int64_t inter, std::int64_t k, DType dtype,
+                                    const void* a, const void* w, void* c, void* stream,
+                                    const DispatchRecord** record) {
+  if (!size_ok(m) || !size_ok(2 * inter) || !size_ok(k))
+    return invalid(fmt::format("gemm_silu_mul: m={}, inter={}, k={}: sizes must be 1..{}", m, inter,
+                               k, INT32_MAX / 2));
+  if (dtype != DType::kBf16 && dtype != DType::kFp16)
+    return invalid("gemm_silu_mul: dtype must be bf16 or fp16");
+  if (!a || !w || !c) return invalid("gemm_silu_mul: a, w and c must be device pointers");
+  if (!aligned16(a) || !aligned16(w) || !aligned16(c))
+    return invalid("gemm_silu_mul: a, w and c must be 16-byte aligned");
+  // Flags: bias (bit 0) clear, silu_mul (bit 1, gemm's optional flag) set.
+  const ShapeKey key{gemm_kind, dtype_of(dtype), 0b10, {m, 2 * inter, k}};
+  kernels::PlanArgs args;
+  args.a = reinterpret_cast<CUdeviceptr>(a);
+  args.b = reinterpret_cast<CUdeviceptr>(w);
+  args.c = reinterpret_cast<CUdeviceptr>(c);
+  args.rows = static_cast<int>(m);
+  return dispatch(key, args, stream, record);
+}
+
 Status Runtime::Impl::rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y,
                               void* h_out, const void* x, const void* r, const void* w,
                               void* stream, const DispatchRecord** record) {
@@ -341,6 +362,15 @@ Status Runtime::gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype
   return s;
 }
 
+Status Runtime::gemm_silu_mul(std::int64_t m, std::int64_t inter, std::int64_t k, DType dtype,
+                              const void* a, const void* w, void* c, void* stream,
+                              const Dispatch** dispatched) {
+  const DispatchRecord* rec = nullptr;
+  Status s = impl_->gemm_silu_mul(m, inter, k, dtype, a, w, c, stream, dispatched ? &rec : nullptr);
+  if (dispatched) *dispatched = rec ? &rec->cpp : nullptr;
+  return s;
+}
+
 Status Runtime::attention_decode(std::int64_t batch, std::int64_t kv, std::int64_t head,
                                  std::int64_t q_heads, std::int64_t kv_heads, std::int64_t q_len,
                                  DType dtype, void* o, const void* q, const void* k, const void* v,
@@ -450,12 +480,19 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
                  k = static_cast<std::size_t>(s.k);
       ATTUNE_ASSIGN(CUdeviceptr a, add(m * k, s.bf16, true));
       ATTUNE_ASSIGN(CUdeviceptr b, add(n * k, s.bf16, true));
-      ATTUNE_ASSIGN(CUdeviceptr c, add(m * n, s.bf16, false));
+      ATTUNE_ASSIGN(CUdeviceptr c, add(m * static_cast<std::size_t>(s.out_n()), s.bf16, false));
+      const DType dt = s.bf16 ? DType::kBf16 : DType::kFp16;
+      if (s.silu_mul) {
+        call = [=, this](CUstream st) {
+          return self->gemm_silu_mul(s.m, s.out_n(), s.k, dt, reinterpret_cast<void*>(a),
+                                     reinterpret_cast<void*>(b), reinterpret_cast<void*>(c), st);
+        };
+        return attune::Status::success();
+      }
       CUdeviceptr bias = 0;
       if (s.bias) {
         ATTUNE_ASSIGN(bias, add(n, s.bf16, true));
       }
-      const DType dt = s.bf16 ? DType::kBf16 : DType::kFp16;
       call = [=, this](CUstream st) {
         return self->gemm(s.m, s.n, s.k, dt, reinterpret_cast<void*>(a), reinterpret_cast<void*>(b),
                           reinterpret_cast<void*>(c), reinterpret_cast<void*>(bias), st);

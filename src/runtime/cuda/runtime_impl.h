@@ -39,6 +39,9 @@ struct Runtime::Impl {
               std::int64_t kv_heads, std::int64_t head, std::int64_t theta, DType dtype, void* q,
               void* k_cache, void* v_cache, const void* qkv, const void* q_norm, const void* k_norm,
               void* stream, const runtime::DispatchRecord** record);
+  Status gemm_silu_mul(std::int64_t m, std::int64_t inter, std::int64_t k, DType dtype,
+                       const void* a, const void* w, void* c, void* stream,
+                       const runtime::DispatchRecord** record);
   Status silu_mul(std::int64_t rows, std::int64_t inter, DType dtype, void* y, const void* gu,
                   void* stream, const runtime::DispatchRecord** record);
   // What the entry points share once their arguments are checked: the Selector's slot for `key`,
