@@ -42,6 +42,7 @@ struct Args {
   std::string traces;  // CSV of every evaluation of the main table's runs, for analysis
   std::string only;    // substring filter on file names
   bool transfer = true;
+  bool prior_from_others = false;  // leave-one-out priors per kernel (run_prior_from_others)
   bool verbose = false;
   search::MctsOptions mcts;
   std::string kernel_tuner_csv;    // results of bench/kernel_tuner_side_by_side.py to merge in
@@ -291,6 +292,107 @@ std::string run_transfer(const std::map<std::string, replay::RecordedSpace>& spa
   return "\n## Warm start across devices\n\n" + notes.str() + "\n" + table(rows, a.budget);
 }
 
+// What a user's store gives a search after tuning other shapes of the same op on this device:
+// for each space, a prior fitted on every config of every OTHER recorded space with the same
+// kernel_name (leave one out), handed to each strategy of --strategies that takes a prior through
+// the StrategyContext the tuner fills from the store's prior (scores of forks and predictions of
+// full configs). No refits during the search, as in the tuner.
+std::string run_prior_from_others(const std::map<std::string, replay::RecordedSpace>& spaces,
+                                  const std::vector<Row>& cold, const Args& a) {
+  std::vector<Row> rows;
+  std::ostringstream notes, summary;
+  summary << "| space | configs | strategy | other spaces | prior's rank correlation with the "
+             "space | median evals to 2%, cold | with the prior | reached 2% with the prior |\n"
+          << "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n";
+  for (const auto& [dst_name, dst] : spaces) {
+    prior::PriorOptions po;
+    po.first_refit = 0;
+    prior::Prior p(po);
+    std::size_t sources = 0;
+    for (const auto& [src_name, src] : spaces) {
+      if (src_name == dst_name || src.kernel_name != dst.kernel_name) continue;
+      ++sources;
+      prior::Context ctx = context_of(src);
+      for (std::size_t i = 0; i < src.points.size(); ++i) {
+        const auto& r = src.results[i];
+        p.add(prior::make_row(
+            src.space, src.points[i], ctx, r.verdict,
+            r.verdict == Verdict::kOk ? std::optional<double>(r.time_us) : std::nullopt));
+      }
+    }
+    if (sources == 0) continue;
+    if (auto st = p.fit(); !st.ok()) {
+      std::cerr << "search_replay: training the prior for " << dst_name
+                << " failed: " << st.error().message() << "\n";
+      std::exit(1);
+    }
+    const prior::Context dst_ctx = context_of(dst);
+    std::vector<Point> pts;
+    std::vector<double> actual;
+    for (std::size_t i = 0; i < dst.points.size(); ++i)
+      if (dst.results[i].verdict == Verdict::kOk) {
+        pts.push_back(dst.points[i]);
+        actual.push_back(std::log(dst.results[i].time_us));
+      }
+    auto pred = p.predict(dst.space, pts, dst_ctx);
+    const double rho = pred ? prior::spearman(*pred, actual) : 0.0;
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "- %s: prior from %zu other spaces of %s (%zu rows, calibration %.3f%s); rank "
+                  "correlation of its predictions with this space's times %.3f\n",
+                  dst_name.c_str(), sources, dst.kernel_name.c_str(), p.rows(), p.calibration(),
+                  p.quarantined() ? ", quarantined: not used" : "", rho);
+    notes << line;
+    StrategyContext context;
+    if (p.usable()) {
+      const prior::Prior* pr = &p;
+      context.prior = p.scorer(dst.space, dst_ctx);
+      context.prior_generation = [pr] { return pr->generation(); };
+      context.predict = p.predictor(dst.space, dst_ctx);
+    }
+    const double optimum = *dst.optimum_us();
+    for (const auto& name : a.strategies) {
+      auto info = strategy_info(name);
+      if (!info || !info->takes_prior) continue;
+      Row row{dst_name, name + " + prior from others", {}, {}, {}, dst.points.size()};
+      for (int seed = a.first_seed; seed < a.first_seed + a.seeds; ++seed) {
+        StrategyOptions so{static_cast<std::uint64_t>(seed)};
+        for (const auto& [key, value] : a.settings)
+          if (key.starts_with(name + ".")) so.settings[key.substr(name.size() + 1)] = value;
+        auto s = make_strategy(name, dst.space, so, context);
+        if (!s) {
+          std::cerr << "search_replay: " << s.error().message() << "\n";
+          std::exit(2);
+        }
+        auto t = search::run_strategy(**s, dst.space, evaluator(dst), a.budget);
+        if (!t) {
+          std::cerr << "search_replay: " << dst_name << ": " << t.error().message() << "\n";
+          std::exit(1);
+        }
+        add_trace(row, *t, optimum);
+      }
+      std::cerr << dst_name << " " << row.strategy << ": median to 2% "
+                << evals_text(median(row.to2), a.budget) << "\n";
+      std::string cold_text = "(not run)";
+      for (const auto& c : cold)
+        if (c.space == dst_name && c.strategy == name)
+          cold_text = evals_text(median(c.to2), a.budget);
+      std::size_t reached = 0;
+      for (double x : row.to2) reached += std::isfinite(x);
+      char rho_text[32];
+      std::snprintf(rho_text, sizeof rho_text, "%.3f", rho);
+      summary << "| " << dst_name << " | " << dst.points.size() << " | " << name << " | " << sources
+              << " | " << rho_text << (p.usable() ? "" : " (quarantined)") << " | " << cold_text
+              << " | " << evals_text(median(row.to2), a.budget) << " | " << reached << "/"
+              << row.to2.size() << " |\n";
+      rows.push_back(std::move(row));
+    }
+  }
+  if (rows.empty()) return "";
+  return "\n## A prior from the other spaces of the same kernel (leave one out)\n\n" + notes.str() +
+         "\n" + summary.str() + "\n" + table(rows, a.budget);
+}
+
 // The search's own cost: wall time of propose + observe per evaluation, on a CLBlast-style GEMM
 // space (67,536 legal configs, more than the 18k of issue 15's target) whose times are a
 // deterministic hash, so only the strategy's bookkeeping is timed. Mean, 99th percentile and the
@@ -405,6 +507,8 @@ int main(int argc, char** argv) {
       a.only = val();
     else if (f == "--no-transfer")
       a.transfer = false;
+    else if (f == "--prior-from-others")
+      a.prior_from_others = true;
     else if (f == "-v")
       a.verbose = true;
     else if (f == "--mcts-exploration")
@@ -439,7 +543,8 @@ int main(int argc, char** argv) {
       std::cerr
           << "search_replay: unknown flag '" << f
           << "' (flags: --datasets DIR[,DIR] --strategies a,b --seeds N --budget N --out FILE "
-             "--traces FILE --only SUBSTR --no-transfer --with-kernel-tuner --set S.OPT=V "
+             "--traces FILE --only SUBSTR --no-transfer --prior-from-others --with-kernel-tuner "
+             "--set S.OPT=V "
              "--kernel-tuner-csv FILE --mcts-exploration X "
              "--mcts-power X --mcts-incumbent X --mcts-neighbour X --mcts-tail X "
              "--mcts-initial N --mcts-first-play X --mcts-repair N)\n";
@@ -526,6 +631,7 @@ int main(int argc, char** argv) {
   }
   std::string transfer_text;
   if (a.transfer) transfer_text = run_transfer(spaces, a);
+  if (a.prior_from_others) transfer_text += run_prior_from_others(spaces, rows, a);
   const std::string overhead_text = overhead_table(a);
   if (a.with_kernel_tuner) {
     // Same caches, seeds and budget, in Kernel Tuner's simulation mode.

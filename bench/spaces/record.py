@@ -131,6 +131,23 @@ SPACES = [
     ("attention_prefill_h200_8192_h64", "attune attention_prefill family, bf16, causal, 8192 "
      "tokens, batch 1, head 64, 8 query heads over 8 KV heads",
      ["--op", "attention_prefill", "--shape", "8192x1x64x8x8", "--dtype", "bf16"], [], 90),
+    # A sixth held-out set (SPACES_ONLY=attention_prefill_h200_1536_h128,...; the four below),
+    # named 2026-12-04 after the rule for a prior from the op's other shapes was written down
+    # (bench/results/search_replay-2026-12-04b.md) and before any of them was recorded: shapes
+    # of 21-25 configs between and beside the earlier ones (the fork between one and two consumer
+    # warpgroups moved between 1024 and 2048 tokens on sets 1-5).
+    ("attention_prefill_h200_1536_h128", "attune attention_prefill family, bf16, causal, 1536 "
+     "tokens, batch 1, head 128, 32 query heads over 8 KV heads",
+     ["--op", "attention_prefill", "--shape", "1536x1x128x32x8", "--dtype", "bf16"], [], 90),
+    ("attention_prefill_h200_768_h64_b4", "attune attention_prefill family, bf16, causal, 768 "
+     "tokens, batch 4, head 64, 32 query heads over 8 KV heads",
+     ["--op", "attention_prefill", "--shape", "768x4x64x32x8", "--dtype", "bf16"], [], 90),
+    ("attention_prefill_h200_3072_q64", "attune attention_prefill family, bf16, causal, 3072 "
+     "tokens, batch 1, head 128, 64 query heads over 8 KV heads (Llama-3-70B-like)",
+     ["--op", "attention_prefill", "--shape", "3072x1x128x64x8", "--dtype", "bf16"], [], 90),
+    ("attention_prefill_h200_512_b8_fp16", "attune attention_prefill family, fp16, causal, 512 "
+     "tokens, batch 8, head 128, 32 query heads over 8 KV heads",
+     ["--op", "attention_prefill", "--shape", "512x8x128x32x8", "--dtype", "fp16"], [], 90),
 ]
 
 

@@ -105,9 +105,17 @@ Context make_context(const Problem& problem, const DeviceFingerprint& device) {
     if (!numeric) continue;
     if (nums.size() == 1)
       c.features.emplace_back("problem." + k, nums[0]);
-    else
-      for (std::size_t i = 0; i < nums.size(); ++i)
+    else {
+      double product = 1;
+      for (std::size_t i = 0; i < nums.size(); ++i) {
         c.features.emplace_back("problem." + k + "." + std::to_string(i), nums[i]);
+        product *= nums[i];
+      }
+      // The size as a whole (elements, work items): a tree splits on one feature at a time, and
+      // which config wins often follows the total work (how many blocks fill the device) more
+      // than any one dimension.
+      c.features.emplace_back("problem." + k + ".product", product);
+    }
   }
   // The device's identity, as a number a tree can split on: rows from two devices with no
   // numeric facts (replayed spaces) would otherwise look like one noisy device to the model.
@@ -412,6 +420,29 @@ std::function<std::vector<double>(const Point&, const std::vector<std::uint32_t>
   const State* state = s_.get();
   return [state, space, context](const Point& prefix, const std::vector<std::uint32_t>& options) {
     return scores_with(*state, space, prefix, options, context);
+  };
+}
+
+std::size_t Prior::problems_like(const Space& space, const Context& context) const {
+  std::set<std::string> contexts;
+  for (const auto& r : s_->reservoir) {
+    if (r.context == context.key || r.knobs.size() != space.depth()) continue;
+    bool same = true;
+    for (std::size_t k = 0; same && k < r.knobs.size(); ++k)
+      same = r.knobs[k].first == space.knobs()[k].name;
+    if (same) contexts.insert(r.context);
+  }
+  return contexts.size();
+}
+
+std::function<std::vector<double>(const std::vector<Point>&)> Prior::predictor(
+    const Space& space, const Context& context) const {
+  const State* state = s_.get();
+  const bool enough = problems_like(space, context) >= state->o.min_problems_to_predict;
+  return [state, space, context, enough](const std::vector<Point>& points) -> std::vector<double> {
+    if (!enough || !state->booster || state->quarantined) return {};
+    auto pred = predict_with(*state, space, points, context);
+    return pred ? std::move(*pred) : std::vector<double>{};
   };
 }
 

@@ -61,6 +61,11 @@ struct PriorOptions {
   double temperature = 0.15;  // child score = exp(-(predicted - best predicted) / T), log units
   // Online refits: after this many new rows, then doubling (0: never refit by itself).
   std::size_t first_refit = 32;
+  // predictor() predicts only for a space whose knobs the reservoir holds rows of from at least
+  // this many other problems: from one other shape, a small space's ranking was anti-correlated
+  // with its times (silu_mul, Spearman -0.39 and -0.51) and cost 34 evaluations against 6; from 4
+  // to 7 it helped on the whole (bench/results/search_replay-2026-12-04b.md).
+  std::size_t min_problems_to_predict = 2;
 };
 
 // What the store keeps (Store::put_prior's PriorRecord carries these fields).
@@ -109,6 +114,16 @@ class Prior {
   // outlive the function (it holds a pointer to it; moving the Prior keeps it valid).
   std::function<std::vector<double>(const Point&, const std::vector<std::uint32_t>&)> scorer(
       const Space& space, const Context& context) const;
+  // Predicted log latency of full points of `space`, bound like scorer() (the shape of
+  // StrategyContext::predict): empty when the prior is not usable() or holds rows of this space's
+  // knobs from fewer than min_problems_to_predict other problems, so a strategy that ranks
+  // configs by it falls back to its own means.
+  std::function<std::vector<double>(const std::vector<Point>&)> predictor(
+      const Space& space, const Context& context) const;
+
+  // Distinct problems (contexts) other than `context` with rows in the reservoir whose knobs are
+  // exactly `space`'s, by name and order.
+  std::size_t problems_like(const Space& space, const Context& context) const;
 
   Result<Checkpoint> save() const;
   // A damaged checkpoint is a corrupt error and yields nothing.

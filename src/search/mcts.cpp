@@ -341,6 +341,7 @@ Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts,
   if (mcts.small_space > 0 && count_up_to(space, mcts.small_space)) {
     SurrogateOptions so;
     if (mcts.tiny_space > 0 && count_up_to(space, mcts.tiny_space)) so.initial_samples = 3;
+    so.prior = std::move(mcts.predict);
     small_ = std::make_unique<Surrogate>(space, options.seed, so, name_);
   } else {
     s_ = std::make_unique<State>(space, options.seed, std::move(mcts));

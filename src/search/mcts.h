@@ -73,6 +73,9 @@ struct MctsOptions {
   // 35 (bench/results/search_replay-2026-12-04.md). mcts_repair uses 32; 0: never.
   std::size_t tiny_space = 0;
   ChildScores prior;  // empty: a cold (uniform) prior
+  // The prior's predicted log latency of full points (StrategyContext::predict): a small space's
+  // surrogate ranks its first proposals by it (SurrogateOptions::prior). Empty: none.
+  std::function<std::vector<double>(const std::vector<Point>&)> predict;
   // Changes whenever the prior's scores may have changed (a refit), dropping cached scores.
   std::function<std::uint64_t()> prior_generation;
 };

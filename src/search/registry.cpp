@@ -71,6 +71,7 @@ const std::vector<Registration>& registrations() {
           [](const Space& s, const StrategyOptions& o, MctsOptions m, const StrategyContext& c) {
             m.prior = c.prior;
             m.prior_generation = c.prior_generation;
+            m.predict = c.predict;
             return std::unique_ptr<Strategy>(new Mcts(s, o, std::move(m)));
           }),
       // mcts with swap points repaired across structural forks (MctsOptions::repair_swaps).
@@ -79,6 +80,7 @@ const std::vector<Registration>& registrations() {
                       const StrategyContext& c) {
                      m.prior = c.prior;
                      m.prior_generation = c.prior_generation;
+                     m.predict = c.predict;
                      return std::unique_ptr<Strategy>(
                          new Mcts(s, o, static_cast<MctsOptions>(std::move(m)), "mcts_repair"));
                    }),
@@ -88,11 +90,14 @@ const std::vector<Registration>& registrations() {
                      MctsOptions m;
                      m.prior = c.prior;
                      m.prior_generation = c.prior_generation;
+                     m.predict = c.predict;
                      return make_portfolio(s, o, p, std::move(m));
                    }),
-      registration("surrogate", false, false, surrogate_option_list(),
+      // The surrogate takes the prior's predictions of full configs (SurrogateOptions::prior).
+      registration("surrogate", false, true, surrogate_option_list(),
                    [](const Space& s, const StrategyOptions& o, SurrogateOptions g,
-                      const StrategyContext&) -> Result<std::unique_ptr<Strategy>> {
+                      const StrategyContext& c) -> Result<std::unique_ptr<Strategy>> {
+                     g.prior = c.predict;
                      return std::unique_ptr<Strategy>(new Surrogate(s, o.seed, g));
                    }),
       registration("annealing", false, false, annealing_option_list(),

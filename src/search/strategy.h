@@ -41,6 +41,10 @@ struct StrategyContext {
       prior;
   // Changes whenever the prior's scores may have changed (a refit).
   std::function<std::uint64_t()> prior_generation;
+  // The same prior's predicted log latency of each full point (any offset: only differences
+  // matter); empty function or an empty result: no prediction. The surrogate ranks a small
+  // space's configs by it before its own model has results (search/surrogate.h).
+  std::function<std::vector<double>(const std::vector<Point>& points)> predict;
 };
 
 // One row of a strategy's state as the store keeps it between runs (store.h SearchNode): for mcts

@@ -30,6 +30,7 @@ struct Surrogate::State {
   std::vector<std::size_t> ok;  // rows with a time, in observation order
   std::vector<double> log_us;   // parallel to ok
   std::size_t initial_left;
+  std::vector<double> prior;  // predicted log time per point; empty: no prior
 
   State(const Space& sp, std::uint64_t seed, SurrogateOptions opts)
       : space(sp), rng(seed ^ 0x5a77ULL), o(opts), initial_left(opts.initial_samples) {
@@ -58,6 +59,16 @@ struct Surrogate::State {
     proposed.assign(points.size(), false);
     observed.assign(points.size(), false);
     left = points.size();
+    if (o.prior && o.prior_weight > 0 && !points.empty()) {
+      prior = o.prior(points);
+      for (double& v : prior) v *= o.prior_weight;
+      bool usable = prior.size() == points.size();
+      for (double v : prior) usable = usable && std::isfinite(v);
+      if (usable)
+        initial_left = 0;  // the prior's order replaces the random draws
+      else
+        prior.clear();
+    }
   }
 
   std::optional<Point> take(std::size_t i) {
@@ -82,23 +93,32 @@ struct Surrogate::State {
       --initial_left;
       return random_unproposed();
     }
-    if (ok.empty()) return random_unproposed();
-    // Ridge regression of centred log time on the features of the configs with a time.
+    if (ok.empty() && prior.empty()) return random_unproposed();
+    // Ridge regression of centred log time (less the prior's prediction, when there is one) on
+    // the features of the configs with a time.
     const auto m = static_cast<Eigen::Index>(ok.size());
     const Eigen::Index f = features.cols();
-    Eigen::MatrixXd a(m, f);
-    Eigen::VectorXd y(m);
-    double mean = 0;
-    for (double v : log_us) mean += v;
-    mean /= static_cast<double>(log_us.size());
-    for (Eigen::Index r = 0; r < m; ++r) {
-      a.row(r) = features.row(static_cast<Eigen::Index>(ok[static_cast<std::size_t>(r)]));
-      y(r) = log_us[static_cast<std::size_t>(r)] - mean;
+    Eigen::VectorXd predicted = Eigen::VectorXd::Zero(features.rows());
+    if (m > 0) {
+      Eigen::MatrixXd a(m, f);
+      Eigen::VectorXd y(m);
+      auto offset = [&](std::size_t i) { return prior.empty() ? 0.0 : prior[i]; };
+      double mean = 0;
+      for (std::size_t r = 0; r < ok.size(); ++r) mean += log_us[r] - offset(ok[r]);
+      mean /= static_cast<double>(ok.size());
+      for (Eigen::Index r = 0; r < m; ++r) {
+        const std::size_t i = ok[static_cast<std::size_t>(r)];
+        a.row(r) = features.row(static_cast<Eigen::Index>(i));
+        y(r) = log_us[static_cast<std::size_t>(r)] - offset(i) - mean;
+      }
+      Eigen::MatrixXd gram = a.transpose() * a;
+      gram.diagonal().array() += o.ridge;
+      const Eigen::VectorXd w = gram.ldlt().solve(a.transpose() * y);
+      predicted = features * w;
     }
-    Eigen::MatrixXd gram = a.transpose() * a;
-    gram.diagonal().array() += o.ridge;
-    const Eigen::VectorXd w = gram.ldlt().solve(a.transpose() * y);
-    const Eigen::VectorXd predicted = features * w;
+    if (!prior.empty())
+      predicted +=
+          Eigen::Map<const Eigen::VectorXd>(prior.data(), static_cast<Eigen::Index>(prior.size()));
     // The fastest prediction; configs predicted alike (a knob the results do not tell apart)
     // are drawn among at random.
     double best = INFINITY;
@@ -132,7 +152,9 @@ const OptionList<SurrogateOptions>& surrogate_option_list() {
           .add("initial_samples", &SurrogateOptions::initial_samples, at_least(0),
                "random configs after the baseline before the cost model is first fitted")
           .add("ridge", &SurrogateOptions::ridge, above(0),
-               "ridge penalty of the cost model's fit (log time, centred)");
+               "ridge penalty of the cost model's fit (log time, centred)")
+          .add("prior_weight", &SurrogateOptions::prior_weight, at_least(0),
+               "share of a prior's prediction the cost model starts from; 0: ignore the prior");
   return list;
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +33,17 @@ struct SurrogateOptions {
   // one evaluation of each other on those spaces and seeds, except rmsnorm_h200_16x4096 (10, 9
   // and 10).
   double ridge = 1.0;
+  // Predicted log latency of full points from a prior trained on other problems
+  // (StrategyContext::predict); empty, or a result that is not one finite number per config: no
+  // prior. With one, the model fits log time less the prediction (ridge-shrunk towards the
+  // prior, not towards a flat landscape), so after the baseline the first proposals follow the
+  // prior's order instead of `initial_samples` random draws, and results correct it. A tiny
+  // space (21-25 configs) leaves random draws no room; the store's other problems of the same op
+  // do carry its landscape (bench/results/search_replay-2026-12-04b.md).
+  std::function<std::vector<double>(const std::vector<Point>&)> prior;
+  // How much of the prior's prediction the model starts from (its offset is this times the
+  // prediction); 0 ignores the prior.
+  double prior_weight = 1.0;
 };
 
 class Surrogate final : public Strategy {

@@ -290,8 +290,10 @@ Result<std::unique_ptr<Strategy>> Tuner::make_strategy_for(const Problem& proble
     }
     if (prior && prior->usable()) {
       const prior::Prior* p = &*prior;
-      context.prior = p->scorer(space, prior::make_context(problem, device_));
+      const prior::Context pc = prior::make_context(problem, device_);
+      context.prior = p->scorer(space, pc);
       context.prior_generation = [p] { return p->generation(); };
+      context.predict = p->predictor(space, pc);
     }
   }
   return make_strategy(options.strategy, space, so, context);

@@ -49,6 +49,8 @@ TEST(Prior, ContextHasNumericProblemAndDeviceFeatures) {
   EXPECT_EQ(f["problem.m"], 64);
   EXPECT_EQ(f["problem.shape.0"], 128);
   EXPECT_EQ(f["problem.shape.1"], 256);
+  EXPECT_EQ(f["problem.shape.product"], 128 * 256);  // the size as a whole
+  EXPECT_EQ(f.count("problem.m.product"), 0u);
   EXPECT_EQ(f.count("problem.dtype"), 0u);
   EXPECT_EQ(f["device.sm_count"], 10);
   // Two devices with no numeric facts still differ by identity.
@@ -97,6 +99,33 @@ TEST(Prior, LearnsWhichForkLeadsToTheFastConfigs) {
   EXPECT_GT(leaf[1], leaf[2]);
 }
 
+// predictor(): the model's log time of full configs, ranking the fast one first; nothing from a
+// cold prior, so a strategy falls back to its own means.
+TEST(Prior, PredictorRanksFullConfigsAndIsEmptyWhenCold) {
+  Space s = grid_space();
+  Prior cold;
+  EXPECT_TRUE(cold.predictor(s, ctx())({{5, 2, 1}}).empty());
+  // Trained on one problem: predicting for that problem, no OTHER problem backs it.
+  Prior one = trained();
+  EXPECT_EQ(one.problems_like(s, ctx()), 0u);
+  EXPECT_TRUE(one.predictor(s, ctx())({{5, 2, 1}}).empty());
+  PriorOptions o;
+  o.min_problems_to_predict = 0;
+  Prior p = trained(o);
+  auto predict = p.predictor(s, ctx());
+  auto v = predict({{5, 2, 1}, {0, 7, 0}});
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_LT(v[0], v[1]);
+  EXPECT_NEAR(v[0], std::log(*landscape({5, 2, 1})), 0.2);
+  // Another problem of the same knobs sees one problem behind the prior; a space of other knobs
+  // none.
+  Context other = make_context(Problem("gemm", {{"m", "128"}}), DeviceFingerprint{});
+  EXPECT_EQ(p.problems_like(s, other), 1u);
+  Space renamed =
+      Space::make({{"x", {1, 2}, 0}, {"z", {1, 2}, 0}, {"mode", {"a", "b"}, 0}}).value();
+  EXPECT_EQ(p.problems_like(renamed, other), 0u);
+}
+
 TEST(Prior, NoiseIsQuarantinedAndScoresUniformly) {
   Space s = grid_space();
   PriorOptions o;
@@ -112,6 +141,7 @@ TEST(Prior, NoiseIsQuarantinedAndScoresUniformly) {
   EXPECT_TRUE(p.trained());
   EXPECT_TRUE(p.quarantined()) << "calibration " << p.calibration();
   EXPECT_EQ(p.child_scores(s, {}, {0, 1, 2}, ctx()), std::vector<double>(3, 1.0));
+  EXPECT_TRUE(p.predictor(s, ctx())({{5, 2, 1}}).empty());
 }
 
 TEST(Prior, ReservoirIsBounded) {
