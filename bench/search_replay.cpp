@@ -236,23 +236,28 @@ Row run_variant(const std::string& label, const std::string& variant,
   return row;
 }
 
+// Every recorded config of `space` as prior rows (what importing or brute-forcing it leaves in the
+// store), through the prior's bounded reservoir.
+void add_space(prior::Prior& p, const replay::RecordedSpace& space) {
+  const prior::Context ctx = context_of(space);
+  for (std::size_t i = 0; i < space.points.size(); ++i) {
+    const auto& r = space.results[i];
+    p.add(prior::make_row(
+        space.space, space.points[i], ctx, r.verdict,
+        r.verdict == Verdict::kOk ? std::optional<double>(r.time_us) : std::nullopt));
+  }
+}
+
 std::string run_transfer(const std::map<std::string, replay::RecordedSpace>& spaces,
                          const Args& a) {
   std::vector<Row> rows;
   std::ostringstream notes;
   for (const auto& [src_name, src] : spaces) {
-    // The source prior: every recorded config of the source space (what importing or brute-
-    // forcing it leaves in the store), through the bounded reservoir.
+    // The source prior: every recorded config of the source space.
     prior::PriorOptions po;
     po.first_refit = 0;
     prior::Prior p(po);
-    prior::Context ctx = context_of(src);
-    for (std::size_t i = 0; i < src.points.size(); ++i) {
-      const auto& r = src.results[i];
-      p.add(prior::make_row(
-          src.space, src.points[i], ctx, r.verdict,
-          r.verdict == Verdict::kOk ? std::optional<double>(r.time_us) : std::nullopt));
-    }
+    add_space(p, src);
     auto fit_start = std::chrono::steady_clock::now();
     auto st = p.fit();
     std::cerr << "prior fit on " << src_name << ": "
@@ -312,13 +317,7 @@ std::string run_prior_from_others(const std::map<std::string, replay::RecordedSp
     for (const auto& [src_name, src] : spaces) {
       if (src_name == dst_name || src.kernel_name != dst.kernel_name) continue;
       ++sources;
-      prior::Context ctx = context_of(src);
-      for (std::size_t i = 0; i < src.points.size(); ++i) {
-        const auto& r = src.results[i];
-        p.add(prior::make_row(
-            src.space, src.points[i], ctx, r.verdict,
-            r.verdict == Verdict::kOk ? std::optional<double>(r.time_us) : std::nullopt));
-      }
+      add_space(p, src);
     }
     if (sources == 0) continue;
     if (auto st = p.fit(); !st.ok()) {
