@@ -14,11 +14,14 @@ for f in include/attune/runtime.h include/attune/runtime_c.h; do
 done
 lib=$(find "$prefix" -name 'libattune-rt.so' | head -1)
 [ -n "$lib" ] || { echo "libattune-rt.so not installed"; cat "$tmp/install.log"; exit 1; }
-# Only the public API is exported.
-if nm -D --defined-only "$lib" | grep -q 'attune[0-9]*table\|fmt[0-9]*v'; then
+# Only the public API is exported. (grep reads all of nm's output: with -q it would stop at the
+# first match, and nm's SIGPIPE would fail the pipeline under pipefail.)
+if nm -D --defined-only "$lib" | grep 'attune[0-9]*table\|fmt[0-9]*v' > /dev/null; then
   echo "libattune-rt.so exports internals:"; nm -DC --defined-only "$lib" | grep -v 'attune::rt::\| attune_rt_' | head; exit 1
 fi
-nm -D --defined-only "$lib" | grep -q ' attune_rt_time_problem$' || { echo "attune_rt_time_problem is not exported"; exit 1; }
+for f in attune_rt_time_problem attune_rt_gemm_silu_mul; do
+  nm -D --defined-only "$lib" | grep " $f\$" > /dev/null || { echo "$f is not exported"; exit 1; }
+done
 
 echo "--- find_package(attune)"
 cmake -S "$src/tests/runtime/consumer" -B "$tmp/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
