@@ -26,9 +26,7 @@ struct Node {
   bool have_options = false;
   std::vector<std::uint32_t> options;  // legal options of the next knob
   std::uint64_t prior_generation = ~0ULL;
-  std::vector<double> prior;    // normalised, parallel to options
-  bool prior_informed = false;  // `prior` came from the prior's scores (else uniform)
-  std::vector<double> weights;  // prior_weights' result, reused
+  std::vector<double> prior;  // normalised, parallel to options
 };
 }  // namespace
 
@@ -101,8 +99,7 @@ struct Mcts::State {
       if (!(x >= 0) || !std::isfinite(x)) usable = false;
       sum += x;
     }
-    n.prior_informed = usable && sum > 0;
-    if (!n.prior_informed) {
+    if (!usable || !(sum > 0)) {
       n.prior.assign(n.options.size(), n.options.empty() ? 0.0 : 1.0 / n.options.size());
     } else {
       n.prior.resize(s.size());
@@ -111,22 +108,10 @@ struct Mcts::State {
     return n.prior;
   }
 
-  // The weights a fork's options are explored by: the prior's normalised scores, shrunk towards
-  // uniform as the fork's own results accumulate (MctsOptions::prior_visits). Uniform when cold.
-  const std::vector<double>& prior_weights(const Point& prefix, Node& n) {
-    const std::vector<double>& p = prior(prefix, n);
-    if (!n.prior_informed || o.prior_visits <= 0 || p.empty()) return p;
-    const double share = o.prior_visits / (o.prior_visits + static_cast<double>(n.visits));
-    const double uniform = (1.0 - share) / static_cast<double>(p.size());
-    n.weights.resize(p.size());
-    for (std::size_t i = 0; i < p.size(); ++i) n.weights[i] = share * p[i] + uniform;
-    return n.weights;
-  }
-
   // Options in an order drawn by prior weight (a uniform shuffle when cold).
   void order_by_prior(const Point& prefix, std::vector<std::uint32_t>& opts) {
     Node& n = node(prefix);
-    const auto& pr = prior_weights(prefix, n);
+    const auto& pr = prior(prefix, n);
     std::vector<std::pair<double, std::uint32_t>> keyed;
     keyed.reserve(opts.size());
     for (std::uint32_t opt : opts) {
@@ -199,7 +184,7 @@ struct Mcts::State {
           close(prefix);
           break;
         }
-        const auto& pr = prior_weights(prefix, *n);
+        const auto& pr = prior(prefix, *n);
         double sqrt_n = std::sqrt(static_cast<double>(n->visits) + 1.0);
         // The prior relative to uniform, so the bonus means the same at a 2-way and a 31-way
         // fork: with a cold prior every untried sibling is equally (and fairly) attractive.
@@ -337,10 +322,7 @@ OptionList<O> build_mcts_option_list() {
                                  "surrogate's cost model instead; 0: never")
       .template add<std::size_t>("tiny_space", &MctsOptions::tiny_space, at_least(0),
                                  "a small space of at most this many configs gets 3 random "
-                                 "configs before the cost model, not 1; 0: never")
-      .template add<double>("prior_visits", &MctsOptions::prior_visits, at_least(0),
-                            "a fork's prior counts as this many of its results, then fades "
-                            "towards uniform; 0: it never fades");
+                                 "configs before the cost model, not 1; 0: never");
 }
 }  // namespace
 

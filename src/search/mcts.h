@@ -2,8 +2,7 @@
 // After the baseline, a few points drawn at random by the prior (uniform when cold) seed the
 // tree's statistics. Then descent picks the child maximising value + exploration bonus, where value
 // is the best time found below the child relative to the best found overall, and the bonus is
-// weighted by the prior's score for the child, which fades towards uniform as the fork's own
-// results accumulate. An untried child is attractive by its prior alone
+// weighted by the prior's score for the child. An untried child is attractive by its prior alone
 // (siblings are not forced to be tried once). Below the chosen untried child, the config is
 // completed by a rollout that prefers the incumbent's options and then the prior's. Results are
 // backed up along the path, with the mean value below each node, which an untried child inherits in
@@ -73,16 +72,6 @@ struct MctsOptions {
   // attention_prefill spaces of 21-25 configs): 29 evaluations to within 2% over the four against
   // 35 (bench/results/search_replay-2026-12-04.md). mcts_repair uses 32; 0: never.
   std::size_t tiny_space = 0;
-  // A fork's prior scores count as this many of its results: its options are explored by
-  // N / (N + visits) of the prior's weights plus the rest uniformly, so a prior that ranks this
-  // space's forks badly steers only a fork's first few evaluations. A prior fitted on the other
-  // gemm shapes (leave one out) puts 0.87 of the root's weight on skinny_tc and 0.025 on skinny,
-  // the kernel of the M=1 optimum: at full weight mcts_repair needed 155 evaluations to within 2%
-  // on gemm_h200_1x4096x4096 (32 cold). With 5: 31; gemm_h200_8x6144x1024 33 -> 21,
-  // attention_decode_h200_b4_kv8192_q4 73 -> 54, b8_kv4096 5 -> 6, b2_kv16384 17 as before (seeds
-  // 0..19, bench/results/search_replay-2026-12-04d.md; 5 was chosen over 10, 20 and 30 on those
-  // spaces, all seen). A cold search is unchanged. 0: the prior keeps its full weight.
-  double prior_visits = 5;
   ChildScores prior;  // empty: a cold (uniform) prior
   // The prior's predicted log latency of full points (StrategyContext::predict): a small space's
   // surrogate ranks its first proposals by it (SurrogateOptions::prior). Empty: none.
