@@ -39,7 +39,7 @@ struct Args {
   int first_seed = 0;
   std::size_t budget = 1000;
   std::string out;
-  std::string traces;  // CSV of every evaluation of the main table's runs, for analysis
+  std::string traces;  // CSV of every evaluation of the main table's and --prior-from-others' runs
   std::string only;    // substring filter on file names
   bool transfer = true;
   bool prior_from_others = false;  // leave-one-out priors per kernel (run_prior_from_others)
@@ -94,6 +94,18 @@ void add_trace(Row& row, const search::Trace& t, double optimum) {
     std::size_t i = std::min<std::size_t>(static_cast<std::size_t>(c), t.best_us.size());
     double best = i ? t.best_us[i - 1] : INFINITY;
     row.fraction[c].push_back(std::isfinite(best) ? optimum / best : 0.0);
+  }
+}
+
+// One run's evaluations as rows of the --traces CSV.
+void write_trace(std::ostream& out, const std::string& space_name, const std::string& strategy,
+                 int seed, const replay::RecordedSpace& space, const search::Trace& t) {
+  for (std::size_t i = 0; i < t.proposed.size(); ++i) {
+    const replay::RecordedResult* r = space.find(t.proposed[i]);
+    out << space_name << "," << strategy << "," << seed << "," << i + 1 << ",\""
+        << space.space.config(t.proposed[i]).text() << "\","
+        << (r ? std::string(to_string(r->verdict)) : std::string("unsupported")) << ","
+        << (r && r->verdict == Verdict::kOk ? r->time_us : 0.0) << "," << t.best_us[i] << "\n";
   }
 }
 
@@ -303,7 +315,8 @@ std::string run_transfer(const std::map<std::string, replay::RecordedSpace>& spa
 // the StrategyContext the tuner fills from the store's prior (scores of forks and predictions of
 // full configs). No refits during the search, as in the tuner.
 std::string run_prior_from_others(const std::map<std::string, replay::RecordedSpace>& spaces,
-                                  const std::vector<Row>& cold, const Args& a) {
+                                  const std::vector<Row>& cold, const Args& a,
+                                  std::ofstream& traces) {
   std::vector<Row> rows;
   std::ostringstream notes, summary;
   summary << "| space | configs | strategy | other spaces | prior's rank correlation with the "
@@ -369,6 +382,7 @@ std::string run_prior_from_others(const std::map<std::string, replay::RecordedSp
           std::exit(1);
         }
         add_trace(row, *t, optimum);
+        if (traces.is_open()) write_trace(traces, dst_name, row.strategy, seed, dst, *t);
       }
       std::cerr << dst_name << " " << row.strategy << ": median to 2% "
                 << evals_text(median(row.to2), a.budget) << "\n";
@@ -604,16 +618,7 @@ int main(int argc, char** argv) {
           return 1;
         }
         add_trace(row, *t, optimum);
-        if (traces.is_open()) {
-          for (std::size_t i = 0; i < t->proposed.size(); ++i) {
-            const replay::RecordedResult* r = space.find(t->proposed[i]);
-            traces << name << "," << strategy << "," << seed << "," << i + 1 << ",\""
-                   << space.space.config(t->proposed[i]).text() << "\","
-                   << (r ? std::string(to_string(r->verdict)) : std::string("unsupported")) << ","
-                   << (r && r->verdict == Verdict::kOk ? r->time_us : 0.0) << "," << t->best_us[i]
-                   << "\n";
-          }
-        }
+        if (traces.is_open()) write_trace(traces, name, strategy, seed, space, *t);
         if (a.verbose) {
           std::size_t b = 0;
           for (std::size_t i = 0; i < t->proposed.size(); ++i)
@@ -630,7 +635,7 @@ int main(int argc, char** argv) {
   }
   std::string transfer_text;
   if (a.transfer) transfer_text = run_transfer(spaces, a);
-  if (a.prior_from_others) transfer_text += run_prior_from_others(spaces, rows, a);
+  if (a.prior_from_others) transfer_text += run_prior_from_others(spaces, rows, a, traces);
   const std::string overhead_text = overhead_table(a);
   if (a.with_kernel_tuner) {
     // Same caches, seeds and budget, in Kernel Tuner's simulation mode.
