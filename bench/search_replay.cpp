@@ -260,6 +260,20 @@ void add_space(prior::Prior& p, const replay::RecordedSpace& space) {
   }
 }
 
+// Does the prior rank the space's configs? Spearman of its predictions against the recorded times
+// of every passing config (0 when it predicts nothing).
+double rank_agreement(const prior::Prior& p, const replay::RecordedSpace& space) {
+  std::vector<Point> pts;
+  std::vector<double> actual;
+  for (std::size_t i = 0; i < space.points.size(); ++i)
+    if (space.results[i].verdict == Verdict::kOk) {
+      pts.push_back(space.points[i]);
+      actual.push_back(std::log(space.results[i].time_us));
+    }
+  auto pred = p.predict(space.space, pts, context_of(space));
+  return pred ? prior::spearman(*pred, actual) : 0.0;
+}
+
 std::string run_transfer(const std::map<std::string, replay::RecordedSpace>& spaces,
                          const Args& a) {
   std::vector<Row> rows;
@@ -282,22 +296,13 @@ std::string run_transfer(const std::map<std::string, replay::RecordedSpace>& spa
     }
     for (const auto& [dst_name, dst] : spaces) {
       if (dst_name == src_name || dst.kernel_name != src.kernel_name) continue;
-      // Does the source's model rank the destination's configs? (Spearman on all of them.)
-      std::vector<Point> pts;
-      std::vector<double> actual;
-      for (std::size_t i = 0; i < dst.points.size(); ++i)
-        if (dst.results[i].verdict == Verdict::kOk) {
-          pts.push_back(dst.points[i]);
-          actual.push_back(std::log(dst.results[i].time_us));
-        }
-      auto pred = p.predict(dst.space, pts, context_of(dst));
+      const double rho = rank_agreement(p, dst);
       char line[256];
       std::snprintf(line, sizeof line,
                     "- prior from %s (%zu rows, calibration %.3f%s): rank correlation with %s's "
                     "times %.3f\n",
                     src_name.c_str(), p.rows(), p.calibration(),
-                    p.quarantined() ? ", quarantined" : "", dst_name.c_str(),
-                    pred ? prior::spearman(*pred, actual) : 0.0);
+                    p.quarantined() ? ", quarantined" : "", dst_name.c_str(), rho);
       notes << line;
       std::string label = dst_name + " <- " + src_name;
       rows.push_back(run_variant(label, "mcts (cold)", dst, nullptr, false, a));
@@ -338,16 +343,8 @@ std::string run_prior_from_others(const std::map<std::string, replay::RecordedSp
                 << " failed: " << st.error().message() << "\n";
       std::exit(1);
     }
+    const double rho = rank_agreement(p, dst);
     const prior::Context dst_ctx = context_of(dst);
-    std::vector<Point> pts;
-    std::vector<double> actual;
-    for (std::size_t i = 0; i < dst.points.size(); ++i)
-      if (dst.results[i].verdict == Verdict::kOk) {
-        pts.push_back(dst.points[i]);
-        actual.push_back(std::log(dst.results[i].time_us));
-      }
-    auto pred = p.predict(dst.space, pts, dst_ctx);
-    const double rho = pred ? prior::spearman(*pred, actual) : 0.0;
     char line[320];
     std::snprintf(line, sizeof line,
                   "- %s: prior from %zu other spaces of %s (%zu rows, calibration %.3f%s); rank "
