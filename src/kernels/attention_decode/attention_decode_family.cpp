@@ -98,20 +98,17 @@ class AttentionDecodeFamily final : public CudaFamily {
   }
 
   Status reference(CudaEnv& env, const AttentionDecodeShape& s) {
-    BuildRequest req;
-    req.source = kAttentionDecodeRefSource;
-    req.source_name = "attention_decode_ref.cu";
-    ATTUNE_ASSIGN(Built ref, env.function(req, "attention_decode_ref"));
-    if (ref.verdict != Verdict::kOk)
-      return Error::internal("the attention_decode reference does not compile: " + ref.log);
+    ATTUNE_ASSIGN(CUfunction ref,
+                  reference_function(env, kAttentionDecodeRefSource, "attention_decode_ref.cu",
+                                     "attention_decode_ref", "attention_decode"));
     CUdeviceptr out = data_.ref.ptr(), scores = data_.scores.ptr(), q = data_.q.ptr(),
                 k = data_.k.ptr(), v = data_.v.ptr();
     int kv = static_cast<int>(s.kv), head = static_cast<int>(s.head),
         q_heads = static_cast<int>(s.q_heads), kv_heads = static_cast<int>(s.kv_heads),
         q_len = static_cast<int>(s.q_len), f = s.bf16 ? 0 : 1;
     void* args[] = {&out, &scores, &q, &k, &v, &kv, &head, &q_heads, &kv_heads, &q_len, &f};
-    ATTUNE_CU(cuLaunchKernel(ref.fn, static_cast<unsigned>(s.rows()), 1, 1, 256, 1, 1, 0,
-                             env.stream(), args, nullptr));
+    ATTUNE_CU(cuLaunchKernel(ref, static_cast<unsigned>(s.rows()), 1, 1, 256, 1, 1, 0, env.stream(),
+                             args, nullptr));
     return Status::success();
   }
 

@@ -98,20 +98,17 @@ class AttentionPrefillFamily final : public CudaFamily {
   }
 
   Status reference(CudaEnv& env, const AttentionPrefillShape& s) {
-    BuildRequest req;
-    req.source = kAttentionPrefillRefSource;
-    req.source_name = "attention_prefill_ref.cu";
-    ATTUNE_ASSIGN(Built ref, env.function(req, "attention_prefill_ref"));
-    if (ref.verdict != Verdict::kOk)
-      return Error::internal("the attention_prefill reference does not compile: " + ref.log);
+    ATTUNE_ASSIGN(CUfunction ref,
+                  reference_function(env, kAttentionPrefillRefSource, "attention_prefill_ref.cu",
+                                     "attention_prefill_ref", "attention_prefill"));
     CUdeviceptr out = data_.ref.ptr(), scale = data_.scale.ptr(), q = data_.q.ptr(),
                 k = data_.k.ptr(), v = data_.v.ptr();
     int seq = static_cast<int>(s.seq), head = static_cast<int>(s.head),
         q_heads = static_cast<int>(s.q_heads), kv_heads = static_cast<int>(s.kv_heads),
         f = s.bf16 ? 0 : 1;
     void* args[] = {&out, &scale, &q, &k, &v, &seq, &head, &q_heads, &kv_heads, &f};
-    ATTUNE_CU(cuLaunchKernel(ref.fn, static_cast<unsigned>(s.rows()), 1, 1, 128, 1, 1, 0,
-                             env.stream(), args, nullptr));
+    ATTUNE_CU(cuLaunchKernel(ref, static_cast<unsigned>(s.rows()), 1, 1, 128, 1, 1, 0, env.stream(),
+                             args, nullptr));
     return Status::success();
   }
 

@@ -32,6 +32,17 @@ bool is_floating(GateType t) {
   return t == GateType::kF32 || t == GateType::kF64 || t == GateType::kF16 || t == GateType::kBf16;
 }
 
+Result<CUfunction> reference_function(CudaEnv& env, const char* source, const char* source_name,
+                                      const char* kernel, const std::string& op) {
+  BuildRequest req;
+  req.source = source;
+  req.source_name = source_name;
+  ATTUNE_ASSIGN(Built built, env.function(req, kernel));
+  if (built.verdict != Verdict::kOk)
+    return Error::internal("the " + op + " reference does not compile: " + built.log);
+  return built.fn;
+}
+
 unsigned grid_for(std::size_t n, unsigned threads) {
   return static_cast<unsigned>(std::clamp<std::size_t>((n + threads - 1) / threads, 1, 132 * 16));
 }

@@ -83,4 +83,10 @@ class DeviceGate {
 // Launch geometry for a grid-stride kernel over n elements.
 unsigned grid_for(std::size_t n, unsigned threads = 256);
 
+// Kernel `kernel` of an op's reference source (compiled once, then from the cache); a source that
+// does not compile is an internal error: "the OP reference does not compile: LOG".
+Result<CUfunction> reference_function(cuda::CudaEnv& env, const char* source,
+                                      const char* source_name, const char* kernel,
+                                      const std::string& op);
+
 }  // namespace attune::kernels

@@ -250,36 +250,28 @@ class GemmFamily final : public CudaFamily {
   Status reference(CudaEnv& env, const GemmShape& s) {
     ATTUNE_TRY(product_reference(env, s));
     if (!s.silu_mul) return Status::success();
-    BuildRequest req;
-    req.source = kGemmRefSource;
-    req.source_name = "gemm_ref.cu";
-    ATTUNE_ASSIGN(Built k, env.function(req, "silu_mul_ref"));
-    if (k.verdict != Verdict::kOk)
-      return Error::internal("the gemm reference does not compile: " + k.log);
+    ATTUNE_ASSIGN(CUfunction act, reference_function(env, kGemmRefSource, "gemm_ref.cu",
+                                                     "silu_mul_ref", gemm_op().name));
     CUdeviceptr out = data_.act_ref.ptr(), in = data_.ref.ptr();
     int m = static_cast<int>(s.m), half = static_cast<int>(s.out_n());
     void* args[] = {&out, &in, &m, &half};
     const unsigned long long count = static_cast<unsigned long long>(s.m * s.out_n());
     ATTUNE_CU(
-        cuLaunchKernel(k.fn, grid_for(count), 1, 1, 256, 1, 1, 0, env.stream(), args, nullptr));
+        cuLaunchKernel(act, grid_for(count), 1, 1, 256, 1, 1, 0, env.stream(), args, nullptr));
     return Status::success();
   }
 
   Status product_reference(CudaEnv& env, const GemmShape& s) {
-    BuildRequest req;
-    req.source = kGemmRefSource;
-    req.source_name = "gemm_ref.cu";
     int fmt_id = s.bf16 ? 0 : 1, has_bias = s.bias ? 1 : 0;
     CUdeviceptr ref = data_.ref.ptr(), a = data_.a.ptr(), b = data_.b.ptr(),
                 bias = data_.bias.ptr();
     if (!data_.lt_ref) {
-      ATTUNE_ASSIGN(Built k, env.function(req, "gemm_ref"));
-      if (k.verdict != Verdict::kOk)
-        return Error::internal("the gemm reference does not compile: " + k.log);
+      ATTUNE_ASSIGN(CUfunction k, reference_function(env, kGemmRefSource, "gemm_ref.cu", "gemm_ref",
+                                                     gemm_op().name));
       int m = static_cast<int>(s.m), n = static_cast<int>(s.n), kk = static_cast<int>(s.k);
       void* args[] = {&ref, &a, &b, &bias, &m, &n, &kk, &fmt_id, &has_bias};
       const unsigned grid = static_cast<unsigned>((s.m * s.n + 255) / 256);
-      ATTUNE_CU(cuLaunchKernel(k.fn, grid, 1, 1, 256, 1, 1, 0, env.stream(), args, nullptr));
+      ATTUNE_CU(cuLaunchKernel(k, grid, 1, 1, 256, 1, 1, 0, env.stream(), args, nullptr));
       return Status::success();
     }
     const auto& lt = *data_.lt_ref;
@@ -287,13 +279,13 @@ class GemmFamily final : public CudaFamily {
                               reinterpret_cast<void*>(b),
                               reinterpret_cast<void*>(data_.ref32.ptr()),
                               reinterpret_cast<void*>(data_.lt_workspace.ptr()), env.stream()));
-    ATTUNE_ASSIGN(Built w, env.function(req, "widen_add_bias"));
+    ATTUNE_ASSIGN(CUfunction w, reference_function(env, kGemmRefSource, "gemm_ref.cu",
+                                                   "widen_add_bias", gemm_op().name));
     CUdeviceptr in = data_.ref32.ptr();
     int n = static_cast<int>(s.n);
     unsigned long long count = static_cast<unsigned long long>(s.m * s.n);
     void* args[] = {&ref, &in, &bias, &n, &count, &fmt_id, &has_bias};
-    ATTUNE_CU(
-        cuLaunchKernel(w.fn, grid_for(count), 1, 1, 256, 1, 1, 0, env.stream(), args, nullptr));
+    ATTUNE_CU(cuLaunchKernel(w, grid_for(count), 1, 1, 256, 1, 1, 0, env.stream(), args, nullptr));
     return Status::success();
   }
 

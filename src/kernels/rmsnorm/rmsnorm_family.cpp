@@ -169,20 +169,16 @@ class RmsnormFamily final : public CudaFamily {
   }
 
   Status reference(CudaEnv& env, const Shape& s) {
-    BuildRequest req;
-    req.source = kRmsnormRefSource;
-    req.source_name = "rmsnorm_ref.cu";
-    ATTUNE_ASSIGN(Built ref, env.function(req, "rmsnorm_ref"));
-    if (ref.verdict != Verdict::kOk)
-      return Error::internal("the rmsnorm reference does not compile: " + ref.log);
+    ATTUNE_ASSIGN(CUfunction ref, reference_function(env, kRmsnormRefSource, "rmsnorm_ref.cu",
+                                                     "rmsnorm_ref", "rmsnorm"));
     CUdeviceptr y = data_.ref_y.ptr(), h = data_.ref_h.ptr(), x = data_.x.ptr(), r = data_.r.ptr(),
                 w = data_.w.ptr();
     int hidden = static_cast<int>(s.hidden), f = s.fmt == Half::kBf16 ? 0 : 1,
         residual = s.residual ? 1 : 0;
     double eps = kRmsnormEps;
     void* args[] = {&y, &h, &x, &r, &w, &hidden, &f, &residual, &eps};
-    ATTUNE_CU(cuLaunchKernel(ref.fn, static_cast<unsigned>(s.rows), 1, 1, 256, 1, 1, 0,
-                             env.stream(), args, nullptr));
+    ATTUNE_CU(cuLaunchKernel(ref, static_cast<unsigned>(s.rows), 1, 1, 256, 1, 1, 0, env.stream(),
+                             args, nullptr));
     return Status::success();
   }
 

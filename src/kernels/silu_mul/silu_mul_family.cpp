@@ -71,18 +71,14 @@ class SiluMulFamily final : public CudaFamily {
   }
 
   Status reference(CudaEnv& env, const SiluMulShape& s) {
-    BuildRequest req;
-    req.source = kSiluMulRefSource;
-    req.source_name = "silu_mul_ref.cu";
-    ATTUNE_ASSIGN(Built ref, env.function(req, "silu_mul_ref"));
-    if (ref.verdict != Verdict::kOk)
-      return Error::internal("the silu_mul reference does not compile: " + ref.log);
+    ATTUNE_ASSIGN(CUfunction ref, reference_function(env, kSiluMulRefSource, "silu_mul_ref.cu",
+                                                     "silu_mul_ref", "silu_mul"));
     CUdeviceptr y = data_.ref.ptr(), x = data_.x.ptr();
     long long rows = s.rows;
     int inter = static_cast<int>(s.inter), f = s.bf16 ? 0 : 1;
     void* args[] = {&y, &x, &rows, &inter, &f};
-    ATTUNE_CU(cuLaunchKernel(ref.fn, grid_for(static_cast<std::size_t>(s.rows * s.inter)), 1, 1,
-                             256, 1, 1, 0, env.stream(), args, nullptr));
+    ATTUNE_CU(cuLaunchKernel(ref, grid_for(static_cast<std::size_t>(s.rows * s.inter)), 1, 1, 256,
+                             1, 1, 0, env.stream(), args, nullptr));
     return Status::success();
   }
 
