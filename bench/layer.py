@@ -366,11 +366,13 @@ def shape_md(s, res):
 
     tune_why = tune.get("error") or "no report"
     asm_why = asm.get("note") or tune_why
+    # The target row is examples/layer: the tuned layer as an application runs it through
+    # libattune-rt, timed as the PyTorch peers are. The tune's own figures are the gap's two sides.
     rows = [
-        ("attune, tuned: the assembled graph (tune's check)", asm.get("assembled_us") if asm.get("measured") else None, asm_why),
-        ("attune, tuned: sum of isolated kernel times", tune.get("total_us"), tune_why),
         ("attune, tuned: examples/layer with the table", (res.get("tuned") or {}).get("layer_us"),
          (res.get("tuned") or {}).get("error", "not run")),
+        ("attune, tuned: the assembled graph (tune's check)", asm.get("assembled_us") if asm.get("measured") else None, asm_why),
+        ("attune, tuned: sum of isolated kernel times", tune.get("total_us"), tune_why),
         ("attune, untuned: examples/layer without a table", (res.get("untuned") or {}).get("layer_us"),
          (res.get("untuned") or {}).get("error", "not run")),
     ]
@@ -424,6 +426,19 @@ def shape_md(s, res):
     if rerun.get("assembled") and (rerun["assembled"] or {}).get("measured") and num(rerun["assembled"].get("gap")):
         L.append(f"- the re-run's own check: gap {100 * rerun['assembled']['gap']:+.1f}%")
     L.append("")
+    # Where the gap is: each kernel alone and behind its predecessor in the assembled graph.
+    per = asm.get("per_kernel") or []
+    if per and all(num(k.get("in_graph_us")) for k in per) and num(asm.get("graph_floor_us")):
+        L += ["Where the gap is (in the graph: the layer's first k kernels timed as one CUDA graph "
+              "behind an empty kernel, k = 0..n, each minus the one before; launching a graph of "
+              f"the empty kernel alone: {asm['graph_floor_us']:.2f} us):", "",
+              "| role | isolated | in the graph | change | problem |", "|---|---:|---:|---:|---|"]
+        for k in per:
+            L.append(f"| {k['role']} | {k['isolated_us']:.2f} us | {k['in_graph_us']:.2f} us | "
+                     f"{100 * (k['in_graph_us'] / k['isolated_us'] - 1):+.1f}% | `{k['problem']}` |")
+        L.append(f"| sum | {sum(k['isolated_us'] for k in per):.2f} us | "
+                 f"{sum(k['in_graph_us'] for k in per):.2f} us | | |")
+        L.append("")
     # The winner and its kernels.
     if tune.get("winner") is not None or tune.get("winner_kernels"):
         w = tune.get("winner") or {}
@@ -480,10 +495,13 @@ def shape_md(s, res):
 
 
 NOTES = """Notes on what is compared:
-- attune's figures are one CUDA graph of the layer's kernels replayed after an L2 flush by reads
-  (the tune's assembled check, and examples/layer); the PyTorch peers are timed by
-  bench/layer_torch.py the same way (CUDA events, a 256 MiB read flush before each replay, median),
-  eager and torch.compile as one captured CUDA graph, max-autotune through its own CUDA graphs.
+- The target row is examples/layer: one CUDA graph of the layer's kernels through libattune-rt,
+  replayed after an L2 flush by reads, CUDA events around each replay, median. The PyTorch peers
+  are timed by bench/layer_torch.py the same way (a 256 MiB read flush before each replay), eager
+  and torch.compile as one captured CUDA graph, max-autotune through its own CUDA graphs.
+- The tune's assembled check and its isolated kernel times (the gap's two sides) are timed by
+  attune's deploy regime: one CUDA graph (of the layer, or of one kernel) replayed after an L2
+  flush by reads, CUDA events around each replay.
 - attune tunes layer 0, which has no residual add before its first RMSNorm, and leaves the layer's
   last residual add to the next layer's RMSNorm; examples/layer and the PyTorch peers do both adds
   of a layer in the middle of the model.

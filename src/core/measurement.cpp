@@ -36,6 +36,10 @@ void to_json(nlohmann::json& j, const Measurement& m) {
                      {"noise", m.noise},
                      {"sm_clock_mhz", m.sm_clock_mhz},
                      {"throttle", m.throttle}};
+  if (!m.parts_us.empty()) {
+    j["parts_us"] = m.parts_us;
+    j["parts_floor_us"] = m.parts_floor_us;
+  }
 }
 
 void to_json(nlohmann::json& j, const Outcome& o) {
@@ -71,6 +75,10 @@ Result<Outcome> outcome_from_json(const nlohmann::json& j) {
       m.noise = mj.at("noise").get<double>();
       m.sm_clock_mhz = mj.value("sm_clock_mhz", 0);
       m.throttle = mj.value("throttle", "");
+      if (mj.contains("parts_us")) {
+        m.parts_us = mj.at("parts_us").get<std::vector<double>>();
+        m.parts_floor_us = mj.at("parts_floor_us").get<double>();
+      }
       o.measurement = m;
     }
     if (j.contains("check")) {

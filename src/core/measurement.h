@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -32,6 +33,12 @@ struct Measurement {
   double noise = 0;      // relative standard error of the median
   int sm_clock_mhz = 0;  // 0: not known
   std::string throttle;  // throttle reasons seen while measuring; "" none or not known
+  // A chain of kernels (the assembled layer) in the deploy regime: each step's time behind its
+  // predecessor in one CUDA graph, and the cost of launching a graph at all, from the chain's
+  // prefixes timed as graphs (cuda::time_prefixes). Empty otherwise; not stored (a replay has
+  // none).
+  std::vector<double> parts_us;
+  double parts_floor_us = 0;
 };
 
 // The correctness gate's finding for one candidate.

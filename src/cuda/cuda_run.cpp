@@ -334,4 +334,45 @@ Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch,
   return m;
 }
 
+Result<std::vector<double>> time_prefixes(
+    const std::vector<std::function<CUresult(CUstream)>>& steps,
+    const std::function<CUresult(CUstream)>& lead, CUstream stream, L2Flush& flush, int samples) {
+  ATTUNE_ASSIGN(Event start, make_event());
+  ATTUNE_ASSIGN(Event stop, make_event());
+  std::vector<GraphExec> graphs;
+  for (std::size_t k = 0; k <= steps.size(); ++k) {
+    auto prefix = [&](CUstream st) -> CUresult {
+      if (CUresult rc = lead(st); rc != CUDA_SUCCESS) return rc;
+      for (std::size_t i = 0; i < k; ++i)
+        if (CUresult rc = steps[i](st); rc != CUDA_SUCCESS) return rc;
+      return CUDA_SUCCESS;
+    };
+    GraphExec g = capture(prefix, stream, 1);
+    if (!g) return Error::internal(fmt::format("the chain's first {} steps cannot be captured", k));
+    graphs.push_back(std::move(g));
+  }
+  // Rounds of one replay of each graph, so a drift of the clocks moves every prefix alike.
+  std::vector<std::vector<double>> times(graphs.size());
+  for (int round = -3; round < std::max(samples, 1); ++round) {  // three warm-up rounds
+    for (std::size_t k = 0; k < graphs.size(); ++k) {
+      ATTUNE_TRY(flush.run(stream));
+      ATTUNE_CU(cuEventRecord(start.get(), stream));
+      ATTUNE_CU(cuGraphLaunch(graphs[k].get(), stream));
+      ATTUNE_CU(cuEventRecord(stop.get(), stream));
+      CUresult rc = cuEventSynchronize(stop.get());
+      exit_if_sticky(rc, "timing the chain's prefixes");
+      ATTUNE_CU(rc);
+      float ms = 0;
+      ATTUNE_CU(cuEventElapsedTime(&ms, start.get(), stop.get()));
+      if (round >= 0) times[k].push_back(ms * 1000.0);
+    }
+  }
+  std::vector<double> medians;
+  for (std::vector<double>& v : times) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    medians.push_back(v[v.size() / 2]);
+  }
+  return medians;
+}
+
 }  // namespace attune::cuda

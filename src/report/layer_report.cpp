@@ -114,6 +114,14 @@ json layer_report_json(const LayerTuneReport& r) {
                     {"assembled_us", optional_number(r.assembled.assembled_us)},
                     {"gap", optional_number(r.assembled.gap)},
                     {"note", r.assembled.note}};
+  json per_kernel = json::array();
+  for (const AssembledCheck::Kernel& k : r.assembled.per_kernel)
+    per_kernel.push_back({{"role", k.role},
+                          {"problem", k.problem},
+                          {"isolated_us", k.isolated_us},
+                          {"in_graph_us", optional_number(k.in_graph_us)}});
+  j["assembled"]["per_kernel"] = std::move(per_kernel);
+  j["assembled"]["graph_floor_us"] = optional_number(r.assembled.graph_floor_us);
   return j;
 }
 
@@ -198,6 +206,28 @@ std::string layer_report_text(const LayerTuneReport& r) {
                    *r.assembled.assembled_us, *r.assembled.isolated_sum_us, 100 * *r.assembled.gap,
                    r.assembled.note)
              : fmt::format("assembled graph: {}\n", r.assembled.note);
+  const auto& pk = r.assembled.per_kernel;
+  if (r.assembled.measured && r.assembled.graph_floor_us &&
+      std::all_of(pk.begin(), pk.end(), [](const auto& k) { return k.in_graph_us.has_value(); })) {
+    // Where the gap is: each kernel alone against the same kernel behind its predecessor.
+    std::size_t role_width = 4;
+    for (const auto& k : pk) role_width = std::max(role_width, k.role.size());
+    double in_graph = 0;
+    out += fmt::format("  {:<{}}  {:>11}  {:>11}  {:>7}  {}\n", "role", role_width, "isolated",
+                       "in graph", "change", "problem");
+    for (const auto& k : pk) {
+      in_graph += *k.in_graph_us;
+      out += fmt::format("  {:<{}}  {:>8.2f} us  {:>8.2f} us  {:>+6.1f}%  {}\n", k.role, role_width,
+                         k.isolated_us, *k.in_graph_us, 100 * (*k.in_graph_us / k.isolated_us - 1),
+                         k.problem);
+    }
+    out += fmt::format("  {:<{}}  {:>8.2f} us  {:>8.2f} us\n", "sum", role_width,
+                       *r.assembled.isolated_sum_us, in_graph);
+    out += fmt::format(
+        "  (in graph: the chain's first k kernels timed as a CUDA graph behind an empty kernel, "
+        "k = 0..{}, each minus the one before; launching a graph at all took {:.2f} us)\n",
+        pk.size(), *r.assembled.graph_floor_us);
+  }
   if (r.interrupted) out += "interrupted: the kernels not tuned are listed above\n";
   return out;
 }

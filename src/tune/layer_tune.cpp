@@ -188,6 +188,7 @@ Status check_assembled(LayerTuneReport& report, int device, const LaneFactory& m
     ATTUNE_ASSIGN(Config config, Config::parse(kr.best->config));
     steps.push_back(LayerStep{role, kr.problem, std::move(config)});
     isolated += *kr.best->deploy_us;
+    a.per_kernel.push_back({role, kr.problem.text(), *kr.best->deploy_us, std::nullopt});
   }
   a.kernels = static_cast<std::int64_t>(steps.size());
   a.isolated_sum_us = isolated;
@@ -218,6 +219,11 @@ Status check_assembled(LayerTuneReport& report, int device, const LaneFactory& m
   a.assembled_us = *run->deploy_us;
   a.gap = *a.assembled_us / isolated - 1;
   a.replayed = run->replayed;
+  if (run->deploy_parts_us.size() == a.per_kernel.size()) {
+    for (std::size_t i = 0; i < a.per_kernel.size(); ++i)
+      a.per_kernel[i].in_graph_us = run->deploy_parts_us[i];
+    a.graph_floor_us = run->deploy_parts_floor_us;
+  }
   a.note = fmt::format(
       "layer {}'s {} kernels of the winning grouping run as one chain in the deploy regime{}{}",
       a.layer, a.kernels,

@@ -88,8 +88,21 @@ struct AssembledCheck {
   std::optional<double> isolated_sum_us;  // the sum of their isolated deploy times
   std::optional<double> assembled_us;
   std::optional<double> gap;  // assembled / isolated - 1
-  bool replayed = false;      // answered from the store
-  std::string note;           // why it was not measured, or what ran
+  // Where the gap is: per kernel, in execution order, its role, its isolated deploy time and
+  // its time behind its predecessor in the assembled graph (in_graph_us: from the chain's
+  // prefixes timed as graphs, Measurement::parts_us), and graph_floor_us, what launching a graph
+  // of one empty kernel costs. Measured when the check ran now; a check answered from the store
+  // has neither (the store keeps the total only).
+  struct Kernel {
+    std::string role;
+    std::string problem;
+    double isolated_us = 0;
+    std::optional<double> in_graph_us;
+  };
+  std::vector<Kernel> per_kernel;
+  std::optional<double> graph_floor_us;
+  bool replayed = false;  // answered from the store
+  std::string note;       // why it was not measured, or what ran
 };
 
 struct LayerTuneReport {

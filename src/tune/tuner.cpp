@@ -582,6 +582,8 @@ class Tuner::ProblemSearch {
     if (regimes_.ranking() == Regime::kDeploy) {
       c.deploy_noise = first.measurement->noise;
       c.deploy_check = first.check;
+      c.deploy_parts_us = first.measurement->parts_us;
+      c.deploy_parts_floor_us = first.measurement->parts_floor_us;
     }
     if (!regimes_.deploys(is_baseline, ranking_us, best_)) return c;
     bool replayed = false;
@@ -592,6 +594,8 @@ class Tuner::ProblemSearch {
       c.deploy_us = dep.measurement->median_us;
       c.deploy_noise = dep.measurement->noise;
       c.deploy_check = dep.check;
+      c.deploy_parts_us = dep.measurement->parts_us;
+      c.deploy_parts_floor_us = dep.measurement->parts_floor_us;
     } else {
       // Passing warm but failing in the production path is a failure.
       c.verdict = dep.verdict;

@@ -82,6 +82,9 @@ struct CandidateResult {
   // gate finding (what a table row records); set with deploy_us.
   std::optional<double> deploy_noise;
   std::optional<ErrorCheck> deploy_check;
+  // A chain's steps in its graph and the graph's floor (Measurement::parts_us, parts_floor_us).
+  std::vector<double> deploy_parts_us;
+  double deploy_parts_floor_us = 0;
 };
 
 struct ProblemReport {

@@ -115,6 +115,23 @@ TEST_F(LayerTuneTest, GroupingsAreScoredByTheSumOfTheirKernelsBestTimes) {
   EXPECT_DOUBLE_EQ(*r.assembled.gap, *r.assembled.assembled_us / *r.assembled.isolated_sum_us - 1);
   EXPECT_LT(std::abs(*r.assembled.gap), 0.05);
   EXPECT_FALSE(r.assembled.replayed);
+  // Where the gap is: each kernel of the one layer, in execution order, alone and in the graph
+  // (on the sim, the chain's time split in the proportions of its kernels' times).
+  ASSERT_EQ(r.assembled.per_kernel.size(), 4u);
+  double in_graph = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    const auto& [k, role] = r.groupings[*r.winner].one_layer[i];
+    const AssembledCheck::Kernel& pk = r.assembled.per_kernel[i];
+    EXPECT_EQ(pk.role, role);
+    EXPECT_EQ(pk.problem, r.kernels[k].problem.text());
+    EXPECT_EQ(pk.isolated_us, *r.kernels[k].best->deploy_us);
+    ASSERT_TRUE(pk.in_graph_us) << role;
+    EXPECT_NEAR(*pk.in_graph_us / *r.assembled.assembled_us,
+                pk.isolated_us / *r.assembled.isolated_sum_us, 0.05)
+        << role;
+    in_graph += *pk.in_graph_us;
+  }
+  EXPECT_NEAR(in_graph, *r.assembled.assembled_us, 1e-9 * in_graph);
 }
 
 TEST_F(LayerTuneTest, TheAssembledLayerRunsTheWinnersConfigs) {
@@ -180,6 +197,9 @@ TEST_F(LayerTuneTest, AnIdenticalRerunLaunchesNothing) {
   ASSERT_TRUE(b.assembled.measured) << b.assembled.note;
   EXPECT_TRUE(b.assembled.replayed);
   EXPECT_EQ(b.assembled.assembled_us, a.assembled.assembled_us);
+  // The store keeps the total, not the kernels' times in the graph.
+  ASSERT_EQ(b.assembled.per_kernel.size(), a.assembled.per_kernel.size());
+  for (const AssembledCheck::Kernel& k : b.assembled.per_kernel) EXPECT_FALSE(k.in_graph_us);
 }
 
 void expect_same_results(const LayerTuneReport& a, const LayerTuneReport& b) {

@@ -37,6 +37,12 @@ class CudaEnv {
   Result<Built> function(const BuildRequest& request, const std::string& name);
   // Times launch() under the regime's policy (rank: warm, back-to-back; deploy: cold L2).
   Result<Measurement> time(const std::function<CUresult(CUstream)>& launch, Regime regime);
+  // A chain's prefixes timed as CUDA graphs behind `lead` (cuda::time_prefixes).
+  Result<std::vector<double>> time_prefixes(
+      const std::vector<std::function<CUresult(CUstream)>>& steps,
+      const std::function<CUresult(CUstream)>& lead, int samples) {
+    return cuda::time_prefixes(steps, lead, stream(), flush_, samples);
+  }
 
   // A seed for fresh random inputs: different for every check.
   std::uint64_t fresh_seed();

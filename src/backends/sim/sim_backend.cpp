@@ -70,6 +70,8 @@ struct SimProblem {
   std::function<Planted(const Config&)> plant = [](const Config&) { return Planted{}; };
   // The real computation's chunk length (summation order), from the config.
   std::function<int(const Config&)> chunk;
+  // A chain's steps (the assembled layer): their noise-free deploy times; unset for one kernel.
+  std::function<std::vector<double>(const Problem&)> parts;
 };
 
 namespace {
@@ -573,12 +575,17 @@ SimBackend::SimBackend() {
   layer_->name = kLayerOp;
   layer_->description = "an assembled model layer (attune tune --model makes it)";
   layer_->make_space = [](const Problem&) { return layer_space(); };
-  layer_->time_us = [this](const Problem& prob, const Config&) {
+  layer_->parts = [this](const Problem& prob) {
     // resolve() checked the steps: each parses and has a time.
     const auto steps = layer_steps(prob);
-    double sum = 0;
+    std::vector<double> out;
     for (const LayerStep& step : *steps)
-      sum += *true_time_us(step.problem, step.config, Regime::kDeploy);
+      out.push_back(*true_time_us(step.problem, step.config, Regime::kDeploy));
+    return out;
+  };
+  layer_->time_us = [this](const Problem& prob, const Config&) {
+    double sum = 0;
+    for (double t : layer_->parts(prob)) sum += t;
     return sum;
   };
   layer_->cold = [](const Config&) { return 1.0; };
@@ -850,6 +857,12 @@ Outcome SimBackend::execute(const Problem& problem, const Config& config, Regime
   Measurement m = measurement_of(s, regime);
   m.sm_clock_mhz = 1980;
   m.throttle = "none";
+  if (p.parts && regime == Regime::kDeploy) {
+    // The chain's steps in the proportions of their times, summing to the measured median.
+    m.parts_us = p.parts(problem);
+    const double scale = m.median_us / p.time_us(problem, config);
+    for (double& part : m.parts_us) part *= scale;
+  }
   o.measurement = m;
   return o;
 }
