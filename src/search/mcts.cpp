@@ -322,7 +322,10 @@ OptionList<O> build_mcts_option_list() {
                                  "surrogate's cost model instead; 0: never")
       .template add<std::size_t>("tiny_space", &MctsOptions::tiny_space, at_least(0),
                                  "a small space of at most this many configs gets 3 random "
-                                 "configs before the cost model, not 1; 0: never");
+                                 "configs before the cost model, not 1; 0: never")
+      .template add<double>("small_space_log_cap", &MctsOptions::small_space_log_cap, at_least(0),
+                            "a small space's cost model caps log time at the best so far plus "
+                            "this; 0: no cap");
 }
 }  // namespace
 
@@ -341,6 +344,7 @@ Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts,
   if (mcts.small_space > 0 && count_up_to(space, mcts.small_space)) {
     SurrogateOptions so;
     if (mcts.tiny_space > 0 && count_up_to(space, mcts.tiny_space)) so.initial_samples = 3;
+    so.log_cap = mcts.small_space_log_cap;
     so.prior = std::move(mcts.predict);
     small_ = std::make_unique<Surrogate>(space, options.seed, so, name_);
   } else {

@@ -72,6 +72,12 @@ struct MctsOptions {
   // attention_prefill spaces of 21-25 configs): 29 evaluations to within 2% over the four against
   // 35 (bench/results/search_replay-2026-12-04.md). mcts_repair uses 32; 0: never.
   std::size_t tiny_space = 0;
+  // A small space's surrogate fits log time capped at the best so far plus this
+  // (SurrogateOptions::log_cap); 0: no cap. mcts_repair uses 0.2: on seeds 100..119, caps of
+  // 0.1/0.15/0.2/0.25/0.3 against none took rope_h200_4x1024 10/12/12/13/15 evaluations to within
+  // 2% against 36, silu_mul_h200_2048x14336 17/19/22/23/26 against 48, rmsnorm_h200_16x4096
+  // 12/9/8/8/8 against 8 (bench/results/search_replay-2026-12-05.md).
+  double small_space_log_cap = 0;
   ChildScores prior;  // empty: a cold (uniform) prior
   // The prior's predicted log latency of full points (StrategyContext::predict): a small space's
   // surrogate ranks its first proposals by it (SurrogateOptions::prior). Empty: none.
@@ -95,6 +101,7 @@ struct MctsRepairOptions : MctsOptions {
     repair_swaps = 2;
     small_space = 256;
     tiny_space = 32;
+    small_space_log_cap = 0.2;
   }
 };
 const OptionList<MctsRepairOptions>& mcts_repair_option_list();
