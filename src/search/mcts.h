@@ -58,6 +58,18 @@ struct MctsOptions {
   // to within 2% (98 without), no design space needed more; 1 also repaired the one-knob fixes of
   // matmul_kt_h200's constraints, where it needed 18 against 15 (seeds 160..259).
   std::size_t repair_swaps = 0;
+  // After this many ok results the tree checks its prior: if the prior's predictions of those
+  // results (`predict`) rank them with a Spearman correlation under prior_min_agreement, the
+  // prior is dropped and the tree goes on cold; a prior that predicts nothing is kept. 0: never.
+  // A prior fitted on the other gemm shapes gives gemm_h200_1x4096x4096's root option skinny,
+  // which holds the optimum, 0.025 of its weight, and the tree first tried it at evaluation 149
+  // in the median (bench/results/search_replay-2026-12-04d.md); its predictions of the first 20
+  // results rank them at 0.06 in the median (seeds 100..119). mcts_repair uses 20, and 0.3 as the
+  // prior's own calibration check does (prior.h min_calibration): gemm_h200_1x4096x4096 with the
+  // prior needed 28 evaluations to within 2% against 156 (10: 24, 40: 50; seeds 100..119)
+  // (bench/results/search_replay-2026-12-05.md).
+  std::size_t prior_check = 0;
+  double prior_min_agreement = 0.3;
   // A space of at most this many legal configs is searched by the surrogate strategy's cost
   // model (search/surrogate.h) instead of the tree; 0: never. The tree needs many results per
   // fork before its values mean anything, which a space of 19-135 configs cannot give: on the
@@ -102,6 +114,7 @@ struct MctsRepairOptions : MctsOptions {
     small_space = 256;
     tiny_space = 32;
     small_space_log_cap = 0.2;
+    prior_check = 20;
   }
 };
 const OptionList<MctsRepairOptions>& mcts_repair_option_list();
