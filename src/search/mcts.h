@@ -7,8 +7,9 @@
 // completed by a rollout that prefers the incumbent's options and then the prior's. Results are
 // backed up along the path, with the mean value below each node, which an untried child inherits in
 // part (first- play urgency); fully explored subtrees and dead-end prefixes are closed, so no point
-// is proposed twice. The tree exports to and imports from SearchNode-like rows so a later run
-// continues. Deterministic for a seed. One thread at a time.
+// is proposed twice. A prior whose predictions do not rank the first results is dropped
+// (MctsOptions::prior_check). The tree exports to and imports from SearchNode-like rows so a later
+// run continues. Deterministic for a seed. One thread at a time.
 #pragma once
 
 #include <cstdint>
