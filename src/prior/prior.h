@@ -18,6 +18,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "core/problem.h"
+#include "core/rank.h"
 #include "core/space.h"
 #include "core/verdict.h"
 
@@ -135,7 +136,7 @@ class Prior {
   std::unique_ptr<State> s_;
 };
 
-// Spearman rank correlation (ties get mean ranks); 0 when either side is constant.
-double spearman(const std::vector<double>& a, const std::vector<double>& b);
+// Spearman rank correlation (core/rank.h), named here for the prior's callers.
+using attune::spearman;
 
 }  // namespace attune::prior

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/rank.h"
 #include "search/surrogate.h"
 #include "search/walk.h"
 
@@ -42,6 +43,33 @@ struct Mcts::State {
   Point baseline;
   // repair_swaps: the repaired swap point per (fork depth, option) for the current incumbent.
   std::unordered_map<std::uint64_t, std::optional<Point>> repaired;
+
+  // prior_check: the first ok results and their log times, until the prior is checked on them.
+  std::vector<Point> check_points;
+  std::vector<double> check_log_us;
+  bool prior_checked = false;
+
+  // After `prior_check` ok results, a prior whose predictions of them rank them worse than
+  // prior_min_agreement is dropped: the tree goes on cold. A prior that predicts nothing (too
+  // few problems behind it) is kept.
+  void check_prior(const Point& point, Verdict verdict, std::optional<double> time_us) {
+    if (prior_checked || o.prior_check == 0 || !o.prior || !o.predict) return;
+    if (verdict != Verdict::kOk || !time_us || *time_us <= 0) return;
+    check_points.push_back(point);
+    check_log_us.push_back(std::log(*time_us));
+    if (check_points.size() < o.prior_check) return;
+    prior_checked = true;
+    const auto predicted = o.predict(check_points);
+    bool usable = predicted.size() == check_points.size();
+    for (double v : predicted) usable = usable && std::isfinite(v);
+    if (usable && spearman(predicted, check_log_us) < o.prior_min_agreement) {
+      o.prior = nullptr;
+      // Every fork's cached scores are stale.
+      o.prior_generation = [] { return std::uint64_t{0x0d20bbed}; };
+    }
+    check_points = {};
+    check_log_us = {};
+  }
 
   State(const Space& sp, std::uint64_t seed, MctsOptions opts)
       : space(sp),
@@ -317,12 +345,22 @@ OptionList<O> build_mcts_option_list() {
       .template add<std::size_t>("repair_swaps", &MctsOptions::repair_swaps, at_least(0),
                                  "an illegal swap point is completed legally and tried when that "
                                  "changes at least this many more knobs; 0: never")
+      .template add<std::size_t>("prior_check", &MctsOptions::prior_check, at_least(0),
+                                 "ok results after which a prior that does not rank them is "
+                                 "dropped; 0: never")
+      .template add<double>("prior_min_agreement", &MctsOptions::prior_min_agreement,
+                            between(-1, 1),
+                            "the least Spearman correlation of a prior's predictions with the "
+                            "first results that keeps it")
       .template add<std::size_t>("small_space", &MctsOptions::small_space, at_least(0),
                                  "a space of at most this many configs is searched by the "
                                  "surrogate's cost model instead; 0: never")
       .template add<std::size_t>("tiny_space", &MctsOptions::tiny_space, at_least(0),
                                  "a small space of at most this many configs gets 3 random "
-                                 "configs before the cost model, not 1; 0: never");
+                                 "configs before the cost model, not 1; 0: never")
+      .template add<double>("small_space_log_cap", &MctsOptions::small_space_log_cap, at_least(0),
+                            "a small space's cost model caps log time at the best so far plus "
+                            "this; 0: no cap");
 }
 }  // namespace
 
@@ -341,6 +379,7 @@ Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts,
   if (mcts.small_space > 0 && count_up_to(space, mcts.small_space)) {
     SurrogateOptions so;
     if (mcts.tiny_space > 0 && count_up_to(space, mcts.tiny_space)) so.initial_samples = 3;
+    so.log_cap = mcts.small_space_log_cap;
     so.prior = std::move(mcts.predict);
     small_ = std::make_unique<Surrogate>(space, options.seed, so, name_);
   } else {
@@ -382,6 +421,7 @@ void Mcts::observe(const Point& point, Verdict verdict, std::optional<double> ti
   if (point.size() != s_->space.depth()) return;
   s_->proposed.insert(point);
   s_->backup(point, verdict, time_us);
+  s_->check_prior(point, verdict, time_us);
 }
 
 namespace {

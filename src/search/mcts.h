@@ -7,8 +7,9 @@
 // completed by a rollout that prefers the incumbent's options and then the prior's. Results are
 // backed up along the path, with the mean value below each node, which an untried child inherits in
 // part (first- play urgency); fully explored subtrees and dead-end prefixes are closed, so no point
-// is proposed twice. The tree exports to and imports from SearchNode-like rows so a later run
-// continues. Deterministic for a seed. One thread at a time.
+// is proposed twice. A prior whose predictions do not rank the first results is dropped
+// (MctsOptions::prior_check). The tree exports to and imports from SearchNode-like rows so a later
+// run continues. Deterministic for a seed. One thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +59,18 @@ struct MctsOptions {
   // to within 2% (98 without), no design space needed more; 1 also repaired the one-knob fixes of
   // matmul_kt_h200's constraints, where it needed 18 against 15 (seeds 160..259).
   std::size_t repair_swaps = 0;
+  // After this many ok results the tree checks its prior: if the prior's predictions of those
+  // results (`predict`) rank them with a Spearman correlation under prior_min_agreement, the
+  // prior is dropped and the tree goes on cold; a prior that predicts nothing is kept. 0: never.
+  // A prior fitted on the other gemm shapes gives gemm_h200_1x4096x4096's root option skinny,
+  // which holds the optimum, 0.025 of its weight, and the tree first tried it at evaluation 149
+  // in the median (bench/results/search_replay-2026-12-04d.md); its predictions of the first 20
+  // results rank them at 0.06 in the median (seeds 100..119). mcts_repair uses 20, and 0.3 as the
+  // prior's own calibration check does (prior.h min_calibration): gemm_h200_1x4096x4096 with the
+  // prior needed 28 evaluations to within 2% against 156 (10: 24, 40: 50; seeds 100..119)
+  // (bench/results/search_replay-2026-12-05.md).
+  std::size_t prior_check = 0;
+  double prior_min_agreement = 0.3;
   // A space of at most this many legal configs is searched by the surrogate strategy's cost
   // model (search/surrogate.h) instead of the tree; 0: never. The tree needs many results per
   // fork before its values mean anything, which a space of 19-135 configs cannot give: on the
@@ -72,6 +85,12 @@ struct MctsOptions {
   // attention_prefill spaces of 21-25 configs): 29 evaluations to within 2% over the four against
   // 35 (bench/results/search_replay-2026-12-04.md). mcts_repair uses 32; 0: never.
   std::size_t tiny_space = 0;
+  // A small space's surrogate fits log time capped at the best so far plus this
+  // (SurrogateOptions::log_cap); 0: no cap. mcts_repair uses 0.2: on seeds 100..119, caps of
+  // 0.1/0.15/0.2/0.25/0.3 against none took rope_h200_4x1024 10/12/12/13/15 evaluations to within
+  // 2% against 36, silu_mul_h200_2048x14336 17/19/22/23/26 against 48, rmsnorm_h200_16x4096
+  // 12/9/8/8/8 against 8 (bench/results/search_replay-2026-12-05.md).
+  double small_space_log_cap = 0;
   ChildScores prior;  // empty: a cold (uniform) prior
   // The prior's predicted log latency of full points (StrategyContext::predict): a small space's
   // surrogate ranks its first proposals by it (SurrogateOptions::prior). Empty: none.
@@ -95,6 +114,8 @@ struct MctsRepairOptions : MctsOptions {
     repair_swaps = 2;
     small_space = 256;
     tiny_space = 32;
+    small_space_log_cap = 0.2;
+    prior_check = 20;
   }
 };
 const OptionList<MctsRepairOptions>& mcts_repair_option_list();

@@ -1,5 +1,6 @@
 #include "search/surrogate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 #include <vector>
@@ -103,13 +104,17 @@ struct Surrogate::State {
       Eigen::MatrixXd a(m, f);
       Eigen::VectorXd y(m);
       auto offset = [&](std::size_t i) { return prior.empty() ? 0.0 : prior[i]; };
+      double cap = INFINITY;
+      if (prior.empty() && o.log_cap > 0)
+        cap = *std::min_element(log_us.begin(), log_us.end()) + o.log_cap;
+      auto target = [&](std::size_t r) { return std::min(log_us[r], cap) - offset(ok[r]); };
       double mean = 0;
-      for (std::size_t r = 0; r < ok.size(); ++r) mean += log_us[r] - offset(ok[r]);
+      for (std::size_t r = 0; r < ok.size(); ++r) mean += target(r);
       mean /= static_cast<double>(ok.size());
       for (Eigen::Index r = 0; r < m; ++r) {
-        const std::size_t i = ok[static_cast<std::size_t>(r)];
-        a.row(r) = features.row(static_cast<Eigen::Index>(i));
-        y(r) = log_us[static_cast<std::size_t>(r)] - offset(i) - mean;
+        const auto rr = static_cast<std::size_t>(r);
+        a.row(r) = features.row(static_cast<Eigen::Index>(ok[rr]));
+        y(r) = target(rr) - mean;
       }
       Eigen::MatrixXd gram = a.transpose() * a;
       gram.diagonal().array() += o.ridge;
@@ -153,6 +158,8 @@ const OptionList<SurrogateOptions>& surrogate_option_list() {
                "random configs after the baseline before the cost model is first fitted")
           .add("ridge", &SurrogateOptions::ridge, above(0),
                "ridge penalty of the cost model's fit (log time, centred)")
+          .add("log_cap", &SurrogateOptions::log_cap, at_least(0),
+               "the fit caps log time at the best so far plus this; 0: no cap")
           .add("prior_weight", &SurrogateOptions::prior_weight, at_least(0),
                "share of a prior's prediction the cost model starts from; 0: ignore the prior");
   return list;

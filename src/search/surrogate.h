@@ -1,13 +1,13 @@
 // surrogate: a model-based search for small spaces. Every legal config is enumerated once; after
 // the baseline and a few random draws, each proposal is the unproposed config that a cost model
 // fitted to the results so far predicts fastest (ties broken at random). The model is ridge
-// regression of log time on each knob's option (one-hot) and its position in the knob's option
-// list (linear and squared), so it learns "bigger tiles help, up to a point" from a handful of
-// results and ranks configs it has never seen. It cannot represent a structural fork (knobs that
-// only matter under one option of another), so it is meant for spaces of a few hundred configs,
-// where mcts spends much of the space before its tree's statistics mean anything
-// (bench/results/search_replay-2026-12-03.md). Failed configs are never proposed again and are
-// left out of the fit. Deterministic for a seed. One thread at a time.
+// regression of log time (optionally capped a little above the best so far) on each knob's option
+// (one-hot) and its position in the knob's option list (linear and squared), so it learns "bigger
+// tiles help, up to a point" from a handful of results and ranks configs it has never seen. It
+// cannot represent a structural fork (knobs that only matter under one option of another), so it is
+// meant for spaces of a few hundred configs, where mcts spends much of the space before its tree's
+// statistics mean anything (bench/results/search_replay-2026-12-03.md). Failed configs are never
+// proposed again and are left out of the fit. Deterministic for a seed. One thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +33,14 @@ struct SurrogateOptions {
   // one evaluation of each other on those spaces and seeds, except rmsnorm_h200_16x4096 (10, 9
   // and 10).
   double ridge = 1.0;
+  // The model fits log time capped at the best time so far times e^log_cap: a config slower than
+  // that counts as just that slow. Least squares on raw log time lets one very slow config (often
+  // the baseline, which shares an option with every knob's default) decide the fit: on
+  // rope_h200_4x1024 the baseline (the unfused kernel, 5x the optimum) made every option it holds
+  // look slow, and tokens=1, which all five configs within 2% of the optimum hold, was first
+  // tried at evaluation 34 (seed 0). 0: no cap. Not applied with a prior, whose predictions are of
+  // uncapped time. mcts_repair uses 0.2 (bench/results/search_replay-2026-12-05.md).
+  double log_cap = 0;
   // Predicted log latency of full points from a prior trained on other problems
   // (StrategyContext::predict); empty, or a result that is not one finite number per config: no
   // prior. With one, the model fits log time less the prediction (ridge-shrunk towards the
