@@ -68,7 +68,7 @@ struct MctsOptions {
   // results rank them at 0.06 in the median (seeds 100..119). mcts_repair uses 20, and 0.3 as the
   // prior's own calibration check does (prior.h min_calibration): gemm_h200_1x4096x4096 with the
   // prior needed 28 evaluations to within 2% against 156 (10: 24, 40: 50; seeds 100..119)
-  // (bench/results/search_replay-2026-12-05.md).
+  // (bench/results/search_replay-2026-12-04e.md).
   std::size_t prior_check = 0;
   double prior_min_agreement = 0.3;
   // A space of at most this many legal configs is searched by the surrogate strategy's cost
@@ -89,7 +89,7 @@ struct MctsOptions {
   // (SurrogateOptions::log_cap); 0: no cap. mcts_repair uses 0.2: on seeds 100..119, caps of
   // 0.1/0.15/0.2/0.25/0.3 against none took rope_h200_4x1024 10/12/12/13/15 evaluations to within
   // 2% against 36, silu_mul_h200_2048x14336 17/19/22/23/26 against 48, rmsnorm_h200_16x4096
-  // 12/9/8/8/8 against 8 (bench/results/search_replay-2026-12-05.md).
+  // 12/9/8/8/8 against 8 (bench/results/search_replay-2026-12-04e.md).
   double small_space_log_cap = 0;
   ChildScores prior;  // empty: a cold (uniform) prior
   // The prior's predicted log latency of full points (StrategyContext::predict): a small space's

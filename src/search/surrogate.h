@@ -39,7 +39,7 @@ struct SurrogateOptions {
   // rope_h200_4x1024 the baseline (the unfused kernel, 5x the optimum) made every option it holds
   // look slow, and tokens=1, which all five configs within 2% of the optimum hold, was first
   // tried at evaluation 34 (seed 0). 0: no cap. Not applied with a prior, whose predictions are of
-  // uncapped time. mcts_repair uses 0.2 (bench/results/search_replay-2026-12-05.md).
+  // uncapped time. mcts_repair uses 0.2 (bench/results/search_replay-2026-12-04e.md).
   double log_cap = 0;
   // Predicted log latency of full points from a prior trained on other problems
   // (StrategyContext::predict); empty, or a result that is not one finite number per config: no

@@ -242,7 +242,7 @@ TEST(Mcts, InitialSamplesAreDrawnByThePrior) {
 // A prior steering the root away from the optimum (a=7) whose predictions have the landscape
 // backwards is dropped once it has failed to rank the first `prior_check` results: the tree
 // reaches the optimum soon after, where with the prior kept it starves a=7 (gemm_h200_1x4096x4096
-// with a prior from the other gemm shapes, bench/results/search_replay-2026-12-05.md). A prior
+// with a prior from the other gemm shapes, bench/results/search_replay-2026-12-04e.md). A prior
 // whose predictions rank the results, or that predicts nothing, is kept: the same proposals.
 Evaluation uphill(const Point& p) {
   return {Verdict::kOk, 10.0 + (7 - p[0]) + p[1] + p[2]};

@@ -77,7 +77,7 @@ TEST(Surrogate, NeverProposesAFailedOrPendingConfigAgainAndEndsWithTheSpace) {
 
 // An unfused kernel 5x slower than any fused config holds, as the baseline, the first option of
 // every knob, and the optimum shares two of them (tokens=1, groups=1): rope_h200_4x1024's shape
-// (bench/results/search_replay-2026-12-05.md). Fitted on raw log time, the model blames the
+// (bench/results/search_replay-2026-12-04e.md). Fitted on raw log time, the model blames the
 // baseline's slowness on those options too and tries them late; capped at the best so far plus
 // log_cap, the baseline counts as merely slow.
 Space fused_space() {

@@ -336,8 +336,14 @@ class GemmFamily final : public CudaFamily {
                   launch_and_wait(env, launch, native ? "gemm kernel" : "cublasLtMatmul"));
     if (refused) return *refused;
     const CUdeviceptr ref = s.silu_mul ? data_.act_ref.ptr() : data_.ref.ptr();
-    ATTUNE_ASSIGN(Comparison cmp, gate_.check_output(env, args.c, ref, out, half_of(s),
-                                                     tolerance_for(s.bf16 ? "bf16" : "fp16", s.k)));
+    Tolerance tol = tolerance_for(s.bf16 ? "bf16" : "fp16", s.k);
+    // Under silu_mul=1 the split form rounds gate and up to the output type before SiLU * mul
+    // (as a framework's unfused MLP does), and SiLU's condition number 1 + g (1 - sigmoid(g))
+    // amplifies the gate's rounding: on the H200 cuBLASLt's split form reached 0.0212 in bf16 on
+    // 1 of 1503 outputs, past the 0.02 allowance. Half as much again for those two roundings; a
+    // wrong pairing of gate and up columns is off by O(1).
+    if (s.silu_mul) tol.rtol *= 1.5;
+    ATTUNE_ASSIGN(Comparison cmp, gate_.check_output(env, args.c, ref, out, half_of(s), tol));
     Outcome o;
     o.verdict = cmp.verdict;
     o.check = cmp.check;
