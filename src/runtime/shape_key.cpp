@@ -38,6 +38,15 @@ Result<OpKind> op_kind(std::string_view name) {
   return static_cast<OpKind>(*op->runtime_key);
 }
 
+Result<std::uint8_t> flag_bit(std::string_view op, std::string_view flag) {
+  ATTUNE_ASSIGN(OpKind kind, op_kind(op));
+  const std::vector<std::string> flags = key_flags(*signature_of(kind));
+  const auto at = std::find(flags.begin(), flags.end(), flag);
+  if (at == flags.end())
+    return Error::invalid_argument(fmt::format("op '{}' has no flag '{}'", op, flag));
+  return static_cast<std::uint8_t>(1u << (at - flags.begin()));
+}
+
 const OpSignature* signature_of(OpKind kind) {
   for (const OpSignature* op : registered_ops())
     if (op->runtime_key && static_cast<OpKind>(*op->runtime_key) == kind && fits_key(*op))

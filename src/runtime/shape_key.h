@@ -60,6 +60,10 @@ Result<OpKind> op_kind(std::string_view op);
 // The signature whose runtime key `op` is; nullptr for a key no registered op has.
 const OpSignature* signature_of(OpKind op);
 
+// The bit of ShapeKey::flags that `flag` of `op` sets (its place among the signature's flags, then
+// optional flags); an error for an op libattune-rt does not key or a flag the op does not have.
+Result<std::uint8_t> flag_bit(std::string_view op, std::string_view flag);
+
 std::string_view dtype_name(Dtype d);
 // "bf16" -> kBf16, "fp16" -> kFp16; nullopt for a dtype libattune-rt does not run.
 std::optional<Dtype> dtype_of(std::string_view name);

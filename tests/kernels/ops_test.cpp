@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "backends/sim/sim_backend.h"
@@ -144,6 +145,32 @@ TEST(Ops, EveryConsumerKnowsEveryRegisteredOp) {
     }
 #endif
   }
+}
+
+// libattune-rt's entry points build keys from flag bits (gemm's bias, gemm_silu_mul's silu_mul):
+// each is the bit a problem's key sets, so a call finds the rows the tuner wrote for it.
+TEST(Ops, AFlagsBitIsTheOneItsProblemsKeySets) {
+  for (const OpSignature* op : registered_ops()) {
+    if (!op->runtime_key) continue;
+    std::vector<std::string> flags = op->flags;
+    flags.insert(flags.end(), op->optional_flags.begin(), op->optional_flags.end());
+    for (const std::string& flag : flags) {
+      auto bit = runtime::flag_bit(op->name, flag);
+      ASSERT_TRUE(bit.ok()) << bit.error().message();
+      std::map<std::string, std::string> attrs;
+      for (const std::string& size : op->sizes) attrs[size] = "2";
+      attrs["dtype"] = "bf16";
+      attrs[flag] = "1";
+      auto key = runtime::shape_key_of(Problem(op->name, attrs));
+      ASSERT_TRUE(key.ok()) << op->name << " " << flag << ": " << key.error().message();
+      EXPECT_EQ(key->flags, *bit) << op->name << " " << flag;
+    }
+  }
+  EXPECT_EQ(*runtime::flag_bit("gemm", "silu_mul"), 0b10);
+  auto none = runtime::flag_bit("gemm", "relu");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().message(), "op 'gemm' has no flag 'relu'");
+  EXPECT_FALSE(runtime::flag_bit("conv", "bias").ok());
 }
 
 TEST(Ops, AnUnknownOpIsRefusedNotTakenForAnother) {

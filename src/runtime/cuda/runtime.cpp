@@ -124,6 +124,12 @@ Status Runtime::open(const std::string& table_path, std::unique_ptr<Runtime>* ou
     if (!k) return to_status(k.error(), Code::kUnsupported);
     *kind = *k;
   }
+  for (auto [flag, bit] :
+       {std::pair{"bias", &impl->gemm_bias_bit}, std::pair{"silu_mul", &impl->gemm_silu_mul_bit}}) {
+    auto b = runtime::flag_bit("gemm", flag);
+    if (!b) return to_status(b.error(), Code::kUnsupported);
+    *bit = *b;
+  }
   const int ordinal = options.device >= 0 ? options.device : cuda::device_ordinal();
   auto executor = runtime::Executor::open(ordinal, cubin_dir_for(table_path, options));
   if (!executor)
@@ -155,7 +161,7 @@ Status Runtime::Impl::gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType
   if (!a || !b || !c) return invalid("gemm: a, b and c must be device pointers");
   if (!aligned16(a) || !aligned16(b) || !aligned16(c) || !aligned16(bias))
     return invalid("gemm: a, b, c and bias must be 16-byte aligned");
-  const ShapeKey key{gemm_kind, dtype_of(dtype), bias != nullptr, {m, n, k}};
+  const ShapeKey key{gemm_kind, dtype_of(dtype), bias ? gemm_bias_bit : std::uint8_t{0}, {m, n, k}};
   kernels::PlanArgs args;
   args.a = reinterpret_cast<CUdeviceptr>(a);
   args.b = reinterpret_cast<CUdeviceptr>(b);
@@ -175,8 +181,8 @@ Status Runtime::Impl::gemm_silu_mul(std::int64_t m, std::int64_t inter, std::int
   if (!a || !w || !c) return invalid("gemm_silu_mul: a, w and c must be device pointers");
   if (!aligned16(a) || !aligned16(w) || !aligned16(c))
     return invalid("gemm_silu_mul: a, w and c must be 16-byte aligned");
-  // Flags: bias (bit 0) clear, silu_mul (bit 1, gemm's optional flag) set.
-  const ShapeKey key{gemm_kind, dtype_of(dtype), 0b10, {m, 2 * inter, k}};
+  // Flags: bias clear, silu_mul set.
+  const ShapeKey key{gemm_kind, dtype_of(dtype), gemm_silu_mul_bit, {m, 2 * inter, k}};
   kernels::PlanArgs args;
   args.a = reinterpret_cast<CUdeviceptr>(a);
   args.b = reinterpret_cast<CUdeviceptr>(w);

@@ -19,6 +19,7 @@ struct Runtime::Impl {
   // The entry points' ops in the dispatch key: their signatures' runtime keys (core/op.h).
   runtime::OpKind gemm_kind{}, rmsnorm_kind{}, attention_decode_kind{}, attention_prefill_kind{},
       rope_kind{}, silu_mul_kind{};
+  std::uint8_t gemm_bias_bit = 0, gemm_silu_mul_bit = 0;  // ShapeKey::flags bits of gemm's flags
 
   // The calls behind the public entry points; *record (when given) receives what ran.
   Status gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a,
