@@ -227,6 +227,13 @@ std::string layer_report_text(const LayerTuneReport& r) {
         "  (in graph: the chain's first k kernels timed as a CUDA graph behind an empty kernel, "
         "k = 0..{}, each minus the one before; launching a graph at all took {:.2f} us)\n",
         pk.size(), *r.assembled.graph_floor_us);
+  } else if (r.assembled.measured) {
+    out +=
+        r.assembled.replayed
+            ? "  (the kernels' times in the graph are not kept by the database; a check measured "
+              "anew reports them)\n"
+            : "  (the kernels' times in the graph were not measured: the chain could not be "
+              "captured as graphs)\n";
   }
   if (r.interrupted) out += "interrupted: the kernels not tuned are listed above\n";
   return out;

@@ -107,6 +107,12 @@ TEST(ModelCli, ALayerIsTunedInTwoLevelsAndARerunMeasuresNothing) {
   EXPECT_NE(text.out.find(" distinct"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("<- winner"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("us isolated (gap "), std::string::npos) << text.out;
+  // A third identical run: the check answered from the database, which keeps no per-kernel
+  // times in the graph, and the text says so.
+  EXPECT_NE(text.out.find("not kept by the database"), std::string::npos) << text.out;
+  EXPECT_TRUE(b["assembled"]["graph_floor_us"].is_null()) << b["assembled"].dump();
+  ASSERT_EQ(a["assembled"]["per_kernel"].size(), a["assembled"]["kernels"].get<std::size_t>());
+  EXPECT_TRUE(a["assembled"]["per_kernel"][0]["in_graph_us"].is_number());
 }
 
 TEST(ModelCli, ATimeLimitBoundsTheWholeLayerTune) {

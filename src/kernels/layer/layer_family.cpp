@@ -229,18 +229,21 @@ class LayerFamily final : public CudaFamily {
     o.check = ErrorCheck{"unwritten_or_non_finite", 0, 0};
     ATTUNE_ASSIGN(Measurement m, env.time(launch, regime));
     if (regime == Regime::kDeploy) {
-      // Where the chain's time goes: each kernel's time behind its predecessor in the graph.
-      ATTUNE_ASSIGN(Launchable empty,
-                    launchable(env, BuildRequest{kEmptySource, "empty.cu"}, "attune_empty", 32, 0));
-      if (!empty.fn) return Error::internal("the empty kernel: " + empty.refused->message);
-      std::vector<std::function<CUresult(CUstream)>> steps;
-      for (Ready& r : ready_) steps.emplace_back([&r](CUstream st) { return r.go(st); });
-      const auto lead = [fn = empty.fn](CUstream st) {
-        return cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, st, nullptr, nullptr);
-      };
-      ATTUNE_ASSIGN(std::vector<double> t, env.time_prefixes(steps, lead, kPrefixSamples));
-      m.parts_floor_us = t.front();
-      for (std::size_t k = 1; k < t.size(); ++k) m.parts_us.push_back(t[k] - t[k - 1]);
+      // Where the chain's time goes: each kernel's time behind its predecessor in the graph. A
+      // breakdown that cannot be taken (a chain that cannot be captured) leaves the measurement
+      // without one; the report says so.
+      auto empty = launchable(env, BuildRequest{kEmptySource, "empty.cu"}, "attune_empty", 32, 0);
+      if (empty && empty->fn) {
+        std::vector<std::function<CUresult(CUstream)>> steps;
+        for (Ready& r : ready_) steps.emplace_back([&r](CUstream st) { return r.go(st); });
+        const auto lead = [fn = empty->fn](CUstream st) {
+          return cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, st, nullptr, nullptr);
+        };
+        if (auto t = env.time_prefixes(steps, lead, kPrefixSamples)) {
+          m.parts_floor_us = t->front();
+          for (std::size_t k = 1; k < t->size(); ++k) m.parts_us.push_back((*t)[k] - (*t)[k - 1]);
+        }
+      }
     }
     o.measurement = m;
     return o;
