@@ -255,6 +255,17 @@ GraphExec capture(const std::function<CUresult(CUstream)>& launch, CUstream stre
   return GraphExec(exec);
 }
 
+// The time between `start` and `stop` once `stop` is reached; an error that poisons the context
+// ends the process (exit_if_sticky, saying what was being timed).
+Result<double> elapsed_us(const Event& start, const Event& stop, const char* what = "timing") {
+  CUresult rc = cuEventSynchronize(stop.get());
+  exit_if_sticky(rc, what);
+  ATTUNE_CU(rc);
+  float ms = 0;
+  ATTUNE_CU(cuEventElapsedTime(&ms, start.get(), stop.get()));
+  return ms * 1000.0;
+}
+
 }  // namespace
 
 Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch, CUstream stream,
@@ -262,20 +273,12 @@ Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch,
                                 const std::string& pci_bus_id) {
   ATTUNE_ASSIGN(Event start, make_event());
   ATTUNE_ASSIGN(Event stop, make_event());
-  auto elapsed_us = [&]() -> Result<double> {
-    CUresult rc = cuEventSynchronize(stop.get());
-    exit_if_sticky(rc, "timing");
-    ATTUNE_CU(rc);
-    float ms = 0;
-    ATTUNE_CU(cuEventElapsedTime(&ms, start.get(), stop.get()));
-    return ms * 1000.0;
-  };
   // Warm-up: module load, first-launch costs and clocks ramping stay out of the numbers.
   for (int i = 0; i < 3; ++i) ATTUNE_CU(launch(stream));
   ATTUNE_CU(cuEventRecord(start.get(), stream));
   ATTUNE_CU(launch(stream));
   ATTUNE_CU(cuEventRecord(stop.get(), stream));
-  ATTUNE_ASSIGN(double one, elapsed_us());
+  ATTUNE_ASSIGN(double one, elapsed_us(start, stop));
   int reps = 1;
   if (regime == Regime::kRank)
     reps = static_cast<int>(std::clamp(options.target_sample_us / std::max(one, 0.5), 1.0, 1000.0));
@@ -314,7 +317,7 @@ Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch,
         for (int i = 0; i < reps; ++i) ATTUNE_CU(launch(stream));
       }
       ATTUNE_CU(cuEventRecord(stop.get(), stream));
-      ATTUNE_ASSIGN(double us, elapsed_us());
+      ATTUNE_ASSIGN(double us, elapsed_us(start, stop));
       return us / reps;
     };
     auto r = run();
@@ -359,19 +362,12 @@ Result<std::vector<double>> time_prefixes(
       ATTUNE_CU(cuEventRecord(start.get(), stream));
       ATTUNE_CU(cuGraphLaunch(graphs[k].get(), stream));
       ATTUNE_CU(cuEventRecord(stop.get(), stream));
-      CUresult rc = cuEventSynchronize(stop.get());
-      exit_if_sticky(rc, "timing the chain's prefixes");
-      ATTUNE_CU(rc);
-      float ms = 0;
-      ATTUNE_CU(cuEventElapsedTime(&ms, start.get(), stop.get()));
-      if (round >= 0) times[k].push_back(ms * 1000.0);
+      ATTUNE_ASSIGN(double us, elapsed_us(start, stop, "timing the chain's prefixes"));
+      if (round >= 0) times[k].push_back(us);
     }
   }
   std::vector<double> medians;
-  for (std::vector<double>& v : times) {
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    medians.push_back(v[v.size() / 2]);
-  }
+  for (std::vector<double>& v : times) medians.push_back(summarize(std::move(v)).median);
   return medians;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <numeric>
 #include <random>
 #include <thread>
 
@@ -860,7 +861,7 @@ Outcome SimBackend::execute(const Problem& problem, const Config& config, Regime
   if (p.parts && regime == Regime::kDeploy) {
     // The chain's steps in the proportions of their times, summing to the measured median.
     m.parts_us = p.parts(problem);
-    const double scale = m.median_us / p.time_us(problem, config);
+    const double scale = m.median_us / std::accumulate(m.parts_us.begin(), m.parts_us.end(), 0.0);
     for (double& part : m.parts_us) part *= scale;
   }
   o.measurement = m;
