@@ -57,7 +57,9 @@ SampleStats sample_until_stable(const std::function<double()>& one_sample,
     const int n = static_cast<int>(samples.size());
     if (n < policy.min_samples) continue;
     s = summarize(samples);
-    if (s.noise <= policy.noise_bound || n >= policy.max_samples) break;
+    if (s.noise <= policy.noise_bound || s.noise * std::fabs(s.median) <= policy.noise_floor_us ||
+        n >= policy.max_samples)
+      break;
     std::chrono::duration<double> spent = clock.now() - start;
     if (spent.count() >= policy.time_cap_s) break;
   }

@@ -28,7 +28,10 @@ struct SamplingPolicy {
   int min_samples = 10;
   int max_samples = 1000;
   double noise_bound = 0.005;  // stop once the median's relative noise is under 0.5%
-  double time_cap_s = 2.0;     // or once this much wall time went into sampling
+  // ... or once its absolute noise (noise x median) is under this many us: a small difference of
+  // two timings (the CUDA deploy regime's) would reach 0.5% only at the time cap.
+  double noise_floor_us = 0;
+  double time_cap_s = 2.0;  // or once this much wall time went into sampling
 };
 
 // A Measurement of these samples in the regime (clocks left unknown for the caller to fill).

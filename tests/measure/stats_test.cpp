@@ -48,5 +48,22 @@ TEST(Stats, SamplingStopsOnceTheMedianIsQuiet) {
   EXPECT_EQ(noisy.n, 50);  // never quiet: stops at the cap
 }
 
+TEST(Stats, AnAbsoluteNoiseFloorStopsASmallMedianThatIsNotRelativelyQuiet) {
+  // A median of 2 with +-0.2 alternating samples: 0.102 absolute noise (5% relative) however
+  // many samples, far over 0.5%.
+  int calls = 0;
+  auto sample = [&] { return 2.0 + (++calls % 2 ? 0.2 : -0.2); };
+  SamplingPolicy p;
+  p.noise_bound = 0.005;
+  p.max_samples = 1000;
+  p.time_cap_s = 100;
+  EXPECT_EQ(sample_until_stable(sample, p).n, 1000);  // no floor: only the cap stops it
+  calls = 0;
+  p.noise_floor_us = 0.11;
+  const SampleStats s = sample_until_stable(sample, p);
+  EXPECT_EQ(s.n, p.min_samples);
+  EXPECT_LE(s.noise * s.median, 0.11);
+}
+
 }  // namespace
 }  // namespace attune
