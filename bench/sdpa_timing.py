@@ -46,7 +46,7 @@ def _replay_us(g, start, stop):
 def deploy_us(fn, samples=200):
     """What fn() adds to a CUDA graph behind another kernel, L2 cold, as attune's deploy regime
     times it: per sample, a graph of the lead alone and then a graph of the lead and fn(), each
-    replayed after an L2 flush, and the difference; the median of `samples`."""
+    replayed after an L2 flush; the median of the second less the median of the first."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -66,12 +66,13 @@ def deploy_us(fn, samples=200):
         g.replay()
         g_lead.replay()
     torch.cuda.synchronize()
-    times = []
+    alone, led = [], []
     for _ in range(samples):
-        alone = _replay_us(g_lead, start, stop)
-        times.append(_replay_us(g, start, stop) - alone)
-    times.sort()
-    return max(times[len(times) // 2], 0.01)
+        alone.append(_replay_us(g_lead, start, stop))
+        led.append(_replay_us(g, start, stop))
+    alone.sort()
+    led.sort()
+    return max(led[len(led) // 2] - alone[len(alone) // 2], 0.01)
 
 
 def sdpa_us(backend, q, k, v, samples=200, **kwargs):

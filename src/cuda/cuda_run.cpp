@@ -70,10 +70,6 @@ TimingOptions timing_options(Regime regime) {
   } else {
     o.policy.min_samples = 10;
     o.policy.noise_bound = 0.005;
-    // A deploy sample is a difference (the candidate behind the lead, less the lead alone): a
-    // 2 us kernel's 0.5% is 10 ns. 20 ns is what 0.5% of a graph of a small kernel alone (4 us
-    // on the H200) resolved before the lead, so small kernels keep that precision.
-    o.policy.noise_floor_us = 0.02;
     o.policy.time_cap_s = 1.0;
   }
   return o;
@@ -301,8 +297,11 @@ Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch,
   // graph does not. On the H200 each kernel of a Qwen3 layer took 1.6-2.9 us more alone than in
   // the layer's graph, so a 1 x 128 layer's kernels summed to 55.7 us against 40.7 us for its
   // graph (bench/results/layer-h200-2026-12-04d.md). So launch() runs behind the lead (an empty
-  // kernel), and each sample subtracts the lead's own graph, timed just before on a cold L2 too:
-  // what the kernel adds to a graph, as in production, and comparable between a slice and a layer.
+  // kernel), and the median of the lead's own graph, timed before each sample on a cold L2 too, is
+  // subtracted from the samples' median: what the kernel adds to a graph, as in production, and
+  // comparable between a slice and a layer. The stopping rule reads the led graph's samples (the
+  // candidate's time plus ~3 us), not a per-sample difference of two timings, whose relative noise
+  // on a 2 us kernel would reach 0.5% only at the cap.
   GraphExec graph, lead_graph;
   if (regime == Regime::kDeploy) {
     const auto led = [&](CUstream st) -> CUresult {
@@ -333,16 +332,17 @@ Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch,
 
   Error failure = Error::internal("");
   bool failed = false;
+  std::vector<double> lead_samples;
   auto sample = [&]() -> double {
     if (failed) return 0;
     auto run = [&]() -> Result<double> {
-      double lead_us = 0;
       if (lead_graph) {
         ATTUNE_TRY(flush.run(stream));
         ATTUNE_CU(cuEventRecord(start.get(), stream));
         ATTUNE_CU(cuGraphLaunch(lead_graph.get(), stream));
         ATTUNE_CU(cuEventRecord(stop.get(), stream));
-        ATTUNE_ASSIGN(lead_us, elapsed_us(start, stop));
+        ATTUNE_ASSIGN(double lead_us, elapsed_us(start, stop));
+        lead_samples.push_back(lead_us);
       }
       if (regime == Regime::kDeploy) ATTUNE_TRY(flush.run(stream));
       ATTUNE_CU(cuEventRecord(start.get(), stream));
@@ -353,7 +353,7 @@ Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch,
       }
       ATTUNE_CU(cuEventRecord(stop.get(), stream));
       ATTUNE_ASSIGN(double us, elapsed_us(start, stop));
-      return lead_graph ? us - lead_us : us / reps;
+      return lead_graph ? us : us / reps;
     };
     auto r = run();
     if (!r) {
@@ -366,15 +366,8 @@ Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch,
   SampleStats s = sample_until_stable(sample, options.policy);
   if (failed) return failure;
   ClockReading clocks = read_clocks(pci_bus_id);  // read right after the samples, clocks still up
+  if (lead_graph) s = less_baseline(s, summarize(lead_samples));
   Measurement m = measurement_of(s, regime);
-  if (lead_graph) {
-    // A difference of two timings: a kernel that adds next to nothing may come out at or below
-    // zero; it is recorded as the least time a timing resolves.
-    constexpr double kLeast = 0.01;
-    m.median_us = std::max(m.median_us, kLeast);
-    m.min_us = std::max(m.min_us, kLeast);
-    m.max_us = std::max(m.max_us, kLeast);
-  }
   m.sm_clock_mhz = clocks.sm_clock_mhz;
   m.throttle = clocks.throttle;
   return m;

@@ -24,14 +24,17 @@ struct SampleStats {
 
 SampleStats summarize(std::vector<double> samples);
 
+// What `total`'s timings take beyond `baseline`'s (a graph of the candidate behind an empty
+// kernel, less a graph of the empty kernel alone): the difference of the medians, the extremes
+// less the baseline's median, and the two medians' absolute noise combined, relative to the
+// difference. A difference at or under zero is taken as the least a timing resolves (10 ns).
+SampleStats less_baseline(const SampleStats& total, const SampleStats& baseline);
+
 struct SamplingPolicy {
   int min_samples = 10;
   int max_samples = 1000;
   double noise_bound = 0.005;  // stop once the median's relative noise is under 0.5%
-  // ... or once its absolute noise (noise x median) is under this many us: a small difference of
-  // two timings (the CUDA deploy regime's) would reach 0.5% only at the time cap.
-  double noise_floor_us = 0;
-  double time_cap_s = 2.0;  // or once this much wall time went into sampling
+  double time_cap_s = 2.0;     // or once this much wall time went into sampling
 };
 
 // A Measurement of these samples in the regime (clocks left unknown for the caller to fill).

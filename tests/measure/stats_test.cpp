@@ -48,21 +48,22 @@ TEST(Stats, SamplingStopsOnceTheMedianIsQuiet) {
   EXPECT_EQ(noisy.n, 50);  // never quiet: stops at the cap
 }
 
-TEST(Stats, AnAbsoluteNoiseFloorStopsASmallMedianThatIsNotRelativelyQuiet) {
-  // A median of 2 with +-0.2 alternating samples: 0.102 absolute noise (5% relative) however
-  // many samples, far over 0.5%.
-  int calls = 0;
-  auto sample = [&] { return 2.0 + (++calls % 2 ? 0.2 : -0.2); };
-  SamplingPolicy p;
-  p.noise_bound = 0.005;
-  p.max_samples = 1000;
-  p.time_cap_s = 100;
-  EXPECT_EQ(sample_until_stable(sample, p).n, 1000);  // no floor: only the cap stops it
-  calls = 0;
-  p.noise_floor_us = 0.11;
-  const SampleStats s = sample_until_stable(sample, p);
-  EXPECT_EQ(s.n, p.min_samples);
-  EXPECT_LE(s.noise * s.median, 0.11);
+TEST(Stats, LessABaselineSubtractsMediansAndCombinesTheirNoise) {
+  SampleStats total{.n = 40, .median = 5.0, .min = 4.8, .max = 9.0, .noise = 0.004};
+  SampleStats lead{.n = 40, .median = 3.0, .min = 2.9, .max = 3.5, .noise = 0.005};
+  const SampleStats d = less_baseline(total, lead);
+  EXPECT_EQ(d.n, 40);
+  EXPECT_DOUBLE_EQ(d.median, 2.0);
+  EXPECT_DOUBLE_EQ(d.min, 1.8);
+  EXPECT_DOUBLE_EQ(d.max, 6.0);
+  // 0.02 us and 0.015 us of absolute noise: 0.025 us, 1.25% of 2 us.
+  EXPECT_NEAR(d.noise, 0.0125, 1e-12);
+  // Nothing added beyond the baseline: the least a timing resolves, never zero or negative.
+  lead.median = 5.2;
+  const SampleStats none = less_baseline(total, lead);
+  EXPECT_DOUBLE_EQ(none.median, 0.01);
+  EXPECT_DOUBLE_EQ(none.min, 0.01);
+  EXPECT_GT(none.noise, 1);
 }
 
 }  // namespace
