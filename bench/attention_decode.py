@@ -3,8 +3,9 @@
 
 For each cell (dtype, head, kv depth, batch, query heads, KV heads, new tokens) it prints attune's
 tuned best and its split baseline (deploy regime, from `attune tune --json`), each PyTorch SDPA
-backend (flash, efficient, cuDNN, math) timed the way attune's deploy regime times (a CUDA graph of
-one call replayed after an L2 flush by reads, CUDA events, median of many samples), the best SDPA
+backend (flash, efficient, cuDNN, math) timed the way attune's deploy regime times (what one call adds
+to a CUDA graph behind another kernel, replayed after an L2 flush by reads, CUDA events, medians of many
+samples; bench/sdpa_timing.py), the best SDPA
 backend, attune's ratio to it (< 1: attune faster) and attune's share of the measured read
 bandwidth (bytes of K, V, q and o once / time / read bandwidth: issue 16's target figure).
 
@@ -143,7 +144,7 @@ for dtype, head, kv, batch, hq, hkv, ql in CELLS:
 lines = [f"# bench/attention_decode  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
          f"device: {props.name}; torch {torch.__version__}; read bandwidth (4 GiB fp32 sum) {read_gbps:.0f} GB/s; "
          f"copy bandwidth (cuMemcpyDtoD, read+write) {copy['median_gbps']:.0f} GB/s",
-         "All times deploy regime (CUDA graph replay after an L2 flush by reads, median). ratio = attune / best SDPA.",
+         "All times deploy regime (what one call adds to a CUDA graph behind an empty kernel, replayed after an L2 flush by reads, medians). ratio = attune / best SDPA.",
          "% read BW: K, V, q and o bytes / attune's time / the 4 GiB read bandwidth (the target's figure). "
          "size-matched read us: a plain read of the cell's K and V bytes alone in the same regime "
          "(its own % of the read bandwidth in brackets); % size-matched: that read's time / attune's.",

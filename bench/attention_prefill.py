@@ -110,7 +110,7 @@ for dtype, head, seq, batch, hq, hkv in CELLS:
 
 lines = [f"# bench/attention_prefill  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
          f"device: {props.name}; torch {torch.__version__}; bf16 matrix rate (8192^3 torch.matmul) {peak:.0f} TFLOP/s",
-         "All times deploy regime (CUDA graph replay after an L2 flush by reads, median), microseconds. "
+         "All times deploy regime (what one call adds to a CUDA graph behind an empty kernel, replayed after an L2 flush by reads, medians), microseconds. "
          "speed = best SDPA time / attune time (>= 1: attune at least as fast). TFLOP/s counts the causal half.",
          "", "| cell | attune best | baseline | flash | efficient | cudnn | math | best SDPA | speed vs best | attune TFLOP/s | % of matmul rate | attune config | tune wall s |",
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]

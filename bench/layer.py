@@ -500,8 +500,10 @@ NOTES = """Notes on what is compared:
   are timed by bench/layer_torch.py the same way (a 256 MiB read flush before each replay), eager
   and torch.compile as one captured CUDA graph, max-autotune through its own CUDA graphs.
 - The tune's assembled check and its isolated kernel times (the gap's two sides) are timed by
-  attune's deploy regime: one CUDA graph (of the layer, or of one kernel) replayed after an L2
-  flush by reads, CUDA events around each replay.
+  attune's deploy regime: what the layer, or one kernel, adds to a CUDA graph behind an empty
+  kernel (a graph of both less a graph of the empty kernel alone, each replayed after an L2 flush by
+  reads, CUDA events around each replay, medians). examples/layer and the peers' times include
+  launching their graph (the graph floor below, about 2.9 us on the H200); the assembled check's does not.
 - attune tunes layer 0, which has no residual add before its first RMSNorm, and leaves the layer's
   last residual add to the next layer's RMSNorm; examples/layer and the PyTorch peers do both adds
   of a layer in the middle of the model.

@@ -1,7 +1,7 @@
 """bench/sdpa_timing: what the attention benches share: PyTorch's SDPA backends timed the way
-attune's deploy regime times (a CUDA graph of one call replayed after an L2 flush by reads, CUDA
-events, median of many samples), imported by bench/attention_decode.py and
-bench/attention_prefill.py.
+attune's deploy regime times (what one call adds to a CUDA graph behind another kernel, replayed
+after an L2 flush by reads, CUDA events, median of many samples), imported by
+bench/attention_decode.py and bench/attention_prefill.py.
 """
 import time
 
@@ -25,32 +25,54 @@ def flush():
     torch.sum(flush_buf, dim=0, out=flush_sink)
 
 
+# The lead: a kernel next to nothing, which every timed graph starts with (attune's is an empty
+# kernel, src/cuda/cuda_run.cpp).
+lead_buf = torch.zeros(1, dtype=torch.float32, device=dev)
+
+
+def lead():
+    lead_buf.add_(0.0)
+
+
+def _replay_us(g, start, stop):
+    flush()
+    start.record()
+    g.replay()
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop) * 1000.0
+
+
 def deploy_us(fn, samples=200):
-    """Median of `samples` single replays of a CUDA graph of fn(), each after an L2 flush."""
+    """What fn() adds to a CUDA graph behind another kernel, L2 cold, as attune's deploy regime
+    times it: per sample, a graph of the lead alone and then a graph of the lead and fn(), each
+    replayed after an L2 flush; the median of the second less the median of the first."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
         for _ in range(3):
             fn()  # warm-up outside the graph (workspace allocation, autotuning)
+            lead()
     torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
+    g_lead, g = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g_lead):
+        lead()
     with torch.cuda.graph(g):
+        lead()
         fn()
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     t_end = time.time() + 0.02
     while time.time() < t_end:
         g.replay()
+        g_lead.replay()
     torch.cuda.synchronize()
-    times = []
+    alone, led = [], []
     for _ in range(samples):
-        flush()
-        start.record()
-        g.replay()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) * 1000.0)
-    times.sort()
-    return times[len(times) // 2]
+        alone.append(_replay_us(g_lead, start, stop))
+        led.append(_replay_us(g, start, stop))
+    alone.sort()
+    led.sort()
+    return max(led[len(led) // 2] - alone[len(alone) // 2], 0.01)
 
 
 def sdpa_us(backend, q, k, v, samples=200, **kwargs):

@@ -92,6 +92,8 @@ class L2Flush {
                                 FlushKind kind = FlushKind::kRead);
   // Enqueues one flush on the stream.
   Status run(CUstream s);
+  // Enqueues the empty kernel a deploy sample's graph starts with (time_kernel).
+  CUresult lead(CUstream s) const;
 
  private:
   FlushKind kind_ = FlushKind::kRead;
@@ -99,6 +101,7 @@ class L2Flush {
   DeviceBuffer sink_;  // written only if the reads' checksum hits a value zeros never give
   Module module_;
   CUfunction read_ = nullptr;
+  CUfunction lead_ = nullptr;
   unsigned blocks_ = 0;
 };
 
@@ -111,9 +114,11 @@ struct TimingOptions {
 // rank needs order, not the last digit (few samples, a short cap); deploy stops at 0.5% noise.
 TimingOptions timing_options(Regime regime);
 
-// Times launch() (which enqueues one run on the stream) in the given regime: deploy samples run
-// `flush` first and replay launch() captured as a CUDA graph (a direct launch when it cannot be
-// captured).
+// Times launch() (which enqueues one run on the stream) in the given regime. Rank: back-to-back
+// launches captured as one CUDA graph, warm. Deploy: what launch() adds to a CUDA graph behind
+// another kernel, L2 cold: each sample flushes and replays a graph of flush.lead() alone, then
+// flushes and replays a graph of flush.lead() and launch(), and takes the difference (a direct
+// launch, timed whole, when it cannot be captured).
 Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch, CUstream stream,
                                 Regime regime, L2Flush& flush, const TimingOptions& options,
                                 const std::string& pci_bus_id);

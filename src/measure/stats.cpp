@@ -35,6 +35,17 @@ SampleStats summarize(std::vector<double> samples) {
   return s;
 }
 
+SampleStats less_baseline(const SampleStats& total, const SampleStats& baseline) {
+  constexpr double kLeast = 0.01;
+  SampleStats s;
+  s.n = total.n;
+  s.median = std::max(total.median - baseline.median, kLeast);
+  s.min = std::max(total.min - baseline.median, kLeast);
+  s.max = std::max(total.max - baseline.median, kLeast);
+  s.noise = std::hypot(total.noise * total.median, baseline.noise * baseline.median) / s.median;
+  return s;
+}
+
 Measurement measurement_of(const SampleStats& s, Regime regime) {
   Measurement m;
   m.regime = regime;

@@ -24,6 +24,12 @@ struct SampleStats {
 
 SampleStats summarize(std::vector<double> samples);
 
+// What `total`'s timings take beyond `baseline`'s (a graph of the candidate behind an empty
+// kernel, less a graph of the empty kernel alone): the difference of the medians, the extremes
+// less the baseline's median, and the two medians' absolute noise combined, relative to the
+// difference. A difference at or under zero is taken as the least a timing resolves (10 ns).
+SampleStats less_baseline(const SampleStats& total, const SampleStats& baseline);
+
 struct SamplingPolicy {
   int min_samples = 10;
   int max_samples = 1000;

@@ -48,5 +48,23 @@ TEST(Stats, SamplingStopsOnceTheMedianIsQuiet) {
   EXPECT_EQ(noisy.n, 50);  // never quiet: stops at the cap
 }
 
+TEST(Stats, LessABaselineSubtractsMediansAndCombinesTheirNoise) {
+  SampleStats total{.n = 40, .median = 5.0, .min = 4.8, .max = 9.0, .noise = 0.004};
+  SampleStats lead{.n = 40, .median = 3.0, .min = 2.9, .max = 3.5, .noise = 0.005};
+  const SampleStats d = less_baseline(total, lead);
+  EXPECT_EQ(d.n, 40);
+  EXPECT_DOUBLE_EQ(d.median, 2.0);
+  EXPECT_DOUBLE_EQ(d.min, 1.8);
+  EXPECT_DOUBLE_EQ(d.max, 6.0);
+  // 0.02 us and 0.015 us of absolute noise: 0.025 us, 1.25% of 2 us.
+  EXPECT_NEAR(d.noise, 0.0125, 1e-12);
+  // Nothing added beyond the baseline: the least a timing resolves, never zero or negative.
+  lead.median = 5.2;
+  const SampleStats none = less_baseline(total, lead);
+  EXPECT_DOUBLE_EQ(none.median, 0.01);
+  EXPECT_DOUBLE_EQ(none.min, 0.01);
+  EXPECT_GT(none.noise, 1);
+}
+
 }  // namespace
 }  // namespace attune

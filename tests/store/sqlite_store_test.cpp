@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -357,6 +358,35 @@ TEST(SqliteStore, AV4DatabaseKeepsItsCudaDeployRowsButNoLongerAnswersWithThem) {
   EXPECT_EQ(*(*store)->db().scalar("SELECT count(*) FROM measurements"), 3);
   EXPECT_EQ(*(*store)->db().scalar(
                 "SELECT count(*) FROM measurements WHERE discarded LIKE '%memset L2 flush%'"),
+            1);
+}
+
+TEST(SqliteStore, AV8DatabaseKeepsItsCudaDeployRowsButNoLongerAnswersWithThem) {
+  testing::TempDir dir;
+  std::string path = dir.file("v8.db");
+  Problem p = *Problem::parse("gemm:m=8,n=8,k=8");
+  const std::string dev = sim_device().key(), key = p.structural_key();
+  {
+    // cuda deploy (a graph of the candidate alone), cuda rank, sim deploy.
+    sqlite::Db db = database_at(path, 8, p);
+    for (const char* row : {"'cuda', 'deploy'", "'cuda', 'rank'", "'sim', 'deploy'"})
+      ASSERT_TRUE(db.exec(fmt::format("INSERT INTO measurements (device_key, problem_key, "
+                                      "backend, regime, config, config_hash, verdict, samples, "
+                                      "median_us, min_us, max_us, noise, created_at) VALUES "
+                                      "('{}', '{}', {}, 'a=1', 'h1', 'ok', 3, 4.5, 4.4, 4.6, "
+                                      "0.01, 't')",
+                                      dev, key, row))
+                      .ok());
+  }
+  auto store = SqliteStore::open(path);
+  ASSERT_TRUE(store.ok()) << store.error().message();
+  EXPECT_EQ(*sqlite::schema_version((*store)->db()), sqlite::current_schema_version());
+  EXPECT_FALSE((*store)->find(dev, key, "cuda", Regime::kDeploy, "h1")->has_value());
+  EXPECT_TRUE((*store)->find(dev, key, "cuda", Regime::kRank, "h1")->has_value());
+  EXPECT_TRUE((*store)->find(dev, key, "sim", Regime::kDeploy, "h1")->has_value());
+  EXPECT_EQ(*(*store)->db().scalar("SELECT count(*) FROM measurements"), 3);
+  EXPECT_EQ(*(*store)->db().scalar("SELECT count(*) FROM measurements WHERE discarded LIKE "
+                                   "'%graph of the candidate alone%'"),
             1);
 }
 

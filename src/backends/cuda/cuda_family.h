@@ -37,6 +37,8 @@ class CudaEnv {
   Result<Built> function(const BuildRequest& request, const std::string& name);
   // Times launch() under the regime's policy (rank: warm, back-to-back; deploy: cold L2).
   Result<Measurement> time(const std::function<CUresult(CUstream)>& launch, Regime regime);
+  // Enqueues the deploy regime's lead, an empty kernel (cuda::L2Flush::lead).
+  CUresult lead(CUstream s) const { return flush_.lead(s); }
   // A chain's prefixes timed as CUDA graphs behind `lead` (cuda::time_prefixes).
   Result<std::vector<double>> time_prefixes(
       const std::vector<std::function<CUresult(CUstream)>>& steps,

@@ -12,3 +12,7 @@ extern "C" __global__ void attune_l2_flush_read(const uint4* __restrict__ p,
   }
   if (acc == 0x9e3779b9u) *sink = acc;
 }
+
+// The deploy regime's lead (cuda::L2Flush::lead): an empty kernel a deploy sample's graph starts
+// with, so the candidate after it runs as a kernel behind another in a graph does.
+extern "C" __global__ void attune_graph_lead() {}

@@ -22,10 +22,8 @@ namespace {
 
 using namespace attune::cuda;
 
-// Rounds of replays of the chain's prefixes (after the deploy measurement), and the empty kernel
-// each prefix graph starts with.
+// Rounds of replays of the chain's prefixes (after the deploy measurement).
 constexpr int kPrefixSamples = 100;
-constexpr const char* kEmptySource = "extern \"C\" __global__ void attune_empty() {}\n";
 
 // One argument of a step bound to a named tensor of the layer, of `elems` 16-bit values.
 struct Binding {
@@ -232,17 +230,13 @@ class LayerFamily final : public CudaFamily {
       // Where the chain's time goes: each kernel's time behind its predecessor in the graph. A
       // breakdown that cannot be taken (a chain that cannot be captured) leaves the measurement
       // without one; the report says so.
-      auto empty = launchable(env, BuildRequest{kEmptySource, "empty.cu"}, "attune_empty", 32, 0);
-      if (empty && empty->fn) {
-        std::vector<std::function<CUresult(CUstream)>> steps;
-        for (Ready& r : ready_) steps.emplace_back([&r](CUstream st) { return r.go(st); });
-        const auto lead = [fn = empty->fn](CUstream st) {
-          return cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, st, nullptr, nullptr);
-        };
-        if (auto t = env.time_prefixes(steps, lead, kPrefixSamples)) {
-          m.parts_floor_us = t->front();
-          for (std::size_t k = 1; k < t->size(); ++k) m.parts_us.push_back((*t)[k] - (*t)[k - 1]);
-        }
+      std::vector<std::function<CUresult(CUstream)>> steps;
+      for (Ready& r : ready_) steps.emplace_back([&r](CUstream st) { return r.go(st); });
+      // Behind the deploy regime's own lead, as every deploy sample's candidate runs.
+      const auto lead = [&env](CUstream st) { return env.lead(st); };
+      if (auto t = env.time_prefixes(steps, lead, kPrefixSamples)) {
+        m.parts_floor_us = t->front();
+        for (std::size_t k = 1; k < t->size(); ++k) m.parts_us.push_back((*t)[k] - (*t)[k - 1]);
       }
     }
     o.measurement = m;

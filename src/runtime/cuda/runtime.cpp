@@ -89,6 +89,11 @@ struct StreamDestroy {
 
 }  // namespace
 
+struct Runtime::Impl::TimingState {
+  std::unique_ptr<CUstream_st, StreamDestroy> stream;
+  cuda::L2Flush flush;
+};
+
 Status to_status(const Error& e, Code internal_as) {
   switch (e.kind()) {
     case Error::Kind::kInvalidArgument:
@@ -457,10 +462,18 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
         "time: '" + problem.text() +
         "' is not a gemm, rmsnorm, attention_decode, attention_prefill, rope or silu_mul "
         "problem");
-  CUstream raw = nullptr;
-  if (CUresult rc = cuStreamCreate(&raw, CU_STREAM_NON_BLOCKING); rc != CUDA_SUCCESS)
-    return fail(cuda::driver_error(rc, "cuStreamCreate", __FILE__, __LINE__));
-  std::unique_ptr<CUstream_st, StreamDestroy> stream(raw);
+  std::lock_guard lock(timing_mutex);
+  if (!timing) {
+    CUstream raw = nullptr;
+    if (CUresult rc = cuStreamCreate(&raw, CU_STREAM_NON_BLOCKING); rc != CUDA_SUCCESS)
+      return fail(cuda::driver_error(rc, "cuStreamCreate", __FILE__, __LINE__));
+    std::unique_ptr<CUstream_st, StreamDestroy> made(raw);
+    auto flush = cuda::L2Flush::create(executor->compiler(), executor->limits().l2_bytes,
+                                       executor->limits().sm_count);
+    if (!flush) return fail(flush.error());
+    timing = std::make_shared<TimingState>(TimingState{std::move(made), std::move(*flush)});
+  }
+  const std::unique_ptr<CUstream_st, StreamDestroy>& stream = timing->stream;
   const std::uint64_t seed = std::random_device{}();
 
   // The inputs of one call, and the call itself through the public entry point.
@@ -600,9 +613,7 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
   // The tuner's deploy regime, by the tuner's own function and policy (timing_options): warm-up
   // calls, then per sample an L2 flush and one replay of the call captured as a CUDA graph.
   // Capturing the call is safe once warm: a prepared launch allocates and compiles nothing.
-  auto flush = cuda::L2Flush::create(executor->compiler(), executor->limits().l2_bytes,
-                                     executor->limits().sm_count);
-  if (!flush) return fail(flush.error());
+  cuda::L2Flush* flush = &timing->flush;
   Status call_failure;
   auto launch = [&](CUstream st) -> CUresult {
     Status s = call(st);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include "attune/runtime.h"
 #include "runtime/cuda/executor.h"
@@ -53,6 +54,13 @@ struct Runtime::Impl {
   const runtime::DispatchRecord* last() const;
   // The timing hook: `problem` through the public entry point, deploy regime.
   Status time(const Problem& problem, Timing* out, const runtime::DispatchRecord** record);
+  // What time() keeps from one call to the next, as a tuning worker keeps them: its stream and
+  // its L2 flush, made on the first call. Made anew per call, every row of an `attune verify`
+  // after the first timed 0.3-0.5 us slower than recorded on the H200, whatever the order of
+  // the rows. Declared after the executor: destroyed first.
+  struct TimingState;
+  std::mutex timing_mutex;
+  std::shared_ptr<TimingState> timing;
 };
 
 // An attune::Error as a public Status; errors of kind internal are reported as `internal_as`
