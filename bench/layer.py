@@ -38,6 +38,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -210,6 +211,11 @@ def step_tune(s, ctx, res):
     db = os.path.join(ctx.out, f"layer-{s['id']}.db")
     for f in glob.glob(db + "*"):
         os.remove(f)  # the first tune starts from an empty database: its wall time is a cold tune
+    # ... and from an empty cubin cache: a cache that earlier steps of the call (the GPU tests,
+    # another shape) filled would make it a warm one.
+    cache = os.path.join(ctx.out, f"cubin-{s['id']}")
+    shutil.rmtree(cache, ignore_errors=True)
+    env = dict(os.environ, ATTUNE_CACHE_DIR=cache)
     cmd = [ctx.attune, "tune", "--backend", "cuda", "--model", os.path.join(ROOT, s["model"]),
            "--layer", "0", *shape_flags(s), "--json", "--db", db, *ctx.tune_flags]
     for key, cap_s in (("tune", ctx.tune_limit), ("rerun", ctx.rerun_limit)):
@@ -218,7 +224,7 @@ def step_tune(s, ctx, res):
             res[key] = {"error": "budget spent before this step (LAYER_BUDGET_S)"}
             continue
         log(f"{s['id']}: attune {key} (cap {cap:.0f} s)")
-        r = run(cmd, cap, os.path.join(ctx.out, f"layer-{s['id']}-{key}.log"))
+        r = run(cmd, cap, os.path.join(ctx.out, f"layer-{s['id']}-{key}.log"), env=env)
         report = parse_json(r["out"])
         if report is not None:
             with open(os.path.join(ctx.out, f"layer-{s['id']}-{key}.json"), "w") as f:
