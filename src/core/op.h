@@ -18,6 +18,14 @@
 
 namespace attune {
 
+// What one run of a problem must at least do: bytes read and written once each, and arithmetic
+// operations (a multiply-add counts 2). An estimate of what a problem costs before any of it is
+// timed: a layer tune shares its time limit among its kernels by it.
+struct OpWork {
+  double bytes = 0;
+  double flops = 0;
+};
+
 struct OpSignature {
   std::string name;  // Problem::op(), and the op's folder src/kernels/<name>/
   // Positive integer attributes, in --shape order. The first is the axis a bucketed table ranges
@@ -51,6 +59,8 @@ struct OpSignature {
   // once here for its CUDA family and the sim alike (attention_prefill); nullptr: each says its
   // own.
   Result<Space> (*space)(const Problem& resolved) = nullptr;
+  // The least a run of a resolved problem does (OpWork); nullptr: unknown.
+  OpWork (*work)(const Problem& resolved) = nullptr;
 
   // --shape's form: the sizes upper-cased and joined by 'x' ("MxNxK", "ROWSxHIDDEN").
   std::string shape_syntax() const;

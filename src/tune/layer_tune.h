@@ -136,9 +136,18 @@ Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
                    const LaneFactory& make_lane, const TuneOptions& options,
                    const TuneObserver& observer = {});
 
-// --time-limit's share for the next problem of a layer tune: an equal part of what is left
-// (limit - elapsed) among the problems left, this one included, with `devices` running in
-// parallel, and at most what is left; past the limit a moment, enough for the baseline.
-double time_share(double limit_s, double elapsed_s, std::size_t devices, std::size_t problems_left);
+// --time-limit's share for the next problem of a layer tune: what is left (limit - elapsed),
+// with `devices` running in parallel, among the problems left (this one included): half of it in
+// equal parts, half in proportion to `weight` of `weights_left` (the problems left's weights,
+// this one's included), so every kernel gets a search and the costly ones get more of it; at
+// most what is left; past the limit a moment, enough for the baseline.
+double time_share(double limit_s, double elapsed_s, std::size_t devices, std::size_t problems_left,
+                  double weight = 1, double weights_left = 0);
+
+// A problem's weight in that share: what it is likely to cost before any of it is timed, a
+// launch plus its op's least bytes at 3 TB/s or its arithmetic at 600 TFLOP/s, whichever is
+// longer (OpSignature::work; an H200's class of device: only the ratios among a layer's kernels
+// matter). An op with no estimate weighs a launch.
+double estimated_us(const Problem& problem, const graph::OpLookup& ops = find_op);
 
 }  // namespace attune

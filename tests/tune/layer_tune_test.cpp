@@ -165,6 +165,42 @@ TEST(LayerTimeShare, TheLimitIsSharedByTheProblemsLeft) {
   EXPECT_DOUBLE_EQ(time_share(100, 120, 1, 2), 0.001);  // past it: the baseline alone
 }
 
+TEST(LayerTimeShare, HalfInEqualPartsHalfByWeight) {
+  // Two problems left of weights 3 and 1: 100 x (1/4 + 3/8), then what is left all to the last.
+  EXPECT_DOUBLE_EQ(time_share(100, 0, 1, 2, 3, 4), 62.5);
+  EXPECT_DOUBLE_EQ(time_share(100, 62.5, 1, 1, 1, 1), 37.5);
+  // A light one still gets half its equal part.
+  EXPECT_DOUBLE_EQ(time_share(100, 0, 1, 2, 0, 4), 25);
+  // Equal weights: equal parts, as with none.
+  EXPECT_DOUBLE_EQ(time_share(100, 0, 1, 10, 2, 20), 10);
+}
+
+TEST(LayerTimeShare, AKernelWeighsWhatItIsLikelyToCost) {
+  auto us = [](const std::string& spec) {
+    auto p = Problem::parse(spec);
+    EXPECT_TRUE(p) << spec;
+    return estimated_us(*p);
+  };
+  // Qwen3-8B's decode step: the gate/up GEMM reads 201 MB of weights (67 us at 3 TB/s).
+  const double gate_up = us("gemm:bias=0,dtype=bf16,k=4096,m=8,n=24576");
+  EXPECT_NEAR(gate_up, 3 + 2.0 * (8 * 4096 + 24576.0 * 4096 + 8 * 24576) / 3e6, 1e-9);
+  const double attention =
+      us("attention_decode:batch=8,dtype=bf16,head=128,kv=2048,kv_heads=8,q_heads=32,q_len=1");
+  const double norm = us("rmsnorm:dtype=bf16,hidden=4096,residual=1,rows=8");
+  EXPECT_GT(gate_up, attention);
+  EXPECT_GT(attention, 5 * norm);
+  EXPECT_NEAR(norm, 3, 0.1);  // a launch, next to nothing moved
+  // A prefill GEMM is bound by its arithmetic: 2 x 4096 x 4096 x 1024 at 600 TFLOP/s.
+  EXPECT_NEAR(us("gemm:bias=0,dtype=bf16,k=1024,m=4096,n=4096"), 3 + 2.0 * 4096 * 4096 * 1024 / 6e8,
+              1e-9);
+  // Every op a layer lowers to has an estimate.
+  for (const OpSignature* op : registered_ops()) EXPECT_TRUE(op->work) << op->name;
+  // An op with none weighs a launch.
+  EXPECT_DOUBLE_EQ(estimated_us(*Problem::parse("layer:x=1"),
+                                [](std::string_view) -> const OpSignature* { return nullptr; }),
+                   3);
+}
+
 TEST_F(LayerTuneTest, ATimeLimitBoundsTheWholeLayerAndEveryKernelStillGetsATime) {
   // So short that each problem's share runs out after its first candidate, the baseline.
   const LayerTuneReport r = tune("a.db", {0}, {}, 0.002);

@@ -179,6 +179,16 @@ Result<Space> attention_decode_space(const Problem& p) {
         }}});
 }
 
+// The K and V caches, q and o once; QK^T and PV over every cached position.
+OpWork attention_decode_work(const Problem& p) {
+  const double batch = static_cast<double>(*p.int_attr("batch")),
+               kv = static_cast<double>(*p.int_attr("kv")),
+               head = static_cast<double>(*p.int_attr("head")),
+               q_rows = static_cast<double>(*p.int_attr("q_heads") * *p.int_attr("q_len"));
+  const double cache = 2 * batch * kv * static_cast<double>(*p.int_attr("kv_heads")) * head;
+  return OpWork{2 * (cache + 2 * batch * q_rows * head), 4 * batch * q_rows * kv * head};
+}
+
 }  // namespace
 
 unsigned attention_decode_mma_stages(std::int64_t head, std::int64_t kv_tile) {
@@ -210,7 +220,8 @@ const OpSignature& attention_decode_op() {
       .sweep_defaults = {{"q_heads", "32"}, {"kv_heads", "8"}, {"q_len", "1"}},
       .sweep_default_per = {"head"},
       .check = &check_attention_decode,
-      .space = &attention_decode_space};
+      .space = &attention_decode_space,
+      .work = &attention_decode_work};
   return op;
 }
 

@@ -82,6 +82,17 @@ Result<Space> attention_prefill_space(const Problem& p) {
         }}});
 }
 
+// q, k, v and o once; causal QK^T and PV: half of 4 seq^2 head per query head.
+OpWork attention_prefill_work(const Problem& p) {
+  const double seq = static_cast<double>(*p.int_attr("seq")),
+               batch = static_cast<double>(*p.int_attr("batch")),
+               head = static_cast<double>(*p.int_attr("head")),
+               q_heads = static_cast<double>(*p.int_attr("q_heads")),
+               kv_heads = static_cast<double>(*p.int_attr("kv_heads"));
+  return OpWork{2 * batch * seq * head * (2 * q_heads + 2 * kv_heads),
+                2 * batch * q_heads * seq * seq * head};
+}
+
 }  // namespace
 
 const OpSignature& attention_prefill_op() {
@@ -97,7 +108,8 @@ const OpSignature& attention_prefill_op() {
       .sweep_defaults = {{"batch", "1"}, {"q_heads", "32"}, {"kv_heads", "8"}},
       .sweep_default_per = {"head"},
       .check = &check_attention_prefill,
-      .space = &attention_prefill_space};
+      .space = &attention_prefill_space,
+      .work = &attention_prefill_work};
   return op;
 }
 

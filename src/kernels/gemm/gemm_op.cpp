@@ -24,6 +24,17 @@ Status check_gemm(const Problem& p) {
   return Status::success();
 }
 
+// A, W and C once (C is N/2 wide under silu_mul), the bias; 2 M N K.
+OpWork gemm_work(const Problem& p) {
+  const double m = static_cast<double>(*p.int_attr("m")), n = static_cast<double>(*p.int_attr("n")),
+               k = static_cast<double>(*p.int_attr("k"));
+  const std::string* silu = p.attr("silu_mul");
+  const std::string* bias = p.attr("bias");
+  const double out_n = silu && *silu == "1" ? n / 2 : n;
+  const double elems = m * k + n * k + m * out_n + (bias && *bias == "1" ? n : 0);
+  return OpWork{2 * elems, 2 * m * n * k};
+}
+
 }  // namespace
 
 const OpSignature& gemm_op() {
@@ -39,7 +50,8 @@ const OpSignature& gemm_op() {
                               // A weight matrix is one (n, k): its rows compress to a default
                               // config over the token count m, with exceptions.
                               .sweep_default_per = {"n", "k"},
-                              .check = &check_gemm};
+                              .check = &check_gemm,
+                              .work = &gemm_work};
   return op;
 }
 

@@ -4,6 +4,19 @@
 
 namespace attune::kernels {
 
+namespace {
+
+// x and y once, r and h too with the residual, the weight.
+OpWork rmsnorm_work(const Problem& p) {
+  const double rows = static_cast<double>(*p.int_attr("rows")),
+               hidden = static_cast<double>(*p.int_attr("hidden"));
+  const std::string* residual = p.attr("residual");
+  const double tensors = residual && *residual == "1" ? 4 : 2;
+  return OpWork{2 * (tensors * rows * hidden + hidden), 4 * rows * hidden};
+}
+
+}  // namespace
+
 const OpSignature& rmsnorm_op() {
   static const OpSignature op{.name = "rmsnorm",
                               .sizes = {"rows", "hidden"},
@@ -15,7 +28,8 @@ const OpSignature& rmsnorm_op() {
                               .runtime_key = 1,
                               // A model has one hidden size: a default config per hidden over
                               // the row count, with exceptions.
-                              .sweep_default_per = {"hidden"}};
+                              .sweep_default_per = {"hidden"},
+                              .work = &rmsnorm_work};
   return op;
 }
 

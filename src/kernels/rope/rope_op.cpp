@@ -78,6 +78,15 @@ Result<Space> rope_space(const Problem& p) {
         [fused, tokens](const Assignment& a) { return !fused(a) || a.i("tokens") <= tokens; }}});
 }
 
+// qkv read once; q, and k and v into the caches, written once.
+OpWork rope_work(const Problem& p) {
+  const double tokens =
+      static_cast<double>(*p.int_attr("batch")) * static_cast<double>(*p.int_attr("seq"));
+  const double heads = static_cast<double>(*p.int_attr("q_heads") + 2 * *p.int_attr("kv_heads"));
+  const double elems = tokens * heads * static_cast<double>(*p.int_attr("head"));
+  return OpWork{2 * 2 * elems, 8 * elems};
+}
+
 }  // namespace
 
 const OpSignature& rope_op() {
@@ -95,7 +104,8 @@ const OpSignature& rope_op() {
       .sweep_defaults = {{"q_heads", "32"}, {"kv_heads", "8"}, {"theta", "1000000"}},
       .sweep_default_per = {"head"},
       .check = &check_rope,
-      .space = &rope_space};
+      .space = &rope_space,
+      .work = &rope_work};
   return op;
 }
 

@@ -51,6 +51,13 @@ Result<Space> silu_mul_space(const Problem& p) {
         }}});
 }
 
+// gu (2 x inter per row) read once, y written once.
+OpWork silu_mul_work(const Problem& p) {
+  const double elems =
+      static_cast<double>(*p.int_attr("rows")) * static_cast<double>(*p.int_attr("inter"));
+  return OpWork{2 * 3 * elems, 8 * elems};
+}
+
 }  // namespace
 
 const OpSignature& silu_mul_op() {
@@ -65,7 +72,8 @@ const OpSignature& silu_mul_op() {
       .runtime_key = 5,
       // A model has one intermediate size: a default per inter over rows.
       .sweep_default_per = {"inter"},
-      .space = &silu_mul_space};
+      .space = &silu_mul_space,
+      .work = &silu_mul_work};
   return op;
 }
 
