@@ -157,6 +157,44 @@ TEST_F(LayerTuneTest, TheAssembledLayerRunsTheWinnersConfigs) {
   EXPECT_DOUBLE_EQ(rows->front().outcome.measurement->median_us, *r.assembled.assembled_us);
 }
 
+// A sim that records what the tuner hands to its builds, as the CUDA backend compiles ahead.
+struct PrefetchingSim : SimBackend {
+  std::shared_ptr<std::vector<std::string>> prepared;
+  int prefetch_depth() const override { return 1; }
+  void prepare(const Problem& problem, const Config& config) override {
+    prepared->push_back(problem.text() + " " + config.text());
+  }
+};
+
+TEST_F(LayerTuneTest, EveryKernelsBaselineIsBuiltBeforeAnySearchStarts) {
+  LayerTuneReport r = two_groupings(sim);
+  auto prepared = std::make_shared<std::vector<std::string>>();
+  const std::string db = dir.file("p.db");
+  LaneFactory lanes = [&](int device) -> Result<DeviceLane> {
+    DeviceLane lane;
+    auto backend = std::make_unique<PrefetchingSim>();
+    backend->prepared = prepared;
+    lane.backend = std::move(backend);
+    ATTUNE_TRY(lane.backend->select_device(device));
+    lane.runner = std::make_unique<InProcessRunner>(*lane.backend);
+    ATTUNE_ASSIGN(lane.store, open_store(db));
+    return lane;
+  };
+  TuneOptions o;
+  o.seed = 5;
+  ASSERT_TRUE(tune_layers(r, {0}, lanes, o).ok());
+  // Three problems: their three baselines first, then the searches' own proposals.
+  ASSERT_GT(prepared->size(), 3u);
+  std::vector<std::string> baselines;
+  for (const std::size_t k : {0, 1, 2}) {
+    auto space = sim.space(r.kernels[k].problem);
+    ASSERT_TRUE(space);
+    baselines.push_back(r.kernels[k].problem.text() + " " +
+                        space->config(space->baseline()).text());
+  }
+  EXPECT_EQ(std::vector<std::string>(prepared->begin(), prepared->begin() + 3), baselines);
+}
+
 TEST(LayerTimeShare, TheLimitIsSharedByTheProblemsLeft) {
   EXPECT_DOUBLE_EQ(time_share(100, 0, 1, 10), 10);      // ten problems, one device
   EXPECT_DOUBLE_EQ(time_share(100, 40, 1, 3), 20);      // what earlier ones left unused goes on

@@ -22,7 +22,7 @@ namespace attune {
 
 struct SimProblem;
 
-class SimBackend final : public Backend {
+class SimBackend : public Backend {
  public:
   SimBackend();
   ~SimBackend() override;
