@@ -16,6 +16,7 @@
 #include "backends/registry.h"
 #include "cli/common.h"
 #include "table/table.h"
+#include "verify/timing_band.h"
 
 namespace attune::cli {
 
@@ -24,6 +25,7 @@ namespace {
 struct VerifyFlags {
   std::string table;
   double band = 0.10;
+  double band_floor_us = 0.25;
 };
 
 // The C API of libattune-rt, resolved with dlsym so that attune itself never links the driver.
@@ -75,6 +77,7 @@ struct Check {
 
 int run_verify(const GlobalOptions& g, const VerifyFlags& f) {
   if (!(f.band > 0)) return bad_input("--band must be a positive fraction (0.10 = 10%)");
+  if (!(f.band_floor_us >= 0)) return bad_input("--band-floor-us must be >= 0 microseconds");
   // The table is checked whole here first, so a bad file is bad input even where no GPU is.
   if (auto t = table::load_table(f.table); !t) return bad_input(t.error().message());
   auto api = load_runtime();
@@ -115,7 +118,7 @@ int run_verify(const GlobalOptions& g, const VerifyFlags& f) {
       c.noise = t.noise;
       c.dispatch_ok = t.dispatch.tuned == 1 && t.dispatch.row == i && c.dispatched == c.config;
       c.timed = !row.bucketed || row.point_us;
-      c.time_ok = !c.timed || c.measured_us <= c.recorded_us * (1 + f.band);
+      c.time_ok = !c.timed || within_band(c.recorded_us, c.measured_us, f.band, f.band_floor_us);
       checks.push_back(std::move(c));
     }
   }
@@ -124,9 +127,13 @@ int run_verify(const GlobalOptions& g, const VerifyFlags& f) {
   for (const Check& c : checks) failing += !(c.time_ok && c.dispatch_ok);
 
   if (g.json) {
-    nlohmann::json j{{"table", f.table},      {"band", f.band},
-                     {"hits", counters.hits}, {"misses", counters.misses},
-                     {"failing", failing},    {"rows", nlohmann::json::array()}};
+    nlohmann::json j{{"table", f.table},
+                     {"band", f.band},
+                     {"band_floor_us", f.band_floor_us},
+                     {"hits", counters.hits},
+                     {"misses", counters.misses},
+                     {"failing", failing},
+                     {"rows", nlohmann::json::array()}};
     for (const Check& c : checks)
       j["rows"].push_back({{"row", c.row},
                            {"problem", c.problem},
@@ -149,15 +156,18 @@ int run_verify(const GlobalOptions& g, const VerifyFlags& f) {
       if (!c.dispatch_ok)
         verdict = "FAIL: dispatched " + c.dispatched + " (" + c.why + ")";
       else if (!c.time_ok)
-        verdict = fmt::format("FAIL: slower than recorded by more than {:.0f}%", 100 * f.band);
+        verdict = fmt::format("FAIL: slower than recorded by more than {:.0f}% and {:g} us",
+                              100 * f.band, f.band_floor_us);
       else if (!c.timed)
         verdict = "ok (dispatch only: the table records no per-point times)";
       fmt::print("{:>4}  {:<46} {:>11.2f} {:>11.2f} {:>7.3f}  {}\n", c.row, c.problem,
                  c.recorded_us, c.measured_us,
                  c.recorded_us > 0 ? c.measured_us / c.recorded_us : 0.0, verdict);
     }
-    fmt::print("{} rows, {} checks: {} hits, {} misses, {} failing (band {:.0f}%)\n", rows,
-               checks.size(), counters.hits, counters.misses, failing, 100 * f.band);
+    fmt::print(
+        "{} rows, {} checks: {} hits, {} misses, {} failing (band {:.0f}%, at least {:g} us)\n",
+        rows, checks.size(), counters.hits, counters.misses, failing, 100 * f.band,
+        f.band_floor_us);
   }
   return failing ? kExitFailed : kExitOk;
 }
@@ -172,6 +182,11 @@ Command add_verify_command(CLI::App& app, GlobalOptions& g) {
       ->required();
   sub->add_option("--band", f->band,
                   "a row fails when measured slower than recorded by more than this fraction")
+      ->check(finite_number())
+      ->capture_default_str();
+  sub->add_option("--band-floor-us", f->band_floor_us,
+                  "the band is never narrower than this many microseconds (a short kernel's timing "
+                  "reproduces to about 0.2 us between processes)")
       ->check(finite_number())
       ->capture_default_str();
   return {sub, [&g, f] { return run_verify(g, *f); }};
