@@ -74,6 +74,9 @@ class Backend {
   virtual void prepare(const Problem&, const Config&) {}
   // How many upcoming configs the tuner should hand to prepare(); 0: none.
   virtual int prefetch_depth() const { return 0; }
+  // Builds handed to prepare() that have not started are dropped: the search that wanted them
+  // ended (its time share ran out, or its patience), and they would hold up the next one's.
+  virtual void drop_prepared() {}
 
   // Whether the baseline's own output is the reference every candidate is checked against (a
   // whole program has no independent reference): when the baseline fails, nothing else of the

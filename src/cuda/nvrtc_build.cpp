@@ -185,4 +185,15 @@ std::shared_future<Result<BuildResult>> CompilePool::submit(BuildRequest request
   return f;
 }
 
+std::size_t CompilePool::drop_queued() {
+  std::deque<std::pair<BuildRequest, std::promise<Result<BuildResult>>>> dropped;
+  {
+    std::lock_guard lk(mu_);
+    dropped.swap(queue_);
+  }
+  for (auto& job : dropped)
+    job.second.set_value(Error::unsupported("build dropped: its search ended before it started"));
+  return dropped.size();
+}
+
 }  // namespace attune::cuda

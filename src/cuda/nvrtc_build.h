@@ -66,6 +66,8 @@ class CompilePool {
   CompilePool(const Compiler& compiler, unsigned threads);
   ~CompilePool();
   std::shared_future<Result<BuildResult>> submit(BuildRequest request);
+  // Drops the builds not yet started (their futures hold an error); returns how many.
+  std::size_t drop_queued();
 
  private:
   const Compiler& compiler_;

@@ -79,6 +79,8 @@ Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOp
     if (run_deadline) deadline_ = now + (*run_deadline - now) / static_cast<long>(work.size() - i);
     const auto problem_start = clock_.now();
     auto r = tune_one(p, options, observer);
+    // What the search queued to build ahead and never reached is no use to the next problem.
+    if (backend_.prefetch_depth() > 0) backend_.drop_prepared();
     if (r) r->elapsed_s = std::chrono::duration<double>(clock_.now() - problem_start).count();
     if (!r) {
       (void)store_.finish_run(run_id_, "failed");

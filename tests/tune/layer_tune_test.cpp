@@ -3,6 +3,7 @@
 // answered from the store, and the same results on any number of devices.
 #include "tune/layer_tune.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <set>
@@ -164,6 +165,7 @@ struct PrefetchingSim : SimBackend {
   void prepare(const Problem& problem, const Config& config) override {
     prepared->push_back(problem.text() + " " + config.text());
   }
+  void drop_prepared() override { prepared->push_back("drop"); }
 };
 
 TEST_F(LayerTuneTest, EveryKernelsBaselineIsBuiltBeforeAnySearchStarts) {
@@ -193,6 +195,12 @@ TEST_F(LayerTuneTest, EveryKernelsBaselineIsBuiltBeforeAnySearchStarts) {
                         space->config(space->baseline()).text());
   }
   EXPECT_EQ(std::vector<std::string>(prepared->begin(), prepared->begin() + 3), baselines);
+  // Each problem's search ends by dropping what it queued and did not reach: once per problem
+  // (and once per form timed again in deploy), never before a search has handed anything over.
+  const auto drops = std::count(prepared->begin(), prepared->end(), "drop");
+  EXPECT_GE(drops, 3);
+  EXPECT_NE(prepared->at(3), "drop");
+  EXPECT_EQ(prepared->back(), "drop");
 }
 
 TEST(LayerTimeShare, TheLimitIsSharedByTheProblemsLeft) {

@@ -182,6 +182,13 @@ void CudaBackend::prepare(const Problem& problem, const Config& config) {
   pending_.push_back(pool_->submit(std::move(*req)));
 }
 
+void CudaBackend::drop_prepared() {
+  if (pool_) pool_->drop_queued();
+  std::erase_if(pending_, [](const auto& fut) {
+    return fut.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  });
+}
+
 Outcome CudaBackend::execute(const Problem& problem, const Config& config, Regime regime) {
   auto f = family(problem);
   if (!f) return Outcome::failed(Verdict::kLaunchFailed, f.error().message());

@@ -30,6 +30,7 @@ class CudaBackend final : public Backend {
   Outcome execute(const Problem& problem, const Config& config, Regime regime) override;
   void prepare(const Problem& problem, const Config& config) override;
   int prefetch_depth() const override;
+  void drop_prepared() override;
   // A candidate that has to compile in the worker takes seconds; a hang is known in a minute.
   double default_timeout_s() const override { return 60.0; }
 
