@@ -360,7 +360,11 @@ OptionList<O> build_mcts_option_list() {
                                  "configs before the cost model, not 1; 0: never")
       .template add<double>("small_space_log_cap", &MctsOptions::small_space_log_cap, at_least(0),
                             "a small space's cost model caps log time at the best so far plus "
-                            "this; 0: no cap");
+                            "this; 0: no cap")
+      .template add<std::size_t>("small_space_cold_every", &MctsOptions::small_space_cold_every,
+                                 at_least(0),
+                                 "with a prior, every this-many-th proposal of a small space's "
+                                 "cost model ignores the prior; 0: never");
 }
 }  // namespace
 
@@ -380,6 +384,7 @@ Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts,
     SurrogateOptions so;
     if (mcts.tiny_space > 0 && count_up_to(space, mcts.tiny_space)) so.initial_samples = 3;
     so.log_cap = mcts.small_space_log_cap;
+    so.cold_every = mcts.small_space_cold_every;
     so.prior = std::move(mcts.predict);
     small_ = std::make_unique<Surrogate>(space, options.seed, so, name_);
   } else {

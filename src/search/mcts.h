@@ -91,6 +91,15 @@ struct MctsOptions {
   // 2% against 36, silu_mul_h200_2048x14336 17/19/22/23/26 against 48, rmsnorm_h200_16x4096
   // 12/9/8/8/8 against 8 (bench/results/search_replay-2026-12-04e.md).
   double small_space_log_cap = 0;
+  // With a prior, every this-many-th model proposal of a small space's surrogate ignores the
+  // prior (SurrogateOptions::cold_every); 0: never. A prior fitted on the other decode shapes
+  // (longer KV) says splits=1 is slow; on attention_decode_h200_b16_kv512_h64 the one config
+  // within 2% has splits=1, and the prior-led fit tried splits=1 under the mma kernel first at
+  // evaluation 59 in every seed, while the cold fit needs 7 (seeds 100..119). mcts_repair uses 2:
+  // on seeds 100..119, 2/3/4/5 against 0 took that space 29/43/54/35 against 59,
+  // attention_prefill_h200_1024_fp16 10/11/10/9 against 12, attention_prefill_h200_768_h64_b4 8
+  // against 8, rmsnorm_h200_16x4096 5/7/5/6 against 8 (bench/results/search_replay-2026-12-04g.md).
+  std::size_t small_space_cold_every = 0;
   ChildScores prior;  // empty: a cold (uniform) prior
   // The prior's predicted log latency of full points (StrategyContext::predict): a small space's
   // surrogate ranks its first proposals by it (SurrogateOptions::prior). Empty: none.
@@ -115,6 +124,7 @@ struct MctsRepairOptions : MctsOptions {
     small_space = 256;
     tiny_space = 32;
     small_space_log_cap = 0.2;
+    small_space_cold_every = 2;
     prior_check = 20;
   }
 };

@@ -31,7 +31,8 @@ struct Surrogate::State {
   std::vector<std::size_t> ok;  // rows with a time, in observation order
   std::vector<double> log_us;   // parallel to ok
   std::size_t initial_left;
-  std::vector<double> prior;  // predicted log time per point; empty: no prior
+  std::vector<double> prior;        // predicted log time per point; empty: no prior
+  std::size_t model_proposals = 0;  // proposals made by the model with a prior
 
   State(const Space& sp, std::uint64_t seed, SurrogateOptions opts)
       : space(sp), rng(seed ^ 0x5a77ULL), o(opts), initial_left(opts.initial_samples) {
@@ -85,27 +86,19 @@ struct Surrogate::State {
     return std::nullopt;
   }
 
-  std::optional<Point> propose() {
-    if (left == 0) return std::nullopt;
-    // The baseline first: it anchors speedups.
-    if (auto b = row.find(space.baseline()); b != row.end() && !proposed[b->second])
-      return take(b->second);
-    if (initial_left > 0) {
-      --initial_left;
-      return random_unproposed();
-    }
-    if (ok.empty() && prior.empty()) return random_unproposed();
-    // Ridge regression of centred log time (less the prior's prediction, when there is one) on
-    // the features of the configs with a time.
+  // Predicted log time of every point: ridge regression of centred log time (less the prior's
+  // prediction, when `with_prior`) on the features of the configs with a time, plus that
+  // prediction. Without the prior the fit is the cold one, capped at the best plus log_cap.
+  Eigen::VectorXd predict(bool with_prior) const {
     const auto m = static_cast<Eigen::Index>(ok.size());
     const Eigen::Index f = features.cols();
     Eigen::VectorXd predicted = Eigen::VectorXd::Zero(features.rows());
     if (m > 0) {
       Eigen::MatrixXd a(m, f);
       Eigen::VectorXd y(m);
-      auto offset = [&](std::size_t i) { return prior.empty() ? 0.0 : prior[i]; };
+      auto offset = [&](std::size_t i) { return with_prior ? prior[i] : 0.0; };
       double cap = INFINITY;
-      if (prior.empty() && o.log_cap > 0)
+      if (!with_prior && o.log_cap > 0)
         cap = *std::min_element(log_us.begin(), log_us.end()) + o.log_cap;
       auto target = [&](std::size_t r) { return std::min(log_us[r], cap) - offset(ok[r]); };
       double mean = 0;
@@ -121,9 +114,26 @@ struct Surrogate::State {
       const Eigen::VectorXd w = gram.ldlt().solve(a.transpose() * y);
       predicted = features * w;
     }
-    if (!prior.empty())
+    if (with_prior)
       predicted +=
           Eigen::Map<const Eigen::VectorXd>(prior.data(), static_cast<Eigen::Index>(prior.size()));
+    return predicted;
+  }
+
+  std::optional<Point> propose() {
+    if (left == 0) return std::nullopt;
+    // The baseline first: it anchors speedups.
+    if (auto b = row.find(space.baseline()); b != row.end() && !proposed[b->second])
+      return take(b->second);
+    if (initial_left > 0) {
+      --initial_left;
+      return random_unproposed();
+    }
+    if (ok.empty() && prior.empty()) return random_unproposed();
+    // With a prior, every cold_every-th model proposal ignores it (SurrogateOptions::cold_every).
+    bool with_prior = !prior.empty();
+    if (with_prior && o.cold_every > 0 && ++model_proposals % o.cold_every == 0) with_prior = false;
+    const Eigen::VectorXd predicted = predict(with_prior);
     // The fastest prediction; configs predicted alike (a knob the results do not tell apart)
     // are drawn among at random.
     double best = INFINITY;
@@ -161,7 +171,9 @@ const OptionList<SurrogateOptions>& surrogate_option_list() {
           .add("log_cap", &SurrogateOptions::log_cap, at_least(0),
                "the fit caps log time at the best so far plus this; 0: no cap")
           .add("prior_weight", &SurrogateOptions::prior_weight, at_least(0),
-               "share of a prior's prediction the cost model starts from; 0: ignore the prior");
+               "share of a prior's prediction the cost model starts from; 0: ignore the prior")
+          .add("cold_every", &SurrogateOptions::cold_every, at_least(0),
+               "with a prior, every this-many-th model proposal ignores it; 0: never");
   return list;
 }
 

@@ -52,6 +52,11 @@ struct SurrogateOptions {
   // How much of the prior's prediction the model starts from (its offset is this times the
   // prediction); 0 ignores the prior.
   double prior_weight = 1.0;
+  // With a prior, every cold_every-th proposal of the model is the cold model's (the fit without
+  // the prior, capped by log_cap), so that a region the prior dismisses is still tried when the
+  // results point there: the prior-led fit only corrects the prior where it has results, and a
+  // prior from other shapes can dismiss the region that holds this shape's optimum. 0: never.
+  std::size_t cold_every = 0;
 };
 
 class Surrogate final : public Strategy {
