@@ -117,8 +117,8 @@ TimingOptions timing_options(Regime regime);
 // Times launch() (which enqueues one run on the stream) in the given regime. Rank: back-to-back
 // launches captured as one CUDA graph, warm. Deploy: what launch() adds to a CUDA graph behind
 // another kernel, L2 cold: each sample flushes and replays a graph of flush.lead() alone, then
-// flushes and replays a graph of flush.lead() and launch(), and takes the difference (a direct
-// launch, timed whole, when it cannot be captured).
+// flushes and replays a graph of flush.lead() and launch(); the median of the second less the
+// median of the first (a direct launch, timed whole, when it cannot be captured).
 Result<Measurement> time_kernel(const std::function<CUresult(CUstream)>& launch, CUstream stream,
                                 Regime regime, L2Flush& flush, const TimingOptions& options,
                                 const std::string& pci_bus_id);

@@ -327,6 +327,22 @@ TEST(SqliteStore, AV3DatabaseMigratesToV4KeepingEveryRow) {
   EXPECT_TRUE((*store)->find_baseline(dev, key, "sim")->has_value());
 }
 
+// An old database opened at the current schema: its one cuda deploy row is kept but discarded
+// (the reason names `why`) and no longer answers; its cuda rank and sim deploy rows still do.
+void expect_only_cuda_deploy_discarded(const std::string& path, const std::string& dev,
+                                       const std::string& key, const std::string& why) {
+  auto store = SqliteStore::open(path);
+  ASSERT_TRUE(store.ok()) << store.error().message();
+  EXPECT_EQ(*sqlite::schema_version((*store)->db()), sqlite::current_schema_version());
+  EXPECT_FALSE((*store)->find(dev, key, "cuda", Regime::kDeploy, "h1")->has_value());
+  EXPECT_TRUE((*store)->find(dev, key, "cuda", Regime::kRank, "h1")->has_value());
+  EXPECT_TRUE((*store)->find(dev, key, "sim", Regime::kDeploy, "h1")->has_value());
+  EXPECT_EQ(*(*store)->db().scalar("SELECT count(*) FROM measurements"), 3);
+  EXPECT_EQ(*(*store)->db().scalar("SELECT count(*) FROM measurements WHERE discarded LIKE '%" +
+                                   why + "%'"),
+            1);
+}
+
 TEST(SqliteStore, AV4DatabaseKeepsItsCudaDeployRowsButNoLongerAnswersWithThem) {
   testing::TempDir dir;
   std::string path = dir.file("v4.db");
@@ -349,16 +365,7 @@ TEST(SqliteStore, AV4DatabaseKeepsItsCudaDeployRowsButNoLongerAnswersWithThem) {
                         "', 'sim', 'a=1', 'h1', 'ok', 'deploy', 3, 5.5, 5.4, 5.6, 0.01, 't')")
                     .ok());
   }
-  auto store = SqliteStore::open(path);
-  ASSERT_TRUE(store.ok()) << store.error().message();
-  EXPECT_EQ(*sqlite::schema_version((*store)->db()), sqlite::current_schema_version());
-  EXPECT_FALSE((*store)->find(dev, key, "cuda", Regime::kDeploy, "h1")->has_value());
-  EXPECT_TRUE((*store)->find(dev, key, "cuda", Regime::kRank, "h1")->has_value());
-  EXPECT_TRUE((*store)->find(dev, key, "sim", Regime::kDeploy, "h1")->has_value());
-  EXPECT_EQ(*(*store)->db().scalar("SELECT count(*) FROM measurements"), 3);
-  EXPECT_EQ(*(*store)->db().scalar(
-                "SELECT count(*) FROM measurements WHERE discarded LIKE '%memset L2 flush%'"),
-            1);
+  expect_only_cuda_deploy_discarded(path, dev, key, "memset L2 flush");
 }
 
 TEST(SqliteStore, AV8DatabaseKeepsItsCudaDeployRowsButNoLongerAnswersWithThem) {
@@ -378,16 +385,7 @@ TEST(SqliteStore, AV8DatabaseKeepsItsCudaDeployRowsButNoLongerAnswersWithThem) {
                                       dev, key, row))
                       .ok());
   }
-  auto store = SqliteStore::open(path);
-  ASSERT_TRUE(store.ok()) << store.error().message();
-  EXPECT_EQ(*sqlite::schema_version((*store)->db()), sqlite::current_schema_version());
-  EXPECT_FALSE((*store)->find(dev, key, "cuda", Regime::kDeploy, "h1")->has_value());
-  EXPECT_TRUE((*store)->find(dev, key, "cuda", Regime::kRank, "h1")->has_value());
-  EXPECT_TRUE((*store)->find(dev, key, "sim", Regime::kDeploy, "h1")->has_value());
-  EXPECT_EQ(*(*store)->db().scalar("SELECT count(*) FROM measurements"), 3);
-  EXPECT_EQ(*(*store)->db().scalar("SELECT count(*) FROM measurements WHERE discarded LIKE "
-                                   "'%graph of the candidate alone%'"),
-            1);
+  expect_only_cuda_deploy_discarded(path, dev, key, "graph of the candidate alone");
 }
 
 // The owners' runs as `status` by id.
