@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -65,11 +66,16 @@ struct LayerTuneTest : ::testing::Test {
   testing::TempDir dir;
   SimBackend sim;
 
-  LaneFactory lanes(const std::string& db, std::set<int> broken = {}) {
-    return [db, broken](int device) -> Result<DeviceLane> {
+  // Lanes of sims made by `make` (plain ones by default).
+  LaneFactory lanes(
+      const std::string& db, std::set<int> broken = {},
+      std::function<std::unique_ptr<SimBackend>()> make = [] {
+        return std::make_unique<SimBackend>();
+      }) {
+    return [db, broken, make](int device) -> Result<DeviceLane> {
       if (broken.count(device)) return Error::unsupported("device is broken");
       DeviceLane lane;
-      lane.backend = std::make_unique<SimBackend>();
+      lane.backend = make();
       ATTUNE_TRY(lane.backend->select_device(device));
       lane.runner = std::make_unique<InProcessRunner>(*lane.backend);
       ATTUNE_ASSIGN(lane.store, open_store(db));
@@ -171,20 +177,14 @@ struct PrefetchingSim : SimBackend {
 TEST_F(LayerTuneTest, EveryKernelsBaselineIsBuiltBeforeAnySearchStarts) {
   LayerTuneReport r = two_groupings(sim);
   auto prepared = std::make_shared<std::vector<std::string>>();
-  const std::string db = dir.file("p.db");
-  LaneFactory lanes = [&](int device) -> Result<DeviceLane> {
-    DeviceLane lane;
-    auto backend = std::make_unique<PrefetchingSim>();
-    backend->prepared = prepared;
-    lane.backend = std::move(backend);
-    ATTUNE_TRY(lane.backend->select_device(device));
-    lane.runner = std::make_unique<InProcessRunner>(*lane.backend);
-    ATTUNE_ASSIGN(lane.store, open_store(db));
-    return lane;
-  };
   TuneOptions o;
   o.seed = 5;
-  ASSERT_TRUE(tune_layers(r, {0}, lanes, o).ok());
+  auto recording = [prepared] {
+    auto sim = std::make_unique<PrefetchingSim>();
+    sim->prepared = prepared;
+    return sim;
+  };
+  ASSERT_TRUE(tune_layers(r, {0}, lanes(dir.file("p.db"), {}, recording), o).ok());
   // Three problems: their three baselines first, then the searches' own proposals.
   ASSERT_GT(prepared->size(), 3u);
   std::vector<std::string> baselines;

@@ -182,11 +182,10 @@ void CudaBackend::prepare(const Problem& problem, const Config& config) {
   pending_.push_back(pool_->submit(std::move(*req)));
 }
 
+// The dropped builds' futures are ready (with an error): prepare() forgets them with the
+// finished ones.
 void CudaBackend::drop_prepared() {
   if (pool_) pool_->drop_queued();
-  std::erase_if(pending_, [](const auto& fut) {
-    return fut.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-  });
 }
 
 Outcome CudaBackend::execute(const Problem& problem, const Config& config, Regime regime) {

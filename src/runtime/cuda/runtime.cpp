@@ -613,7 +613,6 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
   // The tuner's deploy regime, by the tuner's own function and policy (timing_options): warm-up
   // calls, then per sample an L2 flush and one replay of the call captured as a CUDA graph.
   // Capturing the call is safe once warm: a prepared launch allocates and compiles nothing.
-  cuda::L2Flush* flush = &timing->flush;
   Status call_failure;
   auto launch = [&](CUstream st) -> CUresult {
     Status s = call(st);
@@ -621,7 +620,7 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
     call_failure = s;
     return CUDA_ERROR_UNKNOWN;
   };
-  auto m = cuda::time_kernel(launch, stream.get(), Regime::kDeploy, *flush,
+  auto m = cuda::time_kernel(launch, stream.get(), Regime::kDeploy, timing->flush,
                              cuda::timing_options(Regime::kDeploy), executor->limits().pci_bus_id);
   if (!call_failure.ok()) return call_failure;
   if (!m) return fail(m.error());
