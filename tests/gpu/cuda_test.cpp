@@ -162,6 +162,41 @@ TEST(CudaGpu, GemmSiluMulEpilogueEveryConfigOnOddShapes) {
   every_config_passes(*cuda, "gemm:m=1000,n=6144,k=1024,silu_mul=1", 5, 16);  // fp32 reference
 }
 
+// The tiled GEMM's K split, a thread block cluster summing partial tiles through distributed shared
+// memory: every block tile, warp layout and split (at one pipeline depth and raster order) against
+// the float64 reference, plain and with the SiLU * mul epilogue, on shapes with tails on every
+// side.
+TEST(CudaGpu, GemmTiledClusterSplitEveryTileAndWarpLayout) {
+  ATTUNE_REQUIRE_GPU(cuda);
+  for (const char* spec :
+       {"gemm:m=133,n=1031,k=2056,bias=1", "gemm:m=77,n=1056,k=1000,silu_mul=1"}) {
+    SCOPED_TRACE(spec);
+    auto p = cuda->resolve(spec);
+    ASSERT_TRUE(p.ok()) << p.error().message();
+    auto space = cuda->space(*p);
+    ASSERT_TRUE(space.ok()) << space.error().message();
+    std::vector<Config> configs;
+    for (auto e = space->enumerate(); auto pt = e.next();) {
+      Config c = space->config(*pt);
+      if (c.get("kernel")->as_word() == "tiled" && c.get("tl_split")->as_int() > 1 &&
+          c.get("tl_stages")->as_int() == 3 && c.get("tl_group")->as_int() == 8 &&
+          c.get("tl_bk")->as_int() == 32)
+        configs.push_back(std::move(c));
+    }
+    for (const Config& c : configs) cuda->prepare(*p, c);
+    std::size_t ran = 0;
+    for (const Config& c : configs) {
+      if (cuda->can_implement(*p, c)) continue;
+      Outcome o = cuda->execute(*p, c, Regime::kRank);
+      if (o.verdict == Verdict::kUnsupported) continue;
+      EXPECT_EQ(o.verdict, Verdict::kOk) << c.text() << ": " << o.message;
+      ++ran;
+    }
+    std::cout << spec << ": " << ran << " of " << configs.size() << " split configs ran\n";
+    EXPECT_GE(ran, 60u);
+  }
+}
+
 // attention_decode on odd shapes: every head size in both dtypes, caches of 1, 7, 1000 and 4097
 // keys, 1-8 new tokens, GQA ratios 1, 4 and 8, batch 1 and 3. The split baseline and a seeded
 // sample of flash configs and of tensor-core (kernel=mma) ones (splits that do not divide the

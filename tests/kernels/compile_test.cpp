@@ -69,37 +69,54 @@ TEST(KernelSources, CompileForHopper) {
 }
 
 // The tiled tensor-core GEMM through the same plan the tuner and the runtime launch: every
-// pipeline depth, warp layout and split on odd shapes compiles, and split-K adds its reduction.
+// pipeline depth, warp layout and split on odd shapes compiles as one launch; a K split is a
+// cluster of `split` blocks per tile (grid times split) with room for its fp32 partial tile, and
+// for an older GPU its build fails with the reason.
 TEST(KernelSources, TiledGemmPlansCompile) {
-  cuda::Compiler c("sm_90a", "");
+  cuda::Compiler hopper("sm_90a", ""), ampere("sm_80", "");
   struct Case {
     const char* problem;
     const char* config;
-    std::size_t steps;
+    unsigned grid;
+    unsigned smem;
   };
   const Case cases[] = {
       {"gemm:bias=1,dtype=bf16,k=1000,m=77,n=517",
        "kernel=tiled,tl_bm=64,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_split=1,tl_group=8",
-       1},
+       2 * 5, 3 * (64 + 128) * 32 * 2},
       {"gemm:bias=0,dtype=fp16,k=1032,m=300,n=1001",
        "kernel=tiled,tl_bm=128,tl_bn=64,tl_bk=64,tl_wm=4,tl_wn=1,tl_stages=4,tl_split=4,tl_group=1",
-       2},
+       3 * 16 * 4, 4 * (128 + 64) * 64 * 2},
       {"gemm:bias=1,dtype=fp16,k=4096,m=5,n=333",
        "kernel=tiled,tl_bm=16,tl_bn=256,tl_bk=64,tl_wm=1,tl_wn=4,tl_stages=2,tl_split=8,tl_group=4",
-       2},
+       1 * 2 * 8, 2 * (16 + 256) * 64 * 2},
+      // The partial tile outgrows the pipeline: 128 x 128 fp32 is 64 KiB against 2 x 256 x 32 x 2.
+      {"gemm:bias=0,dtype=bf16,k=1024,m=128,n=1024",
+       "kernel=tiled,tl_bm=128,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=2,tl_split=2,tl_group="
+       "8",
+       1 * 8 * 2, 128 * 128 * 4},
       {"gemm:bias=0,dtype=bf16,k=64,m=2049,n=4097",
        "kernel=tiled,tl_bm=256,tl_bn=128,tl_bk=32,tl_wm=4,tl_wn=2,tl_stages=5,tl_split=1,tl_group="
        "16",
-       1},
+       9 * 33, 5 * (256 + 128) * 32 * 2},
   };
   for (const Case& k : cases) {
+    SCOPED_TRACE(k.config);
     auto plan = kernels::plan_gemm(*Problem::parse(k.problem), *Config::parse(k.config));
     ASSERT_TRUE(plan.ok()) << plan.error().message();
     const auto& kp = std::get<kernels::KernelPlan>(*plan);
-    EXPECT_EQ(kp.steps.size(), k.steps) << k.config;
-    EXPECT_EQ(kp.workspace_bytes > 0, k.steps == 2) << k.config;
-    for (const auto& step : kp.steps)
-      expect_builds(c, kp.build.source.c_str(), kp.build.options, step.kernel);
+    ASSERT_EQ(kp.steps.size(), 1u);
+    EXPECT_EQ(kp.workspace_bytes, 0u);
+    EXPECT_EQ(kp.steps[0].grid.x, k.grid);
+    EXPECT_EQ(kp.steps[0].shared_bytes, k.smem);
+    expect_builds(hopper, kp.build, kp.steps[0].kernel);
+    auto old = ampere.build(kp.build);
+    ASSERT_TRUE(old.ok());
+    const bool split = std::string(k.config).find("tl_split=1") == std::string::npos;
+    EXPECT_EQ(old->ok, !split);
+    if (split) {
+      EXPECT_NE(old->log.find("needs sm_90"), std::string::npos) << old->log;
+    }
   }
 }
 
@@ -141,7 +158,7 @@ TEST(KernelSources, SkinnySplitPlansCompileAsClusters) {
 }
 
 // gemm with SiLU * mul in its epilogue (silu_mul=1) through the plans: attune's three kernels
-// compile with the epilogue (the tiled one with and without split-K, whose reduction applies it),
+// compile with the epilogue (the tiled one with and without split-K, whose cluster applies it),
 // their grids cover the n / 2 outputs, and cuBLASLt's form is the split chain: the matmul into the
 // workspace, then silu_mul's kernel reading it.
 TEST(KernelSources, GemmSiluMulPlansCompile) {
@@ -165,7 +182,7 @@ TEST(KernelSources, GemmSiluMulPlansCompile) {
        2 * 48, 1},
       {"gemm:bias=0,dtype=fp16,k=1024,m=77,n=1056,silu_mul=1",
        "kernel=tiled,tl_bm=128,tl_bn=64,tl_bk=64,tl_wm=4,tl_wn=1,tl_stages=4,tl_split=4,tl_group=1",
-       1 * 17, 2},
+       1 * 17 * 4, 1},
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(k.config);

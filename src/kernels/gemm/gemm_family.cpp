@@ -193,6 +193,12 @@ class GemmFamily final : public CudaFamily {
             return a["kernel"].as_word() != "tiled" ||
                    a.i("tl_stages") * (a.i("tl_bm") + a.i("tl_bn")) * a.i("tl_bk") * 2 <= 232448;
           }},
+         {"a K split's partial tile (fp32) fits the same 227 KiB",
+          {"kernel", "tl_bm", "tl_bn", "tl_split"},
+          [](const Assignment& a) {
+            return a["kernel"].as_word() != "tiled" || a.i("tl_split") == 1 ||
+                   a.i("tl_bm") * a.i("tl_bn") * 4 <= 232448;
+          }},
          {"split-K leaves every split at least two K tiles",
           {"kernel", "tl_bk", "tl_split"},
           [k](const Assignment& a) {

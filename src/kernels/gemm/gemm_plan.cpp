@@ -1,7 +1,7 @@
-// gemm's kernel plans: cuBLASLt variants, the skinny kernels (CUDA-core and tensor-core, a K split
-// across a thread block cluster) and the tiled tensor-core kernel. With silu_mul=1 attune's kernels
-// apply SiLU * mul in their epilogue (-DSILU_MUL=1), and cuBLASLt's is the split form: the matmul
-// into the workspace, then silu_mul's kernel.
+// gemm's kernel plans: cuBLASLt variants, the skinny kernels (CUDA-core and tensor-core) and the
+// tiled tensor-core kernel, each with its K split across a thread block cluster. With silu_mul=1
+// attune's kernels apply SiLU * mul in their epilogue (-DSILU_MUL=1), and cuBLASLt's is the split
+// form: the matmul into the workspace, then silu_mul's kernel.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -133,22 +133,17 @@ Result<KernelPlan> plan_tiled(const GemmShape& s, const Config& c) {
        fmt::format("-DSPLIT={}", split), fmt::format("-DGROUP={}", group),
        fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {"gemm_tiled"};
-  const std::vector<std::string> args = {"c", "a", "b", "bias", "workspace"};
+  p.build.headers = {{"attune_cluster.cuh", kClusterHeader}};
+  // One launch: under a K split each tile is a cluster of `split` consecutive blocks, which sum
+  // their partial tiles through distributed shared memory parked in the pipeline's memory.
   const unsigned tiles = ceil_div(s.m, bm) * ceil_div(s.n, bn);
-  const unsigned smem = static_cast<unsigned>(stages * (bm + bn) * bk * 2);
+  const std::int64_t pipeline = stages * (bm + bn) * bk * 2;
+  const std::int64_t partial = split > 1 ? bm * bn * 4 : 0;
   p.steps.push_back({"gemm_tiled",
-                     {tiles, 1, static_cast<unsigned>(split)},
+                     {static_cast<unsigned>(tiles * split)},
                      {static_cast<unsigned>(wm * wn * 32)},
-                     smem,
-                     args});
-  if (split > 1) {
-    p.build.name_expressions.push_back("gemm_tiled_reduce");
-    p.workspace_bytes = static_cast<std::size_t>(split * s.m * s.n) * sizeof(float);
-    // The reduction is grid-stride: enough blocks to fill any current GPU, no more.
-    constexpr unsigned kReduceMaxBlocks = 4096;
-    const unsigned grid = std::min<unsigned>(ceil_div(s.m * s.out_n(), 256), kReduceMaxBlocks);
-    p.steps.push_back({"gemm_tiled_reduce", {grid}, {256}, 0, args});
-  }
+                     static_cast<unsigned>(std::max(pipeline, partial)),
+                     kGemmArgs});
   return p;
 }
 

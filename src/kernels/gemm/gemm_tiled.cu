@@ -10,8 +10,10 @@
 //   BM, BN, BK      block tile (BK 32 or 64)
 //   WM, WN          warps along M and N
 //   STAGES          pipeline depth (>= 2)
-//   SPLIT           K split across blockIdx.z; > 1: fp32 partials in the workspace, summed by
-//                   gemm_tiled_reduce
+//   SPLIT           K split (1: none); > 1: SPLIT consecutive blocks along x split one tile's K
+//                   as a thread block cluster (sm_90+) and sum their fp32 partials through
+//                   distributed shared memory in the same launch, each block writing a share of
+//                   the tile
 //   GROUP           rasterization: GROUP consecutive block rows walk N together, so the B tiles
 //                   they share stay in L2 (1: plain row-major order)
 //   BIAS            1: add bias[n]
@@ -28,6 +30,8 @@
 #ifndef SILU_MUL
 #define SILU_MUL 0
 #endif
+#define KSPLIT SPLIT
+#include "attune_cluster.cuh"  // CLUSTER_DIMS, cluster_sync, cluster_load
 
 namespace {
 
@@ -128,23 +132,24 @@ __device__ __forceinline__ void store_pair(T* c, int row, int col, float v0, flo
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(kThreads)
+extern "C" __global__ void __launch_bounds__(kThreads) CLUSTER_DIMS
     gemm_tiled(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b,
-               const T* __restrict__ bias, float* __restrict__ workspace) {
+               const T* __restrict__ bias) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* smem = reinterpret_cast<T*>(smem_raw);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int wm = warp / WN, wn = warp % WN;
 
-  // Grouped rasterization of the 1-D grid over (tile row, tile column).
+  // Grouped rasterization of the tiles (over (tile row, tile column)); under a K split the SPLIT
+  // consecutive blocks of one cluster share a tile, block `split` taking its split-th K range.
   constexpr int kInGroup = GROUP * kTilesN;
-  const int pid = blockIdx.x;
+  const int pid = blockIdx.x / SPLIT, split = blockIdx.x % SPLIT;
   const int first_m = (pid / kInGroup) * GROUP;
   const int group_rows = min(kTilesM - first_m, GROUP);
   const int tile_m = first_m + (pid % kInGroup) % group_rows;
   const int tile_n = (pid % kInGroup) / group_rows;
   const int m0 = tile_m * BM, n0 = tile_n * BN;
-  const int kt0 = blockIdx.z * kKTilesPerSplit;
+  const int kt0 = split * kKTilesPerSplit;
   const int nk = max(min(kKTiles, kt0 + kKTilesPerSplit) - kt0, 0);
 
   float acc[kMi][kNi][4] = {};
@@ -193,60 +198,69 @@ extern "C" __global__ void __launch_bounds__(kThreads)
   }
   cp_async_wait<0>();
 
-  // Accumulator fragment: d0, d1 at (row lane/4, columns 2 (lane % 4) + 0, 1); d2, d3 eight rows
-  // down.
+  // A thread's outputs in units of two adjacent mma tiles (ni = 2 np, 2 np + 1: under SILU_MUL a
+  // gate tile and its up tile). Accumulator fragment: d0, d1 at (row lane/4, columns
+  // 2 (lane % 4) + 0, 1); d2, d3 eight rows down.
+  auto store_unit = [&](int mi, int np) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = m0 + wm * kWarpM + mi * 16 + lane / 4 + h * 8;
+#pragma unroll
+      for (int ni = 2 * np; ni < 2 * np + 2; ++ni) {
+        const int col = n0 + wn * kWarpN + ni * 8 + (lane % 4) * 2;
+        const float v0 = acc[mi][ni][h * 2], v1 = acc[mi][ni][h * 2 + 1];
+        if constexpr (SILU_MUL) {
+          // Tile ni (even) holds gates, ni + 1 the ups of the same outputs.
+          if (ni % 2 == 0)
+            store_pair(c, row, col / 16 * 8 + col % 8, silu(v0) * acc[mi][ni + 1][h * 2],
+                       silu(v1) * acc[mi][ni + 1][h * 2 + 1], bias);
+        } else {
+          store_pair(c, row, col, v0, v1, bias);
+        }
+      }
+    }
+  };
+#if SPLIT == 1
+#pragma unroll
+  for (int mi = 0; mi < kMi; ++mi)
+#pragma unroll
+    for (int np = 0; np < kNi / 2; ++np) store_unit(mi, np);
+#else
+  // Every block of the cluster parks its partial tile in its (now idle) pipeline memory, thread
+  // by thread (value j of thread t at j * kThreads + t); block r then sums and writes every
+  // SPLIT-th unit, starting at r, reading all SPLIT blocks' partials through distributed shared
+  // memory. No block leaves before the last cluster barrier, which keeps its partials readable.
+  __syncthreads();
+  float* partial = reinterpret_cast<float*>(smem_raw);
 #pragma unroll
   for (int mi = 0; mi < kMi; ++mi)
 #pragma unroll
     for (int ni = 0; ni < kNi; ++ni)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = m0 + wm * kWarpM + mi * 16 + lane / 4 + h * 8;
-        const int col = n0 + wn * kWarpN + ni * 8 + (lane % 4) * 2;
-        const float v0 = acc[mi][ni][h * 2], v1 = acc[mi][ni][h * 2 + 1];
-        if constexpr (SPLIT == 1 && SILU_MUL) {
-          // Tile ni (even) holds gates, ni + 1 the ups of the same outputs.
-          if (ni % 2 == 0)
-            store_pair(c, row, col / 16 * 8 + col % 8, silu(v0) * acc[mi][ni + 1][h * 2],
-                       silu(v1) * acc[mi][ni + 1][h * 2 + 1], bias);
-        } else if constexpr (SPLIT == 1) {
-          store_pair(c, row, col, v0, v1, bias);
-        } else if (row < M && col < N) {
-          float* w = workspace + (static_cast<size_t>(blockIdx.z) * M + row) * N + col;
-          w[0] = v0;
-          if (col + 1 < N) w[1] = v1;
+      for (int q = 0; q < 4; ++q)
+        partial[((mi * kNi + ni) * 4 + q) * kThreads + tid] = acc[mi][ni][q];
+  cluster_sync();
+#pragma unroll
+  for (int mi = 0; mi < kMi; ++mi)
+#pragma unroll
+    for (int np = 0; np < kNi / 2; ++np) {
+      if ((mi * (kNi / 2) + np) % SPLIT != split) continue;
+#pragma unroll
+      for (int ni = 2 * np; ni < 2 * np + 2; ++ni)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          // Every block's value is loaded before any is added, so the remote loads overlap.
+          const float* mine = partial + ((mi * kNi + ni) * 4 + q) * kThreads + tid;
+          float v[SPLIT];
+#pragma unroll
+          for (int r = 0; r < SPLIT; ++r) v[r] = cluster_load(mine, r);
+          float s = 0.f;
+#pragma unroll
+          for (int r = 0; r < SPLIT; ++r) s += v[r];
+          acc[mi][ni][q] = s;
         }
-      }
-}
-
-// Split-K: sums the SPLIT partial tiles (every split writes its whole tile, zeros included), in
-// the interleaved column order under SILU_MUL.
-extern "C" __global__ void gemm_tiled_reduce(T* __restrict__ c, const T* __restrict__ a,
-                                             const T* __restrict__ b, const T* __restrict__ bias,
-                                             const float* __restrict__ workspace) {
-  (void)a;
-  (void)b;
-  constexpr size_t kCount = static_cast<size_t>(M) * N, kOut = static_cast<size_t>(M) * kOutN;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < kOut;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    float s = 0.f;
-#if SILU_MUL
-    const size_t row = i / kOutN, out = i % kOutN;
-    const size_t gate = row * N + out / 8 * 16 + out % 8;
-    float up = 0.f;
-#pragma unroll
-    for (int z = 0; z < SPLIT; ++z) {
-      s += workspace[z * kCount + gate];
-      up += workspace[z * kCount + gate + 8];
+      store_unit(mi, np);
     }
-    s = silu(s) * up;
-#else
-#pragma unroll
-    for (int z = 0; z < SPLIT; ++z) s += workspace[z * kCount + i];
+  cluster_sync();
 #endif
-#if BIAS
-    s += static_cast<float>(bias[i % N]);
-#endif
-    c[i] = static_cast<T>(s);
-  }
 }
