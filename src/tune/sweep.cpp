@@ -61,6 +61,12 @@ Result<SweepReport> run_sweep(Tuner& tuner, const SweepGrid& grid,
   TuneOptions o = options.tune;
   o.command = "sweep";
   o.fresh_search = true;
+  // Each cell first tries the winners of the cells of its group tuned before it: a good config
+  // found at one depth or batch is where the search at the next starts, not something it must
+  // stumble on again within its budget. Groups are what shards split on, so a shard's cells see
+  // the same winners as in one run.
+  for (std::size_t i = 0; i < cells.size(); ++i)
+    o.warm_start_groups[problems[i].structural_key()] = group_key(grid, cells[i]);
   auto tuned = tuner.run(problems, o, observer);
   if (!tuned) return tuned.error();
   rep.device = tuned->device;

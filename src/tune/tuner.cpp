@@ -68,8 +68,14 @@ Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOp
   if (options.time_limit_s)
     run_deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                std::chrono::duration<double>(*options.time_limit_s));
+  std::map<std::string, std::vector<std::string>> winners;  // per warm-start group, in run order
   for (std::size_t i = 0; i < work.size(); ++i) {
     const Problem& p = *work[i];
+    const auto group = options.warm_start_groups.find(p.structural_key());
+    if (group == options.warm_start_groups.end())
+      warm_.clear();
+    else
+      warm_ = winners[group->second];
     const auto now = budget_now();
     if (interrupted() || (run_deadline && now >= *run_deadline)) {
       report.problems.push_back(not_started(p, interrupted() ? "interrupted" : "time_limit"));
@@ -83,11 +89,19 @@ Result<TuneReport> Tuner::run(const std::vector<Problem>& problems, const TuneOp
     if (backend_.prefetch_depth() > 0) backend_.drop_prepared();
     if (r) r->elapsed_s = std::chrono::duration<double>(clock_.now() - problem_start).count();
     if (!r) {
+      warm_.clear();
       (void)store_.finish_run(run_id_, "failed");
       return r.error();
     }
+    if (group != options.warm_start_groups.end() && r->best &&
+        (!r->baseline || r->best->config != r->baseline->config)) {
+      auto& list = winners[group->second];
+      if (std::find(list.begin(), list.end(), r->best->config) == list.end())
+        list.push_back(r->best->config);
+    }
     report.problems.push_back(std::move(*r));
   }
+  warm_.clear();
   deadline_.reset();
   report.interrupted = interrupted();
   // Search states are saved once the whole run is done: a rerun of an interrupted one replays
@@ -412,6 +426,7 @@ class Tuner::ProblemSearch {
       return Status::success();
     }
     if (!options_.fresh_search) ATTUNE_TRY(visit_stored());
+    ATTUNE_TRY(visit_warm());
     ATTUNE_TRY(search());
     // Candidates measured since the last clean anchor are checked before the run ends, unless
     // the time is up: the limit is kept to within one candidate.
@@ -479,6 +494,22 @@ class Tuner::ProblemSearch {
       runs.insert(row.run_id);
     }
     rep_.stored_runs.assign(runs.begin(), runs.end());
+    return Status::success();
+  }
+
+  // A warm start: the winners of this problem's group that the run tuned before it, each a
+  // candidate here when it is a legal config of this problem's space.
+  Status visit_warm() {
+    for (const std::string& text : t_.warm_) {
+      auto cfg = space_.parse(text);
+      if (!cfg.ok()) continue;
+      auto p = space_.point(*cfg);
+      if (!p.ok() || done_.count(*p) || !pinned(*p)) continue;
+      if (budget_spent() || t_.time_up() || !stop_.empty()) break;
+      ATTUNE_TRY(visit(*p, false));
+      if (reference_lost()) break;
+      ++rep_.warm_first;
+    }
     return Status::success();
   }
 

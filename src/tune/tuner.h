@@ -63,6 +63,11 @@ struct TuneOptions {
   // nor the stored results are taken in first; a config it proposes that the store holds is still
   // answered from it. Its state is saved at the end like any run's. false (default): continue.
   bool fresh_search = false;
+  // Warm starts (attune sweep): a problem listed here by structural key evaluates first, right
+  // after its baseline, the winners of the problems of its group (the value) that this run tuned
+  // before it, in that order; its strategy learns them as it learns its own proposals, and they
+  // count as candidates. Problems not listed start cold.
+  std::map<std::string, std::string> warm_start_groups;
   // Drift: the baseline config is the anchor, re-read (in the ranking regime, never from the
   // store) after every anchor_every newly measured candidates; see measure/drift.h. When it moved
   // by more than drift_bound, the candidates measured since the last clean anchor are discarded
@@ -103,6 +108,8 @@ struct ProblemReport {
   bool continued_state = false;
   std::int64_t stored_first = 0;
   std::vector<std::int64_t> stored_runs;  // the runs that measured those results, ascending
+  // Its group's earlier winners evaluated after the baseline (TuneOptions::warm_start_groups).
+  std::int64_t warm_first = 0;
   bool continued() const { return continued_state || stored_first > 0; }
   std::int64_t evaluated = 0;
   std::int64_t measured = 0;
@@ -245,6 +252,8 @@ class Tuner {
   // Set by measure(): the configs to evaluate per problem (by structural key) instead of a
   // strategy's proposals.
   const std::map<std::string, std::vector<Config>>* lists_ = nullptr;
+  // Set by run(): the winners of the warm-start group of the problem in flight, tuned before it.
+  std::vector<std::string> warm_;
 };
 
 }  // namespace attune

@@ -94,6 +94,33 @@ TEST_F(TunerTest, PatienceAndMaxCandidatesStopTheSearch) {
   EXPECT_EQ(q.stopped_by, "max_candidates");
 }
 
+// A warm start (attune sweep's): a problem of a group evaluates the winners of the group's
+// problems tuned before it right after its baseline; a problem of no group starts cold.
+TEST_F(TunerTest, AWarmStartEvaluatesTheGroupsEarlierWinnersFirst) {
+  Tuner t(*store, sim, runner);
+  Problem a = *sim.resolve("rmsnorm:rows=8,hidden=1024"),
+          b = *sim.resolve("rmsnorm:rows=64,hidden=1024"),
+          c = *sim.resolve("rmsnorm:rows=512,hidden=1024");
+  TuneOptions o;
+  o.strategy = "random";
+  o.seed = 5;
+  o.fresh_search = true;
+  o.max_candidates = 12;
+  o.warm_start_groups = {{a.structural_key(), "h1024"}, {b.structural_key(), "h1024"}};
+  auto r = t.run({a, b, c}, o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_EQ(r->problems.size(), 3u);
+  const ProblemReport &ra = r->problems[0], &rb = r->problems[1], &rc = r->problems[2];
+  ASSERT_TRUE(ra.best && ra.baseline);
+  ASSERT_NE(ra.best->config, ra.baseline->config) << "the first problem must find a winner";
+  EXPECT_EQ(ra.warm_first, 0);  // nothing tuned before it
+  ASSERT_GE(rb.results.size(), 2u);
+  EXPECT_EQ(rb.results[0].config, rb.baseline->config);
+  EXPECT_EQ(rb.results[1].config, ra.best->config);
+  EXPECT_EQ(rb.warm_first, 1);
+  EXPECT_EQ(rc.warm_first, 0);  // in no group
+}
+
 TEST_F(TunerTest, IdenticalProblemsAreTunedOnce) {
   Tuner t(*store, sim, runner);
   Problem a = *sim.resolve("rmsnorm"), b = *sim.resolve("rmsnorm:rows=4096");

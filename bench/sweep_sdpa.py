@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""bench/sweep_sdpa: every cell of an `attune sweep attention_decode` grid against PyTorch's SDPA.
+
+Issue 16 asks decode attention to be no slower than PyTorch's best SDPA backend on every swept
+cell. This takes a sweep's rows (JSON lines) and its database and, for each cell of the grid,
+compares what libattune-rt dispatches there with each SDPA backend (flash, efficient, cuDNN,
+math) timed by bench/sdpa_timing.py, the way attune's deploy regime times (what one call adds to
+a CUDA graph behind another kernel, after an L2 flush by reads, medians).
+
+What libattune-rt dispatches at a cell: the config of the table row covering it (a sweep row's
+cover: its `point_us` is that config's deploy-regime time at the point, measured by the sweep),
+or, where no row covers the cell (the benefit gate or the short-KV drop left it at the
+baseline), the split baseline, whose deploy-regime time at the cell is read from the database.
+
+Usage (tools/gpu-check sweep runs it with SWEEP_SDPA=1):
+  bench/sweep_sdpa.py ROWS.jsonl SWEEP.db OUT_DIR --dtype bf16,fp16 --head 64,128,256 \
+      --kv 512,4096,16384 --batch 1,2,4,8,16,32 [--q-heads 32 --kv-heads 8 --q-len 1]
+SWEEP_SDPA_SAMPLES (default 50, attune's least number of deploy samples) sets the samples per
+backend.
+"""
+import datetime, json, os, sqlite3, sys, time
+
+import torch
+
+from sdpa_timing import BACKENDS, DT, dev, props, sdpa_us
+
+rows_path, db_path, out_dir = sys.argv[1:4]
+flags = dict(zip(sys.argv[4::2], sys.argv[5::2]))
+ints = lambda name, default: [int(x) for x in flags.get(name, default).split(",")]
+dtypes = flags.get("--dtype", "bf16").split(",")
+heads, kvs, batches = ints("--head", "128"), ints("--kv", "4096"), ints("--batch", "1")
+hq, hkv, ql = ints("--q-heads", "32")[0], ints("--kv-heads", "8")[0], ints("--q-len", "1")[0]
+samples = int(os.environ.get("SWEEP_SDPA_SAMPLES", "50"))
+
+
+def problem(dtype, head, kv, batch):
+    return (f"attention_decode:batch={batch},dtype={dtype},head={head},kv={kv},"
+            f"kv_heads={hkv},q_heads={hq},q_len={ql}")
+
+
+# The table's choice at each covered point: (config, time at the point, row kind).
+dispatched, baseline_config = {}, None
+for line in open(rows_path):
+    row = json.loads(line)
+    baseline_config = row["baseline_config"]
+    for cover in row["covers"]:
+        s = cover["sizes"]
+        if (s["q_heads"], s["kv_heads"], s["q_len"]) != (hq, hkv, ql):
+            continue
+        head = row["sizes"]["head"]
+        for point, us in zip(cover["points"], cover["point_us"]):
+            dispatched[problem(row["dtype"], head, s["kv"], point)] = (row["config"], us, row["kind"])
+
+db = sqlite3.connect(db_path)
+# The database's problems of the op by their sizes (its text may carry more keys, in its own order).
+problem_keys = {}
+for key, text in db.execute("select key, text from problems where op = 'attention_decode'"):
+    attrs = dict(kv.split("=", 1) for kv in text.split(":", 1)[1].split(","))
+    try:
+        problem_keys[problem(attrs.get("dtype", "bf16"), int(attrs["head"]), int(attrs["kv"]),
+                             int(attrs["batch"]))] = (key, (int(attrs["q_heads"]), int(attrs["kv_heads"]),
+                                                            int(attrs["q_len"])))
+    except (KeyError, ValueError):
+        continue
+
+
+def baseline_us(text):
+    """The split baseline's deploy-regime median at a problem, the latest measured."""
+    key, sizes = problem_keys.get(text, (None, None))
+    if key is None or sizes != (hq, hkv, ql):
+        return None
+    found = db.execute("select config, median_us from measurements where problem_key = ? and "
+                       "regime = 'deploy' and verdict = 'ok' order by id desc", (key,))
+    for config, us in found:
+        if baseline_config and (config == baseline_config or config.startswith(baseline_config + ",")):
+            return us
+    return None
+
+
+lines_out, worst, slower, unmatched = [], None, [], []
+t0 = time.time()
+for dtype in dtypes:
+    for head in heads:
+        for kv in kvs:
+            for batch in batches:
+                text = problem(dtype, head, kv, batch)
+                base = baseline_us(text)
+                config, us, kind = dispatched.get(text, (baseline_config, base, "baseline (no row)"))
+                torch.manual_seed(0)
+                q = torch.randn(batch, hq, ql, head, dtype=DT[dtype], device=dev)
+                k = torch.randn(batch, hkv, kv, head, dtype=DT[dtype], device=dev)
+                v = torch.randn(batch, hkv, kv, head, dtype=DT[dtype], device=dev)
+                mask = None
+                if ql > 1:
+                    from torch.nn.attention.bias import causal_lower_right
+                    mask = causal_lower_right(ql, kv)
+                sd = {name: sdpa_us(b, q, k, v, samples=samples, attn_mask=mask) for name, b in BACKENDS}
+                del q, k, v
+                torch.cuda.empty_cache()
+                timed = {n: u for n, (u, _) in sd.items() if u is not None}
+                best = min(timed, key=timed.get) if timed else None
+                ratio = us / timed[best] if best and us else None
+                cell = f"{dtype} h{head} kv{kv} b{batch}"
+                if ratio is None:
+                    unmatched.append(cell)
+                else:
+                    if worst is None or ratio > worst[0]:
+                        worst = (ratio, cell)
+                    if ratio > 1.0:
+                        slower.append(f"{cell}: {us:.2f} us against {best} {timed[best]:.2f} us ({ratio:.2f})")
+                cols = " | ".join("refused" if u is None else f"{u:.2f}{' ' + n if n else ''}"
+                                  for u, n in sd.values())
+                fmt = lambda x: "-" if x is None else f"{x:.2f}"
+                lines_out.append(f"| {cell} | {fmt(us)} | {kind} | {fmt(base)} | {cols} | {best or '-'} | "
+                                 f"{fmt(ratio)} | {config} |")
+                print(lines_out[-1], flush=True)
+
+n = len(lines_out)
+met = n - len(slower) - len(unmatched)
+text = "\n".join([
+    f"# bench/sweep_sdpa  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+    f"device: {props.name}; torch {torch.__version__}; rows {rows_path}; {samples} samples per SDPA backend; "
+    f"{time.time() - t0:.0f} s",
+    "attune us: what libattune-rt dispatches at the cell (the covering row's config, its deploy time at the "
+    "point as the sweep measured it; or the split baseline where no row covers the cell). SDPA backends: "
+    "bench/sdpa_timing.py, the same regime. ratio = attune / best SDPA (<= 1: no slower).",
+    "", "| cell | attune us | row | baseline us | flash us | efficient us | cudnn us | math us | best SDPA | ratio | config |",
+    "|---|---|---|---|---|---|---|---|---|---|---|", *lines_out, "",
+    f"No slower than the best SDPA backend: {met} of {n} cells"
+    + (f"; worst ratio {worst[0]:.2f} ({worst[1]})" if worst else ""),
+    *(["Slower:"] + [f"- {s}" for s in slower] if slower else []),
+    *([f"Not compared (no attune time or no SDPA backend ran): {', '.join(unmatched)}"] if unmatched else []),
+])
+print(text)
+open(os.path.join(out_dir, "sweep_sdpa.md"), "w").write(text + "\n")
