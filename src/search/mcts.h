@@ -85,6 +85,13 @@ struct MctsOptions {
   // attention_prefill spaces of 21-25 configs): 29 evaluations to within 2% over the four against
   // 35 (bench/results/search_replay-2026-12-04.md). mcts_repair uses 32; 0: never.
   std::size_t tiny_space = 0;
+  std::size_t tiny_space_samples = 3;  // those random configs (MctsOptions::tiny_space)
+  // A small space of at most this many configs draws its random configs after the baseline
+  // covering options not yet proposed (SurrogateOptions::cover_options); 0: never.
+  std::size_t small_space_cover = 0;
+  // A small space's surrogate leaves out of its fit a config that is the only one holding one of
+  // its options once this many other results are fitted (SurrogateOptions::skip_lone); 0: never.
+  std::size_t small_space_skip_lone = 0;
   // A small space's surrogate fits log time capped at the best so far plus this
   // (SurrogateOptions::log_cap); 0: no cap. mcts_repair uses 0.2: on seeds 100..119, caps of
   // 0.1/0.15/0.2/0.25/0.3 against none took rope_h200_4x1024 10/12/12/13/15 evaluations to within
