@@ -132,6 +132,7 @@ struct MctsRepairOptions : MctsOptions {
     tiny_space = 32;
     small_space_log_cap = 0.2;
     small_space_cold_every = 2;
+    small_space_skip_lone = 5;
     prior_check = 20;
   }
 };
