@@ -140,7 +140,6 @@ struct MctsRepairOptions : MctsOptions {
     small_space_log_cap = 0.2;
     small_space_cold_every = 2;
     small_space_skip_lone = 5;
-    small_space_cover = 32;
     prior_check = 20;
   }
 };
