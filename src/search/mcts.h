@@ -87,7 +87,12 @@ struct MctsOptions {
   std::size_t tiny_space = 0;
   std::size_t tiny_space_samples = 3;  // those random configs (MctsOptions::tiny_space)
   // A small space of at most this many configs draws its random configs after the baseline
-  // covering options not yet proposed (SurrogateOptions::cover_options); 0: never.
+  // covering options not yet proposed (SurrogateOptions::cover_options); 0: never. Not used by
+  // mcts_repair: 32 took the tiny tuning spaces attention_prefill_h200_1024_fp16 and
+  // attention_prefill_h200_768_h64_b4 from 10/8/10/11 and 9/8/11/10 to 9/10/6/6 and 6/8/6/8
+  // evaluations to within 2% (seeds 100/200/300/400), but on seeds 0..19 three held-out
+  // attention_prefill spaces and transpose_h200 needed one or two more, past Kernel Tuner's best
+  // for three of them (bench/results/search_replay-2026-12-05.md, candidate 2).
   std::size_t small_space_cover = 0;
   // A small space's surrogate leaves out of its cold fit a config that is the only one holding
   // one of its options once this many other results are fitted (SurrogateOptions::skip_lone);

@@ -359,6 +359,35 @@ TEST(Surrogate, AConfigAloneInHoldingAnOptionLeavesTheColdFit) {
   EXPECT_EQ(repair, without);
 }
 
+// With cover_options each draw after the baseline holds the most options no proposed config holds:
+// on 5 x 5 x 5 x 2 configs the first differs from the baseline in every knob, and after five draws
+// every option of every knob has been proposed.
+TEST(Surrogate, CoveringDrawsHoldOptionsNotYetProposed) {
+  Space s = grid_space(2);
+  for (std::uint64_t seed = 0; seed < 5; ++seed) {
+    SurrogateOptions o;
+    o.initial_samples = 5;
+    o.cover_options = true;
+    Surrogate sur(s, seed, o);
+    std::vector<std::vector<bool>> held(4, std::vector<bool>(5, false));
+    auto base = sur.propose();
+    ASSERT_TRUE(base);
+    EXPECT_EQ(*base, s.baseline());
+    for (std::size_t draw = 0; draw < 5; ++draw) {
+      auto p = sur.propose();
+      ASSERT_TRUE(p);
+      if (draw == 0) {
+        for (std::size_t k = 0; k < 4; ++k) EXPECT_NE((*p)[k], (*base)[k]) << "knob " << k;
+      }
+      for (std::size_t k = 0; k < 4; ++k) held[k][(*p)[k]] = true;
+      sur.observe(*p, Verdict::kOk, factor_time(*p).time_us);
+    }
+    for (std::size_t k = 0; k < 4; ++k)
+      for (std::size_t i = 0; i < s.knobs()[k].options.size(); ++i)
+        EXPECT_TRUE(held[k][i] || (*base)[k] == i) << "knob " << k << " option " << i;
+  }
+}
+
 TEST(CountUpTo, StopsCountingPastTheLimit) {
   Space s = grid_space(4);
   EXPECT_EQ(count_up_to(s, 500), 500u);
