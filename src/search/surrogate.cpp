@@ -121,7 +121,8 @@ struct Surrogate::State {
 
   // Predicted log time of every point: ridge regression of centred log time (less the prior's
   // prediction, when `with_prior`) on the features of the configs with a time, plus that
-  // prediction. Without the prior the fit is the cold one, capped at the best plus log_cap.
+  // prediction. Without the prior the fit is the cold one, capped at the best plus log_cap, and
+  // without lone configs once skip_lone others are fitted.
   Eigen::VectorXd predict(bool with_prior) const {
     std::vector<std::size_t> fit;  // indices into ok of the results fitted
     for (std::size_t r = 0; r < ok.size(); ++r)
