@@ -356,8 +356,20 @@ OptionList<O> build_mcts_option_list() {
                                  "a space of at most this many configs is searched by the "
                                  "surrogate's cost model instead; 0: never")
       .template add<std::size_t>("tiny_space", &MctsOptions::tiny_space, at_least(0),
-                                 "a small space of at most this many configs gets 3 random "
-                                 "configs before the cost model, not 1; 0: never")
+                                 "a small space of at most this many configs gets "
+                                 "tiny_space_samples random configs before the cost model, not "
+                                 "1; 0: never")
+      .template add<std::size_t>("tiny_space_samples", &MctsOptions::tiny_space_samples,
+                                 at_least(0),
+                                 "random configs a tiny space gets before the cost model")
+      .template add<std::size_t>("small_space_cover", &MctsOptions::small_space_cover, at_least(0),
+                                 "a small space of at most this many configs draws its first "
+                                 "configs covering options not yet proposed; 0: never")
+      .template add<std::size_t>("small_space_skip_lone", &MctsOptions::small_space_skip_lone,
+                                 at_least(0),
+                                 "a small space's cost model leaves out of its fit a config "
+                                 "alone in holding one of its options once this many other "
+                                 "results are fitted; 0: never")
       .template add<double>("small_space_log_cap", &MctsOptions::small_space_log_cap, at_least(0),
                             "a small space's cost model caps log time at the best so far plus "
                             "this; 0: no cap")
@@ -382,7 +394,10 @@ Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts,
     : name_(std::move(name)) {
   if (mcts.small_space > 0 && count_up_to(space, mcts.small_space)) {
     SurrogateOptions so;
-    if (mcts.tiny_space > 0 && count_up_to(space, mcts.tiny_space)) so.initial_samples = 3;
+    if (mcts.tiny_space > 0 && count_up_to(space, mcts.tiny_space))
+      so.initial_samples = mcts.tiny_space_samples;
+    so.cover_options = mcts.small_space_cover > 0 && count_up_to(space, mcts.small_space_cover);
+    so.skip_lone = mcts.small_space_skip_lone;
     so.log_cap = mcts.small_space_log_cap;
     so.cold_every = mcts.small_space_cold_every;
     so.prior = std::move(mcts.predict);

@@ -85,6 +85,25 @@ struct MctsOptions {
   // attention_prefill spaces of 21-25 configs): 29 evaluations to within 2% over the four against
   // 35 (bench/results/search_replay-2026-12-04.md). mcts_repair uses 32; 0: never.
   std::size_t tiny_space = 0;
+  std::size_t tiny_space_samples = 3;  // those random configs (MctsOptions::tiny_space)
+  // A small space of at most this many configs draws its random configs after the baseline
+  // covering options not yet proposed (SurrogateOptions::cover_options); 0: never. Not used by
+  // mcts_repair: 32 took the tiny tuning spaces attention_prefill_h200_1024_fp16 and
+  // attention_prefill_h200_768_h64_b4 from 10/8/10/11 and 9/8/11/10 to 9/10/6/6 and 6/8/6/8
+  // evaluations to within 2% (seeds 100/200/300/400), but on seeds 0..19 three held-out
+  // attention_prefill spaces and transpose_h200 needed one or two more, past Kernel Tuner's best
+  // for three of them (bench/results/search_replay-2026-12-05.md, candidate 2).
+  std::size_t small_space_cover = 0;
+  // A small space's surrogate leaves out of its cold fit a config that is the only one holding
+  // one of its options once this many other results are fitted (SurrogateOptions::skip_lone);
+  // 0: never. silu_mul_h200_2048x14336's baseline is the one naive config, 2.2x the optimum, and
+  // its first options of threads and rows_per_block are among the vector kernel's best; fitted,
+  // it charges its slowness to them too. mcts_repair uses 5: on seeds 100..119 / 200..219 /
+  // 300..319, 0/1/4/5/6/8 took that space 22/7/20/12/21/18, 26/16/24/21/22/19 and
+  // 24/10/10/12/14/15 evaluations to within 2%, while 1 took
+  // attention_decode_h200_b16_kv512_h64 (whose optimum is next to its baseline) 64/61/71
+  // against 7/65/8 (bench/results/search_replay-2026-12-05.md).
+  std::size_t small_space_skip_lone = 0;
   // A small space's surrogate fits log time capped at the best so far plus this
   // (SurrogateOptions::log_cap); 0: no cap. mcts_repair uses 0.2: on seeds 100..119, caps of
   // 0.1/0.15/0.2/0.25/0.3 against none took rope_h200_4x1024 10/12/12/13/15 evaluations to within
@@ -125,6 +144,7 @@ struct MctsRepairOptions : MctsOptions {
     tiny_space = 32;
     small_space_log_cap = 0.2;
     small_space_cold_every = 2;
+    small_space_skip_lone = 5;
     prior_check = 20;
   }
 };

@@ -27,6 +27,7 @@ struct Surrogate::State {
   Eigen::MatrixXd features;  // one row per point
   std::vector<bool> proposed;
   std::vector<bool> observed;
+  std::vector<bool> lone;       // the only legal config holding one of its options
   std::size_t left = 0;         // points not yet proposed
   std::vector<std::size_t> ok;  // rows with a time, in observation order
   std::vector<double> log_us;   // parallel to ok
@@ -58,6 +59,14 @@ struct Surrogate::State {
         col += n + 2;
       }
     }
+    lone.assign(points.size(), false);
+    for (std::size_t k = 0; k < space.depth(); ++k) {
+      std::vector<std::size_t> holders(space.knobs()[k].options.size(), 0);
+      for (const auto& p : points) ++holders[p[k]];
+      if (points.size() > 1)
+        for (std::size_t i = 0; i < points.size(); ++i)
+          if (holders[points[i][k]] == 1) lone[i] = true;
+    }
     proposed.assign(points.size(), false);
     observed.assign(points.size(), false);
     left = points.size();
@@ -79,6 +88,30 @@ struct Surrogate::State {
     return points[i];
   }
 
+  // An unproposed config holding the most options no proposed config holds
+  // (SurrogateOptions::cover_options), ties at random.
+  std::optional<Point> covering_unproposed() {
+    std::vector<std::vector<bool>> held;
+    for (const auto& k : space.knobs()) held.emplace_back(k.options.size(), false);
+    for (std::size_t i = 0; i < points.size(); ++i)
+      if (proposed[i])
+        for (std::size_t k = 0; k < space.depth(); ++k) held[k][points[i][k]] = true;
+    std::vector<std::size_t> ties;
+    std::size_t most = 0;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      if (proposed[i]) continue;
+      std::size_t fresh = 0;
+      for (std::size_t k = 0; k < space.depth(); ++k) fresh += held[k][points[i][k]] ? 0 : 1;
+      if (ties.empty() || fresh > most) {
+        ties.clear();
+        most = fresh;
+      }
+      if (fresh == most) ties.push_back(i);
+    }
+    if (ties.empty()) return std::nullopt;
+    return take(ties[rng.below(ties.size())]);
+  }
+
   std::optional<Point> random_unproposed() {
     std::uint64_t pick = rng.below(left);
     for (std::size_t i = 0; i < points.size(); ++i)
@@ -88,9 +121,17 @@ struct Surrogate::State {
 
   // Predicted log time of every point: ridge regression of centred log time (less the prior's
   // prediction, when `with_prior`) on the features of the configs with a time, plus that
-  // prediction. Without the prior the fit is the cold one, capped at the best plus log_cap.
+  // prediction. Without the prior the fit is the cold one, capped at the best plus log_cap, and
+  // without lone configs once skip_lone others are fitted.
   Eigen::VectorXd predict(bool with_prior) const {
-    const auto m = static_cast<Eigen::Index>(ok.size());
+    std::vector<std::size_t> fit;  // indices into ok of the results fitted
+    for (std::size_t r = 0; r < ok.size(); ++r)
+      if (!lone[ok[r]]) fit.push_back(r);
+    if (with_prior || o.skip_lone == 0 || fit.size() < o.skip_lone) {
+      fit.resize(ok.size());
+      for (std::size_t r = 0; r < ok.size(); ++r) fit[r] = r;
+    }
+    const auto m = static_cast<Eigen::Index>(fit.size());
     const Eigen::Index f = features.cols();
     Eigen::VectorXd predicted = Eigen::VectorXd::Zero(features.rows());
     if (m > 0) {
@@ -102,10 +143,10 @@ struct Surrogate::State {
         cap = *std::min_element(log_us.begin(), log_us.end()) + o.log_cap;
       auto target = [&](std::size_t r) { return std::min(log_us[r], cap) - offset(ok[r]); };
       double mean = 0;
-      for (std::size_t r = 0; r < ok.size(); ++r) mean += target(r);
-      mean /= static_cast<double>(ok.size());
+      for (std::size_t r : fit) mean += target(r);
+      mean /= static_cast<double>(fit.size());
       for (Eigen::Index r = 0; r < m; ++r) {
-        const auto rr = static_cast<std::size_t>(r);
+        const std::size_t rr = fit[static_cast<std::size_t>(r)];
         a.row(r) = features.row(static_cast<Eigen::Index>(ok[rr]));
         y(r) = target(rr) - mean;
       }
@@ -127,7 +168,7 @@ struct Surrogate::State {
       return take(b->second);
     if (initial_left > 0) {
       --initial_left;
-      return random_unproposed();
+      return o.cover_options ? covering_unproposed() : random_unproposed();
     }
     if (ok.empty() && prior.empty()) return random_unproposed();
     // With a prior, every cold_every-th model proposal ignores it (SurrogateOptions::cold_every).
@@ -173,7 +214,12 @@ const OptionList<SurrogateOptions>& surrogate_option_list() {
           .add("prior_weight", &SurrogateOptions::prior_weight, at_least(0),
                "share of a prior's prediction the cost model starts from; 0: ignore the prior")
           .add("cold_every", &SurrogateOptions::cold_every, at_least(0),
-               "with a prior, every this-many-th model proposal ignores it; 0: never");
+               "with a prior, every this-many-th model proposal ignores it; 0: never")
+          .add("cover_options", &SurrogateOptions::cover_options, between(0, 1),
+               "1: the random draws after the baseline each hold the most options not yet proposed")
+          .add("skip_lone", &SurrogateOptions::skip_lone, at_least(0),
+               "a config alone in holding one of its options is left out of the fit once this "
+               "many other results are; 0: never");
   return list;
 }
 

@@ -57,6 +57,17 @@ struct SurrogateOptions {
   // results point there: the prior-led fit only corrects the prior where it has results, and a
   // prior from other shapes can dismiss the region that holds this shape's optimum. 0: never.
   std::size_t cold_every = 0;
+  // The random draws after the baseline each pick, among the unproposed configs, one that holds
+  // the most (knob, option) pairs no proposed config holds yet (ties at random), instead of any
+  // config: a handful of draws then shows the model every knob's options. false: uniform draws.
+  bool cover_options = false;
+  // Leave out of the cold fit a config that is the only legal one holding one of its options (a
+  // kernel variant whose other knobs are pinned, as a baseline often is): its time says how good
+  // that option is, which no other config shares, and nothing of its other options, which the
+  // fit would otherwise charge with it. Applied once at least this many other results are
+  // fitted (with fewer, the lone config's contrast is most of what the fit has); not to the fit
+  // with a prior, whose prediction of the lone config may be right. 0: never.
+  std::size_t skip_lone = 0;
 };
 
 class Surrogate final : public Strategy {
