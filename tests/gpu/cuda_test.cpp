@@ -1,6 +1,7 @@
 // The CUDA backend on a real GPU: fingerprint, and every config of the rmsnorm family's space on
 // odd shapes against the float64 reference, with poisoned outputs and guard elements.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -63,6 +64,21 @@ TEST(CudaGpu, EnumeratesItsDevicesAndRefusesAnIndexPastThem) {
 bool must_pass(const Config& c) {
   return c.get("kernel") == nullptr || c.get("kernel")->as_word() != "cublaslt" ||
          (c.get("lt_split")->as_int() == 0 && c.get("lt_tile")->as_int() == 0);
+}
+
+// The configs of `problem`'s space that `keep` accepts, in enumeration order (none, with a test
+// failure, when the backend cannot make the space).
+std::vector<Config> configs_where(Backend& cuda, const Problem& problem,
+                                  const std::function<bool(const Config&)>& keep) {
+  auto space = cuda.space(problem);
+  if (!space.ok()) {
+    ADD_FAILURE() << space.error().message();
+    return {};
+  }
+  std::vector<Config> out;
+  for (auto e = space->enumerate(); auto pt = e.next();)
+    if (Config c = space->config(*pt); keep(c)) out.push_back(std::move(c));
+  return out;
 }
 
 // Every config of the space, except the tiled GEMM's thousands: a seeded sample of `tiled` of
@@ -173,16 +189,11 @@ TEST(CudaGpu, GemmTiledClusterSplitEveryTileAndWarpLayout) {
     SCOPED_TRACE(spec);
     auto p = cuda->resolve(spec);
     ASSERT_TRUE(p.ok()) << p.error().message();
-    auto space = cuda->space(*p);
-    ASSERT_TRUE(space.ok()) << space.error().message();
-    std::vector<Config> configs;
-    for (auto e = space->enumerate(); auto pt = e.next();) {
-      Config c = space->config(*pt);
-      if (c.get("kernel")->as_word() == "tiled" && c.get("tl_split")->as_int() > 1 &&
-          c.get("tl_stages")->as_int() == 3 && c.get("tl_group")->as_int() == 8 &&
-          c.get("tl_bk")->as_int() == 32)
-        configs.push_back(std::move(c));
-    }
+    const std::vector<Config> configs = configs_where(*cuda, *p, [](const Config& c) {
+      return c.get("kernel")->as_word() == "tiled" && c.get("tl_split")->as_int() > 1 &&
+             c.get("tl_stages")->as_int() == 3 && c.get("tl_group")->as_int() == 8 &&
+             c.get("tl_bk")->as_int() == 32;
+    });
     for (const Config& c : configs) cuda->prepare(*p, c);
     std::size_t ran = 0;
     for (const Config& c : configs) {
@@ -284,17 +295,12 @@ TEST(CudaGpu, AttentionDecodeMmaTwoRowTilesAndSixteenBlockClusters) {
   for (const Cell& cell : cells) {
     auto p = cuda->resolve(cell.spec);
     ASSERT_TRUE(p.ok()) << p.error().message();
-    auto space = cuda->space(*p);
-    ASSERT_TRUE(space.ok()) << space.error().message();
-    std::vector<Config> configs;
-    for (auto e = space->enumerate(); auto pt = e.next();) {
-      Config c = space->config(*pt);
-      if (c.get("kernel")->as_word() != "mma") continue;
+    const std::vector<Config> configs = configs_where(*cuda, *p, [](const Config& c) {
       const bool two = c.get("q_rows")->as_int() == 32;
       const bool sixteen =
           c.get("combine")->as_word() == "cluster" && c.get("splits")->as_int() == 16;
-      if (two || sixteen) configs.push_back(std::move(c));
-    }
+      return c.get("kernel")->as_word() == "mma" && (two || sixteen);
+    });
     for (const Config& c : configs) cuda->prepare(*p, c);
     std::size_t ok = 0;
     std::size_t refused = 0;

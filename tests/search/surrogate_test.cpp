@@ -35,8 +35,10 @@ Evaluation factor_time(const Point& p) {
   return {Verdict::kOk, t};
 }
 
-std::size_t evaluations_to_optimum(Strategy& strategy, const Space& s) {
-  auto trace = run_strategy(strategy, s, factor_time, 1000);
+// Evaluations to the optimum of a landscape whose optimum takes 10 (factor_time's by default).
+std::size_t evaluations_to_optimum(Strategy& strategy, const Space& s,
+                                   const Evaluate& time = factor_time) {
+  auto trace = run_strategy(strategy, s, time, 1000);
   EXPECT_TRUE(trace) << trace.error().message();
   auto n = evaluations_to_within(*trace, 10.0, 0.0);
   return n ? *n : 100000;
@@ -99,10 +101,7 @@ TEST(Surrogate, ACapOnLogTimeKeepsOneSlowBaselineFromDecidingTheFit) {
   Space s = fused_space();  // 96 configs; the optimum is fused, vec=4, tokens=1, groups=1
   auto to_optimum = [&](SurrogateOptions o, std::uint64_t seed) {
     Surrogate sur(s, seed, o);
-    auto trace = run_strategy(sur, s, fused_time, 1000);
-    EXPECT_TRUE(trace) << trace.error().message();
-    auto n = evaluations_to_within(*trace, 10.0, 0.0);
-    return n ? *n : 100000;
+    return evaluations_to_optimum(sur, s, fused_time);
   };
   SurrogateOptions raw, capped;
   capped.log_cap = 0.2;
@@ -335,10 +334,7 @@ TEST(Surrogate, AConfigAloneInHoldingAnOptionLeavesTheColdFit) {
   ASSERT_EQ(s.count(), 181u);
   auto to_optimum = [&](SurrogateOptions o, std::uint64_t seed) {
     Surrogate sur(s, seed, o);
-    auto trace = run_strategy(sur, s, lone_baseline_time, 1000);
-    EXPECT_TRUE(trace) << trace.error().message();
-    auto n = evaluations_to_within(*trace, 10.0, 0.0);
-    return n ? *n : 100000;
+    return evaluations_to_optimum(sur, s, lone_baseline_time);
   };
   SurrogateOptions fitted, skipped;
   fitted.log_cap = skipped.log_cap = 0.2;
