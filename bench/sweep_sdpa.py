@@ -21,16 +21,26 @@ backend.
 import datetime, json, os, sqlite3, sys, time
 
 import torch
+from torch.nn.attention.bias import causal_lower_right
 
 from sdpa_timing import BACKENDS, DT, dev, props, sdpa_us
 
 rows_path, db_path, out_dir = sys.argv[1:4]
 flags = dict(zip(sys.argv[4::2], sys.argv[5::2]))
-ints = lambda name, default: [int(x) for x in flags.get(name, default).split(",")]
+
+
+def ints(name, default):
+    return [int(x) for x in flags.get(name, default).split(",")]
+
+
 dtypes = flags.get("--dtype", "bf16").split(",")
 heads, kvs, batches = ints("--head", "128"), ints("--kv", "4096"), ints("--batch", "1")
 hq, hkv, ql = ints("--q-heads", "32")[0], ints("--kv-heads", "8")[0], ints("--q-len", "1")[0]
 samples = int(os.environ.get("SWEEP_SDPA_SAMPLES", "50"))
+
+
+def fmt(x):
+    return "-" if x is None else f"{x:.2f}"
 
 
 def problem(dtype, head, kv, batch):
@@ -90,10 +100,8 @@ for dtype in dtypes:
                 q = torch.randn(batch, hq, ql, head, dtype=DT[dtype], device=dev)
                 k = torch.randn(batch, hkv, kv, head, dtype=DT[dtype], device=dev)
                 v = torch.randn(batch, hkv, kv, head, dtype=DT[dtype], device=dev)
-                mask = None
-                if ql > 1:
-                    from torch.nn.attention.bias import causal_lower_right
-                    mask = causal_lower_right(ql, kv)
+                # q_len > 1: causal among the new tokens, as bench/attention_decode.py times it.
+                mask = causal_lower_right(ql, kv) if ql > 1 else None
                 sd = {name: sdpa_us(b, q, k, v, samples=samples, attn_mask=mask) for name, b in BACKENDS}
                 del q, k, v
                 torch.cuda.empty_cache()
@@ -110,7 +118,6 @@ for dtype in dtypes:
                         slower.append(f"{cell}: {us:.2f} us against {best} {timed[best]:.2f} us ({ratio:.2f})")
                 cols = " | ".join("refused" if u is None else f"{u:.2f}{' ' + n if n else ''}"
                                   for u, n in sd.values())
-                fmt = lambda x: "-" if x is None else f"{x:.2f}"
                 lines_out.append(f"| {cell} | {fmt(us)} | {kind} | {fmt(base)} | {cols} | {best or '-'} | "
                                  f"{fmt(ratio)} | {config} |")
                 print(lines_out[-1], flush=True)
