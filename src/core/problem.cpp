@@ -21,6 +21,11 @@ const std::string* Problem::attr(const std::string& key) const {
   return it == attrs_.end() ? nullptr : &it->second;
 }
 
+bool Problem::flag(const std::string& key) const {
+  const std::string* v = attr(key);
+  return v && *v == "1";
+}
+
 Result<std::int64_t> Problem::int_attr(const std::string& key) const {
   const std::string* v = attr(key);
   if (!v) return Error::invalid_argument("problem '" + name() + "' has no '" + key + "'");

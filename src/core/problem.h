@@ -25,6 +25,8 @@ class Problem {
 
   // nullptr when absent.
   const std::string* attr(const std::string& key) const;
+  // A 0|1 flag attribute (OpSignature::flags): whether it reads 1 (absent reads 0).
+  bool flag(const std::string& key) const;
   // Integer attribute, or an error naming the problem and the key.
   Result<std::int64_t> int_attr(const std::string& key) const;
 

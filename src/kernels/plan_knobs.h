@@ -48,8 +48,7 @@ inline Result<HalfShape> half_shape(const Problem& p, const OpSignature& op) {
     return Error::invalid_argument(op.name + " problem " + p.text() +
                                    ": dtype must be bf16 or fp16");
   h.bf16 = *dtype == "bf16";
-  const std::string* flag = op.flags.empty() ? nullptr : p.attr(op.flags.front());
-  h.flag = flag && *flag == "1";
+  h.flag = !op.flags.empty() && p.flag(op.flags.front());
   return h;
 }
 

@@ -379,7 +379,7 @@ std::unique_ptr<SimProblem> make_rope(const OpSignature& op) {
     auto sz = [&prob](const char* name) { return static_cast<double>(*prob.int_attr(name)); };
     const double tokens = sz("batch") * sz("seq"), head = sz("head");
     const double qk = sz("q_heads") + sz("kv_heads"), heads = qk + sz("kv_heads");
-    const bool norm = prob.attr("qk_norm") && *prob.attr("qk_norm") == "1";
+    const bool norm = prob.flag("qk_norm");
     constexpr double kLaunchUs = 2.0, kSincosInstr = 40, kLanesPerUs = kSms * 128 * 1980.0,
                      kInflightPerSm = 24576, kThreadsPerSm = 2048;
     // A kernel of one thread per element, 4 bytes in flight each, and a latency floor.

@@ -14,13 +14,11 @@ namespace attune::kernels {
 namespace {
 
 Status check_gemm(const Problem& p) {
-  const std::string* silu = p.attr("silu_mul");
-  if (!silu || *silu != "1") return Status::success();
+  if (!p.flag("silu_mul")) return Status::success();
   if (*p.int_attr("n") % 2 != 0)
     return Error::invalid_argument(p.text() +
                                    ": silu_mul=1 needs an even n (the gate's rows, then the up's)");
-  const std::string* bias = p.attr("bias");
-  if (bias && *bias == "1") return Error::invalid_argument(p.text() + ": silu_mul=1 takes no bias");
+  if (p.flag("bias")) return Error::invalid_argument(p.text() + ": silu_mul=1 takes no bias");
   return Status::success();
 }
 
@@ -28,10 +26,8 @@ Status check_gemm(const Problem& p) {
 OpWork gemm_work(const Problem& p) {
   const double m = static_cast<double>(*p.int_attr("m")), n = static_cast<double>(*p.int_attr("n")),
                k = static_cast<double>(*p.int_attr("k"));
-  const std::string* silu = p.attr("silu_mul");
-  const std::string* bias = p.attr("bias");
-  const double out_n = silu && *silu == "1" ? n / 2 : n;
-  const double elems = m * k + n * k + m * out_n + (bias && *bias == "1" ? n : 0);
+  const double out_n = p.flag("silu_mul") ? n / 2 : n;
+  const double elems = m * k + n * k + m * out_n + (p.flag("bias") ? n : 0);
   return OpWork{2 * elems, 2 * m * n * k};
 }
 

@@ -151,8 +151,7 @@ Result<KernelPlan> plan_tiled(const GemmShape& s, const Config& c) {
 
 Result<GemmShape> gemm_shape(const Problem& p) {
   ATTUNE_ASSIGN(HalfShape h, half_shape(p, gemm_op()));
-  const std::string* silu = p.attr("silu_mul");
-  return GemmShape{h.sizes[0], h.sizes[1], h.sizes[2], h.bf16, h.flag, silu && *silu == "1"};
+  return GemmShape{h.sizes[0], h.sizes[1], h.sizes[2], h.bf16, h.flag, p.flag("silu_mul")};
 }
 
 Result<Plan> plan_gemm(const Problem& problem, const Config& config) {

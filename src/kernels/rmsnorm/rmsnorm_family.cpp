@@ -26,7 +26,7 @@ Result<Shape> shape_of(const Problem& p) {
   ATTUNE_ASSIGN(s.rows, p.int_attr("rows"));
   ATTUNE_ASSIGN(s.hidden, p.int_attr("hidden"));
   s.fmt = *p.attr("dtype") == "fp16" ? Half::kFp16 : Half::kBf16;
-  s.residual = *p.attr("residual") == "1";
+  s.residual = p.flag("residual");
   return s;
 }
 

@@ -10,8 +10,7 @@ namespace {
 OpWork rmsnorm_work(const Problem& p) {
   const double rows = static_cast<double>(*p.int_attr("rows")),
                hidden = static_cast<double>(*p.int_attr("hidden"));
-  const std::string* residual = p.attr("residual");
-  const double tensors = residual && *residual == "1" ? 4 : 2;
+  const double tensors = p.flag("residual") ? 4 : 2;
   return OpWork{2 * (tensors * rows * hidden + hidden), 4 * rows * hidden};
 }
 
