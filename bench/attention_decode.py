@@ -33,7 +33,7 @@ import datetime, json, os, subprocess, sys, time
 import torch
 from torch.nn.attention.bias import causal_lower_right
 
-from sdpa_timing import BACKENDS, DT, deploy_us, dev, props, sdpa_us
+from sdpa_timing import BACKENDS, deploy_us, dev, every_backend, props
 
 attune, copy_bw, out_dir = sys.argv[1], sys.argv[2], sys.argv[3]
 quick = "--quick" in sys.argv[4:]
@@ -111,22 +111,11 @@ for dtype, head, kv, batch, hq, hkv, ql in CELLS:
         continue
     pr = json.loads(p.stdout)["problems"][0]
     best, base = pr["best"]["median_us"], pr["baseline"]["median_us"]
-    torch.manual_seed(0)
-    q = torch.randn(batch, hq, ql, head, dtype=DT[dtype], device=dev)
-    k = torch.randn(batch, hkv, kv, head, dtype=DT[dtype], device=dev)
-    v = torch.randn(batch, hkv, kv, head, dtype=DT[dtype], device=dev)
-    sd = {}
-    for name, b in BACKENDS:
-        # q_len > 1: causal among the new tokens, token i seeing kv - q_len + i + 1 keys.
-        mask = causal_lower_right(ql, kv) if ql > 1 else None
-        us, note = sdpa_us(b, q, k, v, attn_mask=mask)
-        sd[name] = (us, note)
-        if us is None:
-            refusals.append(f"{cell} {name}: {note}")
-    del q, k, v
-    torch.cuda.empty_cache()
+    # q_len > 1: causal among the new tokens, token i seeing kv - q_len + i + 1 keys.
+    mask = causal_lower_right(ql, kv) if ql > 1 else None
+    sd, best_name = every_backend(dtype, batch, hq, hkv, ql, kv, head, attn_mask=mask)
+    refusals += [f"{cell} {name}: {note}" for name, (us, note) in sd.items() if us is None]
     timed = {n: u for n, (u, _) in sd.items() if u is not None}
-    best_name = min(timed, key=timed.get) if timed else None
     kv_bytes = 2 * batch * hkv * kv * head * 2
     nbytes = kv_bytes + 2 * batch * hq * ql * head * 2
     read_us, read_how = size_matched_read_us(kv_bytes)

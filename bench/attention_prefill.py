@@ -17,7 +17,7 @@ Usage: bench/attention_prefill.py ATTUNE_BINARY OUT_DIR [--quick]
 import datetime, json, os, subprocess, sys, time
 
 import torch
-from sdpa_timing import BACKENDS, DT, dev, props, sdpa_us
+from sdpa_timing import BACKENDS, dev, every_backend, props
 
 attune, out_dir = sys.argv[1], sys.argv[2]
 quick = "--quick" in sys.argv[3:]
@@ -82,23 +82,12 @@ for dtype, head, seq, batch, hq, hkv in CELLS:
         continue
     best = pr["best"]["median_us"]
     base = (pr.get("baseline") or {}).get("median_us")  # None: the baseline did not pass the gate
-    torch.manual_seed(0)
-    q = torch.randn(batch, hq, seq, head, dtype=DT[dtype], device=dev)
-    k = torch.randn(batch, hkv, seq, head, dtype=DT[dtype], device=dev)
-    v = torch.randn(batch, hkv, seq, head, dtype=DT[dtype], device=dev)
-    sd = {}
-    for name, b in BACKENDS:
-        if name == "math" and batch * hq * seq * seq * 4 > (8 << 30):
-            sd[name] = (None, "scores over 8 GiB: not run")
-            continue
-        us, note = sdpa_us(b, q, k, v, samples=50, is_causal=True)
-        sd[name] = (us, note)
-        if us is None:
-            refusals.append(f"{cell} {name}: {note}")
-    del q, k, v
-    torch.cuda.empty_cache()
+    skip = {"math": "scores over 8 GiB: not run"} if batch * hq * seq * seq * 4 > (8 << 30) else {}
+    sd, best_name = every_backend(dtype, batch, hq, hkv, seq, seq, head, samples=50, skip=skip,
+                                  is_causal=True)
+    refusals += [f"{cell} {name}: {note}" for name, (us, note) in sd.items()
+                 if us is None and name not in skip]
     timed = {n: u for n, (u, _) in sd.items() if u is not None}
-    best_name = min(timed, key=timed.get) if timed else None
     flops = 2 * 2 * batch * hq * seq * seq * head / 2
     rows.append(dict(cell=cell, best=best, base=base, sd=sd, best_name=best_name,
                      speed=timed[best_name] / best if best_name else None,

@@ -75,6 +75,25 @@ def deploy_us(fn, samples=200):
     return max(led[len(led) // 2] - alone[len(alone) // 2], 0.01)
 
 
+def every_backend(dtype, batch, q_heads, kv_heads, q_len, kv_len, head, samples=200, skip=None,
+                  **kwargs):
+    """Each backend of BACKENDS on sdpa(q, k, v, **kwargs) with random (seed 0) q [batch, q_heads,
+    q_len, head] and K/V [batch, kv_heads, kv_len, head]: ({name: (us, note)} as sdpa_us gives it,
+    a backend named in `skip` given (None, its reason) unrun; the fastest backend's name, None when
+    none ran)."""
+    skip = skip or {}
+    torch.manual_seed(0)
+    q = torch.randn(batch, q_heads, q_len, head, dtype=DT[dtype], device=dev)
+    k = torch.randn(batch, kv_heads, kv_len, head, dtype=DT[dtype], device=dev)
+    v = torch.randn(batch, kv_heads, kv_len, head, dtype=DT[dtype], device=dev)
+    sd = {name: (None, skip[name]) if name in skip else sdpa_us(b, q, k, v, samples, **kwargs)
+          for name, b in BACKENDS}
+    del q, k, v
+    torch.cuda.empty_cache()
+    timed = {n: u for n, (u, _) in sd.items() if u is not None}
+    return sd, (min(timed, key=timed.get) if timed else None)
+
+
 def sdpa_us(backend, q, k, v, samples=200, **kwargs):
     """(us, note) of one backend on sdpa(q, k, v, **kwargs), or (None, why) when it refuses.
 

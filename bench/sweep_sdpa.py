@@ -23,7 +23,7 @@ import datetime, json, os, sqlite3, sys, time
 import torch
 from torch.nn.attention.bias import causal_lower_right
 
-from sdpa_timing import BACKENDS, DT, dev, props, sdpa_us
+from sdpa_timing import every_backend, props
 
 rows_path, db_path, out_dir = sys.argv[1:4]
 flags = dict(zip(sys.argv[4::2], sys.argv[5::2]))
@@ -96,17 +96,11 @@ for dtype in dtypes:
                 text = problem(dtype, head, kv, batch)
                 base = baseline_us(text)
                 config, us, kind = dispatched.get(text, (baseline_config, base, "baseline (no row)"))
-                torch.manual_seed(0)
-                q = torch.randn(batch, hq, ql, head, dtype=DT[dtype], device=dev)
-                k = torch.randn(batch, hkv, kv, head, dtype=DT[dtype], device=dev)
-                v = torch.randn(batch, hkv, kv, head, dtype=DT[dtype], device=dev)
                 # q_len > 1: causal among the new tokens, as bench/attention_decode.py times it.
                 mask = causal_lower_right(ql, kv) if ql > 1 else None
-                sd = {name: sdpa_us(b, q, k, v, samples=samples, attn_mask=mask) for name, b in BACKENDS}
-                del q, k, v
-                torch.cuda.empty_cache()
+                sd, best = every_backend(dtype, batch, hq, hkv, ql, kv, head, samples=samples,
+                                         attn_mask=mask)
                 timed = {n: u for n, (u, _) in sd.items() if u is not None}
-                best = min(timed, key=timed.get) if timed else None
                 ratio = us / timed[best] if best and us else None
                 cell = f"{dtype} h{head} kv{kv} b{batch}"
                 if ratio is None:
