@@ -122,6 +122,14 @@ ATTUNE_FORWARD(cuLaunchKernel,
                 unsigned int by, unsigned int bz, unsigned int smem, CUstream s, void** params,
                 void** extra),
                (f, gx, gy, gz, bx, by, bz, smem, s, params, extra))
+ATTUNE_FORWARD(cuTensorMapEncodeTiled,
+               (CUtensorMap * map, CUtensorMapDataType type, cuuint32_t rank, void* address,
+                const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                const cuuint32_t* element_strides, CUtensorMapInterleave interleave,
+                CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
+                CUtensorMapFloatOOBfill fill),
+               (map, type, rank, address, dims, strides, box, element_strides, interleave, swizzle,
+                l2, fill))
 ATTUNE_FORWARD(cuGetErrorName, (CUresult rc, const char** s), (rc, s))
 ATTUNE_FORWARD(cuGetErrorString, (CUresult rc, const char** s), (rc, s))
 

@@ -34,11 +34,23 @@ struct Dim3 {
 //   rope:    q, k, v (outputs: q, the K and V caches), qkv, q_norm, k_norm, workspace (device
 //            pointers), rows (int: batch * seq), seq (int), kv (int), eps (float)
 //   silu_mul: y (output), x (the gate/up rows, 2 * inter each) (device pointers), rows (int)
+// A Hopper TMA descriptor a step takes as its argument "tensor_map<i>" (i < kMaxTensorMaps): the
+// 16-bit row-major matrix behind pointer argument `arg`, rows x cols (cols contiguous, cols % 8 ==
+// 0), copied in boxes of box_rows x box_cols with the 128-byte swizzle, out-of-range elements
+// read as zero. Encoded at every launch from the pointer then bound (plan_launch.h).
+struct TensorMap2d {
+  std::string arg;
+  std::uint64_t rows = 0, cols = 0;
+  std::uint32_t box_rows = 0, box_cols = 0;
+};
+inline constexpr std::size_t kMaxTensorMaps = 2;
+
 struct LaunchStep {
   std::string kernel;  // a name expression of the plan's build
   Dim3 grid, block;
   unsigned shared_bytes = 0;  // dynamic shared memory
   std::vector<std::string> args;
+  std::vector<TensorMap2d> tensor_maps;
 };
 
 struct KernelPlan {
@@ -90,6 +102,13 @@ struct GemmShape {
   std::int64_t out_n() const { return silu_mul ? n / 2 : n; }  // C's columns
 };
 Result<GemmShape> gemm_shape(const Problem& problem);
+
+// The most shared memory any current GPU gives one block (sm_90: 227 KiB).
+inline constexpr std::size_t kMaxBlockSharedBytes = 227 * 1024;
+
+// The wgmma GEMM's shared memory (gemm_plan.cpp), which its space's constraint and plan check.
+std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
+                                    std::int64_t split);
 
 struct RmsnormShape {
   std::int64_t rows = 0, hidden = 0;

@@ -28,6 +28,8 @@ void* bind(const std::string& name, PlanArgs& a) {
   if (name == "q_norm") return &a.q_norm;
   if (name == "k_norm") return &a.k_norm;
   if (name == "seq") return &a.seq;
+  for (std::size_t i = 0; i < kMaxTensorMaps; ++i)
+    if (name == "tensor_map" + std::to_string(i)) return &a.tensor_maps[i];
   return nullptr;
 }
 
@@ -39,6 +41,12 @@ Status check_step(const LaunchStep& step) {
     if (!bind(name, probe))
       return Error::internal("plan step " + step.kernel + " names an unknown argument '" + name +
                              "'");
+  if (step.tensor_maps.size() > kMaxTensorMaps)
+    return Error::internal("plan step " + step.kernel + " has too many tensor maps");
+  for (const TensorMap2d& m : step.tensor_maps)
+    if (!pointer_arg(m.arg, probe))
+      return Error::internal("plan step " + step.kernel + " maps an unknown pointer argument '" +
+                             m.arg + "'");
   return Status::success();
 }
 
@@ -71,7 +79,25 @@ CUdeviceptr* pointer_arg(const std::string& name, PlanArgs& a) {
   return nullptr;
 }
 
+CUresult encode_tensor_maps(const LaunchStep& step, PlanArgs& args) {
+  for (std::size_t i = 0; i < step.tensor_maps.size(); ++i) {
+    const TensorMap2d& m = step.tensor_maps[i];
+    const CUdeviceptr* ptr = pointer_arg(m.arg, args);
+    if (!ptr) return CUDA_ERROR_INVALID_VALUE;
+    const cuuint64_t dims[2] = {m.cols, m.rows}, strides[1] = {m.cols * 2};
+    const cuuint32_t box[2] = {m.box_cols, m.box_rows}, element_strides[2] = {1, 1};
+    CUresult rc = cuTensorMapEncodeTiled(
+        &args.tensor_maps[i], CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, reinterpret_cast<void*>(*ptr),
+        dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (rc != CUDA_SUCCESS) return rc;
+  }
+  return CUDA_SUCCESS;
+}
+
 CUresult launch_step(const LaunchStep& s, CUfunction fn, PlanArgs& args, CUstream stream) {
+  if (CUresult rc = encode_tensor_maps(s, args); rc != CUDA_SUCCESS) return rc;
   void* params[kMaxArgs];
   std::size_t n = 0;
   for (const auto& name : s.args) params[n++] = bind(name, args);
@@ -106,6 +132,7 @@ CUresult enqueue(const KernelPlan& plan, const PlanBinding& binding,
   char* base = reinterpret_cast<char*>(&args);
   for (std::size_t i = 0; i < plan.steps.size(); ++i) {
     const LaunchStep& s = plan.steps[i];
+    if (CUresult rc = encode_tensor_maps(s, args); rc != CUDA_SUCCESS) return rc;
     void* params[kMaxArgs];
     std::size_t n = 0;
     for (std::size_t off : binding.offsets[i]) params[n++] = base + off;

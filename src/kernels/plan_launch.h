@@ -23,7 +23,13 @@ struct PlanArgs {
   float eps = 0;
   int kv = 0;
   int seq = 0;  // rope
+  // A step's TMA descriptors (LaunchStep::tensor_maps), encoded by the launch from the pointers
+  // above; the kernel takes them by value (__grid_constant__).
+  CUtensorMap tensor_maps[kMaxTensorMaps] = {};
 };
+
+// Encodes step's tensor maps into args.tensor_maps from the pointers they name.
+CUresult encode_tensor_maps(const LaunchStep& step, PlanArgs& args);
 
 // Checks that every step's argument names are known (an unknown name is a bug in the plan).
 Status check_args(const KernelPlan& plan);

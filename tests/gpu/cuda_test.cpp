@@ -81,8 +81,8 @@ std::vector<Config> configs_where(Backend& cuda, const Problem& problem,
   return out;
 }
 
-// Every config of the space, except the tiled GEMM's thousands: a seeded sample of `tiled` of
-// them, compiled ahead on the backend's compile threads.
+// Every config of the space, except the tiled and wgmma GEMMs' hundreds: a seeded sample of
+// `tiled` of them, compiled ahead on the backend's compile threads.
 void every_config_passes(Backend& cuda, const std::string& spec, std::size_t expect_min,
                          std::size_t tiled = 24) {
   auto p = cuda.resolve(spec);
@@ -93,13 +93,14 @@ void every_config_passes(Backend& cuda, const std::string& spec, std::size_t exp
   for (auto e = space->enumerate(); auto pt = e.next();) {
     Config c = space->config(*pt);
     const Value* kernel = c.get("kernel");
-    (kernel && kernel->as_word() == "tiled" ? tiled_configs : configs).push_back(std::move(c));
+    const bool sampled = kernel && (kernel->as_word() == "tiled" || kernel->as_word() == "wgmma");
+    (sampled ? tiled_configs : configs).push_back(std::move(c));
   }
   std::mt19937_64 rng(20261129);
   std::shuffle(tiled_configs.begin(), tiled_configs.end(), rng);
   if (tiled_configs.size() > tiled) tiled_configs.resize(tiled);
   std::cout << spec << ": " << configs.size() << " configs + " << tiled_configs.size()
-            << " sampled tiled configs\n";
+            << " sampled tiled and wgmma configs\n";
   configs.insert(configs.end(), tiled_configs.begin(), tiled_configs.end());
   for (const Config& c : configs) cuda.prepare(*p, c);
   std::size_t n = 0;
@@ -205,6 +206,32 @@ TEST(CudaGpu, GemmTiledClusterSplitEveryTileAndWarpLayout) {
     }
     std::cout << spec << ": " << ran << " of " << configs.size() << " split configs ran\n";
     EXPECT_GE(ran, 60u);
+  }
+}
+
+// Hopper's warpgroup-MMA GEMM: every block tile, ring depth and K split against the float64
+// reference, plain with bias, with the SiLU * mul epilogue, in fp16, and at the Qwen3 layer's
+// M = 128, on shapes with tails on every side (M, N and K no multiples of the tiles).
+TEST(CudaGpu, GemmWgmmaEveryTileStageAndSplit) {
+  ATTUNE_REQUIRE_GPU(cuda);
+  for (const char* spec : {"gemm:m=133,n=1031,k=2056,bias=1", "gemm:m=77,n=1056,k=1000,silu_mul=1",
+                           "gemm:m=300,n=517,k=4104,dtype=fp16",
+                           "gemm:m=128,n=6144,k=1024,silu_mul=1", "gemm:m=5,n=333,k=1032"}) {
+    SCOPED_TRACE(spec);
+    auto p = cuda->resolve(spec);
+    ASSERT_TRUE(p.ok()) << p.error().message();
+    const std::vector<Config> configs = configs_where(
+        *cuda, *p, [](const Config& c) { return c.get("kernel")->as_word() == "wgmma"; });
+    for (const Config& c : configs) cuda->prepare(*p, c);
+    std::size_t ran = 0;
+    for (const Config& c : configs) {
+      if (cuda->can_implement(*p, c)) continue;
+      Outcome o = cuda->execute(*p, c, Regime::kRank);
+      EXPECT_EQ(o.verdict, Verdict::kOk) << c.text() << ": " << o.message;
+      ++ran;
+    }
+    std::cout << spec << ": " << ran << " of " << configs.size() << " wgmma configs ran\n";
+    EXPECT_GE(ran, 20u);
   }
 }
 

@@ -5,6 +5,7 @@
 #include "core/config.h"
 #include "core/problem.h"
 #include "cuda/nvrtc_build.h"
+#include "kernels/ops.h"
 #include "kernels/plan.h"
 #include "support/temp_dir.h"
 
@@ -118,6 +119,84 @@ TEST(KernelSources, TiledGemmPlansCompile) {
       EXPECT_NE(old->log.find("needs sm_90"), std::string::npos) << old->log;
     }
   }
+}
+
+// Hopper's warpgroup-MMA GEMM through its plans: one producer and one or two consumer warpgroups
+// per block, a K split as a cluster of `split` blocks per tile, shared memory for the ring (or the
+// split's fp32 partial tile) plus its mbarriers; every tile width, plain, with bias and with the
+// SiLU * mul epilogue, compiles for Hopper, and for an older GPU the build fails with the reason.
+// attention_prefill's kernel shares its wgmma header and compiles with it.
+TEST(KernelSources, WgmmaGemmPlansCompile) {
+  cuda::Compiler hopper("sm_90a", ""), ampere("sm_80", "");
+  struct Case {
+    const char* problem;
+    const char* config;
+    unsigned grid, threads;
+    std::size_t smem;
+  };
+  const Case cases[] = {
+      {"gemm:bias=0,dtype=bf16,k=1024,m=128,n=4096",
+       "kernel=wgmma,wg_bm=128,wg_bn=128,wg_stages=4,wg_split=1", 32, 384,
+       1024 + 4 * 256 * 128 + 64},
+      {"gemm:bias=1,dtype=fp16,k=1000,m=77,n=517",
+       "kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=3,wg_split=2", 2 * 3 * 2, 256,
+       1024 + 3 * 320 * 128 + 48},
+      // The partial tile outgrows the ring: 128 x 256 fp32 is 128 KiB against 2 x 384 x 128.
+      {"gemm:bias=0,dtype=bf16,k=3072,m=128,n=1024",
+       "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=2,wg_split=8", 4 * 8, 384,
+       1024 + 128 * 256 * 4 + 32},
+      {"gemm:bias=0,dtype=bf16,k=1024,m=128,n=6144,silu_mul=1",
+       "kernel=wgmma,wg_bm=128,wg_bn=64,wg_stages=6,wg_split=4", 96 * 4, 384,
+       1024 + 6 * 192 * 128 + 96},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.config);
+    auto plan = kernels::plan_gemm(*Problem::parse(k.problem), *Config::parse(k.config));
+    ASSERT_TRUE(plan.ok()) << plan.error().message();
+    const auto& kp = std::get<kernels::KernelPlan>(*plan);
+    ASSERT_EQ(kp.steps.size(), 1u);
+    EXPECT_EQ(kp.steps[0].grid.x, k.grid);
+    EXPECT_EQ(kp.steps[0].block.x, k.threads);
+    EXPECT_EQ(kp.steps[0].shared_bytes, k.smem);
+    // The TMA reads A and B through tensor maps of 64-wide K boxes, one block tile (under
+    // silu_mul, half of one: the gate rows, then the up rows) per box.
+    const auto shape = *kernels::gemm_shape(*Problem::parse(k.problem));
+    const auto config = *Config::parse(k.config);
+    const auto bm = static_cast<std::uint32_t>(config.get("wg_bm")->as_int());
+    const auto bn = static_cast<std::uint32_t>(config.get("wg_bn")->as_int());
+    ASSERT_EQ(kp.steps[0].tensor_maps.size(), 2u);
+    const auto& ta = kp.steps[0].tensor_maps[0];
+    const auto& tb = kp.steps[0].tensor_maps[1];
+    EXPECT_EQ(kp.steps[0].args,
+              (std::vector<std::string>{"c", "tensor_map0", "tensor_map1", "bias"}));
+    EXPECT_EQ(ta.arg, "a");
+    EXPECT_EQ(ta.rows, static_cast<std::uint64_t>(shape.m));
+    EXPECT_EQ(ta.cols, static_cast<std::uint64_t>(shape.k));
+    EXPECT_EQ(ta.box_rows, bm);
+    EXPECT_EQ(tb.arg, "b");
+    EXPECT_EQ(tb.rows, static_cast<std::uint64_t>(shape.n));
+    EXPECT_EQ(tb.box_rows, shape.silu_mul ? bn / 2 : bn);
+    EXPECT_EQ(ta.box_cols, 64u);
+    EXPECT_EQ(tb.box_cols, 64u);
+    expect_builds(hopper, kp.build, kp.steps[0].kernel);
+    auto old = ampere.build(kp.build);
+    ASSERT_TRUE(old.ok());
+    EXPECT_FALSE(old->ok);
+    EXPECT_NE(old->log.find("needs sm_90"), std::string::npos) << old->log;
+  }
+  // Past a block's shared memory the plan says so.
+  auto big =
+      kernels::plan_gemm(*Problem::parse("gemm:bias=0,dtype=bf16,k=1024,m=128,n=4096"),
+                         *Config::parse("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=5,wg_split=1"));
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.error().message().find("shared memory"), std::string::npos);
+  auto prefill = kernels::plan_attention_prefill(
+      *kernels::attention_prefill_op().resolve(
+          *Problem::parse("attention_prefill:seq=1000,batch=1,head=128,q_heads=16,kv_heads=8")),
+      *Config::parse("kernel=wgmma,block_n=128,consumers=2,stages=2,overlap=1"));
+  ASSERT_TRUE(prefill.ok()) << prefill.error().message();
+  const auto& pk = std::get<kernels::KernelPlan>(*prefill);
+  expect_builds(hopper, pk.build, pk.steps[0].kernel);
 }
 
 // The skinny kernels' K split through the plans: a cluster of `split` blocks per group of rows

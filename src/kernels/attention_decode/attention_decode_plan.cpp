@@ -31,8 +31,6 @@ constexpr std::int64_t kMaxGridYz = 65535;
 // tuner's and libattune-rt's) opts the kernel in and refuses it where the device cannot run such
 // a cluster.
 constexpr std::int64_t kMaxClusterSplits = 16;
-// The mma kernel's shared memory: what a block may opt into on sm_90 (227 KB).
-constexpr std::size_t kMaxSharedBytes = 227 * 1024;
 
 std::size_t align256(std::size_t bytes) {
   return (bytes + 255) / 256 * 256;
@@ -121,10 +119,10 @@ Result<Plan> plan_mma(const AttentionDecodeShape& s, const Config& c) {
     return Error::invalid_argument(fmt::format(
         "attention_decode config '{}': kernel=mma needs kv_tile a multiple of 16", c.text()));
   const std::size_t shared = attention_decode_mma_shared_bytes(s.head, kv_tile, warps, block_rows);
-  if (shared > kMaxSharedBytes)
+  if (shared > kMaxBlockSharedBytes)
     return Error::invalid_argument(fmt::format(
         "attention_decode config '{}': {} bytes of shared memory, more than a block gets ({})",
-        c.text(), shared, kMaxSharedBytes));
+        c.text(), shared, kMaxBlockSharedBytes));
   const std::int64_t groups = ceil_div(s.group() * s.q_len, block_rows);
   if (groups > kMaxGridYz || s.batch * s.kv_heads > kMaxGridYz)
     return Error::invalid_argument(

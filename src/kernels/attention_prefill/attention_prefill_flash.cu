@@ -26,14 +26,15 @@
 #define INFINITY __int_as_float(0x7f800000)
 #endif
 
-namespace {
-
 // BF16 (1 or 0) says which T is: the wgmma type suffix is spelled in the instruction text.
 #if BF16
 #define WG_T "bf16"
 #else
 #define WG_T "f16"
 #endif
+#include "attune_wgmma.cuh"  // swz, desc, cp16, mbarriers, wg_*, pin, mma_ss
+
+namespace {
 
 constexpr int kBlockM = 64 * CONSUMERS;
 constexpr int kChunks = HEAD / 8;  // 16-byte chunks per row
@@ -44,76 +45,6 @@ constexpr unsigned kStageBytes = 2 * kTileBytes;
 static_assert(HEAD == 64 || HEAD == 128, "HEAD is 64 or 128");
 static_assert(BLOCK_N % 64 == 0 && BLOCK_N <= 128, "BLOCK_N is 64 or 128");
 static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
-
-// Byte offset of 16-byte chunk c (of kChunks) of row r in a tile of `rows` rows.
-__device__ __forceinline__ unsigned swz(int rows, int r, int c) {
-  return static_cast<unsigned>((c / 8) * rows * 128 + r * 128 + (((c % 8) ^ (r % 8)) * 16));
-}
-
-// A wgmma shared-memory descriptor: start, leading and stride byte offsets (16-byte units),
-// 128-byte swizzle.
-__device__ __forceinline__ unsigned long long desc(unsigned addr, unsigned lbo, unsigned sbo) {
-  return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) |
-         (static_cast<unsigned long long>((lbo & 0x3FFFF) >> 4) << 16) |
-         (static_cast<unsigned long long>((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
-}
-
-__device__ __forceinline__ void cp16(unsigned dst, const void* src, bool in) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(in ? 16 : 0)
-               : "memory");
-}
-// The mbarrier's pending count drops by one when this thread's earlier cp.asyncs land.
-__device__ __forceinline__ void cp_arrive(unsigned bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void bar_init(unsigned bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void bar_arrive(unsigned bar) {
-  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar)
-               : "memory");
-}
-__device__ __forceinline__ void bar_wait(unsigned bar, unsigned parity) {
-  asm volatile(
-      "{\n.reg .pred done;\nWAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-
-__device__ __forceinline__ void wg_fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wg_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void wg_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-// Keeps the compiler from moving reads or writes of an accumulator across the asynchronous MMA.
-template <int N>
-__device__ __forceinline__ void pin(float* r) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
-}
-
-__device__ __forceinline__ void wgmma_ss_n64(float* d, unsigned long long a, unsigned long long b,
-                                             int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32." WG_T "." WG_T
-      " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
-      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(a), "l"(b), "r"(accumulate));
-}
 
 __device__ __forceinline__ void wgmma_rs_n64(float* d, const unsigned* a, unsigned long long b) {
   asm volatile(
@@ -128,28 +59,6 @@ __device__ __forceinline__ void wgmma_rs_n64(float* d, const unsigned* a, unsign
         "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
         "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-}
-
-__device__ __forceinline__ void wgmma_ss_n128(float* d, unsigned long long a, unsigned long long b,
-                                              int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32." WG_T "." WG_T
-      " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "
-      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "
-      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "
-      "%56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
-        "+f"(d[63])
-      : "l"(a), "l"(b), "r"(accumulate));
 }
 
 __device__ __forceinline__ void wgmma_rs_n128(float* d, const unsigned* a, unsigned long long b) {
@@ -175,14 +84,6 @@ __device__ __forceinline__ void wgmma_rs_n128(float* d, const unsigned* a, unsig
 
 #undef WG_T
 
-template <int N>
-__device__ __forceinline__ void mma_ss(float* d, unsigned long long a, unsigned long long b,
-                                       int accumulate) {
-  if constexpr (N == 64)
-    wgmma_ss_n64(d, a, b, accumulate);
-  else
-    wgmma_ss_n128(d, a, b, accumulate);
-}
 template <int N>
 __device__ __forceinline__ void mma_rs(float* d, const unsigned* a, unsigned long long b) {
   if constexpr (N == 64)
@@ -365,8 +266,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   };
   auto wait_full = [&](int j) {
     bar_wait(full(j % STAGES), (j / STAGES) & 1);
-    // cp.async wrote through the generic proxy; wgmma reads through the async one.
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    proxy_fence();
   };
   auto release = [&](int j) {
     if (lane == 0) bar_arrive(empty(j % STAGES));

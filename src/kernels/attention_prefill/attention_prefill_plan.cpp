@@ -10,11 +10,11 @@
 namespace attune::kernels {
 
 extern const char* const kAttentionPrefillFlashSource;
+extern const char* const kWgmmaHeader;
 
 namespace {
 
 constexpr std::int64_t kMaxGridYz = 65535;
-constexpr std::size_t kMaxSharedBytes = 227 * 1024;
 
 Result<Plan> plan_wgmma(const AttentionPrefillShape& s, const Config& c) {
   ATTUNE_ASSIGN(std::int64_t block_n, knob(c, "block_n"));
@@ -28,10 +28,10 @@ Result<Plan> plan_wgmma(const AttentionPrefillShape& s, const Config& c) {
         "stages 2-4, overlap 0 or 1",
         c.text()));
   const std::size_t shared = attention_prefill_shared_bytes(s.head, block_n, consumers, stages);
-  if (shared > kMaxSharedBytes)
+  if (shared > kMaxBlockSharedBytes)
     return Error::invalid_argument(fmt::format(
         "attention_prefill config '{}': {} bytes of shared memory, more than a block gets ({})",
-        c.text(), shared, kMaxSharedBytes));
+        c.text(), shared, kMaxBlockSharedBytes));
   const std::int64_t blocks = ceil_div(s.seq, 64 * consumers);
   if (blocks > kMaxGridYz || s.batch > kMaxGridYz)
     return Error::invalid_argument(
@@ -46,6 +46,7 @@ Result<Plan> plan_wgmma(const AttentionPrefillShape& s, const Config& c) {
       fmt::format("-DBLOCK_N={}", block_n),   fmt::format("-DCONSUMERS={}", consumers),
       fmt::format("-DSTAGES={}", stages),     fmt::format("-DOVERLAP={}", overlap)};
   p.build.name_expressions = {"attn_prefill_wgmma"};
+  p.build.headers = {{"attune_wgmma.cuh", kWgmmaHeader}};
   // Grid x over the query heads, so the heads that share a KV head run side by side and read its
   // tiles through L2 once; y over the row blocks (the kernel takes them heaviest first).
   p.steps.push_back({"attn_prefill_wgmma",

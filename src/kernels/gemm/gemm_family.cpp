@@ -79,7 +79,8 @@ class GemmFamily final : public CudaFamily {
                         }};
     };
     return Space::make(
-        {knob("kernel", {"cublaslt", "skinny", "skinny_tc", "tiled"}, 0, KnobKind::kStructural),
+        {knob("kernel", {"cublaslt", "skinny", "skinny_tc", "tiled", "wgmma"}, 0,
+              KnobKind::kStructural),
          knob("lt_algo", {0, 1, 2, 3, 4, 5, 6, 7}),
          knob("lt_split", {0, 2, 4, 8, 16}),
          knob("lt_tile", {0, 1, 2, 3, 4}),
@@ -99,7 +100,11 @@ class GemmFamily final : public CudaFamily {
          knob("tl_wn", {2, 1, 4}),
          knob("tl_stages", {3, 2, 4, 5}),
          knob("tl_split", {1, 2, 4, 8}),
-         knob("tl_group", {8, 1, 4, 16})},
+         knob("tl_group", {8, 1, 4, 16}),
+         knob("wg_bm", {128, 64}),
+         knob("wg_bn", {128, 64, 256}),
+         knob("wg_stages", {4, 3, 5, 6, 8}),
+         knob("wg_split", {1, 2, 4, 8})},
         {only("cublaslt", "lt_algo", 0),
          only("cublaslt", "lt_split", 0),
          only("cublaslt", "lt_tile", 0),
@@ -191,19 +196,51 @@ class GemmFamily final : public CudaFamily {
           {"kernel", "tl_bm", "tl_bn", "tl_bk", "tl_stages"},
           [](const Assignment& a) {
             return a["kernel"].as_word() != "tiled" ||
-                   a.i("tl_stages") * (a.i("tl_bm") + a.i("tl_bn")) * a.i("tl_bk") * 2 <= 232448;
+                   a.i("tl_stages") * (a.i("tl_bm") + a.i("tl_bn")) * a.i("tl_bk") * 2 <=
+                       static_cast<std::int64_t>(kMaxBlockSharedBytes);
           }},
          {"a K split's partial tile (fp32) fits the same 227 KiB",
           {"kernel", "tl_bm", "tl_bn", "tl_split"},
           [](const Assignment& a) {
             return a["kernel"].as_word() != "tiled" || a.i("tl_split") == 1 ||
-                   a.i("tl_bm") * a.i("tl_bn") * 4 <= 232448;
+                   a.i("tl_bm") * a.i("tl_bn") * 4 <=
+                       static_cast<std::int64_t>(kMaxBlockSharedBytes);
           }},
          {"split-K leaves every split at least two K tiles",
           {"kernel", "tl_bk", "tl_split"},
           [k](const Assignment& a) {
             return a["kernel"].as_word() != "tiled" || a.i("tl_split") == 1 ||
                    (k + a.i("tl_bk") - 1) / a.i("tl_bk") >= 2 * a.i("tl_split");
+          }},
+         {"the wgmma kernel needs K % 8 == 0 (16-byte loads)",
+          {"kernel"},
+          [k](const Assignment& a) { return a["kernel"].as_word() != "wgmma" || k % 8 == 0; }},
+         {"the wgmma kernel's SiLU * mul epilogue needs N % 16 == 0",
+          {"kernel"},
+          [silu, n](const Assignment& a) {
+            return !silu || a["kernel"].as_word() != "wgmma" || n % 16 == 0;
+          }},
+         only("wgmma", "wg_bm", 128),
+         only("wgmma", "wg_bn", 128),
+         only("wgmma", "wg_stages", 4),
+         only("wgmma", "wg_split", 1),
+         {"two consumer warpgroups (wg_bm 128) only where M exceeds one's 64 rows",
+          {"kernel", "wg_bm"},
+          [m](const Assignment& a) {
+            return a["kernel"].as_word() != "wgmma" || a.i("wg_bm") == 64 || m > 64;
+          }},
+         {"the wgmma ring (or a K split's fp32 partial tile) fits a block's 227 KiB",
+          {"kernel", "wg_bm", "wg_bn", "wg_stages", "wg_split"},
+          [](const Assignment& a) {
+            return a["kernel"].as_word() != "wgmma" ||
+                   gemm_wgmma_shared_bytes(a.i("wg_bm"), a.i("wg_bn"), a.i("wg_stages"),
+                                           a.i("wg_split")) <= kMaxBlockSharedBytes;
+          }},
+         {"a wgmma K split leaves every split at least two 64-wide K tiles",
+          {"kernel", "wg_split"},
+          [k](const Assignment& a) {
+            return a["kernel"].as_word() != "wgmma" || a.i("wg_split") == 1 ||
+                   (k + 63) / 64 >= 2 * a.i("wg_split");
           }}});
   }
 

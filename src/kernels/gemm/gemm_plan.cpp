@@ -1,5 +1,6 @@
-// gemm's kernel plans: cuBLASLt variants, the skinny kernels (CUDA-core and tensor-core) and the
-// tiled tensor-core kernel, each with its K split across a thread block cluster. With silu_mul=1
+// gemm's kernel plans: cuBLASLt variants, the skinny kernels (CUDA-core and tensor-core), the
+// tiled tensor-core kernel (mma.sync) and Hopper's warpgroup-MMA kernel, each with its K split
+// across a thread block cluster. With silu_mul=1
 // attune's kernels apply SiLU * mul in their epilogue (-DSILU_MUL=1), and cuBLASLt's is the split
 // form: the matmul into the workspace, then silu_mul's kernel.
 #include <algorithm>
@@ -15,6 +16,8 @@ extern const char* const kGemmSkinnySource;
 extern const char* const kGemmSkinnyTcSource;
 extern const char* const kGemmTiledSource;
 extern const char* const kClusterHeader;
+extern const char* const kGemmWgmmaSource;
+extern const char* const kWgmmaHeader;
 
 namespace {
 
@@ -147,7 +150,59 @@ Result<KernelPlan> plan_tiled(const GemmShape& s, const Config& c) {
   return p;
 }
 
+Result<KernelPlan> plan_wgmma(const GemmShape& s, const Config& c) {
+  ATTUNE_ASSIGN(std::int64_t bm, knob(c, "wg_bm"));
+  ATTUNE_ASSIGN(std::int64_t bn, knob(c, "wg_bn"));
+  ATTUNE_ASSIGN(std::int64_t stages, knob(c, "wg_stages"));
+  ATTUNE_ASSIGN(std::int64_t split, knob(c, "wg_split"));
+  if ((bm != 64 && bm != 128) || (bn != 64 && bn != 128 && bn != 256) || stages < 2 ||
+      (split != 1 && split != 2 && split != 4 && split != 8))
+    return Error::invalid_argument(fmt::format(
+        "gemm config '{}': kernel=wgmma takes wg_bm 64 or 128, wg_bn 64, 128 or 256, wg_stages "
+        ">= 2, wg_split 1, 2, 4 or 8",
+        c.text()));
+  const std::size_t shared = gemm_wgmma_shared_bytes(bm, bn, stages, split);
+  if (shared > kMaxBlockSharedBytes)
+    return Error::invalid_argument(
+        fmt::format("gemm config '{}': {} bytes of shared memory, more than a block gets ({})",
+                    c.text(), shared, kMaxBlockSharedBytes));
+  KernelPlan p;
+  p.build.source = kGemmWgmmaSource;
+  p.build.source_name = "gemm_wgmma.cu";
+  p.build.options = shape_defines(s, true);
+  p.build.options.insert(
+      p.build.options.end(),
+      {fmt::format("-DBM={}", bm), fmt::format("-DBN={}", bn), fmt::format("-DSTAGES={}", stages),
+       fmt::format("-DSPLIT={}", split), "-DGROUP=8", fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
+  p.build.name_expressions = {"gemm_wgmma"};
+  p.build.headers = {{"attune_cluster.cuh", kClusterHeader}, {"attune_wgmma.cuh", kWgmmaHeader}};
+  // One producer warpgroup and bm / 64 consumers; under a K split each tile is a cluster of
+  // `split` consecutive blocks. The TMA reads A and B through tensor maps of 64-wide K boxes
+  // (under silu_mul a B box is one half of the tile: its gate rows, or its up rows).
+  const unsigned tiles = ceil_div(s.m, bm) * ceil_div(s.n, bn);
+  LaunchStep step{"gemm_wgmma",
+                  {static_cast<unsigned>(tiles * split)},
+                  {static_cast<unsigned>(128 * (bm / 64 + 1))},
+                  static_cast<unsigned>(shared),
+                  {"c", "tensor_map0", "tensor_map1", "bias"}};
+  const auto k = static_cast<std::uint64_t>(s.k);
+  step.tensor_maps = {{"a", static_cast<std::uint64_t>(s.m), k, static_cast<std::uint32_t>(bm), 64},
+                      {"b", static_cast<std::uint64_t>(s.n), k,
+                       static_cast<std::uint32_t>(s.silu_mul ? bn / 2 : bn), 64}};
+  p.steps.push_back(std::move(step));
+  return p;
+}
+
 }  // namespace
+
+std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
+                                    std::int64_t split) {
+  // 1024 bytes of slack to align the ring, the ring (or the fp32 partial tile it becomes under
+  // a K split, whichever is larger), then a full and an empty mbarrier per stage.
+  const std::int64_t ring = stages * (bm + bn) * 128;
+  const std::int64_t partial = split > 1 ? bm * bn * 4 : 0;
+  return static_cast<std::size_t>(1024 + std::max(ring, partial) + 16 * stages);
+}
 
 Result<GemmShape> gemm_shape(const Problem& p) {
   ATTUNE_ASSIGN(HalfShape h, half_shape(p, gemm_op()));
@@ -186,6 +241,8 @@ Result<Plan> plan_gemm(const Problem& problem, const Config& config) {
     plan = plan_skinny_tc(s, config);
   else if (k == "tiled")
     plan = plan_tiled(s, config);
+  else if (k == "wgmma")
+    plan = plan_wgmma(s, config);
   else
     return Error::invalid_argument(
         fmt::format("gemm config '{}': unknown kernel '{}'", config.text(), k));

@@ -1,0 +1,231 @@
+// Hopper GEMM on the warpgroup MMA: C[M,N] = A[M,K] . B[N,K]^T (+ bias[N]), 16-bit inputs and
+// output, fp32 accumulation with wgmma.m64nBNk16 from shared memory. Both operands are
+// K-contiguous, the form wgmma reads without transposes. A block computes a BM x BN tile of C: one
+// thread of the producer warpgroup has the TMA copy BM x 64 and BN x 64 tiles (128-byte rows,
+// swizzled as wgmma reads them) into a STAGES-deep ring, each stage completing an mbarrier; BM / 64
+// consumer warpgroups each multiply their 64 rows of the A tile with the whole B tile, keeping one
+// MMA group in flight, and hand the slot back through a second mbarrier. The TMA zero-fills what
+// lies past M, N and K. Kernel arguments: c, the tensor maps of A (M x K, box 64 x BM) and B (N x
+// K, box 64 x BN, BN / 2 under SILU_MUL), bias. Defines:
+//   T, TNAME        __nv_bfloat16 / bf16 or __half / f16
+//   M, N, K         the shape (K % 8 == 0: the TMA's row stride is a multiple of 16 bytes)
+//   BM, BN          block tile: BM 64 or 128 (one or two consumer warpgroups), BN 64, 128 or 256
+//   STAGES          ring depth (>= 2)
+//   SPLIT           K split (1: none); > 1: SPLIT consecutive blocks along x split one tile's K
+//                   as a thread block cluster and sum their fp32 partials through distributed
+//                   shared memory in the same launch, each block writing a share of the tile
+//   GROUP           rasterization: GROUP consecutive block rows walk N together
+//   BIAS            1: add bias[n]
+//   SILU_MUL        1: B is the gate's N/2 rows then the up's (N % 16 == 0), and C[M, N/2] =
+//                   silu(gate) * up. A tile's BN columns are BN / 2 outputs: the B tile's first
+//                   BN / 2 rows are their gate rows, the next BN / 2 their up rows, so a thread's
+//                   accumulators of column group j and j + BN / 16 are one output's pair
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#ifndef BIAS
+#define BIAS 0
+#endif
+#ifndef SILU_MUL
+#define SILU_MUL 0
+#endif
+#define KSPLIT SPLIT
+#include "attune_cluster.cuh"  // CLUSTER_DIMS, cluster_sync, cluster_load
+#define WG_T TNAME
+#include "attune_wgmma.cuh"  // swz, desc, cp16, mbarriers, mma_ss
+
+namespace {
+
+constexpr int kConsumers = BM / 64;
+constexpr int kThreads = 128 * (kConsumers + 1);
+constexpr int kBK = 64;  // one 128-byte swizzled row of 16-bit elements
+constexpr int kKTiles = (K + kBK - 1) / kBK;
+constexpr int kKTilesPerSplit = (kKTiles + SPLIT - 1) / SPLIT;
+constexpr int kTilesM = (M + BM - 1) / BM, kTilesN = (N + BN - 1) / BN;
+constexpr unsigned kABytes = BM * 128, kStageBytes = (BM + BN) * 128;
+constexpr unsigned kPipeBytes = STAGES * kStageBytes;
+constexpr unsigned kPartialBytes = SPLIT > 1 ? BM* BN * 4 : 0;
+constexpr unsigned kBarOffset = kPipeBytes > kPartialBytes ? kPipeBytes : kPartialBytes;
+constexpr int kAcc = BN / 2;  // accumulators per consumer thread
+constexpr int kOutN = SILU_MUL ? N / 2 : N;
+static_assert(BM == 64 || BM == 128, "BM is 64 or 128");
+static_assert(BN == 64 || BN == 128 || BN == 256, "BN is 64, 128 or 256");
+static_assert(STAGES >= 2, "at least two stages");
+static_assert(K % 8 == 0, "K must be a multiple of 8");
+static_assert(!SILU_MUL || N % 16 == 0, "the SiLU * mul epilogue needs N % 16 == 0");
+
+__device__ __forceinline__ float silu(float g) {
+  return g / (1.f + __expf(-g));
+}
+
+__device__ __forceinline__ void store_pair(T* c, int row, int col, float v0, float v1,
+                                           const T* bias) {
+  if (row >= M || col >= kOutN) return;
+#if BIAS
+  v0 += static_cast<float>(bias[col]);
+  if (col + 1 < kOutN) v1 += static_cast<float>(bias[col + 1]);
+#endif
+  T* p = c + static_cast<size_t>(row) * kOutN + col;
+  if constexpr (kOutN % 2 == 0) {
+    // col is even and the row length is even: the pair is 4-byte aligned.
+    T pair[2] = {static_cast<T>(v0), static_cast<T>(v1)};
+    *reinterpret_cast<unsigned*>(p) = *reinterpret_cast<const unsigned*>(pair);
+    return;
+  }
+  p[0] = static_cast<T>(v0);
+  if (col + 1 < kOutN) p[1] = static_cast<T>(v1);
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
+    gemm_wgmma(T* __restrict__ c, const __grid_constant__ TensorMap tma_a,
+               const __grid_constant__ TensorMap tma_b, const T* __restrict__ bias) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  // The swizzle is applied to absolute address bits: tiles start on 1024-byte boundaries.
+  const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
+  const unsigned base = (raw + 1023) & ~1023u;
+  const unsigned bars = base + kBarOffset;  // full[STAGES], empty[STAGES]
+  auto full = [&](int s) { return bars + 8 * s; };
+  auto empty = [&](int s) { return bars + 8 * STAGES + 8 * s; };
+
+  // Grouped rasterization of the tiles; under a K split the SPLIT consecutive blocks of one
+  // cluster share a tile, block `split` taking its split-th K range.
+  constexpr int kInGroup = GROUP * kTilesN;
+  const int pid = blockIdx.x / SPLIT, split = blockIdx.x % SPLIT;
+  const int first_m = (pid / kInGroup) * GROUP;
+  const int group_rows = min(kTilesM - first_m, GROUP);
+  const int m0 = (first_m + (pid % kInGroup) % group_rows) * BM;
+  const int n0 = ((pid % kInGroup) / group_rows) * BN;
+  const int kt0 = split * kKTilesPerSplit;
+  const int nk = max(min(kKTiles, kt0 + kKTilesPerSplit) - kt0, 0);
+  const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      bar_init(full(s), 1);
+      bar_init(empty(s), 4 * kConsumers);
+    }
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+#if BM == 128
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+#endif
+    // The producer, one thread: tile j of this block's K range into slot j % STAGES once the
+    // consumers have handed it back.
+    if (tid == 0) {
+      for (int j = 0; j < nk; ++j) {
+        const int s = j % STAGES;
+        if (j >= STAGES) bar_wait(empty(s), ((j / STAGES) + 1) & 1);
+        const unsigned sa = base + s * kStageBytes, sb = sa + kABytes;
+        const int k0 = (kt0 + j) * kBK;
+        bar_expect(full(s), kStageBytes);
+        tma_load_2d(sa, tma_a, k0, m0, full(s));
+        if constexpr (SILU_MUL) {
+          tma_load_2d(sb, tma_b, k0, n0 / 2, full(s));                         // gate rows
+          tma_load_2d(sb + BN / 2 * 128, tma_b, k0, kOutN + n0 / 2, full(s));  // up rows
+        } else {
+          tma_load_2d(sb, tma_b, k0, n0, full(s));
+        }
+      }
+    }
+#if SPLIT > 1
+    // The producer takes part in the block's and the cluster's barriers of the reduction below.
+    __syncthreads();
+    cluster_sync();
+    cluster_sync();
+#endif
+    return;
+  }
+
+#if BM == 128
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+#endif
+  const int cw = wg - 1, lane = tid % 32, warp = tid / 32;
+  float acc[kAcc];
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
+  auto release = [&](int j) {
+    if (lane == 0) bar_arrive(empty(j % STAGES));
+  };
+  for (int j = 0; j < nk; ++j) {
+    const int s = j % STAGES;
+    bar_wait(full(s), (j / STAGES) & 1);
+    const unsigned sa = base + s * kStageBytes + cw * 64 * 128,
+                   sb = base + s * kStageBytes + kABytes;
+    pin<kAcc>(acc);
+    wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBK / 16; ++kk)
+      mma_ss<BN>(acc, desc(sa + kk * 32, 16, 1024), desc(sb + kk * 32, 16, 1024), 1);
+    wg_commit();
+    // Tile j - 1's group is done once at most this one is in flight: its slot goes back.
+    wg_wait<1>();
+    pin<kAcc>(acc);
+    if (j > 0) release(j - 1);
+  }
+  wg_wait<0>();
+  pin<kAcc>(acc);
+
+  // A consumer thread's outputs: warp w of consumer cw holds rows cw * 64 + 16 w + lane / 4 and
+  // eight below; accumulators 4 j + 2 h + e are column 8 j + 2 (lane % 4) + e of row half h. A
+  // unit u is 16 outputs' columns: groups 2u and 2u + 1, or under SILU_MUL gate group u and its
+  // up group u + BN / 16.
+  constexpr int kUnits = BN / 16;
+  auto group = [](int u, int second) { return SILU_MUL ? u + second * kUnits : 2 * u + second; };
+  auto store_unit = [&](int u) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = m0 + cw * 64 + warp * 16 + lane / 4 + h * 8;
+      if constexpr (SILU_MUL) {
+        const int g = 4 * u + 2 * h, up = 4 * (u + kUnits) + 2 * h;
+        store_pair(c, row, n0 / 2 + u * 8 + (lane % 4) * 2, silu(acc[g]) * acc[up],
+                   silu(acc[g + 1]) * acc[up + 1], bias);
+      } else {
+#pragma unroll
+        for (int g = 2 * u; g < 2 * u + 2; ++g)
+          store_pair(c, row, n0 + g * 8 + (lane % 4) * 2, acc[4 * g + 2 * h],
+                     acc[4 * g + 2 * h + 1], bias);
+      }
+    }
+  };
+#if SPLIT == 1
+#pragma unroll
+  for (int u = 0; u < kUnits; ++u) store_unit(u);
+#else
+  // Every block of the cluster parks its consumers' partial tile in its (now idle) ring, thread by
+  // thread (value i of consumer thread t at i * 128 kConsumers + t); block r then sums and writes
+  // every SPLIT-th unit, starting at r, reading all SPLIT blocks' partials through distributed
+  // shared memory. No block leaves before the last cluster barrier, which keeps its partials
+  // readable.
+  __syncthreads();  // every consumer's MMAs have read the ring
+  constexpr int kCt = 128 * kConsumers;
+  const int ct = threadIdx.x - 128;
+  float* partial = reinterpret_cast<float*>(smem_raw + (base - raw));
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) partial[i * kCt + ct] = acc[i];
+  cluster_sync();
+#pragma unroll
+  for (int u = 0; u < kUnits; ++u) {
+    if (u % SPLIT != split) continue;
+#pragma unroll
+    for (int second = 0; second < 2; ++second)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int i = 4 * group(u, second) + q;
+        // Every block's value is loaded before any is added, so the remote loads overlap.
+        float v[SPLIT];
+#pragma unroll
+        for (int r = 0; r < SPLIT; ++r) v[r] = cluster_load(partial + i * kCt + ct, r);
+        float s = 0.f;
+#pragma unroll
+        for (int r = 0; r < SPLIT; ++r) s += v[r];
+        acc[i] = s;
+      }
+    store_unit(u);
+  }
+  cluster_sync();
+#endif
+}
