@@ -22,18 +22,6 @@ struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
-// One kernel launch of a plan. `args` names the kernel's parameters in order; a launcher binds
-// each name to a device pointer or a scalar:
-//   gemm:    c, a, b, bias (device pointers), workspace (device pointer, plan.workspace_bytes),
-//            rows (int: m; read by silu_mul's kernel in the split form of gemm silu_mul=1)
-//   rmsnorm: y, h, x, r, w (device pointers), rows (int), eps (float)
-//   attention_decode: o, q, k, v, workspace (device pointers), kv (int), rows (int: batch *
-//                     q_heads * q_len, the output's rows)
-//   attention_prefill: the same names; kv is the sequence (every query token is a key too) and
-//                     rows batch * q_heads * seq
-//   rope:    q, k, v (outputs: q, the K and V caches), qkv, q_norm, k_norm, workspace (device
-//            pointers), rows (int: batch * seq), seq (int), kv (int), eps (float)
-//   silu_mul: y (output), x (the gate/up rows, 2 * inter each) (device pointers), rows (int)
 // A Hopper TMA descriptor a step takes as its argument "tensor_map<i>" (i < kMaxTensorMaps): the
 // 16-bit row-major matrix behind pointer argument `arg`, rows x cols (cols contiguous, cols % 8 ==
 // 0), copied in boxes of box_rows x box_cols with the 128-byte swizzle, out-of-range elements
@@ -45,6 +33,19 @@ struct TensorMap2d {
 };
 inline constexpr std::size_t kMaxTensorMaps = 2;
 
+// One kernel launch of a plan. `args` names the kernel's parameters in order; a launcher binds
+// each name to a device pointer or a scalar:
+//   gemm:    c, a, b, bias (device pointers), workspace (device pointer, plan.workspace_bytes),
+//            rows (int: m; read by silu_mul's kernel in the split form of gemm silu_mul=1),
+//            tensor_map0, tensor_map1 (the wgmma kernel's maps of a and b, by value)
+//   rmsnorm: y, h, x, r, w (device pointers), rows (int), eps (float)
+//   attention_decode: o, q, k, v, workspace (device pointers), kv (int), rows (int: batch *
+//                     q_heads * q_len, the output's rows)
+//   attention_prefill: the same names; kv is the sequence (every query token is a key too) and
+//                     rows batch * q_heads * seq
+//   rope:    q, k, v (outputs: q, the K and V caches), qkv, q_norm, k_norm, workspace (device
+//            pointers), rows (int: batch * seq), seq (int), kv (int), eps (float)
+//   silu_mul: y (output), x (the gate/up rows, 2 * inter each) (device pointers), rows (int)
 struct LaunchStep {
   std::string kernel;  // a name expression of the plan's build
   Dim3 grid, block;

@@ -740,6 +740,45 @@ TEST_F(RuntimeGpu, GemmSiluMulRowAndTheSplitBaseline) {
   EXPECT_GT(timing.median_us, 0);
 }
 
+// The wgmma GEMM through the runtime: its launches take the TMA descriptors of A and B, which the
+// runtime encodes from the caller's pointers at every call (bound launches and the verify hook's
+// timing alike). A split-K row with bias on a shape with tails on every side, called twice with
+// fresh buffers (the second call's maps must be of its own pointers), and a SiLU * mul row, all
+// against float64.
+TEST_F(RuntimeGpu, WgmmaRowsEncodeTheirTensorMapsPerCall) {
+  constexpr const char* kSplit = "kernel=wgmma,wg_bm=64,wg_bn=128,wg_stages=4,wg_split=2";
+  constexpr const char* kSilu = "kernel=wgmma,wg_bm=128,wg_bn=64,wg_stages=3,wg_split=1";
+  table::Table t;
+  t.attune_version = "gpu-test";
+  t.device = device_;
+  table::OpTable g{"gemm", "bf16", {}, {}};
+  g.rows.push_back(row("gemm:bias=1,dtype=bf16,k=1000,m=77,n=520", kSplit));
+  g.rows.push_back(row("gemm:bias=0,dtype=bf16,k=512,m=130,n=2080,silu_mul=1", kSilu));
+  t.ops.push_back(g);
+  const std::string path = write_table(t, "gemm-wgmma.json");
+  std::unique_ptr<rt::Runtime> runtime;
+  rt::Status s = rt::Runtime::open(path, &runtime);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::mt19937 rng(90);
+
+  for (int call = 0; call < 2; ++call) {
+    rt::Dispatch d = run_gemm(*runtime, {77, 520, 1000, true, true}, rng);
+    EXPECT_TRUE(d.tuned) << d.why;
+    EXPECT_EQ(d.config, kSplit);
+    EXPECT_EQ(d.kernels, (std::vector<std::string>{"gemm_wgmma"}));
+  }
+  rt::Dispatch silu = run_gemm_silu_mul(*runtime, 130, 1040, 512, rng);
+  EXPECT_TRUE(silu.tuned) << silu.why;
+  EXPECT_EQ(silu.config, kSilu);
+  EXPECT_EQ(silu.kernels, (std::vector<std::string>{"gemm_wgmma"}));
+
+  rt::Timing timing;
+  s = runtime->time_problem("gemm:bias=1,dtype=bf16,k=1000,m=77,n=520", &timing);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(timing.dispatch.config, kSplit);
+  EXPECT_GT(timing.median_us, 0);
+}
+
 // rope and silu_mul through the runtime: a fused rope row with the q/k norm (a decode step into a
 // deep cache and its row), the chain baseline on misses (with and without the norm, fp16, a
 // prefill), a vector silu_mul row and the naive baseline through the C API, all against float64

@@ -212,7 +212,7 @@ class GemmFamily final : public CudaFamily {
             return a["kernel"].as_word() != "tiled" || a.i("tl_split") == 1 ||
                    (k + a.i("tl_bk") - 1) / a.i("tl_bk") >= 2 * a.i("tl_split");
           }},
-         {"the wgmma kernel needs K % 8 == 0 (16-byte loads)",
+         {"the wgmma kernel needs K % 8 == 0 (the TMA reads rows 16-byte aligned)",
           {"kernel"},
           [k](const Assignment& a) { return a["kernel"].as_word() != "wgmma" || k % 8 == 0; }},
          {"the wgmma kernel's SiLU * mul epilogue needs N % 16 == 0",

@@ -1,8 +1,8 @@
 // gemm's kernel plans: cuBLASLt variants, the skinny kernels (CUDA-core and tensor-core), the
 // tiled tensor-core kernel (mma.sync) and Hopper's warpgroup-MMA kernel, each with its K split
-// across a thread block cluster. With silu_mul=1
-// attune's kernels apply SiLU * mul in their epilogue (-DSILU_MUL=1), and cuBLASLt's is the split
-// form: the matmul into the workspace, then silu_mul's kernel.
+// across a thread block cluster. With silu_mul=1 attune's kernels apply SiLU * mul in their
+// epilogue (-DSILU_MUL=1), and cuBLASLt's is the split form: the matmul into the workspace, then
+// silu_mul's kernel.
 #include <algorithm>
 
 #include <fmt/format.h>
