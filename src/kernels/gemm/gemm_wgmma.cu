@@ -32,7 +32,7 @@
 #define KSPLIT SPLIT
 #include "attune_cluster.cuh"  // CLUSTER_DIMS, cluster_sync, cluster_load
 #define WG_T TNAME
-#include "attune_wgmma.cuh"  // swz, desc, cp16, mbarriers, mma_ss
+#include "attune_wgmma.cuh"  // desc, mbarriers, TensorMap, tma_load_2d, mma_ss
 
 namespace {
 
