@@ -18,6 +18,7 @@ extern const char* const kGemmTiledSource;
 extern const char* const kClusterHeader;
 extern const char* const kGemmWgmmaSource;
 extern const char* const kWgmmaHeader;
+extern const char* const kGemmStoreHeader;
 
 namespace {
 
@@ -136,7 +137,8 @@ Result<KernelPlan> plan_tiled(const GemmShape& s, const Config& c) {
        fmt::format("-DSPLIT={}", split), fmt::format("-DGROUP={}", group),
        fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {"gemm_tiled"};
-  p.build.headers = {{"attune_cluster.cuh", kClusterHeader}};
+  p.build.headers = {{"attune_cluster.cuh", kClusterHeader},
+                     {"attune_gemm_store.cuh", kGemmStoreHeader}};
   // One launch: under a K split each tile is a cluster of `split` consecutive blocks, which sum
   // their partial tiles through distributed shared memory parked in the pipeline's memory.
   const unsigned tiles = ceil_div(s.m, bm) * ceil_div(s.n, bn);
@@ -175,7 +177,9 @@ Result<KernelPlan> plan_wgmma(const GemmShape& s, const Config& c) {
       {fmt::format("-DBM={}", bm), fmt::format("-DBN={}", bn), fmt::format("-DSTAGES={}", stages),
        fmt::format("-DSPLIT={}", split), "-DGROUP=8", fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {"gemm_wgmma"};
-  p.build.headers = {{"attune_cluster.cuh", kClusterHeader}, {"attune_wgmma.cuh", kWgmmaHeader}};
+  p.build.headers = {{"attune_cluster.cuh", kClusterHeader},
+                     {"attune_wgmma.cuh", kWgmmaHeader},
+                     {"attune_gemm_store.cuh", kGemmStoreHeader}};
   // One producer warpgroup and bm / 64 consumers; under a K split each tile is a cluster of
   // `split` consecutive blocks. The TMA reads A and B through tensor maps of 64-wide K boxes
   // (under silu_mul a B box is one half of the tile: its gate rows, or its up rows).

@@ -31,7 +31,8 @@
 #define SILU_MUL 0
 #endif
 #define KSPLIT SPLIT
-#include "attune_cluster.cuh"  // CLUSTER_DIMS, cluster_sync, cluster_load
+#include "attune_cluster.cuh"     // CLUSTER_DIMS, cluster_sync, cluster_load
+#include "attune_gemm_store.cuh"  // silu, store_pair
 
 namespace {
 
@@ -49,10 +50,6 @@ static_assert(BK == 32 || BK == 64, "BK is 32 or 64");
 static_assert(K % 8 == 0, "K must be a multiple of 8");
 constexpr int kOutN = SILU_MUL ? N / 2 : N;  // C's columns
 static_assert(!SILU_MUL || N % 16 == 0, "the SiLU * mul epilogue needs N % 16 == 0");
-
-__device__ __forceinline__ float silu(float g) {
-  return g / (1.f + __expf(-g));
-}
 
 // Element offset of (row, chunk) in a swizzled tile: the chunk index is XORed with the row's
 // position in its group of bank lines, so the 8 rows one ldmatrix reads fall in distinct banks.
@@ -108,26 +105,6 @@ __device__ __forceinline__ void load_tile(T* tile, const T* g, int r0, int limit
     }
     cp_async16(tile + swizzle(r, c), ok ? g + static_cast<size_t>(gr) * K + gk : g, ok);
   }
-}
-
-__device__ __forceinline__ void store_pair(T* c, int row, int col, float v0, float v1,
-                                           const T* bias) {
-  if (row >= M || col >= kOutN) return;
-#if BIAS
-  v0 += static_cast<float>(bias[col]);
-  if (col + 1 < N) v1 += static_cast<float>(bias[col + 1]);
-#endif
-  T* p = c + static_cast<size_t>(row) * kOutN + col;
-  if constexpr (kOutN % 2 == 0) {
-    if constexpr (sizeof(T) == 2) {
-      // col is even and N is even: the pair is 4-byte aligned.
-      T pair[2] = {static_cast<T>(v0), static_cast<T>(v1)};
-      *reinterpret_cast<unsigned*>(p) = *reinterpret_cast<const unsigned*>(pair);
-      return;
-    }
-  }
-  p[0] = static_cast<T>(v0);
-  if (col + 1 < kOutN) p[1] = static_cast<T>(v1);
 }
 
 }  // namespace
@@ -212,10 +189,11 @@ extern "C" __global__ void __launch_bounds__(kThreads) CLUSTER_DIMS
         if constexpr (SILU_MUL) {
           // Tile ni (even) holds gates, ni + 1 the ups of the same outputs.
           if (ni % 2 == 0)
-            store_pair(c, row, col / 16 * 8 + col % 8, silu(v0) * acc[mi][ni + 1][h * 2],
-                       silu(v1) * acc[mi][ni + 1][h * 2 + 1], bias);
+            store_pair<M, kOutN, BIAS>(c, row, col / 16 * 8 + col % 8,
+                                       silu(v0) * acc[mi][ni + 1][h * 2],
+                                       silu(v1) * acc[mi][ni + 1][h * 2 + 1], bias);
         } else {
-          store_pair(c, row, col, v0, v1, bias);
+          store_pair<M, kOutN, BIAS>(c, row, col, v0, v1, bias);
         }
       }
     }

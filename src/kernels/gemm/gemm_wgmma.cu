@@ -32,7 +32,8 @@
 #define KSPLIT SPLIT
 #include "attune_cluster.cuh"  // CLUSTER_DIMS, cluster_sync, cluster_load
 #define WG_T TNAME
-#include "attune_wgmma.cuh"  // desc, mbarriers, TensorMap, tma_load_2d, mma_ss
+#include "attune_gemm_store.cuh"  // silu, store_pair
+#include "attune_wgmma.cuh"       // desc, mbarriers, TensorMap, tma_load_2d, mma_ss
 
 namespace {
 
@@ -53,28 +54,6 @@ static_assert(BN == 64 || BN == 128 || BN == 256, "BN is 64, 128 or 256");
 static_assert(STAGES >= 2, "at least two stages");
 static_assert(K % 8 == 0, "K must be a multiple of 8");
 static_assert(!SILU_MUL || N % 16 == 0, "the SiLU * mul epilogue needs N % 16 == 0");
-
-__device__ __forceinline__ float silu(float g) {
-  return g / (1.f + __expf(-g));
-}
-
-__device__ __forceinline__ void store_pair(T* c, int row, int col, float v0, float v1,
-                                           const T* bias) {
-  if (row >= M || col >= kOutN) return;
-#if BIAS
-  v0 += static_cast<float>(bias[col]);
-  if (col + 1 < kOutN) v1 += static_cast<float>(bias[col + 1]);
-#endif
-  T* p = c + static_cast<size_t>(row) * kOutN + col;
-  if constexpr (kOutN % 2 == 0) {
-    // col is even and the row length is even: the pair is 4-byte aligned.
-    T pair[2] = {static_cast<T>(v0), static_cast<T>(v1)};
-    *reinterpret_cast<unsigned*>(p) = *reinterpret_cast<const unsigned*>(pair);
-    return;
-  }
-  p[0] = static_cast<T>(v0);
-  if (col + 1 < kOutN) p[1] = static_cast<T>(v1);
-}
 
 }  // namespace
 
@@ -174,20 +153,19 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
   // unit u is 16 outputs' columns: groups 2u and 2u + 1, or under SILU_MUL gate group u and its
   // up group u + BN / 16.
   constexpr int kUnits = BN / 16;
-  auto group = [](int u, int second) { return SILU_MUL ? u + second * kUnits : 2 * u + second; };
   auto store_unit = [&](int u) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = m0 + cw * 64 + warp * 16 + lane / 4 + h * 8;
       if constexpr (SILU_MUL) {
         const int g = 4 * u + 2 * h, up = 4 * (u + kUnits) + 2 * h;
-        store_pair(c, row, n0 / 2 + u * 8 + (lane % 4) * 2, silu(acc[g]) * acc[up],
-                   silu(acc[g + 1]) * acc[up + 1], bias);
+        store_pair<M, kOutN, BIAS>(c, row, n0 / 2 + u * 8 + (lane % 4) * 2, silu(acc[g]) * acc[up],
+                                   silu(acc[g + 1]) * acc[up + 1], bias);
       } else {
 #pragma unroll
         for (int g = 2 * u; g < 2 * u + 2; ++g)
-          store_pair(c, row, n0 + g * 8 + (lane % 4) * 2, acc[4 * g + 2 * h],
-                     acc[4 * g + 2 * h + 1], bias);
+          store_pair<M, kOutN, BIAS>(c, row, n0 + g * 8 + (lane % 4) * 2, acc[4 * g + 2 * h],
+                                     acc[4 * g + 2 * h + 1], bias);
       }
     }
   };
@@ -207,6 +185,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) partial[i * kCt + ct] = acc[i];
   cluster_sync();
+  auto group = [](int u, int second) { return SILU_MUL ? u + second * kUnits : 2 * u + second; };
 #pragma unroll
   for (int u = 0; u < kUnits; ++u) {
     if (u % SPLIT != split) continue;
