@@ -6,6 +6,8 @@
 // them does not link. A header of macros and declarations only: thread-safe.
 #pragma once
 
+#include <cstddef>
+
 #include "core/op.h"
 
 #define ATTUNE_KERNEL_OPS(X) \
@@ -21,5 +23,9 @@ namespace attune::kernels {
 #define ATTUNE_DECLARE_OP_SIGNATURE(NAME) const OpSignature& NAME##_op();
 ATTUNE_KERNEL_OPS(ATTUNE_DECLARE_OP_SIGNATURE)
 #undef ATTUNE_DECLARE_OP_SIGNATURE
+
+// The most shared memory any current GPU gives one block (sm_90: 227 KiB): the bound of the ops'
+// space constraints and of their plans.
+inline constexpr std::size_t kMaxBlockSharedBytes = 227 * 1024;
 
 }  // namespace attune::kernels

@@ -104,9 +104,6 @@ struct GemmShape {
 };
 Result<GemmShape> gemm_shape(const Problem& problem);
 
-// The most shared memory any current GPU gives one block (sm_90: 227 KiB).
-inline constexpr std::size_t kMaxBlockSharedBytes = 227 * 1024;
-
 // The wgmma GEMM's shared memory (gemm_plan.cpp), which its space's constraint and plan check.
 std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
                                     std::int64_t split);

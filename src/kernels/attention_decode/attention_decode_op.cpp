@@ -129,9 +129,10 @@ Result<Space> attention_decode_space(const Problem& p) {
        {"kernel=mma: the warps' stage buffers fit a block's 227 KB of shared memory",
         {"kernel", "kv_tile", "warps", "q_rows"},
         [mma, head](const Assignment& a) {
-          return !mma(a) || attention_decode_mma_shared_bytes(
-                                head, a.i("kv_tile"), a.i("warps"),
-                                attention_decode_mma_block_rows(a.i("q_rows"))) <= 227 * 1024;
+          return !mma(a) ||
+                 attention_decode_mma_shared_bytes(
+                     head, a.i("kv_tile"), a.i("warps"),
+                     attention_decode_mma_block_rows(a.i("q_rows"))) <= kMaxBlockSharedBytes;
         }},
        {"kv_tile is a multiple of the keys a block's warps load at once",
         {"kernel", "kv_tile", "warps", "vec"},

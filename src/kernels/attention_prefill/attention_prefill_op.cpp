@@ -73,7 +73,7 @@ Result<Space> attention_prefill_space(const Problem& p) {
         {"kernel", "block_n", "consumers", "stages"},
         [wgmma, head](const Assignment& a) {
           return !wgmma(a) || attention_prefill_shared_bytes(head, a.i("block_n"), a.i("consumers"),
-                                                             a.i("stages")) <= 227 * 1024;
+                                                             a.i("stages")) <= kMaxBlockSharedBytes;
         }},
        {"kernel=wgmma: a key tile no longer than twice the sequence",
         {"kernel", "block_n"},
