@@ -82,26 +82,26 @@ std::vector<Config> configs_where(Backend& cuda, const Problem& problem,
 }
 
 // Every config of the space, except the tiled and wgmma GEMMs' hundreds: a seeded sample of
-// `tiled` of them, compiled ahead on the backend's compile threads.
+// `sample` of them, compiled ahead on the backend's compile threads.
 void every_config_passes(Backend& cuda, const std::string& spec, std::size_t expect_min,
-                         std::size_t tiled = 24) {
+                         std::size_t sample = 24) {
   auto p = cuda.resolve(spec);
   ASSERT_TRUE(p.ok()) << p.error().message();
   auto space = cuda.space(*p);
   ASSERT_TRUE(space.ok()) << space.error().message();
-  std::vector<Config> configs, tiled_configs;
+  std::vector<Config> configs, sampled;
   for (auto e = space->enumerate(); auto pt = e.next();) {
     Config c = space->config(*pt);
     const Value* kernel = c.get("kernel");
-    const bool sampled = kernel && (kernel->as_word() == "tiled" || kernel->as_word() == "wgmma");
-    (sampled ? tiled_configs : configs).push_back(std::move(c));
+    const bool many = kernel && (kernel->as_word() == "tiled" || kernel->as_word() == "wgmma");
+    (many ? sampled : configs).push_back(std::move(c));
   }
   std::mt19937_64 rng(20261129);
-  std::shuffle(tiled_configs.begin(), tiled_configs.end(), rng);
-  if (tiled_configs.size() > tiled) tiled_configs.resize(tiled);
-  std::cout << spec << ": " << configs.size() << " configs + " << tiled_configs.size()
+  std::shuffle(sampled.begin(), sampled.end(), rng);
+  if (sampled.size() > sample) sampled.resize(sample);
+  std::cout << spec << ": " << configs.size() << " configs + " << sampled.size()
             << " sampled tiled and wgmma configs\n";
-  configs.insert(configs.end(), tiled_configs.begin(), tiled_configs.end());
+  configs.insert(configs.end(), sampled.begin(), sampled.end());
   for (const Config& c : configs) cuda.prepare(*p, c);
   std::size_t n = 0;
   for (const Config& c : configs) {
