@@ -16,11 +16,11 @@
 Usage: bench/layer.py ATTUNE_BIN OUT_DIR [--quick] [--shapes ID,...] [--layer-bin PATH]
        bench/layer.py --report OUT_DIR [MORE_DIRS...]   (layer.md again from the saved
                                                         layer-<shape>.json of one or more runs)
-Shape ids: emb-8x512, emb-1x128, 8b-decode (all by default; --quick: emb-1x128 alone, fewer
+Shape ids: emb-8x512, emb-1x128, 8b-decode, llama-decode (all by default; --quick: emb-1x128 alone, fewer
 samples and a capped search). Every step runs under one wall budget (LAYER_BUDGET_S, default 540
 s, so one device call of 10 minutes returns): a step that would start past it is skipped, one that
 runs past its share is stopped (attune by SIGTERM, which still prints its report) and what it
-printed is kept. The three shapes with max-autotune's ~2 minutes each do not fit one budget: run
+printed is kept. The shapes with max-autotune's ~2 minutes each do not fit one budget: run
 them over several calls (--shapes) and merge with --report.
 
 Environment (defaults in brackets):
@@ -61,6 +61,11 @@ SHAPES = [
      "model": "models/qwen3-8b.json", "example_model": "qwen3-8b",
      "decode": True, "batch": 8, "kv": 2048, "target_ratio": 1.0,
      "target_note": "issue 17 asks for 'the same figures' at decode; 1.0x assumed",
+     "earlier": None},
+    {"id": "llama-decode", "title": "Llama-3.1-8B, one decode step, batch 8, KV 2048",
+     "model": "models/llama-3.1-8b.json", "example_model": "llama-3.1-8b",
+     "decode": True, "batch": 8, "kv": 2048, "target_ratio": 1.0,
+     "target_note": "no target in issue 17; its fourth model, with Llama 3.1's RoPE scaling",
      "earlier": None},
 ]
 PEERS = ["eager", "compile", "max-autotune"]

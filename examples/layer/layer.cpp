@@ -24,13 +24,12 @@
 //         [--silu-mul kernel|epilogue] [--layers 1] [--steps 200] [--warmup 10]
 //         [--flush-mib 256]
 //
-// Limits of the stand-in: bf16 only; RoPE without Llama 3's frequency rewrite (libattune-rt's
-// rope has none, so llama-3.1-8b's rope row of a layer tune does not match and runs the
-// baseline); RMSNorm's eps is the kernels' 1e-6. A prefill's attention output is [batch, q_heads,
-// seq, head] and the O projection reads it as [rows, q_heads * head]: a real model transposes it
-// to [batch, seq, q_heads, head] first (one more kernel, or a strided GEMM), which this layer
-// leaves out rather than time a kernel the tune did not tune. For a decode step (seq 1) the two
-// layouts are the same.
+// Limits of the stand-in: bf16 only; RMSNorm's eps is the kernels' 1e-6. A prefill's attention
+// output is [batch, q_heads, seq, head] and the O projection reads it as [rows, q_heads * head]: a
+// real model transposes it to [batch, seq, q_heads, head] first (one more kernel, or a strided
+// GEMM), which this layer leaves out rather than time a kernel the tune did not tune. For a decode
+// step (seq 1) the two layouts are the same. llama-3.1-8b's RoPE takes Llama 3.1's frequency
+// rewrite (RopeScaling::kLlama3), as its layer tune's rope rows do.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -54,15 +53,16 @@ struct Model {
   int hidden, inter, q_heads, kv_heads, head;
   std::int64_t theta;
   bool qk_norm;
+  bool llama3_scaling;  // rope_scaling of Llama 3.1 (rope_type llama3)
 };
 
 // The published sizes of models/*.json (hidden_size, intermediate_size, num_attention_heads,
-// num_key_value_heads, head_dim, rope_theta, qk_norm).
+// num_key_value_heads, head_dim, rope_theta, qk_norm, rope_scaling).
 std::optional<Model> model_of(const std::string& name) {
   if (name == "qwen3-embedding-0.6b" || name == "qwen3-0.6b")
-    return Model{name, 1024, 3072, 16, 8, 128, 1000000, true};
-  if (name == "qwen3-8b") return Model{name, 4096, 12288, 32, 8, 128, 1000000, true};
-  if (name == "llama-3.1-8b") return Model{name, 4096, 14336, 32, 8, 128, 500000, false};
+    return Model{name, 1024, 3072, 16, 8, 128, 1000000, true, false};
+  if (name == "qwen3-8b") return Model{name, 4096, 12288, 32, 8, 128, 1000000, true, false};
+  if (name == "llama-3.1-8b") return Model{name, 4096, 14336, 32, 8, 128, 500000, false, true};
   return std::nullopt;
 }
 
@@ -277,9 +277,11 @@ int main(int argc, char** argv) {
           "rmsnorm (input)");
     check(rt->gemm(rows, qkv_n, h, dtype, normed.p, w_qkv.p, qkv.p, nullptr, stream, &got[1]),
           "gemm qkv");
-    check(rt->rope(batch, seq, cache_len, m.q_heads, m.kv_heads, d, m.theta, dtype, q.p, k_cache.p,
-                   v_cache.p, qkv.p, m.qk_norm ? q_norm.p : nullptr, m.qk_norm ? k_norm.p : nullptr,
-                   stream, &got[2]),
+    check(rt->rope(
+              batch, seq, cache_len, m.q_heads, m.kv_heads, d, m.theta, dtype, q.p, k_cache.p,
+              v_cache.p, qkv.p, m.qk_norm ? q_norm.p : nullptr, m.qk_norm ? k_norm.p : nullptr,
+              m.llama3_scaling ? attune::rt::RopeScaling::kLlama3 : attune::rt::RopeScaling::kPlain,
+              stream, &got[2]),
           "rope");
     if (decode)
       check(rt->attention_decode(batch, cache_len, d, m.q_heads, m.kv_heads, 1, dtype, attn.p, q.p,
@@ -358,10 +360,11 @@ int main(int argc, char** argv) {
           ? "decode batch " + std::to_string(batch) + " kv " + std::to_string(kv)
           : "prefill batch " + std::to_string(batch) + " x " + std::to_string(tokens) + " tokens";
   std::printf(
-      "model %s (hidden %d, inter %d, %d q heads, %d kv heads, head %d, theta %lld, qk_norm %d), "
+      "model %s (hidden %d, inter %d, %d q heads, %d kv heads, head %d, theta %lld, qk_norm %d%s), "
       "%s, %d layer%s, bf16, one CUDA graph, %s before each replay, table %s\n",
       m.name.c_str(), m.hidden, m.inter, m.q_heads, m.kv_heads, m.head,
-      static_cast<long long>(m.theta), m.qk_norm ? 1 : 0, shape.c_str(), layers,
+      static_cast<long long>(m.theta), m.qk_norm ? 1 : 0,
+      m.llama3_scaling ? ", llama3 rope scaling" : "", shape.c_str(), layers,
       layers == 1 ? "" : "s (sharing weights and KV cache)",
       flush_mib > 0 ? ("L2 flushed by reading " + std::to_string(flush_mib) + " MiB").c_str()
                     : "no L2 flush",

@@ -19,6 +19,8 @@
 namespace attune::rt {
 
 enum class DType { kBf16 = ATTUNE_RT_BF16, kFp16 = ATTUNE_RT_FP16 };
+// RoPE's frequencies as they are, or Llama 3.1's rewrite of them (attune_rt_rope_scaling).
+enum class RopeScaling { kPlain = ATTUNE_RT_ROPE_PLAIN, kLlama3 = ATTUNE_RT_ROPE_LLAMA3 };
 
 enum class Code {
   kOk = ATTUNE_RT_OK,
@@ -130,6 +132,12 @@ class ATTUNE_RT_API Runtime {
               std::int64_t kv_heads, std::int64_t head, std::int64_t theta, DType dtype, void* q,
               void* k_cache, void* v_cache, const void* qkv, const void* q_norm, const void* k_norm,
               void* stream, const Dispatch** dispatched = nullptr);
+  // The same with the frequencies' scaling: Llama 3.1's layers take RopeScaling::kLlama3 (the
+  // rope problems with llama3_scaling=1); the call above is kPlain.
+  Status rope(std::int64_t batch, std::int64_t seq, std::int64_t kv, std::int64_t q_heads,
+              std::int64_t kv_heads, std::int64_t head, std::int64_t theta, DType dtype, void* q,
+              void* k_cache, void* v_cache, const void* qkv, const void* q_norm, const void* k_norm,
+              RopeScaling scaling, void* stream, const Dispatch** dispatched = nullptr);
 
   // The gated MLP's activation on the fused gate/up GEMM's output, contiguous: gu [rows,
   // 2 * inter] (gate, then up), y [rows, inter] = silu(gate) * up, silu(g) = g / (1 + exp(-g)).

@@ -48,6 +48,14 @@ typedef enum attune_rt_status {
 
 typedef enum attune_rt_dtype { ATTUNE_RT_BF16 = 0, ATTUNE_RT_FP16 = 1 } attune_rt_dtype;
 
+/* RoPE's frequencies: theta^(-2i / head) as they are, or Llama 3.1's rewrite of them (its
+ * config.json's rope_scaling: rope_type "llama3", factor 8, low_freq_factor 1, high_freq_factor 4,
+ * original_max_position_embeddings 8192). */
+typedef enum attune_rt_rope_scaling {
+  ATTUNE_RT_ROPE_PLAIN = 0,
+  ATTUNE_RT_ROPE_LLAMA3 = 1
+} attune_rt_rope_scaling;
+
 typedef struct attune_rt attune_rt; /* an open table and its dispatch state */
 
 /* What one call ran. The strings belong to the attune_rt and live until attune_rt_close. */
@@ -173,6 +181,16 @@ ATTUNE_RT_API int attune_rt_rope(attune_rt* rt, int64_t batch, int64_t seq, int6
                                  int dtype, void* q, void* k_cache, void* v_cache, const void* qkv,
                                  const void* q_norm, const void* k_norm, void* stream,
                                  const attune_rt_dispatch** dispatched);
+
+/* attune_rt_rope with the frequencies' scaling (an attune_rt_rope_scaling; attune_rt_rope is
+ * ATTUNE_RT_ROPE_PLAIN): Llama 3.1's layers take ATTUNE_RT_ROPE_LLAMA3, whose rows are the rope
+ * problems with llama3_scaling=1. */
+ATTUNE_RT_API int attune_rt_rope_scaled(attune_rt* rt, int64_t batch, int64_t seq, int64_t kv,
+                                        int64_t q_heads, int64_t kv_heads, int64_t head,
+                                        int64_t theta, int dtype, void* q, void* k_cache,
+                                        void* v_cache, const void* qkv, const void* q_norm,
+                                        const void* k_norm, int scaling, void* stream,
+                                        const attune_rt_dispatch** dispatched);
 
 /* The gated MLP's activation on the fused gate/up GEMM's output, contiguous: gu [rows, 2 * inter]
  * (gate, then up), y [rows, inter] = silu(gate) * up with silu(g) = g / (1 + exp(-g)). Pointers

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/hash.h"
+#include "kernels/ops.h"
 
 namespace attune::graph {
 
@@ -169,8 +170,8 @@ namespace {
 constexpr const char* kAddOp = "add";    // a residual add alone
 constexpr const char* kRopeOp = "rope";  // RoPE, optionally with the q/k norm inside
 constexpr const char* kRopeNormFlag = "qk_norm";
-// RoPE with Llama 3's frequency rewrite (rope_scaling, rope_type llama3): a rope op without it
-// computes another function, so a model with it needs the flag.
+// RoPE with Llama 3.1's frequency rewrite (rope_scaling, rope_type llama3): a rope op without it
+// computes another function, so a model with it needs the flag (and the values the flag means).
 constexpr const char* kRopeScalingFlag = "llama3_scaling";
 constexpr const char* kSiluMulOp = "silu_mul";            // SiLU(gate) * up
 constexpr const char* kRopeEpilogueFlag = "rope";         // a gemm flag
@@ -257,9 +258,25 @@ class Lowerer {
         kernel("rmsnorm", name, {name});
     };
     norm("input_norm", "input_residual");
-    // RoPE's own flags: Llama 3's scaling where the model has it.
+    // RoPE's own flags: Llama 3's scaling where the model has it, with the values the flag means.
     std::vector<std::string> rope_flags;
-    if (g_.model.rope_scaling) rope_flags.push_back(kRopeScalingFlag);
+    if (const auto& rs = g_.model.rope_scaling) {
+      const kernels::Llama3RopeScaling& l = kernels::kLlama3RopeScaling;
+      if (rs->factor != l.factor || rs->low_freq_factor != l.low_freq_factor ||
+          rs->high_freq_factor != l.high_freq_factor ||
+          rs->original_max_position_embeddings != l.original_max_position_embeddings) {
+        out_.unavailable = fmt::format(
+            "rope_scaling (factor {}, low_freq_factor {}, high_freq_factor {}, "
+            "original_max_position_embeddings {}) is not the rewrite of rope's '{}' flag (Llama "
+            "3.1's: {}, {}, {}, {})",
+            rs->factor, rs->low_freq_factor, rs->high_freq_factor,
+            rs->original_max_position_embeddings, kRopeScalingFlag, l.factor, l.low_freq_factor,
+            l.high_freq_factor, l.original_max_position_embeddings);
+        out_.kernels.clear();
+        return std::move(out_);
+      }
+      rope_flags.push_back(kRopeScalingFlag);
+    }
     std::vector<std::string> qkv_nodes{"qkv_proj"};
     std::vector<std::string> qkv_flags;
     if (rope == "epilogue") {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "core/op.h"
 
@@ -27,5 +28,18 @@ ATTUNE_KERNEL_OPS(ATTUNE_DECLARE_OP_SIGNATURE)
 // The most shared memory any current GPU gives one block (sm_90: 227 KiB): the bound of the ops'
 // space constraints and of their plans.
 inline constexpr std::size_t kMaxBlockSharedBytes = 227 * 1024;
+
+// rope's llama3_scaling flag: the rope_scaling of Llama 3.1's config.json (rope_type "llama3"),
+// shared by the kernels, the reference and the layer lowering (graph/layer.cpp), which checks that
+// a model asks for these values.
+// With wavelength w = 2 pi / f of a pair's frequency f and L = original_max_position_embeddings:
+// w < L / high_freq_factor keeps f; w > L / low_freq_factor takes f / factor; between, the mix
+// (1 - a) f / factor + a f with a = (L / w - low_freq_factor) / (high_freq_factor -
+// low_freq_factor).
+struct Llama3RopeScaling {
+  double factor, low_freq_factor, high_freq_factor;
+  std::int64_t original_max_position_embeddings;
+};
+inline constexpr Llama3RopeScaling kLlama3RopeScaling{8.0, 1.0, 4.0, 8192};
 
 }  // namespace attune::kernels

@@ -156,11 +156,12 @@ Result<AttentionPrefillShape> attention_prefill_shape(const Problem& problem);
 std::size_t attention_prefill_shared_bytes(std::int64_t head, std::int64_t block_n,
                                            std::int64_t consumers, std::int64_t stages);
 
-// rope's sizes (kernels/rope/rope_op.cpp) and its flag.
+// rope's sizes (kernels/rope/rope_op.cpp) and its flags.
 struct RopeShape {
   std::int64_t batch = 0, seq = 0, kv = 0, q_heads = 0, kv_heads = 0, head = 0, theta = 0;
   bool bf16 = true;
   bool qk_norm = false;
+  bool llama3_scaling = false;  // Llama 3.1's frequency rewrite (kLlama3RopeScaling)
   std::int64_t tokens() const { return batch * seq; }            // qkv's rows
   std::int64_t heads() const { return q_heads + 2 * kv_heads; }  // heads per qkv row
 };

@@ -61,6 +61,23 @@ TEST(LayerOpsGpu, RopeEveryConfigOnOddShapes) {
       10u);
 }
 
+// rope with Llama 3.1's frequency rewrite: decode steps and a prefill at positions up to 8191,
+// where the rewritten frequencies (pairs 35-63 of a 128 head divided by 8, pairs 29-34 mixed) turn
+// a pair by radians more or less than the plain ones, so a kernel that ignored the flag fails.
+TEST(LayerOpsGpu, RopeLlama3ScalingEveryConfig) {
+  ATTUNE_REQUIRE_GPU(cuda);
+  EXPECT_GE(
+      every_config_passes(*cuda,
+                          "rope:batch=3,seq=1,kv=8191,q_heads=32,kv_heads=8,head=128,theta=500000,"
+                          "llama3_scaling=1"),
+      30u);
+  EXPECT_GE(
+      every_config_passes(*cuda,
+                          "rope:batch=1,seq=300,kv=3000,q_heads=8,kv_heads=2,head=64,theta=500000,"
+                          "llama3_scaling=1,dtype=fp16"),
+      20u);
+}
+
 // silu_mul on odd shapes: rows of an odd length (scalar accesses only), of lengths 8 divides,
 // one row and many, both dtypes.
 TEST(LayerOpsGpu, SiluMulEveryConfigOnOddShapes) {

@@ -569,7 +569,18 @@ TEST_F(RuntimeGpu, AttentionPrefillRowsAndTheSplitBaseline) {
 struct Rope {
   std::int64_t batch, seq, kv, q_heads, kv_heads, head, theta;
   bool bf16, qk_norm;
+  bool llama3 = false;  // Llama 3.1's frequency rewrite (RopeScaling::kLlama3)
 };
+
+// Llama 3.1's rewrite of a frequency (its rope_scaling: factor 8, low_freq_factor 1,
+// high_freq_factor 4, original_max_position_embeddings 8192), as its reference code writes it.
+double llama3_frequency(double f) {
+  const double pi = 3.14159265358979323846, wavelen = 2 * pi / f;
+  if (wavelen < 8192.0 / 4) return f;
+  if (wavelen > 8192.0 / 1) return f / 8;
+  const double a = (8192.0 / wavelen - 1) / (4 - 1);
+  return (1 - a) * f / 8 + a * f;
+}
 
 // Runs rope through the runtime on random qkv and caches whose old rows hold random values, and
 // checks q and the new cache rows against a float64 CPU reference and the old rows bit for bit;
@@ -589,7 +600,8 @@ rt::Dispatch run_rope(rt::Runtime& runtime, const Rope& r, std::mt19937& rng) {
   rt::Status s =
       runtime.rope(r.batch, r.seq, r.kv, r.q_heads, r.kv_heads, r.head, r.theta,
                    r.bf16 ? DType::kBf16 : DType::kFp16, dq.p(), dk.p(), dv.p(), dqkv.p(),
-                   r.qk_norm ? dqn.p() : nullptr, r.qk_norm ? dkn.p() : nullptr, nullptr, &d);
+                   r.qk_norm ? dqn.p() : nullptr, r.qk_norm ? dkn.p() : nullptr,
+                   r.llama3 ? rt::RopeScaling::kLlama3 : rt::RopeScaling::kPlain, nullptr, &d);
   EXPECT_TRUE(s.ok()) << s.message();
   if (!s.ok() || !d) return {};
   std::vector<double> want_q(q_elems), want_k(cache_elems), want_v(cache_elems);
@@ -628,9 +640,9 @@ rt::Dispatch run_rope(rt::Runtime& runtime, const Rope& r, std::mt19937& rng) {
           x1 *= to_double(w[i], r.bf16);
           x2 *= to_double(w[half + i], r.bf16);
         }
-        const double angle = static_cast<double>(pos) *
-                             std::pow(static_cast<double>(r.theta),
-                                      -2.0 * static_cast<double>(i) / static_cast<double>(head));
+        const double f = std::pow(static_cast<double>(r.theta),
+                                  -2.0 * static_cast<double>(i) / static_cast<double>(head));
+        const double angle = static_cast<double>(pos) * (r.llama3 ? llama3_frequency(f) : f);
         dst[i] = x1 * std::cos(angle) - x2 * std::sin(angle);
         dst[half + i] = x2 * std::cos(angle) + x1 * std::sin(angle);
       }
@@ -795,6 +807,10 @@ TEST_F(RuntimeGpu, RopeAndSiluMulRowsAndTheirBaselines) {
       row("rope:batch=3,dtype=bf16,head=128,kv=1000,kv_heads=2,q_heads=8,qk_norm=1,"
           "seq=1,theta=1000000",
           kFused));
+  ro.rows.push_back(
+      row("rope:batch=2,dtype=bf16,head=128,kv=6000,kv_heads=8,llama3_scaling=1,q_heads=32,"
+          "qk_norm=0,seq=1,theta=500000",
+          kFused));
   t.ops.push_back(ro);
   table::OpTable sm{"silu_mul", "bf16", {}, {}};
   sm.rows.push_back(row("silu_mul:dtype=bf16,inter=3072,rows=9", kVector));
@@ -810,7 +826,16 @@ TEST_F(RuntimeGpu, RopeAndSiluMulRowsAndTheirBaselines) {
   EXPECT_EQ(hit.config, kFused);
   ASSERT_EQ(hit.kernels.size(), 1u);
   EXPECT_EQ(hit.kernels[0], "rope_fused");
-  for (const Rope& miss : {Rope{3, 1, 1000, 8, 2, 128, 1000000, true, false},
+  // Llama 3.1's rows are the rope problems with llama3_scaling=1: its rewrite hits them, and the
+  // same sizes without it are another problem (the chain baseline, plain frequencies).
+  rt::Dispatch llama =
+      run_rope(*runtime, {2, 1, 6000, 8 * 4, 8, 128, 500000, true, false, true}, rng);
+  EXPECT_TRUE(llama.tuned) << llama.why;
+  EXPECT_EQ(llama.config, kFused);
+  EXPECT_NE(llama.problem.find("llama3_scaling=1"), std::string::npos) << llama.problem;
+  for (const Rope& miss : {Rope{2, 1, 6000, 32, 8, 128, 500000, true, false},
+                           Rope{1, 7, 4000, 4, 2, 64, 500000, false, true, true},
+                           Rope{3, 1, 1000, 8, 2, 128, 1000000, true, false},
                            Rope{2, 77, 77, 4, 4, 64, 10000, false, true},
                            Rope{1, 5, 9, 2, 1, 256, 500000, true, true}}) {
     rt::Dispatch d = run_rope(*runtime, miss, rng);
@@ -827,7 +852,7 @@ TEST_F(RuntimeGpu, RopeAndSiluMulRowsAndTheirBaselines) {
   EXPECT_EQ(run_silu_mul(c, 33, 768, false, rng),
             "kernel=naive,vec=1,threads=256,unroll=1,rows_per_block=1");
   attune_rt_timing timing;
-  ASSERT_EQ(attune_rt_time_row(c, 2, 0, &timing), ATTUNE_RT_OK) << attune_rt_last_error();
+  ASSERT_EQ(attune_rt_time_row(c, 3, 0, &timing), ATTUNE_RT_OK) << attune_rt_last_error();
   EXPECT_STREQ(timing.dispatch.config, kVector);
   EXPECT_GT(timing.median_us, 0);
   attune_rt_close(c);
@@ -853,6 +878,14 @@ TEST_F(RuntimeGpu, RopeAndSiluMulRowsAndTheirBaselines) {
   EXPECT_EQ(attune_rt_rope(nullptr, 1, 1, 8, 4, 4, 64, 10000, ATTUNE_RT_BF16, x.p(), x.p(), x.p(),
                            x.p(), nullptr, nullptr, nullptr, nullptr),
             ATTUNE_RT_INVALID_ARGUMENT);
+  attune_rt* c2 = nullptr;
+  ASSERT_EQ(attune_rt_open(path.c_str(), -1, &c2), ATTUNE_RT_OK) << attune_rt_last_error();
+  EXPECT_EQ(attune_rt_rope_scaled(c2, 1, 1, 8, 4, 4, 64, 10000, ATTUNE_RT_BF16, x.p(), x.p(), x.p(),
+                                  x.p(), nullptr, nullptr, 7, nullptr, nullptr),
+            ATTUNE_RT_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(attune_rt_last_error()).find("scaling must be"), std::string::npos)
+      << attune_rt_last_error();
+  attune_rt_close(c2);
   EXPECT_EQ(attune_rt_silu_mul(nullptr, 1, 8, ATTUNE_RT_BF16, x.p(), x.p(), nullptr, nullptr),
             ATTUNE_RT_INVALID_ARGUMENT);
 }

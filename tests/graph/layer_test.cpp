@@ -246,16 +246,23 @@ TEST(Lowering, TheRegisteredFamiliesSlotIn) {
   EXPECT_EQ(*q.kernels[2].problem.attr("qk_norm"), "1");
   EXPECT_EQ(*q.kernels[2].problem.attr("theta"), "1000000");
   EXPECT_EQ(q.kernels[7].problem.op(), "silu_mul");
-  // Llama 3.1 lowers only once the rope op says it applies Llama 3's scaling.
-  const auto& flags = find_op("rope")->flags;
+  EXPECT_EQ(q.kernels[2].problem.attr("llama3_scaling"), nullptr);  // optional: absent when 0
+  // Llama 3.1 lowers through the registered rope with its llama3_scaling flag set.
   const Lowering l = lower(build_layer(llama(), 1, decode(8, 2048)),
                            grouping("fused", "kernel", "kernel", "flash"));
-  if (std::find(flags.begin(), flags.end(), "llama3_scaling") == flags.end()) {
-    EXPECT_FALSE(l.available());
-    EXPECT_NE(l.unavailable.find("llama3_scaling"), std::string::npos) << l.unavailable;
-  } else {
-    EXPECT_TRUE(l.available()) << l.unavailable;
-  }
+  ASSERT_TRUE(l.available()) << l.unavailable;
+  EXPECT_EQ(l.kernels[2].problem.op(), "rope");
+  EXPECT_EQ(*l.kernels[2].problem.attr("llama3_scaling"), "1");
+  EXPECT_EQ(*l.kernels[2].problem.attr("qk_norm"), "0");
+  // rope_scaling with other values (Llama 3.2's factor 32) is another function than the flag's:
+  // unavailable, with the values named, rather than lowered to Llama 3.1's rewrite.
+  ModelConfig llama32 = llama();
+  llama32.rope_scaling->factor = 32;
+  const Lowering o = lower(build_layer(llama32, 1, decode(8, 2048)),
+                           grouping("fused", "kernel", "kernel", "flash"));
+  EXPECT_FALSE(o.available());
+  EXPECT_TRUE(o.kernels.empty());
+  EXPECT_NE(o.unavailable.find("rope_scaling (factor 32,"), std::string::npos) << o.unavailable;
 }
 
 TEST(Lowering, StructuralKeysHashWhatIsComputedNotNames) {

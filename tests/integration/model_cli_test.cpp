@@ -135,6 +135,27 @@ TEST(ModelCli, ATimeLimitBoundsTheWholeLayerTune) {
   EXPECT_TRUE(j["assembled"]["measured"].get<bool>()) << j["assembled"].dump();
 }
 
+// Llama-3.1-8B, whose config has rope_scaling (rope_type llama3): its decode step tunes, its rope
+// kernel is the problem with Llama 3.1's rewrite, and the winning grouping is assembled.
+TEST(ModelCli, LlamaTunesWithItsRopeScaling) {
+  if (!new_families()) GTEST_SKIP() << "needs the rope and silu_mul families registered";
+  testing::TempDir dir;
+  const nlohmann::json j = tune_json("--time-limit 2 --model " + model("llama-3.1-8b.json") +
+                                         " --layer 0 --decode --batch 8 --kv 2048",
+                                     dir.path());
+  ASSERT_FALSE(j.is_null());
+  EXPECT_FALSE(j["winner"].is_null());
+  int ropes = 0;
+  for (const auto& k : j["kernels"]) {
+    const std::string problem = k["problem"].get<std::string>();
+    if (problem.rfind("rope:", 0) != 0) continue;
+    ++ropes;
+    EXPECT_NE(problem.find("llama3_scaling=1"), std::string::npos) << problem;
+  }
+  EXPECT_GE(ropes, 1) << j["kernels"].dump();
+  EXPECT_TRUE(j["assembled"]["measured"].get<bool>()) << j["assembled"].dump();
+}
+
 TEST(ModelCli, ResultsAreTheSameOnAnyNumberOfDevicesWithASlowAndACrashingOne) {
   if (!new_families()) GTEST_SKIP() << "needs the rope and silu_mul families registered";
   testing::TempDir one, many;

@@ -136,6 +136,13 @@ TEST(RopePlan, TheChainIsANormARotateAndACopyThroughAWorkspace) {
   EXPECT_EQ(pp.steps[0].kernel, "rope_chain_rotate");
   EXPECT_EQ(pp.workspace_bytes, 0u);
   EXPECT_TRUE(has_option(pp.build, "-DQK_NORM=0"));
+  // A base whose log2 is whole is still a float literal ("16f" is not one).
+  const Plan pow2 = planned("rope:batch=1,seq=1,kv=8,q_heads=2,kv_heads=1,head=64,theta=65536",
+                            rope_op().baseline_config);
+  EXPECT_TRUE(has_option(std::get<KernelPlan>(pow2).build, "-DLOG2_THETA=16.0000000f"));
+  auto built = cuda::Compiler("sm_90a", "").build(std::get<KernelPlan>(pow2).build);
+  ASSERT_TRUE(built.ok()) << built.error().message();
+  EXPECT_TRUE(built->ok) << built->log;
 }
 
 TEST(RopePlan, TheFusedKernelIsOneLaunchOfHeadGroupsAndTokens) {
@@ -160,6 +167,38 @@ TEST(RopePlan, TheFusedKernelIsOneLaunchOfHeadGroupsAndTokens) {
       << "64 lanes per head";
   EXPECT_FALSE(plan_rope(problem(kQwen), *Config::parse("kernel=rotary")).ok());
   EXPECT_FALSE(plan_rope(problem(kQwen), *Config::parse("vec=4")).ok());
+}
+
+// llama3_scaling (an optional flag: written in a problem only when set, so every rope key stored
+// before it existed still matches) builds Llama 3.1's four rope_scaling values into both forms.
+TEST(RopePlan, Llama3ScalingIsAnOptionalFlagBuiltIntoBothForms) {
+  const std::string llama =
+      "rope:batch=8,seq=1,kv=2048,q_heads=32,kv_heads=8,head=128,theta=500000,llama3_scaling=1";
+  const Problem scaled = problem(llama);
+  EXPECT_EQ(scaled.text(),
+            "rope:batch=8,dtype=bf16,head=128,kv=2048,kv_heads=8,llama3_scaling=1,q_heads=32,"
+            "qk_norm=0,seq=1,theta=500000");
+  EXPECT_EQ(problem(kQwen).text().find("llama3_scaling"), std::string::npos);
+  ASSERT_TRUE(rope_shape(scaled).ok());
+  EXPECT_TRUE(rope_shape(scaled)->llama3_scaling);
+  EXPECT_FALSE(rope_shape(problem(kQwen))->llama3_scaling);
+  cuda::Compiler c("sm_90a", "");
+  for (const std::string& config : {std::string(rope_op().baseline_config),
+                                    std::string("kernel=fused,vec=4,head_groups=4,head_blocks=2,"
+                                                "tokens=1")}) {
+    SCOPED_TRACE(config);
+    const Plan p = planned(llama, config);
+    const auto& kp = std::get<KernelPlan>(p);
+    for (const char* o :
+         {"-DLLAMA3_SCALING=1", "-DLLAMA3_FACTOR=8.00000000f", "-DLLAMA3_LOW=1.00000000f",
+          "-DLLAMA3_HIGH=4.00000000f", "-DLLAMA3_ORIGINAL=8192.00000f"})
+      EXPECT_TRUE(has_option(kp.build, o)) << o;
+    auto b = c.build(kp.build);
+    ASSERT_TRUE(b.ok()) << b.error().message();
+    EXPECT_TRUE(b->ok) << b->log;
+    const Plan plain = planned(kQwen, config);
+    EXPECT_FALSE(has_option(std::get<KernelPlan>(plain).build, "-DLLAMA3_SCALING=1"));
+  }
 }
 
 TEST(RopePlan, BothFormsCompileOnEveryHeadSizeAndDtype) {

@@ -5,6 +5,8 @@
 //   Q_HEADS, KV_HEADS heads per qkv row: Q_HEADS query heads, then KV_HEADS keys, KV_HEADS values
 //   QK_NORM           1: q and k heads RMS-normalized over HEAD with q_norm / k_norm first
 //   LOG2_THETA        log2 of the RoPE base
+//   LLAMA3_SCALING    1: Llama 3.1's frequency rewrite, with LLAMA3_FACTOR, LLAMA3_LOW,
+//                     LLAMA3_HIGH and LLAMA3_ORIGINAL (rope_scaling's four values)
 //   VEC, HEAD_GROUPS, TOKENS   the fused kernel's (absent for the chain's kernels); its head
 //                              blocks are the grid's y
 // Token `token` = b * seq + s sits at position pos = kv - seq + s; pair (i, i + HEAD / 2) of a q or
@@ -16,6 +18,9 @@
 #ifndef QK_NORM
 #define QK_NORM 0
 #endif
+#ifndef LLAMA3_SCALING
+#define LLAMA3_SCALING 0
+#endif
 
 namespace {
 
@@ -23,9 +28,21 @@ constexpr int kHalf = HEAD / 2;
 constexpr int kHeads = Q_HEADS + 2 * KV_HEADS;  // heads per qkv row
 constexpr int kQk = Q_HEADS + KV_HEADS;         // the heads that are rotated
 
-// theta^(-2i / HEAD) in fp32, as the models' reference code computes its frequencies.
+// theta^(-2i / HEAD) in fp32, as the models' reference code computes its frequencies; with
+// LLAMA3_SCALING, Llama 3.1's rewrite of them (kLlama3RopeScaling in plan.h): wavelengths past
+// LLAMA3_ORIGINAL / LLAMA3_LOW divided by LLAMA3_FACTOR, under LLAMA3_ORIGINAL / LLAMA3_HIGH
+// kept, a linear mix between.
 __device__ __forceinline__ float inv_freq(int i) {
-  return exp2f(-static_cast<float>(2 * i) / HEAD * LOG2_THETA);
+  const float f = exp2f(-static_cast<float>(2 * i) / HEAD * LOG2_THETA);
+#if LLAMA3_SCALING
+  const float wavelen = 6.283185307f / f;
+  if (wavelen < LLAMA3_ORIGINAL / LLAMA3_HIGH) return f;
+  if (wavelen > LLAMA3_ORIGINAL / LLAMA3_LOW) return f / LLAMA3_FACTOR;
+  const float a = (LLAMA3_ORIGINAL / wavelen - LLAMA3_LOW) / (LLAMA3_HIGH - LLAMA3_LOW);
+  return (1.f - a) * f / LLAMA3_FACTOR + a * f;
+#else
+  return f;
+#endif
 }
 
 }  // namespace

@@ -123,8 +123,13 @@ class RopeFamily final : public CudaFamily {
     CUdeviceptr q = data_.ref_q.ptr(), k = data_.ref_k.ptr(), v = data_.ref_v.ptr(),
                 qkv = data_.qkv.ptr(), qn = data_.q_norm.ptr(), kn = data_.k_norm.ptr();
     double theta = static_cast<double>(s.theta), eps = kRopeNormEps;
-    void* args[] = {&q,       &k,        &v,    &qkv,   &qn,      &kn,  &seq, &kv,
-                    &q_heads, &kv_heads, &head, &theta, &qk_norm, &eps, &f};
+    const Llama3RopeScaling& l = kLlama3RopeScaling;
+    int llama3 = s.llama3_scaling ? 1 : 0;
+    double factor = l.factor, low = l.low_freq_factor, high = l.high_freq_factor,
+           original = static_cast<double>(l.original_max_position_embeddings);
+    void* args[] = {&q,  &k,       &v,        &qkv,  &qn,    &kn,      &seq,
+                    &kv, &q_heads, &kv_heads, &head, &theta, &qk_norm, &eps,
+                    &f,  &llama3,  &factor,   &low,  &high,  &original};
     ATTUNE_CU(cuLaunchKernel(ref.fn, static_cast<unsigned>(s.tokens()),
                              static_cast<unsigned>(s.heads()), 1, 128, 1, 1, 0, env.stream(), args,
                              nullptr));

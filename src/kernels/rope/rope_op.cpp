@@ -5,8 +5,11 @@
 // attention_decode read; a prefill is kv == seq). Token s of sequence b sits at position
 // kv - seq + s: pair (i, i + head / 2) is rotated by pos * theta^(-2i / head). Flag qk_norm: each
 // q and k head is first RMS-normalized over head with its weight (q_norm, k_norm; eps 1e-6, as
-// Qwen3). Its baseline is the unfused form a user runs: a norm kernel, a rotate kernel and a V
-// copy, one thread per element (the norm one block per head), each a launch of its own.
+// Qwen3). Optional flag llama3_scaling: the frequencies get Llama 3.1's rewrite (rope_scaling
+// with rope_type "llama3", factor 8, low_freq_factor 1, high_freq_factor 4,
+// original_max_position_embeddings 8192: kLlama3RopeScaling in plan.h). Its baseline is the
+// unfused form a user runs: a norm kernel, a rotate kernel and a V copy, one thread per element
+// (the norm one block per head), each a launch of its own.
 #include <fmt/format.h>
 
 #include "kernels/ops.h"
@@ -94,6 +97,7 @@ const OpSignature& rope_op() {
       .name = "rope",
       .sizes = {"batch", "seq", "kv", "q_heads", "kv_heads", "head", "theta"},
       .flags = {"qk_norm"},
+      .optional_flags = {"llama3_scaling"},
       .dtypes = {"bf16", "fp16"},
       // theta is a size too: Qwen3's base of 1000000 fits.
       .max_size = 1 << 24,

@@ -18,6 +18,12 @@ namespace {
 
 constexpr std::int64_t kMaxGridX = 2147483647;
 
+// -DNAME=<value>f, a float literal whatever the value ("16.0000000f", never "16f", which is not
+// one).
+std::string float_define(const char* name, double value) {
+  return fmt::format("-D{}={:#.9g}f", name, value);
+}
+
 KernelPlan base_plan(const RopeShape& s) {
   KernelPlan p;
   p.build.source = kRopeSource;
@@ -27,7 +33,16 @@ KernelPlan base_plan(const RopeShape& s) {
                      fmt::format("-DQ_HEADS={}", s.q_heads),
                      fmt::format("-DKV_HEADS={}", s.kv_heads),
                      fmt::format("-DQK_NORM={}", s.qk_norm ? 1 : 0),
-                     fmt::format("-DLOG2_THETA={:.9g}f", std::log2(static_cast<double>(s.theta)))};
+                     float_define("LOG2_THETA", std::log2(static_cast<double>(s.theta)))};
+  if (s.llama3_scaling) {
+    const Llama3RopeScaling& l = kLlama3RopeScaling;
+    p.build.options.insert(
+        p.build.options.end(),
+        {"-DLLAMA3_SCALING=1", float_define("LLAMA3_FACTOR", l.factor),
+         float_define("LLAMA3_LOW", l.low_freq_factor),
+         float_define("LLAMA3_HIGH", l.high_freq_factor),
+         float_define("LLAMA3_ORIGINAL", static_cast<double>(l.original_max_position_embeddings))});
+  }
   return p;
 }
 
@@ -88,7 +103,7 @@ Result<Plan> plan_fused(const RopeShape& s, const Config& c) {
 Result<RopeShape> rope_shape(const Problem& p) {
   ATTUNE_ASSIGN(HalfShape h, half_shape(p, rope_op()));
   RopeShape s{h.sizes[0], h.sizes[1], h.sizes[2], h.sizes[3], h.sizes[4],
-              h.sizes[5], h.sizes[6], h.bf16,     h.flag};
+              h.sizes[5], h.sizes[6], h.bf16,     h.flag,     p.flag("llama3_scaling")};
   if (s.kv_heads <= 0 || s.q_heads % s.kv_heads != 0 || s.seq > s.kv ||
       (s.head != 64 && s.head != 128 && s.head != 256) || s.theta < 2)
     return Error::invalid_argument("rope problem " + p.text() +

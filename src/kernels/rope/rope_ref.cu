@@ -1,6 +1,7 @@
-// The rope reference: float64 throughout (the norm, the frequencies theta^(-2i / head), the angles
-// and their sines), one block per (token, head), written for clarity rather than speed and sharing
-// no code with the tuned kernels. FMT: 0 = bf16, 1 = fp16.
+// The rope reference: float64 throughout (the norm, the frequencies theta^(-2i / head) and, with
+// llama3, Llama 3.1's rewrite of them, the angles and their sines), one block per (token, head),
+// written for clarity rather than speed and sharing no code with the tuned kernels. FMT: 0 = bf16,
+// 1 = fp16.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -15,7 +16,8 @@ __device__ __forceinline__ double load(const unsigned short* p, long long i, int
 extern "C" __global__ void rope_ref(double* q, double* k, double* v, const unsigned short* qkv,
                                     const unsigned short* q_norm, const unsigned short* k_norm,
                                     int seq, int kv, int q_heads, int kv_heads, int head,
-                                    double theta, int qk_norm, double eps, int fmt) {
+                                    double theta, int qk_norm, double eps, int fmt, int llama3,
+                                    double factor, double low, double high, double original) {
   __shared__ double partial[256];
   const long long token = blockIdx.x;
   const int h = blockIdx.y, heads = q_heads + 2 * kv_heads, half = head / 2;
@@ -54,7 +56,18 @@ extern "C" __global__ void rope_ref(double* q, double* k, double* v, const unsig
       x1 *= load(w, i, fmt);
       x2 *= load(w, half + i, fmt);
     }
-    const double angle = static_cast<double>(pos) * pow(theta, -2.0 * i / head);
+    double freq = pow(theta, -2.0 * i / head);
+    if (llama3) {  // Llama 3.1's rope_scaling, as its reference code writes it
+      const double pi = 3.14159265358979323846, wavelen = 2 * pi / freq;
+      const double low_wavelen = original / low, high_wavelen = original / high;
+      if (wavelen > low_wavelen) {
+        freq /= factor;
+      } else if (wavelen >= high_wavelen) {
+        const double smooth = (original / wavelen - low) / (high - low);
+        freq = (1 - smooth) * freq / factor + smooth * freq;
+      }
+    }
+    const double angle = static_cast<double>(pos) * freq;
     const double c = cos(angle), sn = sin(angle);
     dst[i] = x1 * c - x2 * sn;
     dst[half + i] = x2 * c + x1 * sn;

@@ -129,9 +129,11 @@ Status Runtime::open(const std::string& table_path, std::unique_ptr<Runtime>* ou
     if (!k) return to_status(k.error(), Code::kUnsupported);
     *kind = *k;
   }
-  for (auto [flag, bit] :
-       {std::pair{"bias", &impl->gemm_bias_bit}, std::pair{"silu_mul", &impl->gemm_silu_mul_bit}}) {
-    auto b = runtime::flag_bit("gemm", flag);
+  for (auto [op, flag, bit] : {std::tuple{"gemm", "bias", &impl->gemm_bias_bit},
+                               std::tuple{"gemm", "silu_mul", &impl->gemm_silu_mul_bit},
+                               std::tuple{"rope", "qk_norm", &impl->rope_norm_bit},
+                               std::tuple{"rope", "llama3_scaling", &impl->rope_llama3_bit}}) {
+    auto b = runtime::flag_bit(op, flag);
     if (!b) return to_status(b.error(), Code::kUnsupported);
     *bit = *b;
   }
@@ -290,8 +292,8 @@ Status Runtime::Impl::attention_prefill(std::int64_t seq, std::int64_t batch, st
 Status Runtime::Impl::rope(std::int64_t batch, std::int64_t seq, std::int64_t kv,
                            std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head,
                            std::int64_t theta, DType dtype, void* q, void* k_cache, void* v_cache,
-                           const void* qkv, const void* q_norm, const void* k_norm, void* stream,
-                           const DispatchRecord** record) {
+                           const void* qkv, const void* q_norm, const void* k_norm,
+                           RopeScaling scaling, void* stream, const DispatchRecord** record) {
   // As attention: the op's joint rules (head sizes, grouped-query heads, seq <= kv, theta) at a
   // shape's first call, the per-call ones here.
   for (std::int64_t size : {batch, seq, kv, q_heads, kv_heads, head, theta})
@@ -309,13 +311,16 @@ Status Runtime::Impl::rope(std::int64_t batch, std::int64_t seq, std::int64_t kv
     return invalid("rope: q, k_cache, v_cache and qkv must be device pointers");
   if (!q_norm != !k_norm)
     return invalid("rope: q_norm and k_norm go together (both for the q/k norm, or neither)");
+  if (scaling != RopeScaling::kPlain && scaling != RopeScaling::kLlama3)
+    return invalid(fmt::format("rope: scaling {} is not a RopeScaling (plain 0, llama3 1)",
+                               static_cast<int>(scaling)));
   if (!aligned16(q) || !aligned16(k_cache) || !aligned16(v_cache) || !aligned16(qkv) ||
       !aligned16(q_norm) || !aligned16(k_norm))
     return invalid("rope: q, k_cache, v_cache, qkv, q_norm and k_norm must be 16-byte aligned");
-  const ShapeKey key{rope_kind,
-                     dtype_of(dtype),
-                     q_norm != nullptr,
-                     {batch, seq, kv, q_heads, kv_heads, head, theta}};
+  const auto flags = static_cast<std::uint8_t>(
+      (q_norm ? rope_norm_bit : 0) | (scaling == RopeScaling::kLlama3 ? rope_llama3_bit : 0));
+  const ShapeKey key{
+      rope_kind, dtype_of(dtype), flags, {batch, seq, kv, q_heads, kv_heads, head, theta}};
   kernels::PlanArgs args;
   args.q = reinterpret_cast<CUdeviceptr>(q);
   args.k = reinterpret_cast<CUdeviceptr>(k_cache);
@@ -419,8 +424,21 @@ Status Runtime::rope(std::int64_t batch, std::int64_t seq, std::int64_t kv, std:
                      void* q, void* k_cache, void* v_cache, const void* qkv, const void* q_norm,
                      const void* k_norm, void* stream, const Dispatch** dispatched) {
   const DispatchRecord* rec = nullptr;
+  Status s =
+      impl_->rope(batch, seq, kv, q_heads, kv_heads, head, theta, dtype, q, k_cache, v_cache, qkv,
+                  q_norm, k_norm, RopeScaling::kPlain, stream, dispatched ? &rec : nullptr);
+  if (dispatched) *dispatched = rec ? &rec->cpp : nullptr;
+  return s;
+}
+
+Status Runtime::rope(std::int64_t batch, std::int64_t seq, std::int64_t kv, std::int64_t q_heads,
+                     std::int64_t kv_heads, std::int64_t head, std::int64_t theta, DType dtype,
+                     void* q, void* k_cache, void* v_cache, const void* qkv, const void* q_norm,
+                     const void* k_norm, RopeScaling scaling, void* stream,
+                     const Dispatch** dispatched) {
+  const DispatchRecord* rec = nullptr;
   Status s = impl_->rope(batch, seq, kv, q_heads, kv_heads, head, theta, dtype, q, k_cache, v_cache,
-                         qkv, q_norm, k_norm, stream, dispatched ? &rec : nullptr);
+                         qkv, q_norm, k_norm, scaling, stream, dispatched ? &rec : nullptr);
   if (dispatched) *dispatched = rec ? &rec->cpp : nullptr;
   return s;
 }
@@ -568,11 +586,13 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
       ATTUNE_ASSIGN(CUdeviceptr k, add(cache_elems, s.bf16, false));
       ATTUNE_ASSIGN(CUdeviceptr v, add(cache_elems, s.bf16, false));
       const DType dt = s.bf16 ? DType::kBf16 : DType::kFp16;
+      const RopeScaling scaling = s.llama3_scaling ? RopeScaling::kLlama3 : RopeScaling::kPlain;
       call = [=, this](CUstream st) {
         return self->rope(s.batch, s.seq, s.kv, s.q_heads, s.kv_heads, s.head, s.theta, dt,
                           reinterpret_cast<void*>(q), reinterpret_cast<void*>(k),
                           reinterpret_cast<void*>(v), reinterpret_cast<void*>(qkv),
-                          reinterpret_cast<void*>(q_norm), reinterpret_cast<void*>(k_norm), st);
+                          reinterpret_cast<void*>(q_norm), reinterpret_cast<void*>(k_norm), scaling,
+                          st);
       };
     } else if (silu_mul_op) {
       ATTUNE_ASSIGN(kernels::SiluMulShape s, kernels::silu_mul_shape(problem));

@@ -70,6 +70,30 @@ int time_into(attune_rt* rt, const attune::Problem& problem, attune_rt_timing* o
   return ATTUNE_RT_OK;
 }
 
+// attune_rt_rope and attune_rt_rope_scaled, named `what` in their errors.
+int rope_c(const char* what, attune_rt* rt, int64_t batch, int64_t seq, int64_t kv, int64_t q_heads,
+           int64_t kv_heads, int64_t head, int64_t theta, int dtype, void* q, void* k_cache,
+           void* v_cache, const void* qkv, const void* q_norm, const void* k_norm, int scaling,
+           void* stream, const attune_rt_dispatch** dispatched) {
+  return guarded([&]() -> int {
+    if (!rt) return fail(Code::kInvalidArgument, std::string(what) + ": rt is null");
+    if (!dtype_ok(dtype))
+      return fail(Code::kInvalidArgument,
+                  std::string(what) + ": dtype must be ATTUNE_RT_BF16 or ATTUNE_RT_FP16");
+    if (scaling != ATTUNE_RT_ROPE_PLAIN && scaling != ATTUNE_RT_ROPE_LLAMA3)
+      return fail(
+          Code::kInvalidArgument,
+          std::string(what) + ": scaling must be ATTUNE_RT_ROPE_PLAIN or ATTUNE_RT_ROPE_LLAMA3");
+    const attune::runtime::DispatchRecord* rec = nullptr;
+    Status s = rt->runtime->impl().rope(batch, seq, kv, q_heads, kv_heads, head, theta,
+                                        static_cast<DType>(dtype), q, k_cache, v_cache, qkv, q_norm,
+                                        k_norm, static_cast<attune::rt::RopeScaling>(scaling),
+                                        stream, dispatched ? &rec : nullptr);
+    if (dispatched) *dispatched = rec ? &rec->c : nullptr;
+    return done(s);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -204,18 +228,18 @@ ATTUNE_RT_API int attune_rt_rope(attune_rt* rt, int64_t batch, int64_t seq, int6
                                  int dtype, void* q, void* k_cache, void* v_cache, const void* qkv,
                                  const void* q_norm, const void* k_norm, void* stream,
                                  const attune_rt_dispatch** dispatched) {
-  return guarded([&]() -> int {
-    if (!rt) return fail(Code::kInvalidArgument, "attune_rt_rope: rt is null");
-    if (!dtype_ok(dtype))
-      return fail(Code::kInvalidArgument,
-                  "attune_rt_rope: dtype must be ATTUNE_RT_BF16 or ATTUNE_RT_FP16");
-    const attune::runtime::DispatchRecord* rec = nullptr;
-    Status s = rt->runtime->impl().rope(batch, seq, kv, q_heads, kv_heads, head, theta,
-                                        static_cast<DType>(dtype), q, k_cache, v_cache, qkv, q_norm,
-                                        k_norm, stream, dispatched ? &rec : nullptr);
-    if (dispatched) *dispatched = rec ? &rec->c : nullptr;
-    return done(s);
-  });
+  return rope_c("attune_rt_rope", rt, batch, seq, kv, q_heads, kv_heads, head, theta, dtype, q,
+                k_cache, v_cache, qkv, q_norm, k_norm, ATTUNE_RT_ROPE_PLAIN, stream, dispatched);
+}
+
+ATTUNE_RT_API int attune_rt_rope_scaled(attune_rt* rt, int64_t batch, int64_t seq, int64_t kv,
+                                        int64_t q_heads, int64_t kv_heads, int64_t head,
+                                        int64_t theta, int dtype, void* q, void* k_cache,
+                                        void* v_cache, const void* qkv, const void* q_norm,
+                                        const void* k_norm, int scaling, void* stream,
+                                        const attune_rt_dispatch** dispatched) {
+  return rope_c("attune_rt_rope_scaled", rt, batch, seq, kv, q_heads, kv_heads, head, theta, dtype,
+                q, k_cache, v_cache, qkv, q_norm, k_norm, scaling, stream, dispatched);
 }
 
 ATTUNE_RT_API int attune_rt_silu_mul(attune_rt* rt, int64_t rows, int64_t inter, int dtype, void* y,

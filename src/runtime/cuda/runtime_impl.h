@@ -21,6 +21,7 @@ struct Runtime::Impl {
   runtime::OpKind gemm_kind{}, rmsnorm_kind{}, attention_decode_kind{}, attention_prefill_kind{},
       rope_kind{}, silu_mul_kind{};
   std::uint8_t gemm_bias_bit = 0, gemm_silu_mul_bit = 0;  // ShapeKey::flags bits of gemm's flags
+  std::uint8_t rope_norm_bit = 0, rope_llama3_bit = 0;    // and of rope's
 
   // The calls behind the public entry points; *record (when given) receives what ran.
   Status gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a,
@@ -40,7 +41,7 @@ struct Runtime::Impl {
   Status rope(std::int64_t batch, std::int64_t seq, std::int64_t kv, std::int64_t q_heads,
               std::int64_t kv_heads, std::int64_t head, std::int64_t theta, DType dtype, void* q,
               void* k_cache, void* v_cache, const void* qkv, const void* q_norm, const void* k_norm,
-              void* stream, const runtime::DispatchRecord** record);
+              RopeScaling scaling, void* stream, const runtime::DispatchRecord** record);
   Status gemm_silu_mul(std::int64_t m, std::int64_t inter, std::int64_t k, DType dtype,
                        const void* a, const void* w, void* c, void* stream,
                        const runtime::DispatchRecord** record);
