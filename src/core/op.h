@@ -61,6 +61,12 @@ struct OpSignature {
   Result<Space> (*space)(const Problem& resolved) = nullptr;
   // The least a run of a resolved problem does (OpWork); nullptr: unknown.
   OpWork (*work)(const Problem& resolved) = nullptr;
+  // First guesses at a resolved problem (config texts), evaluated right after the baseline and
+  // a sweep's warm start, before the strategy proposes: configs the op's author expects to do
+  // well where the search might not look soon (attention_decode: enough KV splits to fill the GPU
+  // at a small batch). Texts that are not legal configs of the problem's space are skipped;
+  // nullptr: none.
+  std::vector<std::string> (*seed_configs)(const Problem& resolved) = nullptr;
 
   // --shape's form: the sizes upper-cased and joined by 'x' ("MxNxK", "ROWSxHIDDEN").
   std::string shape_syntax() const;

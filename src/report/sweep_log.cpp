@@ -61,10 +61,10 @@ std::vector<std::string> sweep_log(const table::SweepGrid& grid, const SweepRepo
     const std::string where = cell_text(grid, c.cell);
     out.push_back(fmt::format(
         "cell {}: {}: baseline {}, best {}{}, {} evaluated / {} measured ({} from its group's "
-        "earlier winners), stopped by {}, {:.2f} s",
+        "earlier winners, {} of the op's first guesses), stopped by {}, {:.2f} s",
         where, t.problem.text(), us(t.baseline), us(t.best),
         t.speedup > 0 ? fmt::format(" ({:.2f}x, {})", t.speedup, t.best->config) : "", t.evaluated,
-        t.measured, t.warm_first, t.stopped_by.empty() ? "-" : t.stopped_by,
+        t.measured, t.warm_first, t.seeded_first, t.stopped_by.empty() ? "-" : t.stopped_by,
         t.elapsed_s + (c.measured ? c.measured->elapsed_s : 0)));
     for (const std::string& line :
          {cooldown(t, "tuning"), c.measured ? cooldown(*c.measured, "candidates") : ""})

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/hash.h"
+#include "core/op.h"
 #include "prior/prior.h"
 #include "tune/regime_policy.h"
 
@@ -427,6 +428,7 @@ class Tuner::ProblemSearch {
     }
     if (!options_.fresh_search) ATTUNE_TRY(visit_stored());
     ATTUNE_TRY(visit_warm());
+    ATTUNE_TRY(visit_seeds());
     ATTUNE_TRY(search());
     // Candidates measured since the last clean anchor are checked before the run ends, unless
     // the time is up: the limit is kept to within one candidate.
@@ -497,10 +499,10 @@ class Tuner::ProblemSearch {
     return Status::success();
   }
 
-  // A warm start: the winners of this problem's group that the run tuned before it, each a
-  // candidate here when it is a legal config of this problem's space.
-  Status visit_warm() {
-    for (const std::string& text : t_.warm_) {
+  // Configs visited before the strategy proposes, each a candidate here when it is a legal config
+  // of this problem's space that the run has not visited; counted in `*visited`.
+  Status visit_first(const std::vector<std::string>& texts, std::int64_t* visited) {
+    for (const std::string& text : texts) {
       auto cfg = space_.parse(text);
       if (!cfg.ok()) continue;
       auto p = space_.point(*cfg);
@@ -508,9 +510,19 @@ class Tuner::ProblemSearch {
       if (budget_spent() || t_.time_up() || !stop_.empty()) break;
       ATTUNE_TRY(visit(*p, false));
       if (reference_lost()) break;
-      ++rep_.warm_first;
+      ++*visited;
     }
     return Status::success();
+  }
+
+  // A warm start: the winners of this problem's group that the run tuned before it.
+  Status visit_warm() { return visit_first(t_.warm_, &rep_.warm_first); }
+
+  // The op's first guesses at this problem (OpSignature::seed_configs).
+  Status visit_seeds() {
+    const OpSignature* op = find_op(problem_.op());
+    if (!op || !op->seed_configs) return Status::success();
+    return visit_first(op->seed_configs(problem_), &rep_.seeded_first);
   }
 
   Status search() {

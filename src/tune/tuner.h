@@ -110,6 +110,8 @@ struct ProblemReport {
   std::vector<std::int64_t> stored_runs;  // the runs that measured those results, ascending
   // Its group's earlier winners evaluated after the baseline (TuneOptions::warm_start_groups).
   std::int64_t warm_first = 0;
+  // Its op's first guesses evaluated after those (OpSignature::seed_configs).
+  std::int64_t seeded_first = 0;
   bool continued() const { return continued_state || stored_first > 0; }
   std::int64_t evaluated = 0;
   std::int64_t measured = 0;

@@ -121,6 +121,36 @@ TEST_F(TunerTest, AWarmStartEvaluatesTheGroupsEarlierWinnersFirst) {
   EXPECT_EQ(rc.warm_first, 0);  // in no group
 }
 
+// The op's first guesses (OpSignature::seed_configs) come right after the baseline, before the
+// strategy proposes: attention_decode at one sequence of 8 KV heads over a deep cache gets mma
+// configs of 8 and 16 splits (64 and 128 blocks), the split count its search found late.
+TEST_F(TunerTest, TheOpsFirstGuessesComeRightAfterTheBaseline) {
+  TuneOptions o;
+  o.strategy = "grid";
+  o.fresh_search = true;
+  o.max_candidates = 6;
+  o.patience = 0;
+  ProblemReport r = tune(
+      "attention_decode:batch=1,kv=16384,head=256,q_heads=32,kv_heads=8,q_len=1,dtype=bf16", o);
+  ASSERT_TRUE(r.baseline);
+  ASSERT_GE(r.results.size(), 4u);
+  EXPECT_EQ(r.results[0].config, r.baseline->config);
+  // At head 256, 8 warps of 16-key tiles do not fit a block's shared memory: 2 seeds of 4.
+  EXPECT_EQ(r.seeded_first, 2);
+  EXPECT_EQ(r.results[1].config,
+            "kernel=mma,splits=8,kv_tile=16,warps=4,vec=8,q_rows=1,combine=cluster");
+  EXPECT_EQ(r.results[2].config,
+            "kernel=mma,splits=16,kv_tile=16,warps=4,vec=8,q_rows=1,combine=kernel");
+  // A batch that fills the GPU alone starts from one split.
+  ProblemReport wide = tune(
+      "attention_decode:batch=32,kv=4096,head=128,q_heads=32,kv_heads=8,q_len=1,dtype=bf16", o);
+  ASSERT_GE(wide.results.size(), 2u);
+  EXPECT_EQ(wide.results[1].config,
+            "kernel=mma,splits=1,kv_tile=16,warps=4,vec=8,q_rows=1,combine=kernel");
+  // An op without first guesses goes from the baseline to the strategy.
+  EXPECT_EQ(tune("rmsnorm", o).seeded_first, 0);
+}
+
 TEST_F(TunerTest, IdenticalProblemsAreTunedOnce) {
   Tuner t(*store, sim, runner);
   Problem a = *sim.resolve("rmsnorm"), b = *sim.resolve("rmsnorm:rows=4096");

@@ -190,6 +190,31 @@ OpWork attention_decode_work(const Problem& p) {
   return OpWork{2 * (cache + 2 * batch * q_rows * head), 4 * batch * q_rows * kv * head};
 }
 
+// First guesses (OpSignature::seed_configs): kernel=mma with enough KV splits that its blocks
+// (splits x 16-row tiles x sequences x KV heads) fill at least half of a large GPU's ~132 SMs, and
+// twice that many splits; 4 and 8 warps of 16-key tiles; the splits merged by a cluster up to the
+// portable 8, past it by the second launch. A small batch at a deep cache is where a search
+// learns this late: the winners of shallower cells (few splits) leave most SMs idle there, and
+// configs of too few splits look slower than the split baseline (H200, fp16 head 256, kv 16384,
+// batch 1: a 25-candidate search stopped on the baseline's 50.3 us, 8 splits take 41 us).
+std::vector<std::string> attention_decode_seeds(const Problem& p) {
+  const std::int64_t batch = *p.int_attr("batch"), kv = *p.int_attr("kv"),
+                     kv_heads = *p.int_attr("kv_heads"),
+                     rows = *p.int_attr("q_heads") / kv_heads * *p.int_attr("q_len");
+  const std::int64_t blocks = batch * kv_heads * ((rows + 15) / 16);
+  std::int64_t splits = 1;
+  while (splits < 64 && blocks * splits < 64) splits *= 2;
+  std::vector<std::string> out;
+  for (std::int64_t s : {splits, splits * 2}) {
+    if (s > 64 || kv < s * 16) continue;
+    for (int warps : {4, 8})
+      out.push_back(
+          fmt::format("kernel=mma,splits={},kv_tile=16,warps={},vec=8,q_rows=1,combine={}", s,
+                      warps, s >= 2 && s <= 8 ? "cluster" : "kernel"));
+  }
+  return out;
+}
+
 }  // namespace
 
 unsigned attention_decode_mma_stages(std::int64_t head, std::int64_t kv_tile) {
@@ -222,7 +247,8 @@ const OpSignature& attention_decode_op() {
       .sweep_default_per = {"head"},
       .check = &check_attention_decode,
       .space = &attention_decode_space,
-      .work = &attention_decode_work};
+      .work = &attention_decode_work,
+      .seed_configs = &attention_decode_seeds};
   return op;
 }
 
