@@ -64,8 +64,8 @@ struct OpSignature {
   // First guesses at a resolved problem (config texts), evaluated right after the baseline and
   // a sweep's warm start, before the strategy proposes: configs the op's author expects to do
   // well where the search might not look soon (attention_decode: enough KV splits to fill the GPU
-  // at a small batch). Texts that are not legal configs of the problem's space are skipped;
-  // nullptr: none.
+  // at a small batch). Texts that are not legal configs of the problem's space are skipped; the
+  // grid strategy, which walks the space in its order, takes none; nullptr: none.
   std::vector<std::string> (*seed_configs)(const Problem& resolved) = nullptr;
 
   // --shape's form: the sizes upper-cased and joined by 'x' ("MxNxK", "ROWSxHIDDEN").

@@ -518,8 +518,10 @@ class Tuner::ProblemSearch {
   // A warm start: the winners of this problem's group that the run tuned before it.
   Status visit_warm() { return visit_first(t_.warm_, &rep_.warm_first); }
 
-  // The op's first guesses at this problem (OpSignature::seed_configs).
+  // The op's first guesses at this problem (OpSignature::seed_configs). Not under grid, which
+  // walks the space in its order (and whose shards are disjoint).
   Status visit_seeds() {
+    if (options_.strategy == "grid") return Status::success();
     const OpSignature* op = find_op(problem_.op());
     if (!op || !op->seed_configs) return Status::success();
     return visit_first(op->seed_configs(problem_), &rep_.seeded_first);

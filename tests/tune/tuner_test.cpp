@@ -126,7 +126,8 @@ TEST_F(TunerTest, AWarmStartEvaluatesTheGroupsEarlierWinnersFirst) {
 // configs of 8 and 16 splits (64 and 128 blocks), the split count its search found late.
 TEST_F(TunerTest, TheOpsFirstGuessesComeRightAfterTheBaseline) {
   TuneOptions o;
-  o.strategy = "grid";
+  o.strategy = "random";
+  o.seed = 4;
   o.fresh_search = true;
   o.max_candidates = 6;
   o.patience = 0;
@@ -147,8 +148,16 @@ TEST_F(TunerTest, TheOpsFirstGuessesComeRightAfterTheBaseline) {
   ASSERT_GE(wide.results.size(), 2u);
   EXPECT_EQ(wide.results[1].config,
             "kernel=mma,splits=1,kv_tile=16,warps=4,vec=8,q_rows=1,combine=kernel");
-  // An op without first guesses goes from the baseline to the strategy.
+  // An op without first guesses goes from the baseline to the strategy, and so does grid, which
+  // walks the space in its order.
   EXPECT_EQ(tune("rmsnorm", o).seeded_first, 0);
+  o.strategy = "grid";
+  ProblemReport grid =
+      tune("attention_decode:batch=2,kv=8192,head=128,q_heads=32,kv_heads=8,q_len=1,dtype=bf16", o);
+  EXPECT_EQ(grid.seeded_first, 0);
+  ASSERT_GE(grid.results.size(), 2u);
+  EXPECT_NE(grid.results[1].config,
+            "kernel=mma,splits=4,kv_tile=16,warps=4,vec=8,q_rows=1,combine=cluster");
 }
 
 TEST_F(TunerTest, IdenticalProblemsAreTunedOnce) {
