@@ -29,8 +29,8 @@ constexpr int kHeads = Q_HEADS + 2 * KV_HEADS;  // heads per qkv row
 constexpr int kQk = Q_HEADS + KV_HEADS;         // the heads that are rotated
 
 // theta^(-2i / HEAD) in fp32, as the models' reference code computes its frequencies; with
-// LLAMA3_SCALING, Llama 3.1's rewrite of them (kLlama3RopeScaling in plan.h): wavelengths past
-// LLAMA3_ORIGINAL / LLAMA3_LOW divided by LLAMA3_FACTOR, under LLAMA3_ORIGINAL / LLAMA3_HIGH
+// LLAMA3_SCALING, Llama 3.1's rewrite of them (kLlama3RopeScaling in kernels/ops.h): wavelengths
+// past LLAMA3_ORIGINAL / LLAMA3_LOW divided by LLAMA3_FACTOR, under LLAMA3_ORIGINAL / LLAMA3_HIGH
 // kept, a linear mix between.
 __device__ __forceinline__ float inv_freq(int i) {
   const float f = exp2f(-static_cast<float>(2 * i) / HEAD * LOG2_THETA);

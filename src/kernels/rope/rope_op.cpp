@@ -7,7 +7,7 @@
 // q and k head is first RMS-normalized over head with its weight (q_norm, k_norm; eps 1e-6, as
 // Qwen3). Optional flag llama3_scaling: the frequencies get Llama 3.1's rewrite (rope_scaling
 // with rope_type "llama3", factor 8, low_freq_factor 1, high_freq_factor 4,
-// original_max_position_embeddings 8192: kLlama3RopeScaling in plan.h). Its baseline is the
+// original_max_position_embeddings 8192: kLlama3RopeScaling in kernels/ops.h). Its baseline is the
 // unfused form a user runs: a norm kernel, a rotate kernel and a V copy, one thread per element
 // (the norm one block per head), each a launch of its own.
 #include <fmt/format.h>
