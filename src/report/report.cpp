@@ -108,6 +108,7 @@ nlohmann::json report_json(const TuneReport& r, const ReportOptions& options) {
     pj["replayed"] = p.replayed;
     pj["space_size"] = p.space_size;
     pj["best_at"] = p.best_at > 0 ? nlohmann::json(p.best_at) : nlohmann::json(nullptr);
+    pj["first_guesses"] = p.seeded_first;
     pj["continued"] = p.continued();
     if (p.continued())
       pj["continued_from"] = {{"state", p.continued_state},
@@ -192,6 +193,9 @@ std::string report_text(const TuneReport& r, const ReportOptions& options) {
     if (p.continued())
       out += fmt::format("  continued: {} (--fresh-search starts a new search)\n",
                          continued_text(p, r.strategy));
+    if (p.seeded_first > 0)
+      out += fmt::format("  first guesses: {} of the op's, evaluated after the baseline\n",
+                         p.seeded_first);
     std::string rejected;
     for (const auto& [v, n] : p.verdicts)
       if (v != Verdict::kOk && n > 0)

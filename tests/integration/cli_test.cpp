@@ -697,6 +697,26 @@ TEST(Cli, TheTextReportSaysAtWhichEvaluationTheBestWasFound) {
       << text.out;
 }
 
+// The op's first guesses are counted in both reports: attention_decode at one sequence over a
+// deep cache gets its KV-split guesses, and a grid walk none.
+TEST(Cli, TheReportsCountTheOpsFirstGuesses) {
+  TempDir dir;
+  const std::string tune =
+      "tune --backend sim --problem attention_decode:batch=1,kv=16384,head=128 --max-candidates 8 ";
+  auto json = run_attune(tune + "--json --db a.db", dir.path());
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto p = nlohmann::json::parse(json.out)["problems"][0];
+  EXPECT_EQ(p["first_guesses"], 4);
+  auto text = run_attune(tune + "--db b.db", dir.path());
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("  first guesses: 4 of the op's, evaluated after the baseline\n"),
+            std::string::npos)
+      << text.out;
+  auto grid = run_attune(tune + "--strategy grid --json --db c.db", dir.path());
+  ASSERT_EQ(grid.code, 0) << grid.err;
+  EXPECT_EQ(nlohmann::json::parse(grid.out)["problems"][0]["first_guesses"], 0);
+}
+
 // grid is offered beside the searches; its help says it is not one.
 TEST(Cli, GridsHelpSaysItWalksTheSpaceInOrderAndIgnoresTheSeed) {
   TempDir dir;
