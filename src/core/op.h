@@ -61,11 +61,12 @@ struct OpSignature {
   Result<Space> (*space)(const Problem& resolved) = nullptr;
   // The least a run of a resolved problem does (OpWork); nullptr: unknown.
   OpWork (*work)(const Problem& resolved) = nullptr;
-  // First guesses at a resolved problem (config texts), evaluated right after the baseline and
-  // a sweep's warm start, before the strategy proposes: configs the op's author expects to do
-  // well where the search might not look soon (attention_decode: enough KV splits to fill the GPU
-  // at a small batch). Texts that are not legal configs of the problem's space are skipped; the
-  // grid strategy, which walks the space in its order, takes none; nullptr: none.
+  // First guesses at a resolved problem, evaluated right after the baseline and a sweep's warm
+  // start, before the strategy proposes: configs the op's author expects to do well where the
+  // search might not look soon (attention_decode: enough KV splits to fill the GPU at a small
+  // batch). Each is "knob=value,..." over the space's baseline (the knobs it leaves out keep the
+  // baseline's values); one that names a knob the space lacks, or makes an illegal config, is
+  // skipped. The grid strategy, which walks the space in its order, takes none; nullptr: none.
   std::vector<std::string> (*seed_configs)(const Problem& resolved) = nullptr;
 
   // --shape's form: the sizes upper-cased and joined by 'x' ("MxNxK", "ROWSxHIDDEN").

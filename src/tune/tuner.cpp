@@ -518,13 +518,30 @@ class Tuner::ProblemSearch {
   // A warm start: the winners of this problem's group that the run tuned before it.
   Status visit_warm() { return visit_first(t_.warm_, &rep_.warm_first); }
 
-  // The op's first guesses at this problem (OpSignature::seed_configs). Not under grid, which
-  // walks the space in its order (and whose shards are disjoint).
+  // The op's first guesses at this problem (OpSignature::seed_configs), each the baseline with
+  // the knobs it names set; one naming a knob or value this space lacks is skipped. Not under
+  // grid, which walks the space in its order (and whose shards are disjoint).
   Status visit_seeds() {
     if (options_.strategy == "grid") return Status::success();
     const OpSignature* op = find_op(problem_.op());
     if (!op || !op->seed_configs) return Status::success();
-    return visit_first(op->seed_configs(problem_), &rep_.seeded_first);
+    std::vector<std::string> texts;
+    for (const std::string& overrides : op->seed_configs(problem_)) {
+      auto set = Config::parse(overrides);
+      if (!set.ok()) continue;
+      std::vector<Config::Entry> entries = anchor_.entries();
+      bool known = true;
+      for (const auto& [name, value] : set->entries()) {
+        auto it = std::find_if(entries.begin(), entries.end(),
+                               [&](const Config::Entry& e) { return e.first == name; });
+        if (it == entries.end())
+          known = false;
+        else
+          it->second = value;
+      }
+      if (known) texts.push_back(Config(std::move(entries)).text());
+    }
+    return visit_first(texts, &rep_.seeded_first);
   }
 
   Status search() {

@@ -195,8 +195,9 @@ OpWork attention_decode_work(const Problem& p) {
 // twice that many splits; 4 and 8 warps of 16-key tiles; the splits merged by a cluster up to the
 // portable 8, past it by the second launch. A small batch at a deep cache is where a search
 // learns this late: the winners of shallower cells (few splits) leave most SMs idle there, and
-// configs of too few splits look slower than the split baseline (H200, fp16 head 256, kv 16384,
-// batch 1: a 25-candidate search stopped on the baseline's 50.3 us, 8 splits take 41 us).
+// configs of too few splits look slower than the split baseline (H200, head 256, kv 16384, batch
+// 1: the fp16 cell's 25-candidate search stopped on the baseline's 50.3 us; at the bf16 cell 8
+// splits take 41.1 us). Overrides of the baseline: vec and q_rows keep its values.
 std::vector<std::string> attention_decode_seeds(const Problem& p) {
   const std::int64_t batch = *p.int_attr("batch"), kv = *p.int_attr("kv"),
                      kv_heads = *p.int_attr("kv_heads"),
@@ -208,9 +209,8 @@ std::vector<std::string> attention_decode_seeds(const Problem& p) {
   for (std::int64_t s : {splits, splits * 2}) {
     if (s > 64 || kv < s * 16) continue;
     for (int warps : {4, 8})
-      out.push_back(
-          fmt::format("kernel=mma,splits={},kv_tile=16,warps={},vec=8,q_rows=1,combine={}", s,
-                      warps, s >= 2 && s <= 8 ? "cluster" : "kernel"));
+      out.push_back(fmt::format("kernel=mma,splits={},kv_tile=16,warps={},combine={}", s, warps,
+                                s >= 2 && s <= 8 ? "cluster" : "kernel"));
   }
   return out;
 }
