@@ -249,6 +249,40 @@ TEST(RuntimeIndex, AttentionDecodeRowsKeyAllSixSizes) {
   EXPECT_EQ(s->select(key(5, 4096, 1)).why, "hit: batch=5 in bucket [1, 8]");
 }
 
+// rope's rows are keyed by both its flags: qk_norm and the optional llama3_scaling (Llama 3.1's
+// frequencies), the bits libattune-rt's rope entry point sets from q_norm and RopeScaling; a
+// call with other flags than a row's never takes it.
+TEST(RuntimeIndex, RopeRowsAreKeyedByBothFlags) {
+  constexpr const char* kPlain = "kernel=fused,vec=4,head_groups=4,head_blocks=2,tokens=1";
+  constexpr const char* kLlama = "kernel=fused,vec=8,head_groups=8,head_blocks=4,tokens=1";
+  table::Table t = sample_table();
+  table::OpTable ro{"rope", "bf16", {}, {}};
+  ro.rows.push_back(
+      row("rope:batch=2,dtype=bf16,head=128,kv=6000,kv_heads=8,q_heads=32,"
+          "qk_norm=0,seq=1,theta=500000",
+          kPlain));
+  ro.rows.push_back(
+      row("rope:batch=2,dtype=bf16,head=128,kv=6000,kv_heads=8,llama3_scaling=1,"
+          "q_heads=32,qk_norm=0,seq=1,theta=500000",
+          kLlama));
+  t.ops.push_back(ro);
+  TempDir dir;
+  auto s = open_ok(dir.write("t.json", table::to_json_text(t)));
+  ASSERT_NE(s, nullptr);
+  const std::uint8_t norm = *flag_bit("rope", "qk_norm"),
+                     llama = *flag_bit("rope", "llama3_scaling");
+  EXPECT_NE(norm, llama);
+  auto key = [](std::uint8_t flags) {
+    return ShapeKey{*op_kind("rope"), Dtype::kBf16, flags, {2, 1, 6000, 32, 8, 128, 500000}};
+  };
+  ASSERT_NE(s->index().find(key(0)), nullptr);
+  EXPECT_EQ(s->index().find(key(0))->row->config, kPlain);
+  ASSERT_NE(s->index().find(key(llama)), nullptr);
+  EXPECT_EQ(s->index().find(key(llama))->row->config, kLlama);
+  EXPECT_EQ(s->index().find(key(norm)), nullptr);
+  EXPECT_EQ(s->index().find(key(static_cast<std::uint8_t>(norm | llama))), nullptr);
+}
+
 TEST(RuntimeCounters, CountEveryCallByWhatRan) {
   TempDir dir;
   auto s = open_ok(dir.write("t.json", table::to_json_text(sample_table())));
