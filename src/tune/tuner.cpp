@@ -529,15 +529,14 @@ class Tuner::ProblemSearch {
     for (const std::string& overrides : op->seed_configs(problem_)) {
       auto set = Config::parse(overrides);
       if (!set.ok()) continue;
-      std::vector<Config::Entry> entries = anchor_.entries();
+      std::vector<Config::Entry> entries = anchor_.entries();  // in the space's knob order
       bool known = true;
       for (const auto& [name, value] : set->entries()) {
-        auto it = std::find_if(entries.begin(), entries.end(),
-                               [&](const Config::Entry& e) { return e.first == name; });
-        if (it == entries.end())
-          known = false;
+        const auto k = space_.index_of(name);
+        if (k)
+          entries[*k].second = value;
         else
-          it->second = value;
+          known = false;
       }
       if (known) texts.push_back(Config(std::move(entries)).text());
     }

@@ -423,12 +423,8 @@ Status Runtime::rope(std::int64_t batch, std::int64_t seq, std::int64_t kv, std:
                      std::int64_t kv_heads, std::int64_t head, std::int64_t theta, DType dtype,
                      void* q, void* k_cache, void* v_cache, const void* qkv, const void* q_norm,
                      const void* k_norm, void* stream, const Dispatch** dispatched) {
-  const DispatchRecord* rec = nullptr;
-  Status s =
-      impl_->rope(batch, seq, kv, q_heads, kv_heads, head, theta, dtype, q, k_cache, v_cache, qkv,
-                  q_norm, k_norm, RopeScaling::kPlain, stream, dispatched ? &rec : nullptr);
-  if (dispatched) *dispatched = rec ? &rec->cpp : nullptr;
-  return s;
+  return rope(batch, seq, kv, q_heads, kv_heads, head, theta, dtype, q, k_cache, v_cache, qkv,
+              q_norm, k_norm, RopeScaling::kPlain, stream, dispatched);
 }
 
 Status Runtime::rope(std::int64_t batch, std::int64_t seq, std::int64_t kv, std::int64_t q_heads,
