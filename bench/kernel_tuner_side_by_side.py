@@ -12,6 +12,7 @@ import gzip
 import json
 import math
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -131,6 +132,7 @@ def main():
                 raised = 0
                 for seed in range(a.first_seed, a.first_seed + a.seeds):
                     np.random.seed(seed)
+                    random.seed(seed)
                     trace = run_one(cache_path, data, strategy, seed, a.budget, len(times))
                     if trace is None:
                         raised, trace = raised + 1, []
