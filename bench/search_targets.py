@@ -15,11 +15,14 @@ minimum is biased low. With --judge, Kernel Tuner's strategy for each space is p
 reports before --judge (their seeds) and both it and attune are judged on the --judge reports
 (other seeds), where the pick's median is an unbiased estimate. Several files per side are read
 as one report (search_replay's own rows in one file, Kernel Tuner's side-by-side in another);
-rows of the prior-from-others runs count as the strategy "NAME + prior from others".
+rows of the prior-from-others runs count as the strategy "NAME + prior from others", and where a
+space has none (no other space of its kernel to fit a prior on) that strategy is NAME's cold run.
 """
 import argparse
 import math
 import re
+
+PRIOR = " + prior from others"
 
 
 def rows(paths):
@@ -82,7 +85,8 @@ def main():
     count = {s: 0 for s in mine}
     counted = 0
     for space in sorted(attune):
-        ours = [s for s in mine if s in attune[space]]
+        ours = [s for s in mine if s in attune[space]
+                or (s.endswith(PRIOR) and s[:-len(PRIOR)] in attune[space])]
         if not ours:
             continue
         if space not in kt or (a.judge and space not in pick_kt):
@@ -103,10 +107,14 @@ def main():
             lead = f"{fmt(target)}, {best_name} ({kt[space][best_name][1]}/{kt[space][best_name][2]})"
         cells = []
         for s in mine:
-            result = attune[space].get(s, (math.inf, 0, 1))
+            result, note = attune[space].get(s), ""
+            if result is None and s.endswith(PRIOR) and s[:-len(PRIOR)] in attune[space]:
+                # No other space of its kernel to fit a prior on: the search runs cold.
+                result, note = attune[space][s[:-len(PRIOR)]], " (cold: no prior)"
+            result = result or (math.inf, 0, 1)
             ok = met(result, target)
             count[s] += ok
-            cells.append(f"{cell(result)} | {'yes' if ok else 'no'}")
+            cells.append(f"{cell(result)}{note} | {'yes' if ok else 'no'}")
         print(f"| {space} | {lead} | " + " | ".join(cells) + " |")
     print()
     against = ("Kernel Tuner's strategy picked on the other seeds" if a.judge else

@@ -5,7 +5,8 @@ Two made-up reports in search_replay's table format. On the picking seeds Kernel
 strategy has the smallest median (3); on the judging seeds it needs 9 and "steady" 6. attune needs 5
 on both. After the fact on one report, attune misses against lucky's 3; with --judge, lucky is the
 pick, judged at its 9 on the other seeds, and attune meets it; a strategy reaching 2% in fewer than
-95% of the seeds never meets the target.
+95% of the seeds never meets the target; a space without a prior-from-others row counts its
+cold run for that strategy.
 """
 import os
 import subprocess
@@ -29,8 +30,8 @@ def report(path, rows):
                 "| tiny | 21 | mcts_repair | 3 | 0.5 | 5 | 4 | 20/20 |\n")
 
 
-def run(*args):
-    out = subprocess.run([sys.executable, SCRIPT, *args, "--strategies", "mcts_repair,flaky"],
+def run(*args, strategies="mcts_repair,flaky"):
+    out = subprocess.run([sys.executable, SCRIPT, *args, "--strategies", strategies],
                          capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"search_targets.py failed:\n{out.stderr}")
@@ -58,6 +59,9 @@ def main():
         expect(held, "| tiny | lucky (3) | 9 (60/60) | 6, steady | - | 5 (60/60) | yes | "
                      "2 (50/60) | no |")
         expect(held, "- mcts_repair: both targets met on 1 of 1 spaces")
+        # No prior-from-others row for the space (no other space of its kernel): its cold run.
+        prior = run(pick, "--judge", judge, strategies="mcts_repair + prior from others")
+        expect(prior, "| 5 (60/60) (cold: no prior) | yes |")
     print("search_targets_test: ok")
 
 
