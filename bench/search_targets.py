@@ -63,6 +63,16 @@ def met(result, target):
     return med <= target and got >= math.ceil(0.95 * of)
 
 
+def resolve(results, strategy):
+    """A strategy's result for one space and a note; a strategy with the prior falls back to its
+    cold run where the space has no prior-from-others row (no other space of its kernel)."""
+    if strategy in results:
+        return results[strategy], ""
+    if strategy.endswith(PRIOR) and strategy[:-len(PRIOR)] in results:
+        return results[strategy[:-len(PRIOR)]], " (cold: no prior)"
+    return None, ""
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("reports", nargs="+")
@@ -85,12 +95,12 @@ def main():
     count = {s: 0 for s in mine}
     counted = 0
     for space in sorted(attune):
-        ours = [s for s in mine if s in attune[space]
-                or (s.endswith(PRIOR) and s[:-len(PRIOR)] in attune[space])]
+        ours = [s for s in mine if resolve(attune[space], s)[0]]
         if not ours:
             continue
         if space not in kt or (a.judge and space not in pick_kt):
-            cells = " | ".join(f"{cell(attune[space][s])} | no Kernel Tuner rows" for s in ours)
+            cells = " | ".join(f"{cell(resolve(attune[space], s)[0])} | no Kernel Tuner rows"
+                               for s in ours)
             print(f"| {space} | not run | {cells} |")
             continue
         counted += 1
@@ -107,10 +117,7 @@ def main():
             lead = f"{fmt(target)}, {best_name} ({kt[space][best_name][1]}/{kt[space][best_name][2]})"
         cells = []
         for s in mine:
-            result, note = attune[space].get(s), ""
-            if result is None and s.endswith(PRIOR) and s[:-len(PRIOR)] in attune[space]:
-                # No other space of its kernel to fit a prior on: the search runs cold.
-                result, note = attune[space][s[:-len(PRIOR)]], " (cold: no prior)"
+            result, note = resolve(attune[space], s)
             result = result or (math.inf, 0, 1)
             ok = met(result, target)
             count[s] += ok
