@@ -104,6 +104,13 @@ struct GemmShape {
 };
 Result<GemmShape> gemm_shape(const Problem& problem);
 
+// The tiled GEMM's shared memory (gemm_plan.cpp), which its space's constraints and plan use:
+// the cp.async ring, and the fp32 partial tile a K split parks in the same memory; a block takes
+// the larger of the two.
+std::int64_t gemm_tiled_ring_bytes(std::int64_t bm, std::int64_t bn, std::int64_t bk,
+                                   std::int64_t stages);
+std::int64_t gemm_tiled_partial_bytes(std::int64_t bm, std::int64_t bn);
+
 // The wgmma GEMM's shared memory (gemm_plan.cpp), which its space's constraint and plan check.
 std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
                                     std::int64_t split);

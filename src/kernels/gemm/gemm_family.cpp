@@ -196,14 +196,15 @@ class GemmFamily final : public CudaFamily {
           {"kernel", "tl_bm", "tl_bn", "tl_bk", "tl_stages"},
           [](const Assignment& a) {
             return a["kernel"].as_word() != "tiled" ||
-                   a.i("tl_stages") * (a.i("tl_bm") + a.i("tl_bn")) * a.i("tl_bk") * 2 <=
+                   gemm_tiled_ring_bytes(a.i("tl_bm"), a.i("tl_bn"), a.i("tl_bk"),
+                                         a.i("tl_stages")) <=
                        static_cast<std::int64_t>(kMaxBlockSharedBytes);
           }},
          {"a K split's partial tile (fp32) fits the same 227 KiB",
           {"kernel", "tl_bm", "tl_bn", "tl_split"},
           [](const Assignment& a) {
             return a["kernel"].as_word() != "tiled" || a.i("tl_split") == 1 ||
-                   a.i("tl_bm") * a.i("tl_bn") * 4 <=
+                   gemm_tiled_partial_bytes(a.i("tl_bm"), a.i("tl_bn")) <=
                        static_cast<std::int64_t>(kMaxBlockSharedBytes);
           }},
          {"split-K leaves every split at least two K tiles",

@@ -142,8 +142,8 @@ Result<KernelPlan> plan_tiled(const GemmShape& s, const Config& c) {
   // One launch: under a K split each tile is a cluster of `split` consecutive blocks, which sum
   // their partial tiles through distributed shared memory parked in the pipeline's memory.
   const unsigned tiles = ceil_div(s.m, bm) * ceil_div(s.n, bn);
-  const std::int64_t pipeline = stages * (bm + bn) * bk * 2;
-  const std::int64_t partial = split > 1 ? bm * bn * 4 : 0;
+  const std::int64_t pipeline = gemm_tiled_ring_bytes(bm, bn, bk, stages);
+  const std::int64_t partial = split > 1 ? gemm_tiled_partial_bytes(bm, bn) : 0;
   p.steps.push_back({"gemm_tiled",
                      {static_cast<unsigned>(tiles * split)},
                      {static_cast<unsigned>(wm * wn * 32)},
@@ -198,6 +198,15 @@ Result<KernelPlan> plan_wgmma(const GemmShape& s, const Config& c) {
 }
 
 }  // namespace
+
+std::int64_t gemm_tiled_ring_bytes(std::int64_t bm, std::int64_t bn, std::int64_t bk,
+                                   std::int64_t stages) {
+  return stages * (bm + bn) * bk * 2;  // an A and a B tile of 16-bit elements per stage
+}
+
+std::int64_t gemm_tiled_partial_bytes(std::int64_t bm, std::int64_t bn) {
+  return bm * bn * 4;
+}
 
 std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
                                     std::int64_t split) {
