@@ -2,9 +2,11 @@
 // libattune-rt, in the grouping attune's layer tune picks (`attune tune --model ... --layer 0`):
 // the residual add fused into each RMSNorm, the q/k RMSNorm inside the RoPE kernel, attention as
 // one entry point (the table's row says flash or split), SiLU*mul as its own kernel or, with
-// --silu-mul epilogue (the tune's silu_mul=epilogue grouping), in the gate/up GEMM's epilogue:
+// --silu-mul epilogue (the tune's silu_mul=epilogue grouping), in the gate/up GEMM's epilogue,
+// and RoPE as its own kernel or, with --rope epilogue (rope=epilogue), in the QKV GEMM's:
 //
 //   rmsnorm(+residual) -> gemm qkv -> rope(+q/k norm) -> attention -> gemm o
+//     (--rope epilogue:   gemm_rope (+q/k norm)       -> attention -> gemm o)
 //     -> rmsnorm(+residual) -> gemm gate_up [rows, 2*inter] -> silu_mul -> gemm down
 //                              (epilogue: gemm_silu_mul [rows, inter] -> gemm down)
 //
@@ -21,7 +23,8 @@
 //   qwen3-embedding-0.6b|qwen3-0.6b|qwen3-8b|llama-3.1-8b]
 //         [--hidden H --inter I --q-heads Q --kv-heads KV --head D --theta T --qk-norm 0|1]
 //         [--batch B --tokens T | --decode --batch B --kv L]
-//         [--silu-mul kernel|epilogue] [--layers 1] [--steps 200] [--warmup 10]
+//         [--silu-mul kernel|epilogue] [--rope kernel|epilogue] [--layers 1] [--steps 200]
+//         [--warmup 10]
 //         [--flush-mib 256]
 //
 // Limits of the stand-in: bf16 only; RMSNorm's eps is the kernels' 1e-6. A prefill's attention
@@ -126,7 +129,7 @@ int main(int argc, char** argv) {
   std::optional<int> hidden, inter, q_heads, kv_heads, head, qk_norm;
   std::optional<std::int64_t> theta;
   int batch = 1, tokens = 128, kv = 2048, layers = 1, steps = 200, warmup = 10, flush_mib = 256;
-  bool decode = false, silu_epilogue = false;
+  bool decode = false, silu_epilogue = false, rope_epilogue = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -180,6 +183,10 @@ int main(int argc, char** argv) {
       if (v != "kernel" && v != "epilogue")
         die("--silu-mul is kernel or epilogue, not '" + v + "'");
       silu_epilogue = v == "epilogue";
+    } else if (a == "--rope") {
+      const std::string v = value();
+      if (v != "kernel" && v != "epilogue") die("--rope is kernel or epilogue, not '" + v + "'");
+      rope_epilogue = v == "epilogue";
     } else
       die("unknown flag " + a + " (see the comment at the top of examples/layer/layer.cpp)");
   }
@@ -275,14 +282,22 @@ int main(int argc, char** argv) {
     // h = x + resid (the previous layer's output and residual stream), normed = norm(h) * w.
     check(rt->rmsnorm(rows, h, dtype, normed.p, resid.p, x.p, resid.p, ln_in.p, stream, &got[0]),
           "rmsnorm (input)");
-    check(rt->gemm(rows, qkv_n, h, dtype, normed.p, w_qkv.p, qkv.p, nullptr, stream, &got[1]),
-          "gemm qkv");
-    check(rt->rope(
-              batch, seq, cache_len, m.q_heads, m.kv_heads, d, m.theta, dtype, q.p, k_cache.p,
-              v_cache.p, qkv.p, m.qk_norm ? q_norm.p : nullptr, m.qk_norm ? k_norm.p : nullptr,
-              m.llama3_scaling ? attune::rt::RopeScaling::kLlama3 : attune::rt::RopeScaling::kPlain,
-              stream, &got[2]),
-          "rope");
+    const attune::rt::RopeScaling scaling =
+        m.llama3_scaling ? attune::rt::RopeScaling::kLlama3 : attune::rt::RopeScaling::kPlain;
+    const void* qn = m.qk_norm ? q_norm.p : nullptr;
+    const void* kn = m.qk_norm ? k_norm.p : nullptr;
+    if (rope_epilogue) {
+      check(
+          rt->gemm_rope(batch, seq, cache_len, m.q_heads, m.kv_heads, d, m.theta, h, dtype, q.p,
+                        k_cache.p, v_cache.p, normed.p, w_qkv.p, qn, kn, scaling, stream, &got[1]),
+          "gemm qkv + rope");
+    } else {
+      check(rt->gemm(rows, qkv_n, h, dtype, normed.p, w_qkv.p, qkv.p, nullptr, stream, &got[1]),
+            "gemm qkv");
+      check(rt->rope(batch, seq, cache_len, m.q_heads, m.kv_heads, d, m.theta, dtype, q.p,
+                     k_cache.p, v_cache.p, qkv.p, qn, kn, scaling, stream, &got[2]),
+            "rope");
+    }
     if (decode)
       check(rt->attention_decode(batch, cache_len, d, m.q_heads, m.kv_heads, 1, dtype, attn.p, q.p,
                                  k_cache.p, v_cache.p, stream, &got[3]),
@@ -374,7 +389,7 @@ int main(int argc, char** argv) {
         "note: o_proj reads attention's [batch, q_heads, seq, head] output as [rows, q_heads * "
         "head]; a real model transposes it first (a kernel this layer leaves out)\n");
   for (int k = 0; k < kKernels; ++k)
-    if (dispatched[k])  // silu_mul has no call of its own under --silu-mul epilogue
+    if (dispatched[k])  // silu_mul (rope) has no call of its own under --silu-mul (--rope) epilogue
       std::printf("dispatch %-12s %s\n", kNames[k], describe(dispatched[k]).c_str());
   std::printf("runtime: %llu hits, %llu misses, %llu distinct shapes%s\n",
               static_cast<unsigned long long>(c.hits), static_cast<unsigned long long>(c.misses),

@@ -139,6 +139,16 @@ class ATTUNE_RT_API Runtime {
               void* k_cache, void* v_cache, const void* qkv, const void* q_norm, const void* k_norm,
               RopeScaling scaling, void* stream, const Dispatch** dispatched = nullptr);
 
+  // The QKV projection with RoPE in its epilogue: qkv = x . w^T (x [batch * seq, hidden], w
+  // [(q_heads + 2 * kv_heads) * head, hidden]) rotated as rope() rotates it (the same q, caches,
+  // norm weights and scaling), qkv never written: without a table row it runs cuBLASLt's matmul
+  // into a workspace, then a RoPE kernel. hidden a multiple of 8.
+  Status gemm_rope(std::int64_t batch, std::int64_t seq, std::int64_t kv, std::int64_t q_heads,
+                   std::int64_t kv_heads, std::int64_t head, std::int64_t theta,
+                   std::int64_t hidden, DType dtype, void* q, void* k_cache, void* v_cache,
+                   const void* x, const void* w, const void* q_norm, const void* k_norm,
+                   RopeScaling scaling, void* stream, const Dispatch** dispatched = nullptr);
+
   // The gated MLP's activation on the fused gate/up GEMM's output, contiguous: gu [rows,
   // 2 * inter] (gate, then up), y [rows, inter] = silu(gate) * up, silu(g) = g / (1 + exp(-g)).
   Status silu_mul(std::int64_t rows, std::int64_t inter, DType dtype, void* y, const void* gu,

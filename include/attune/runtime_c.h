@@ -192,6 +192,17 @@ ATTUNE_RT_API int attune_rt_rope_scaled(attune_rt* rt, int64_t batch, int64_t se
                                         const void* k_norm, int scaling, void* stream,
                                         const attune_rt_dispatch** dispatched);
 
+/* The QKV projection with RoPE in its epilogue: qkv = x . w^T (x [batch * seq, hidden], w
+ * [(q_heads + 2 * kv_heads) * head, hidden]) rotated as attune_rt_rope_scaled rotates it (the same
+ * q, caches, norm weights and scaling), qkv never written. hidden a multiple of 8; pointers
+ * 16-byte aligned. */
+ATTUNE_RT_API int attune_rt_gemm_rope(attune_rt* rt, int64_t batch, int64_t seq, int64_t kv,
+                                      int64_t q_heads, int64_t kv_heads, int64_t head,
+                                      int64_t theta, int64_t hidden, int dtype, void* q,
+                                      void* k_cache, void* v_cache, const void* x, const void* w,
+                                      const void* q_norm, const void* k_norm, int scaling,
+                                      void* stream, const attune_rt_dispatch** dispatched);
+
 /* The gated MLP's activation on the fused gate/up GEMM's output, contiguous: gu [rows, 2 * inter]
  * (gate, then up), y [rows, inter] = silu(gate) * up with silu(g) = g / (1 + exp(-g)). Pointers
  * 16-byte aligned. */

@@ -29,7 +29,7 @@ struct OpWork {
 struct OpSignature {
   std::string name;  // Problem::op(), and the op's folder src/kernels/<name>/
   // Positive integer attributes, in --shape order. The first is the axis a bucketed table ranges
-  // over; libattune-rt's key holds up to six of them (runtime/shape_key.h).
+  // over; libattune-rt's key holds up to kKeySizes of them (runtime/shape_key.h).
   std::vector<std::string> sizes;
   std::vector<std::string> flags;  // 0|1 attributes, 0 by default, always written in a problem
   // 0|1 attributes added after the op's first release (gemm's epilogues): 0 by default and

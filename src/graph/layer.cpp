@@ -173,8 +173,9 @@ constexpr const char* kRopeNormFlag = "qk_norm";
 // RoPE with Llama 3.1's frequency rewrite (rope_scaling, rope_type llama3): a rope op without it
 // computes another function, so a model with it needs the flag (and the values the flag means).
 constexpr const char* kRopeScalingFlag = "llama3_scaling";
-constexpr const char* kSiluMulOp = "silu_mul";            // SiLU(gate) * up
-constexpr const char* kRopeEpilogueFlag = "rope";         // a gemm flag
+constexpr const char* kSiluMulOp = "silu_mul";  // SiLU(gate) * up
+// The QKV GEMM with RoPE (and the q/k norm, by rope's flags) in its epilogue.
+constexpr const char* kGemmRopeOp = "gemm_rope";
 constexpr const char* kSiluMulEpilogueFlag = "silu_mul";  // a gemm flag
 constexpr const char* kResidualFlag = "residual";         // an rmsnorm flag
 // Attention's split and fused forms are its family's kernel=... knob (split: the chain of a
@@ -277,16 +278,16 @@ class Lowerer {
       }
       rope_flags.push_back(kRopeScalingFlag);
     }
-    std::vector<std::string> qkv_nodes{"qkv_proj"};
-    std::vector<std::string> qkv_flags;
     if (rope == "epilogue") {
-      if (qk) qkv_nodes.insert(qkv_nodes.end(), {"q_norm", "k_norm"});
-      qkv_nodes.push_back("rope");
-      qkv_flags = rope_flags;
-      qkv_flags.push_back(kRopeEpilogueFlag);
-      if (qk) qkv_flags.push_back(kRopeNormFlag);
+      std::vector<std::string> nodes{"qkv_proj"};
+      if (qk) nodes.insert(nodes.end(), {"q_norm", "k_norm"});
+      nodes.push_back("rope");
+      std::vector<std::string> flags = rope_flags;
+      if (qk) flags.push_back(kRopeNormFlag);
+      kernel(kGemmRopeOp, "rope", nodes, flags);
+    } else {
+      kernel("gemm", "qkv_proj", {"qkv_proj"});
     }
-    kernel("gemm", "qkv_proj", qkv_nodes, qkv_flags);
     if (rope == "separate") {
       kernel("rmsnorm", "q_norm", {"q_norm"});
       kernel("rmsnorm", "k_norm", {"k_norm"});

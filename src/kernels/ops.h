@@ -17,7 +17,8 @@
   X(attention_decode)        \
   X(attention_prefill)       \
   X(rope)                    \
-  X(silu_mul)
+  X(silu_mul)                \
+  X(gemm_rope)
 
 namespace attune::kernels {
 
@@ -28,6 +29,15 @@ ATTUNE_KERNEL_OPS(ATTUNE_DECLARE_OP_SIGNATURE)
 // The most shared memory any current GPU gives one block (sm_90: 227 KiB): the bound of the ops'
 // space constraints and of their plans.
 inline constexpr std::size_t kMaxBlockSharedBytes = 227 * 1024;
+
+// The tiled GEMM's shared memory (defined with gemm's signature, gemm/gemm_op.cpp), which the
+// spaces' constraints (gemm's, gemm_rope's) and the plans use: the cp.async ring, the fp32
+// partial tile a K split parks in the same memory, and the padded fp32 tile gemm_rope's epilogue
+// rotates there; a block takes the largest it uses.
+std::int64_t gemm_tiled_ring_bytes(std::int64_t bm, std::int64_t bn, std::int64_t bk,
+                                   std::int64_t stages);
+std::int64_t gemm_tiled_partial_bytes(std::int64_t bm, std::int64_t bn);
+std::int64_t gemm_tiled_rope_tile_bytes(std::int64_t bm, std::int64_t bn);
 
 // rope's llama3_scaling flag: the rope_scaling of Llama 3.1's config.json (rope_type "llama3"),
 // shared by the kernels, the reference and the layer lowering (graph/layer.cpp), which checks that

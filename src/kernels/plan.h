@@ -104,12 +104,13 @@ struct GemmShape {
 };
 Result<GemmShape> gemm_shape(const Problem& problem);
 
-// The tiled GEMM's shared memory (gemm_plan.cpp), which its space's constraints and plan use:
-// the cp.async ring, and the fp32 partial tile a K split parks in the same memory; a block takes
-// the larger of the two.
-std::int64_t gemm_tiled_ring_bytes(std::int64_t bm, std::int64_t bn, std::int64_t bk,
-                                   std::int64_t stages);
-std::int64_t gemm_tiled_partial_bytes(std::int64_t bm, std::int64_t bn);
+// The tiled GEMM's block tile, warps, pipeline depth, K split and rasterization group (gemm's
+// tl_* knobs), and its plan (gemm_plan.cpp): gemm_rope's fused kernel is this plan with the RoPE
+// epilogue compiled in.
+struct TiledTile {
+  std::int64_t bm = 128, bn = 128, bk = 32, wm = 2, wn = 2, stages = 3, split = 1, group = 8;
+};
+KernelPlan gemm_tiled_plan(const GemmShape& s, const TiledTile& t);
 
 // The wgmma GEMM's shared memory (gemm_plan.cpp), which its space's constraint and plan check.
 std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
@@ -173,6 +174,18 @@ struct RopeShape {
   std::int64_t heads() const { return q_heads + 2 * kv_heads; }  // heads per qkv row
 };
 Result<RopeShape> rope_shape(const Problem& problem);
+// The defines rope.cu and the header attune_rope.cuh take from a shape (all but the element type
+// T): HEAD, Q_HEADS, KV_HEADS, QK_NORM, LOG2_THETA and, with llama3_scaling, its five.
+std::vector<std::string> rope_defines(const RopeShape& s);
+
+// gemm_rope's sizes (kernels/gemm_rope/gemm_rope_op.cpp): rope's, and the projection's K.
+struct GemmRopeShape {
+  RopeShape rope;
+  std::int64_t hidden = 0;
+  std::int64_t m() const { return rope.tokens(); }             // x's rows
+  std::int64_t n() const { return rope.heads() * rope.head; }  // W's rows (qkv's columns)
+};
+Result<GemmRopeShape> gemm_rope_shape(const Problem& problem);
 
 // rope's q/k RMSNorm epsilon (Qwen3's), shared by the kernels and the reference.
 inline constexpr double kRopeNormEps = 1e-6;

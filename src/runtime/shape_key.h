@@ -19,9 +19,9 @@ namespace attune::runtime {
 enum class OpKind : std::uint8_t {};
 enum class Dtype : std::uint8_t { kBf16 = 0, kFp16 = 1 };
 
-// The most sizes an op's signature may have for libattune-rt to key it (rope's batch, sequence,
-// KV depth, query and KV heads, head size and theta are seven).
-inline constexpr std::size_t kKeySizes = 7;
+// The most sizes an op's signature may have for libattune-rt to key it (gemm_rope's batch,
+// sequence, KV depth, query and KV heads, head size, theta and hidden size are eight).
+inline constexpr std::size_t kKeySizes = 8;
 
 struct ShapeKey {
   OpKind op{};

@@ -12,7 +12,7 @@ TEST(Sim, OffersItsProblemsAndResolvesSpecs) {
   std::set<std::string> names;
   for (const auto& p : sim.problems()) names.insert(p.problem.name());
   EXPECT_EQ(names, (std::set<std::string>{"faults", "gemm", "rmsnorm", "attention_decode",
-                                          "attention_prefill", "rope", "silu_mul"}));
+                                          "attention_prefill", "rope", "silu_mul", "gemm_rope"}));
   auto g = sim.resolve("gemm:m=16");
   ASSERT_TRUE(g.ok()) << g.error().message();
   EXPECT_EQ(*g->int_attr("m"), 16);

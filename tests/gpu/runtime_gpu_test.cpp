@@ -890,5 +890,118 @@ TEST_F(RuntimeGpu, RopeAndSiluMulRowsAndTheirBaselines) {
             ATTUNE_RT_INVALID_ARGUMENT);
 }
 
+struct GemmRope {
+  Rope r;
+  std::int64_t hidden;
+};
+
+// gemm_rope through the runtime against what it fuses, run through the same runtime: the
+// projection by gemm() into qkv, then rope(), on the same inputs and the same caches' old rows.
+// The fused call must write the same q and cache rows (to the allowance of qkv's rounding, which
+// only the unfused path does) and leave the old rows as they were; returns what it ran.
+rt::Dispatch run_gemm_rope(rt::Runtime& runtime, const GemmRope& g, std::mt19937& rng) {
+  const Rope& r = g.r;
+  const auto tokens = static_cast<std::size_t>(r.batch * r.seq),
+             n = static_cast<std::size_t>((r.q_heads + 2 * r.kv_heads) * r.head),
+             hidden = static_cast<std::size_t>(g.hidden), head = static_cast<std::size_t>(r.head);
+  const std::size_t q_elems = tokens * static_cast<std::size_t>(r.q_heads) * head,
+                    cache_elems = static_cast<std::size_t>(r.batch * r.kv_heads * r.kv) * head;
+  auto x = random_bits(tokens * hidden, r.bf16, rng), w = random_bits(n * hidden, r.bf16, rng),
+       qn = random_bits(head, r.bf16, rng), kn = random_bits(head, r.bf16, rng),
+       k_old = random_bits(cache_elems, r.bf16, rng), v_old = random_bits(cache_elems, r.bf16, rng);
+  // The projection's outputs are sums of `hidden` products: scaled down so they stay O(1).
+  for (auto& e : w) e = static_cast<std::uint16_t>(e - (r.bf16 ? 3u << 7 : 3u << 10));
+  Buffer dx(x.size(), &x), dw(w.size(), &w), dqn(head, &qn), dkn(head, &kn),
+      qkv(tokens * n, nullptr), q1(q_elems, nullptr), k1(cache_elems, &k_old),
+      v1(cache_elems, &v_old), q2(q_elems, nullptr), k2(cache_elems, &k_old),
+      v2(cache_elems, &v_old);
+  const DType dt = r.bf16 ? DType::kBf16 : DType::kFp16;
+  const rt::RopeScaling scaling = r.llama3 ? rt::RopeScaling::kLlama3 : rt::RopeScaling::kPlain;
+  const void* wq = r.qk_norm ? dqn.p() : nullptr;
+  const void* wk = r.qk_norm ? dkn.p() : nullptr;
+  rt::Status s = runtime.gemm(static_cast<std::int64_t>(tokens), static_cast<std::int64_t>(n),
+                              g.hidden, dt, dx.p(), dw.p(), qkv.p(), nullptr, nullptr);
+  EXPECT_TRUE(s.ok()) << s.message();
+  s = runtime.rope(r.batch, r.seq, r.kv, r.q_heads, r.kv_heads, r.head, r.theta, dt, q1.p(), k1.p(),
+                   v1.p(), qkv.p(), wq, wk, scaling, nullptr);
+  EXPECT_TRUE(s.ok()) << s.message();
+  const rt::Dispatch* d = nullptr;
+  s = runtime.gemm_rope(r.batch, r.seq, r.kv, r.q_heads, r.kv_heads, r.head, r.theta, g.hidden, dt,
+                        q2.p(), k2.p(), v2.p(), dx.p(), dw.p(), wq, wk, scaling, nullptr, &d);
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok() || !d) return {};
+  auto as_double = [&](const std::vector<std::uint16_t>& v) {
+    std::vector<double> out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i) out[i] = to_double(v[i], r.bf16);
+    return out;
+  };
+  expect_close(q2.get(), as_double(q1.get()), r.bf16, d->problem + " q (" + d->config + ")");
+  const auto k_got = k2.get(), v_got = v2.get();
+  expect_close(k_got, as_double(k1.get()), r.bf16, d->problem + " k cache (" + d->config + ")");
+  expect_close(v_got, as_double(v1.get()), r.bf16, d->problem + " v cache (" + d->config + ")");
+  std::size_t touched = 0;
+  for (std::size_t i = 0; i < cache_elems; ++i)
+    if ((i / head) % static_cast<std::size_t>(r.kv) < static_cast<std::size_t>(r.kv - r.seq) &&
+        (k_got[i] != k_old[i] || v_got[i] != v_old[i]))
+      ++touched;
+  EXPECT_EQ(touched, 0u) << d->problem << ": old cache rows written";
+  return *d;
+}
+
+// The QKV projection with RoPE in its epilogue through the runtime: a tiled row (one launch of
+// gemm_tiled_rope) on a prefill with the q/k norm, the split baseline (cuBLASLt's matmul, then
+// the RoPE kernel) on misses (a decode step with Llama 3.1's scaling in fp16, a head of 64), each
+// against the unfused gemm() then rope(); the timing hook runs the row; bad calls are refused.
+TEST_F(RuntimeGpu, GemmRopeRowAndBaselineMatchTheGemmThenRope) {
+  constexpr const char* kTiled =
+      "kernel=tiled,tl_bm=64,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_group=8";
+  table::Table t;
+  t.attune_version = "gpu-test";
+  t.device = device_;
+  table::OpTable gr{"gemm_rope", "bf16", {}, {}};
+  gr.rows.push_back(
+      row("gemm_rope:batch=3,dtype=bf16,head=128,hidden=1032,kv=100,kv_heads=2,"
+          "q_heads=8,qk_norm=1,seq=77,theta=1000000",
+          kTiled));
+  t.ops.push_back(gr);
+  const std::string path = write_table(t, "gemm-rope.json");
+  std::unique_ptr<rt::Runtime> runtime;
+  rt::Status s = rt::Runtime::open(path, &runtime);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::mt19937 rng(2424);
+
+  rt::Dispatch hit =
+      run_gemm_rope(*runtime, {{3, 77, 100, 8, 2, 128, 1000000, true, true}, 1032}, rng);
+  EXPECT_TRUE(hit.tuned) << hit.why;
+  EXPECT_EQ(hit.config, kTiled);
+  EXPECT_EQ(hit.kernels, std::vector<std::string>{"gemm_tiled_rope"});
+  for (const GemmRope& miss : {GemmRope{{5, 1, 1001, 8, 2, 64, 500000, false, false, true}, 520},
+                               GemmRope{{2, 33, 33, 4, 4, 128, 10000, true, false}, 264}}) {
+    rt::Dispatch d = run_gemm_rope(*runtime, miss, rng);
+    EXPECT_FALSE(d.tuned) << d.problem;
+    EXPECT_EQ(d.config,
+              "kernel=split,tl_bm=128,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_group=8");
+  }
+
+  rt::Timing timing;
+  s = runtime->time_problem(
+      "gemm_rope:batch=3,dtype=bf16,head=128,hidden=1032,kv=100,kv_heads=2,q_heads=8,qk_norm=1,"
+      "seq=77,theta=1000000",
+      &timing);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(timing.dispatch.config, kTiled);
+  EXPECT_GT(timing.median_us, 0);
+
+  Buffer b(4096, nullptr);
+  s = runtime->gemm_rope(1, 1, 8, 4, 4, 64, 10000, 100, DType::kBf16, b.p(), b.p(), b.p(), b.p(),
+                         b.p(), nullptr, nullptr, rt::RopeScaling::kPlain, nullptr);
+  EXPECT_EQ(s.code(), rt::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("hidden=100"), std::string::npos) << s.message();
+  EXPECT_EQ(attune_rt_gemm_rope(nullptr, 1, 1, 8, 4, 4, 64, 10000, 64, ATTUNE_RT_BF16, b.p(), b.p(),
+                                b.p(), b.p(), b.p(), nullptr, nullptr, ATTUNE_RT_ROPE_PLAIN,
+                                nullptr, nullptr),
+            ATTUNE_RT_INVALID_ARGUMENT);
+}
+
 }  // namespace
 }  // namespace attune

@@ -52,7 +52,7 @@ const OpSignature* with_new_families(std::string_view name) {
   return find_op(name);
 }
 const OpSignature* without_new_families(std::string_view name) {
-  if (name == "rope" || name == "silu_mul") return nullptr;
+  if (name == "rope" || name == "silu_mul" || name == "gemm_rope") return nullptr;
   return find_op(name);
 }
 
@@ -197,20 +197,33 @@ TEST(Lowering, AFormNoRegisteredOpImplementsIsUnavailableNotFaked) {
   EXPECT_EQ(st[6], "gemm:bias=0,dtype=bf16,k=1024,m=128,n=6144,silu_mul=1");
   EXPECT_EQ(silu.kernels[6].nodes, (std::vector<std::string>{"gate_up_proj", "silu_mul"}));
   EXPECT_EQ(st[7], "gemm:bias=0,dtype=bf16,k=3072,m=128,n=1024");
-  // Until the gemm family has a RoPE epilogue, that grouping says so.
-  const auto& gemm_flags = find_op("gemm")->flags;
-  if (std::find(gemm_flags.begin(), gemm_flags.end(), "rope") == gemm_flags.end()) {
-    EXPECT_FALSE(epilogue.available());
-    EXPECT_NE(epilogue.unavailable.find("op 'gemm' has no flag 'rope'"), std::string::npos)
-        << epilogue.unavailable;
-  }
+  // RoPE with the q/k norm in the QKV GEMM's epilogue: one gemm_rope kernel for the projection,
+  // both norms and the rotation, sized from both (rope's sizes and the hidden size), and no
+  // separate QKV GEMM or RoPE kernel.
+  ASSERT_TRUE(epilogue.available()) << epilogue.unavailable;
+  const auto et = texts(epilogue);
+  ASSERT_EQ(et.size(), 8u);
+  EXPECT_EQ(et[1],
+            "gemm_rope:batch=1,dtype=bf16,head=128,hidden=1024,kv=128,kv_heads=8,q_heads=16,"
+            "qk_norm=1,seq=128,theta=1000000");
+  EXPECT_EQ(epilogue.kernels[1].nodes,
+            (std::vector<std::string>{"qkv_proj", "q_norm", "k_norm", "rope"}));
+  EXPECT_EQ(et[2].rfind("attention_prefill:", 0), 0u) << et[2];
+  // Without gemm_rope the epilogue grouping is unavailable, and says which op it lacks.
+  const Lowering no_fused_op = lower(g, grouping("fused", "epilogue", "kernel", "flash"),
+                                     [](std::string_view name) -> const OpSignature* {
+                                       return name == "gemm_rope" ? nullptr : find_op(name);
+                                     });
+  EXPECT_FALSE(no_fused_op.available());
+  EXPECT_NE(no_fused_op.unavailable.find("no registered op 'gemm_rope'"), std::string::npos)
+      << no_fused_op.unavailable;
   // Without the RoPE family no grouping of a layer lowers, and each says which op is missing.
   for (const Grouping& gr : all_groupings(layer_forks(g.model))) {
     const Lowering l = lower(g, gr, without_new_families);
     EXPECT_FALSE(l.available()) << grouping_text(gr);
     EXPECT_TRUE(l.unavailable.find("'rope'") != std::string::npos ||
-                l.unavailable.find("'add'") != std::string::npos ||
-                l.unavailable.find("flag") != std::string::npos)
+                l.unavailable.find("'gemm_rope'") != std::string::npos ||
+                l.unavailable.find("'add'") != std::string::npos)
         << l.unavailable;
   }
   // Llama 3.1's RoPE scaling is part of what its RoPE computes: a rope op without the flag

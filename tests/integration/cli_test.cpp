@@ -244,8 +244,8 @@ INSTANTIATE_TEST_SUITE_P(
                  "--shape is understood for --op gemm (MxNxK), rmsnorm (ROWSxHIDDEN), "
                  "attention_decode (BATCHxKVxHEADxQ_HEADSxKV_HEADSxQ_LEN), attention_prefill "
                  "(SEQxBATCHxHEADxQ_HEADSxKV_HEADS), rope "
-                 "(BATCHxSEQxKVxQ_HEADSxKV_HEADSxHEADxTHETA) and silu_mul (ROWSxINTER), not "
-                 "'conv'"},
+                 "(BATCHxSEQxKVxQ_HEADSxKV_HEADSxHEADxTHETA), silu_mul (ROWSxINTER) and "
+                 "gemm_rope (BATCHxSEQxKVxQ_HEADSxKV_HEADSxHEADxTHETAxHIDDEN), not 'conv'"},
         BadInput{"tune --backend warp9 --problem rmsnorm", "unknown backend 'warp9'"},
         BadInput{"tune --backend sim --problem rmsnorm --strategy luck", "unknown strategy 'luck'"},
         BadInput{"tune --backend sim --shapes missing.txt", "cannot read shapes file"},

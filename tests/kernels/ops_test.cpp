@@ -181,8 +181,9 @@ TEST(Ops, AnUnknownOpIsRefusedNotTakenForAnother) {
       shape.error().message(),
       "--shape is understood for --op gemm (MxNxK), rmsnorm (ROWSxHIDDEN), attention_decode "
       "(BATCHxKVxHEADxQ_HEADSxKV_HEADSxQ_LEN), attention_prefill "
-      "(SEQxBATCHxHEADxQ_HEADSxKV_HEADS), rope (BATCHxSEQxKVxQ_HEADSxKV_HEADSxHEADxTHETA) and "
-      "silu_mul (ROWSxINTER), not 'conv'");
+      "(SEQxBATCHxHEADxQ_HEADSxKV_HEADS), rope (BATCHxSEQxKVxQ_HEADSxKV_HEADSxHEADxTHETA), "
+      "silu_mul (ROWSxINTER) and gemm_rope (BATCHxSEQxKVxQ_HEADSxKV_HEADSxHEADxTHETAxHIDDEN), not "
+      "'conv'");
 
   auto kind = runtime::op_kind("conv");
   ASSERT_FALSE(kind.ok());

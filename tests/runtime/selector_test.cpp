@@ -283,6 +283,46 @@ TEST(RuntimeIndex, RopeRowsAreKeyedByBothFlags) {
   EXPECT_EQ(s->index().find(key(static_cast<std::uint8_t>(norm | llama))), nullptr);
 }
 
+// gemm_rope's key holds all eight of its sizes: two rows that differ only in the last (the
+// projection's hidden size) are two shapes, and a call of a third hidden size misses both.
+TEST(RuntimeIndex, GemmRopeRowsAreKeyedByAllEightSizesAndBothFlags) {
+  constexpr const char* kSmall =
+      "kernel=tiled,tl_bm=64,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_group=8";
+  constexpr const char* kLarge =
+      "kernel=tiled,tl_bm=128,tl_bn=256,tl_bk=64,tl_wm=2,tl_wn=4,tl_stages=2,tl_group=8";
+  table::Table t = sample_table();
+  table::OpTable gr{"gemm_rope", "bf16", {}, {}};
+  const std::string sizes =
+      "batch=1,dtype=bf16,head=128,hidden={},kv=128,kv_heads=8,q_heads=16,"
+      "qk_norm=1,seq=128,theta=1000000";
+  for (auto [hidden, config] : {std::pair{"1024", kSmall}, std::pair{"4096", kLarge}}) {
+    std::string text = "gemm_rope:" + sizes;
+    text.replace(text.find("{}"), 2, hidden);
+    gr.rows.push_back(row(text, config));
+  }
+  t.ops.push_back(gr);
+  TempDir dir;
+  auto s = open_ok(dir.write("t.json", table::to_json_text(t)));
+  ASSERT_NE(s, nullptr);
+  const auto norm = *flag_bit("gemm_rope", "qk_norm");
+  auto key = [norm](std::int64_t hidden, std::uint8_t flags) {
+    return ShapeKey{
+        *op_kind("gemm_rope"), Dtype::kBf16, flags, {1, 128, 128, 16, 8, 128, 1000000, hidden}};
+  };
+  ASSERT_NE(s->index().find(key(1024, norm)), nullptr);
+  EXPECT_EQ(s->index().find(key(1024, norm))->row->config, kSmall);
+  ASSERT_NE(s->index().find(key(4096, norm)), nullptr);
+  EXPECT_EQ(s->index().find(key(4096, norm))->row->config, kLarge);
+  EXPECT_EQ(s->index().find(key(2048, norm)), nullptr);
+  EXPECT_EQ(s->index().find(key(1024, 0)), nullptr);
+  EXPECT_EQ(
+      problem_of(key(4096, norm))->text(), "gemm_rope:" + [&] {
+        std::string t2 = sizes;
+        t2.replace(t2.find("{}"), 2, "4096");
+        return t2;
+      }());
+}
+
 TEST(RuntimeCounters, CountEveryCallByWhatRan) {
   TempDir dir;
   auto s = open_ok(dir.write("t.json", table::to_json_text(sample_table())));

@@ -332,10 +332,11 @@ TEST_F(LayerTuneTest, PlanningRefusesWhatCannotBeLowered) {
   ASSERT_FALSE(out_of_range);
   EXPECT_NE(out_of_range.error().message().find("--layer 28 is not a layer of m (0..27"),
             std::string::npos);
-  // Without a RoPE family nothing lowers, and the refusal says which op is missing.
+  // Without a RoPE family (neither the kernel nor the QKV GEMM's epilogue) nothing lowers, and
+  // the refusal says which op is missing.
   q.layers = {0};
   auto no_rope = plan_layers(q, sim, [](std::string_view name) -> const OpSignature* {
-    return name == "rope" ? nullptr : find_op(name);
+    return name == "rope" || name == "gemm_rope" ? nullptr : find_op(name);
   });
   ASSERT_FALSE(no_rope);
   EXPECT_NE(no_rope.error().message().find("no registered op 'rope'"), std::string::npos)

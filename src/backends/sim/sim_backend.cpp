@@ -107,6 +107,31 @@ double size(const Problem& prob, const OpSignature& op, std::size_t i) {
   return static_cast<double>(*prob.int_attr(op.sizes.at(i)));
 }
 
+// A tiled GEMM of M x N x K on the simulated device, before launch and ruggedness: its tiles in
+// waves of the SMs' resident blocks, each tile's compute or loads (whichever is longer), and a
+// K split's reduction pass.
+double tiled_gemm_us(double M, double N, double K, double bm, double bn, double bk, double warps,
+                     double stages, double split) {
+  const double tiles = std::ceil(M / bm) * std::ceil(N / bn) * split;
+  const double smem = (bm + bn) * bk * 2 * stages;
+  const double occ =
+      std::max(1.0, std::min({std::floor(kSmemLimit / smem), std::floor(16 / warps), 8.0}));
+  const double waves = std::ceil(tiles / (kSms * occ));  // wave quantization: plateaus
+  const double kk = K / split;
+  // A tile's compute at a rate that needs enough warps and a wide enough tile to feed the
+  // tensor cores; its loads at the SM's share of DRAM bandwidth, discounted by reuse.
+  const double util = std::min(1.0, warps / 4.0) * std::min(1.0, std::min(bm, bn) / 64.0 + 0.25);
+  const double compute = 2 * bm * bn * kk / (kPeakFlopsPerSm * 1e-6 * util);
+  const double load = (bm + bn) * kk * 2 / (kL2BytesPerUs / kSms) / std::sqrt(occ);
+  const double hide = 1.0 + 0.8 / std::pow(stages, 1.5);  // pipelining hides load latency
+  double tile = std::max(compute, load * hide / (bk >= 32 ? 1.0 : 0.7));
+  const double regs = bm * bn / (warps * 32) + 40;
+  if (regs > 255) tile *= 3.0;  // register spill: a cliff
+  double t = waves * tile * occ;
+  if (split > 1) t += M * N * 4 * split / kDramBytesPerUs + 2.0;  // reduction pass
+  return t;
+}
+
 std::unique_ptr<SimProblem> make_gemm(const OpSignature& op) {
   auto p = std::make_unique<SimProblem>();
   p->name = op.name;
@@ -131,25 +156,10 @@ std::unique_ptr<SimProblem> make_gemm(const OpSignature& op) {
   };
   p->time_us = [&op](const Problem& prob, const Config& c) {
     const double M = size(prob, op, 0), N = size(prob, op, 1), K = size(prob, op, 2);
-    const double bm = knob(c, "block_m"), bn = knob(c, "block_n"), bk = knob(c, "block_k");
-    const double warps = knob(c, "warps"), stages = knob(c, "stages"), split = knob(c, "split_k");
+    const double bm = knob(c, "block_m"), bn = knob(c, "block_n"), split = knob(c, "split_k");
     const double tiles = std::ceil(M / bm) * std::ceil(N / bn) * split;
-    const double smem = (bm + bn) * bk * 2 * stages;
-    const double occ =
-        std::max(1.0, std::min({std::floor(kSmemLimit / smem), std::floor(16 / warps), 8.0}));
-    const double waves = std::ceil(tiles / (kSms * occ));  // wave quantization: plateaus
-    const double kk = K / split;
-    // A tile's compute at a rate that needs enough warps and a wide enough tile to feed the
-    // tensor cores; its loads at the SM's share of DRAM bandwidth, discounted by reuse.
-    const double util = std::min(1.0, warps / 4.0) * std::min(1.0, std::min(bm, bn) / 64.0 + 0.25);
-    const double compute = 2 * bm * bn * kk / (kPeakFlopsPerSm * 1e-6 * util);
-    const double load = (bm + bn) * kk * 2 / (kL2BytesPerUs / kSms) / std::sqrt(occ);
-    const double hide = 1.0 + 0.8 / std::pow(stages, 1.5);  // pipelining hides load latency
-    double tile = std::max(compute, load * hide / (bk >= 32 ? 1.0 : 0.7));
-    const double regs = bm * bn / (warps * 32) + 40;
-    if (regs > 255) tile *= 3.0;  // register spill: a cliff
-    double t = waves * tile * occ;
-    if (split > 1) t += M * N * 4 * split / kDramBytesPerUs + 2.0;  // reduction pass
+    double t = tiled_gemm_us(M, N, K, bm, bn, knob(c, "block_k"), knob(c, "warps"),
+                             knob(c, "stages"), split);
     if (knob(c, "swizzle")) t *= tiles > kSms ? 0.93 : 1.02;
     return 3.0 + t * rugged(prob, c, 0.04);
   };
@@ -463,6 +473,45 @@ std::unique_ptr<SimProblem> make_silu_mul(const OpSignature& op) {
   return p;
 }
 
+// The QKV projection with RoPE in its epilogue as gemm_rope's family runs it: the op's one space
+// (the split baseline, or the tiled kernel with its block tile, warps, stages and group). The
+// split form is a library GEMM (near the bandwidth and tensor-core rates) writing qkv, then a
+// RoPE kernel reading it back, each a launch; the tiled form is the sim's tiled GEMM with no K
+// split, its epilogue's sincos and stores on top, in one launch. Few tokens favour the split
+// form's GEMM, many the fusion's saved round trip.
+std::unique_ptr<SimProblem> make_gemm_rope(const OpSignature& op) {
+  auto p = std::make_unique<SimProblem>();
+  p->name = op.name;
+  p->description =
+      "QKV GEMM with RoPE in its epilogue on the simulated device: split baseline or tiled "
+      "(block tile, warps, stages, group)";
+  p->attrs = sizes_of(op, {"8", "512", "512", "16", "8", "128", "1000000", "1024"}, "8");
+  p->make_space = [space = op.space](const Problem& prob) { return space(prob); };
+  p->time_us = [](const Problem& prob, const Config& c) {
+    auto sz = [&prob](const char* name) { return static_cast<double>(*prob.int_attr(name)); };
+    const double m = sz("batch") * sz("seq"), k = sz("hidden");
+    const double n = (sz("q_heads") + 2 * sz("kv_heads")) * sz("head");
+    const double weights = (m * k + n * k) * 2, qkv = m * n * 2;
+    constexpr double kLaunchUs = 2.0;
+    if (c.get("kernel")->as_word() == "split") {
+      const double gemm = std::max((weights + qkv) / (kDramBytesPerUs * 0.8),
+                                   2 * m * n * k / (kSms * kPeakFlopsPerSm * 1e-6 * 0.7));
+      const double rope = 2 * qkv / (kDramBytesPerUs * 0.6);
+      return (2 * kLaunchUs + gemm + rope) * rugged(prob, c, 0.03);
+    }
+    const double t = tiled_gemm_us(m, n, k, knob(c, "tl_bm"), knob(c, "tl_bn"), knob(c, "tl_bk"),
+                                   knob(c, "tl_wm") * knob(c, "tl_wn"), knob(c, "tl_stages"), 1);
+    const double group = knob(c, "tl_group") == 1 ? 1.03 : 1.0;  // B tiles re-read from DRAM
+    const double epilogue = qkv / (kDramBytesPerUs * 0.7) + 0.3;
+    return (kLaunchUs + t * group + epilogue) * rugged(prob, c, 0.04);
+  };
+  p->cold = [](const Config& c) { return c.get("kernel")->as_word() == "split" ? 1.05 : 1.06; };
+  p->chunk = [](const Config& c) {
+    return c.get("kernel")->as_word() == "split" ? 32 : static_cast<int>(knob(c, "tl_bk"));
+  };
+  return p;
+}
+
 std::unique_ptr<SimProblem> make_faults() {
   auto p = std::make_unique<SimProblem>();
   p->name = "faults";
@@ -559,7 +608,8 @@ constexpr SimModel kModels[] = {{"gemm", &make_gemm},
                                 {"attention_decode", &make_attention_decode},
                                 {"attention_prefill", &make_attention_prefill},
                                 {"rope", &make_rope},
-                                {"silu_mul", &make_silu_mul}};
+                                {"silu_mul", &make_silu_mul},
+                                {"gemm_rope", &make_gemm_rope}};
 
 }  // namespace
 

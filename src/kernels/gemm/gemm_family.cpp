@@ -6,6 +6,7 @@
 #include "kernels/common/gate.h"
 #include "kernels/common/plan_run.h"
 #include "kernels/gemm/gemm_lt.h"
+#include "kernels/gemm/gemm_reference.h"
 #include "kernels/ops.h"
 #include "kernels/plan_launch.h"
 
@@ -17,9 +18,6 @@ namespace {
 
 using namespace attune::cuda;
 
-// Above this many multiply-adds the float64 reference kernel is too slow to run per check; the
-// reference is then cuBLASLt with float32 output (a trusted library path in higher precision).
-constexpr double kNaiveRefMacs = 1.2e9;
 constexpr int kSkinnyMaxM = 16;
 
 Half half_of(const GemmShape& s) {
@@ -28,8 +26,9 @@ Half half_of(const GemmShape& s) {
 
 struct Data {
   std::string key;
-  DeviceBuffer a, b, bias, c, ref, ref32, act_ref, workspace, lt_workspace;
-  std::optional<LtProblem> lt, lt_ref;
+  DeviceBuffer a, b, bias, c, act_ref, workspace, lt_workspace;
+  std::optional<LtProblem> lt;
+  GemmReference product;
 };
 
 Knob knob(const char* n, std::vector<Value> o, std::size_t base = 0,
@@ -258,12 +257,11 @@ class GemmFamily final : public CudaFamily {
     data_ = Data{};
     if (!lt_) ATTUNE_CUBLASLT(cublasLtCreate(&lt_));
     const size_t mk = static_cast<size_t>(s.m * s.k), nk = static_cast<size_t>(s.n * s.k),
-                 mn = static_cast<size_t>(s.m * s.n), out = static_cast<size_t>(s.m * s.out_n());
+                 out = static_cast<size_t>(s.m * s.out_n());
     ATTUNE_ASSIGN(data_.a, DeviceBuffer::alloc(mk * 2));
     ATTUNE_ASSIGN(data_.b, DeviceBuffer::alloc(nk * 2));
     ATTUNE_ASSIGN(data_.bias, DeviceBuffer::alloc(static_cast<size_t>(s.n) * 2));
     ATTUNE_ASSIGN(data_.c, DeviceBuffer::alloc((out + kGuardElements) * 2));
-    ATTUNE_ASSIGN(data_.ref, DeviceBuffer::alloc(mn * 8));
     if (s.silu_mul) {
       ATTUNE_ASSIGN(data_.act_ref, DeviceBuffer::alloc(out * 8));
     }
@@ -271,13 +269,7 @@ class GemmFamily final : public CudaFamily {
     ATTUNE_ASSIGN(LtProblem lt, make_lt(lt_, s, lt_type(s.bf16), s.bias,
                                         reinterpret_cast<void*>(data_.bias.ptr())));
     data_.lt = std::move(lt);
-    if (static_cast<double>(s.m) * s.n * s.k > kNaiveRefMacs) {
-      ATTUNE_ASSIGN(data_.ref32, DeviceBuffer::alloc(mn * 4));
-      ATTUNE_ASSIGN(LtProblem ref, make_lt(lt_, s, CUDA_R_32F, false, nullptr));
-      if (ref.heuristics.empty())
-        return Error::internal("cuBLASLt offers no fp32-output algorithm for the reference");
-      data_.lt_ref = std::move(ref);
-    }
+    ATTUNE_TRY(data_.product.prepare(lt_, s, gemm_op().name));
     data_.key = problem.structural_key();
     return Status::success();
   }
@@ -292,44 +284,16 @@ class GemmFamily final : public CudaFamily {
 
   // The float64 reference of C: the product, and under silu_mul=1 SiLU(gate) * up of it.
   Status reference(CudaEnv& env, const GemmShape& s) {
-    ATTUNE_TRY(product_reference(env, s));
+    ATTUNE_TRY(data_.product.run(env, s, data_.a.ptr(), data_.b.ptr(), data_.bias.ptr()));
     if (!s.silu_mul) return Status::success();
     ATTUNE_ASSIGN(CUfunction act, reference_function(env, kGemmRefSource, "gemm_ref.cu",
                                                      "silu_mul_ref", gemm_op().name));
-    CUdeviceptr out = data_.act_ref.ptr(), in = data_.ref.ptr();
+    CUdeviceptr out = data_.act_ref.ptr(), in = data_.product.ref();
     int m = static_cast<int>(s.m), half = static_cast<int>(s.out_n());
     void* args[] = {&out, &in, &m, &half};
     const unsigned long long count = static_cast<unsigned long long>(s.m * s.out_n());
     ATTUNE_CU(
         cuLaunchKernel(act, grid_for(count), 1, 1, 256, 1, 1, 0, env.stream(), args, nullptr));
-    return Status::success();
-  }
-
-  Status product_reference(CudaEnv& env, const GemmShape& s) {
-    int fmt_id = s.bf16 ? 0 : 1, has_bias = s.bias ? 1 : 0;
-    CUdeviceptr ref = data_.ref.ptr(), a = data_.a.ptr(), b = data_.b.ptr(),
-                bias = data_.bias.ptr();
-    if (!data_.lt_ref) {
-      ATTUNE_ASSIGN(CUfunction k, reference_function(env, kGemmRefSource, "gemm_ref.cu", "gemm_ref",
-                                                     gemm_op().name));
-      int m = static_cast<int>(s.m), n = static_cast<int>(s.n), kk = static_cast<int>(s.k);
-      void* args[] = {&ref, &a, &b, &bias, &m, &n, &kk, &fmt_id, &has_bias};
-      const unsigned grid = static_cast<unsigned>((s.m * s.n + 255) / 256);
-      ATTUNE_CU(cuLaunchKernel(k, grid, 1, 1, 256, 1, 1, 0, env.stream(), args, nullptr));
-      return Status::success();
-    }
-    const auto& lt = *data_.lt_ref;
-    ATTUNE_CUBLASLT(lt_matmul(lt_, lt, lt.heuristics[0].algo, reinterpret_cast<void*>(a),
-                              reinterpret_cast<void*>(b),
-                              reinterpret_cast<void*>(data_.ref32.ptr()),
-                              reinterpret_cast<void*>(data_.lt_workspace.ptr()), env.stream()));
-    ATTUNE_ASSIGN(CUfunction w, reference_function(env, kGemmRefSource, "gemm_ref.cu",
-                                                   "widen_add_bias", gemm_op().name));
-    CUdeviceptr in = data_.ref32.ptr();
-    int n = static_cast<int>(s.n);
-    unsigned long long count = static_cast<unsigned long long>(s.m * s.n);
-    void* args[] = {&ref, &in, &bias, &n, &count, &fmt_id, &has_bias};
-    ATTUNE_CU(cuLaunchKernel(w, grid_for(count), 1, 1, 256, 1, 1, 0, env.stream(), args, nullptr));
     return Status::success();
   }
 
@@ -379,7 +343,7 @@ class GemmFamily final : public CudaFamily {
     ATTUNE_ASSIGN(auto refused,
                   launch_and_wait(env, launch, native ? "gemm kernel" : "cublasLtMatmul"));
     if (refused) return *refused;
-    const CUdeviceptr ref = s.silu_mul ? data_.act_ref.ptr() : data_.ref.ptr();
+    const CUdeviceptr ref = s.silu_mul ? data_.act_ref.ptr() : data_.product.ref();
     Tolerance tol = tolerance_for(s.bf16 ? "bf16" : "fp16", s.k);
     // Under silu_mul=1 the split form rounds gate and up to the output type before SiLU * mul
     // (as a framework's unfused MLP does), and SiLU's condition number 1 + g (1 - sigmoid(g))

@@ -11,6 +11,21 @@
 
 namespace attune::kernels {
 
+// The tiled kernel's shared memory (declared in kernels/plan.h; defined with the op, core only,
+// so gemm's CUDA family, gemm_rope's space and the plans share one formula).
+std::int64_t gemm_tiled_ring_bytes(std::int64_t bm, std::int64_t bn, std::int64_t bk,
+                                   std::int64_t stages) {
+  return stages * (bm + bn) * bk * 2;  // an A and a B tile of 16-bit elements per stage
+}
+
+std::int64_t gemm_tiled_partial_bytes(std::int64_t bm, std::int64_t bn) {
+  return bm * bn * 4;
+}
+
+std::int64_t gemm_tiled_rope_tile_bytes(std::int64_t bm, std::int64_t bn) {
+  return bm * (bn + 4) * 4;  // fp32 rows padded by 4 floats (16 bytes) against bank conflicts
+}
+
 namespace {
 
 Status check_gemm(const Problem& p) {

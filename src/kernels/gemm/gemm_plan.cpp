@@ -118,38 +118,16 @@ Result<KernelPlan> plan_skinny_tc(const GemmShape& s, const Config& c) {
 }
 
 Result<KernelPlan> plan_tiled(const GemmShape& s, const Config& c) {
-  ATTUNE_ASSIGN(std::int64_t bm, knob(c, "tl_bm"));
-  ATTUNE_ASSIGN(std::int64_t bn, knob(c, "tl_bn"));
-  ATTUNE_ASSIGN(std::int64_t bk, knob(c, "tl_bk"));
-  ATTUNE_ASSIGN(std::int64_t wm, knob(c, "tl_wm"));
-  ATTUNE_ASSIGN(std::int64_t wn, knob(c, "tl_wn"));
-  ATTUNE_ASSIGN(std::int64_t stages, knob(c, "tl_stages"));
-  ATTUNE_ASSIGN(std::int64_t split, knob(c, "tl_split"));
-  ATTUNE_ASSIGN(std::int64_t group, knob(c, "tl_group"));
-  KernelPlan p;
-  p.build.source = kGemmTiledSource;
-  p.build.source_name = "gemm_tiled.cu";
-  p.build.options = shape_defines(s, true);
-  p.build.options.insert(
-      p.build.options.end(),
-      {fmt::format("-DBM={}", bm), fmt::format("-DBN={}", bn), fmt::format("-DBK={}", bk),
-       fmt::format("-DWM={}", wm), fmt::format("-DWN={}", wn), fmt::format("-DSTAGES={}", stages),
-       fmt::format("-DSPLIT={}", split), fmt::format("-DGROUP={}", group),
-       fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
-  p.build.name_expressions = {"gemm_tiled"};
-  p.build.headers = {{"attune_cluster.cuh", kClusterHeader},
-                     {"attune_gemm_store.cuh", kGemmStoreHeader}};
-  // One launch: under a K split each tile is a cluster of `split` consecutive blocks, which sum
-  // their partial tiles through distributed shared memory parked in the pipeline's memory.
-  const unsigned tiles = ceil_div(s.m, bm) * ceil_div(s.n, bn);
-  const std::int64_t pipeline = gemm_tiled_ring_bytes(bm, bn, bk, stages);
-  const std::int64_t partial = split > 1 ? gemm_tiled_partial_bytes(bm, bn) : 0;
-  p.steps.push_back({"gemm_tiled",
-                     {static_cast<unsigned>(tiles * split)},
-                     {static_cast<unsigned>(wm * wn * 32)},
-                     static_cast<unsigned>(std::max(pipeline, partial)),
-                     kGemmArgs});
-  return p;
+  TiledTile t;
+  ATTUNE_ASSIGN(t.bm, knob(c, "tl_bm"));
+  ATTUNE_ASSIGN(t.bn, knob(c, "tl_bn"));
+  ATTUNE_ASSIGN(t.bk, knob(c, "tl_bk"));
+  ATTUNE_ASSIGN(t.wm, knob(c, "tl_wm"));
+  ATTUNE_ASSIGN(t.wn, knob(c, "tl_wn"));
+  ATTUNE_ASSIGN(t.stages, knob(c, "tl_stages"));
+  ATTUNE_ASSIGN(t.split, knob(c, "tl_split"));
+  ATTUNE_ASSIGN(t.group, knob(c, "tl_group"));
+  return gemm_tiled_plan(s, t);
 }
 
 Result<KernelPlan> plan_wgmma(const GemmShape& s, const Config& c) {
@@ -199,13 +177,31 @@ Result<KernelPlan> plan_wgmma(const GemmShape& s, const Config& c) {
 
 }  // namespace
 
-std::int64_t gemm_tiled_ring_bytes(std::int64_t bm, std::int64_t bn, std::int64_t bk,
-                                   std::int64_t stages) {
-  return stages * (bm + bn) * bk * 2;  // an A and a B tile of 16-bit elements per stage
-}
-
-std::int64_t gemm_tiled_partial_bytes(std::int64_t bm, std::int64_t bn) {
-  return bm * bn * 4;
+KernelPlan gemm_tiled_plan(const GemmShape& s, const TiledTile& t) {
+  KernelPlan p;
+  p.build.source = kGemmTiledSource;
+  p.build.source_name = "gemm_tiled.cu";
+  p.build.options = shape_defines(s, true);
+  p.build.options.insert(
+      p.build.options.end(),
+      {fmt::format("-DBM={}", t.bm), fmt::format("-DBN={}", t.bn), fmt::format("-DBK={}", t.bk),
+       fmt::format("-DWM={}", t.wm), fmt::format("-DWN={}", t.wn),
+       fmt::format("-DSTAGES={}", t.stages), fmt::format("-DSPLIT={}", t.split),
+       fmt::format("-DGROUP={}", t.group), fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
+  p.build.name_expressions = {"gemm_tiled"};
+  p.build.headers = {{"attune_cluster.cuh", kClusterHeader},
+                     {"attune_gemm_store.cuh", kGemmStoreHeader}};
+  // One launch: under a K split each tile is a cluster of `split` consecutive blocks, which sum
+  // their partial tiles through distributed shared memory parked in the pipeline's memory.
+  const unsigned tiles = ceil_div(s.m, t.bm) * ceil_div(s.n, t.bn);
+  const std::int64_t pipeline = gemm_tiled_ring_bytes(t.bm, t.bn, t.bk, t.stages);
+  const std::int64_t partial = t.split > 1 ? gemm_tiled_partial_bytes(t.bm, t.bn) : 0;
+  p.steps.push_back({"gemm_tiled",
+                     {static_cast<unsigned>(tiles * t.split)},
+                     {static_cast<unsigned>(t.wm * t.wn * 32)},
+                     static_cast<unsigned>(std::max(pipeline, partial)),
+                     kGemmArgs});
+  return p;
 }
 
 std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,

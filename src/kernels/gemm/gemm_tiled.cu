@@ -21,6 +21,11 @@
 //                   silu(gate) * up. The block's BN columns interleave them in groups of 8: group
 //                   2i holds gate rows, group 2i + 1 the up rows of the same 8 outputs, so a
 //                   thread's accumulators for mma tiles 2i and 2i + 1 are one output's pair
+//   ROPE            1: gemm_rope's kernel, gemm_tiled_rope (SPLIT 1): C is qkv, never written;
+//                   the block parks its fp32 tile in shared memory and each warp takes (row, head)
+//                   units of it: the q/k RMSNorm (QK_NORM), the rotation, the store to q or the
+//                   caches (rope.cu's defines, with attune_rope.cuh). BN is a multiple of HEAD, so
+//                   a tile holds whole heads
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -30,9 +35,15 @@
 #ifndef SILU_MUL
 #define SILU_MUL 0
 #endif
+#ifndef ROPE
+#define ROPE 0
+#endif
 #define KSPLIT SPLIT
 #include "attune_cluster.cuh"     // CLUSTER_DIMS, cluster_sync, cluster_load
 #include "attune_gemm_store.cuh"  // silu, store_pair
+#if ROPE
+#include "attune_rope.cuh"  // kHalf, kHeads, kQk, inv_freq, head_dst
+#endif
 
 namespace {
 
@@ -50,6 +61,14 @@ static_assert(BK == 32 || BK == 64, "BK is 32 or 64");
 static_assert(K % 8 == 0, "K must be a multiple of 8");
 constexpr int kOutN = SILU_MUL ? N / 2 : N;  // C's columns
 static_assert(!SILU_MUL || N % 16 == 0, "the SiLU * mul epilogue needs N % 16 == 0");
+#if ROPE
+static_assert(SPLIT == 1 && !SILU_MUL && !BIAS, "the RoPE epilogue takes no K split, SiLU or bias");
+static_assert(BN % HEAD == 0 && N == kHeads * HEAD, "a block tile holds whole heads of qkv");
+// The parked fp32 tile's row pitch (gemm_tiled_rope_tile_bytes): padded so rows start on other
+// banks.
+constexpr int kTileStride = BN + 4;
+constexpr int kPairsPerLane = (kHalf + 31) / 32;
+#endif
 
 // Element offset of (row, chunk) in a swizzled tile: the chunk index is XORed with the row's
 // position in its group of bank lines, so the 8 rows one ldmatrix reads fall in distinct banks.
@@ -110,8 +129,14 @@ __device__ __forceinline__ void load_tile(T* tile, const T* g, int r0, int limit
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(kThreads) CLUSTER_DIMS
+#if ROPE
+    gemm_tiled_rope(T* __restrict__ q, T* __restrict__ k, T* __restrict__ v,
+                    const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ q_norm,
+                    const T* __restrict__ k_norm, int seq, int kv, float eps) {
+#else
     gemm_tiled(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b,
                const T* __restrict__ bias) {
+#endif
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* smem = reinterpret_cast<T*>(smem_raw);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -175,6 +200,81 @@ extern "C" __global__ void __launch_bounds__(kThreads) CLUSTER_DIMS
   }
   cp_async_wait<0>();
 
+#if ROPE
+  // Every warp is done reading the ring: the tile's fp32 accumulators go where it was, row-major
+  // with a padded pitch. Fragment: d0, d1 at (row lane/4, columns 2 (lane % 4) + 0, 1); d2, d3
+  // eight rows down.
+  __syncthreads();
+  float* tile = reinterpret_cast<float*>(smem_raw);
+#pragma unroll
+  for (int mi = 0; mi < kMi; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < kNi; ++ni)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = wm * kWarpM + mi * 16 + lane / 4 + h * 8;
+        const int col = wn * kWarpN + ni * 8 + (lane % 4) * 2;
+        *reinterpret_cast<float2*>(tile + r * kTileStride + col) =
+            make_float2(acc[mi][ni][h * 2], acc[mi][ni][h * 2 + 1]);
+      }
+  __syncthreads();
+  // Unit u = (row u / kTileHeads, head u % kTileHeads) of the tile, a warp each in turn; lane x
+  // holds pairs x, x + 32, ... of the head (element i with i + kHalf).
+  constexpr int kTileHeads = BN / HEAD;
+  for (int u = warp; u < BM * kTileHeads; u += kThreads / 32) {
+    const int r = u / kTileHeads, th = u % kTileHeads;
+    const int token = m0 + r, hd = n0 / HEAD + th;
+    if (token >= M || hd >= kHeads) continue;  // warp-uniform
+    const float* src = tile + r * kTileStride + th * HEAD;
+    float x1[kPairsPerLane], x2[kPairsPerLane];
+#pragma unroll
+    for (int j = 0; j < kPairsPerLane; ++j) {
+      const int i = lane + 32 * j;
+      x1[j] = i < kHalf ? src[i] : 0.f;
+      x2[j] = i < kHalf ? src[kHalf + i] : 0.f;
+    }
+    const int bt = token / seq, s = token - bt * seq, pos = kv - seq + s;
+    T* dst = head_dst(q, k, v, bt, s, pos, hd, seq, kv);
+    if (hd >= kQk) {  // a v head: stored as computed
+#pragma unroll
+      for (int j = 0; j < kPairsPerLane; ++j) {
+        const int i = lane + 32 * j;
+        if (i < kHalf) {
+          dst[i] = static_cast<T>(x1[j]);
+          dst[kHalf + i] = static_cast<T>(x2[j]);
+        }
+      }
+      continue;
+    }
+#if QK_NORM
+    float ss = 0.f;
+#pragma unroll
+    for (int j = 0; j < kPairsPerLane; ++j) ss += x1[j] * x1[j] + x2[j] * x2[j];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    const float scale = rsqrtf(ss / HEAD + eps);
+    const T* w = hd < Q_HEADS ? q_norm : k_norm;
+#else
+    (void)eps;
+    (void)q_norm;
+    (void)k_norm;
+#endif
+#pragma unroll
+    for (int j = 0; j < kPairsPerLane; ++j) {
+      const int i = lane + 32 * j;
+      if (i >= kHalf) continue;
+      float y1 = x1[j], y2 = x2[j];
+#if QK_NORM
+      y1 *= scale * static_cast<float>(w[i]);
+      y2 *= scale * static_cast<float>(w[kHalf + i]);
+#endif
+      float sn, cs;
+      sincosf(static_cast<float>(pos) * inv_freq(i), &sn, &cs);
+      dst[i] = static_cast<T>(y1 * cs - y2 * sn);
+      dst[kHalf + i] = static_cast<T>(y2 * cs + y1 * sn);
+    }
+  }
+#else
   // A thread's outputs in units of two adjacent mma tiles (ni = 2 np, 2 np + 1: under SILU_MUL a
   // gate tile and its up tile). Accumulator fragment: d0, d1 at (row lane/4, columns
   // 2 (lane % 4) + 0, 1); d2, d3 eight rows down.
@@ -241,4 +341,5 @@ extern "C" __global__ void __launch_bounds__(kThreads) CLUSTER_DIMS
     }
   cluster_sync();
 #endif
+#endif  // ROPE
 }

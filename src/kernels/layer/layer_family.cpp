@@ -119,6 +119,22 @@ Status wire(Ready& r, std::string* stream) {
     bind(&PlanArgs::v, "v_cache", n(s.batch, s.kv_heads, s.kv, s.head));
     return Status::success();
   }
+  if (op == "gemm_rope") {  // the QKV projection of xn, rotated into q and the caches
+    ATTUNE_ASSIGN(GemmRopeShape g, gemm_rope_shape(p));
+    const RopeShape& s = g.rope;
+    a.rows = static_cast<int>(s.tokens());
+    a.seq = static_cast<int>(s.seq);
+    a.kv = static_cast<int>(s.kv);
+    a.eps = static_cast<float>(kRopeNormEps);
+    bind(&PlanArgs::a, "xn", n(g.m(), g.hidden));
+    bind(&PlanArgs::b, "weight.qkv_proj", n(g.n(), g.hidden));
+    bind(&PlanArgs::q_norm, "weight.q_norm", n(s.head));
+    bind(&PlanArgs::k_norm, "weight.k_norm", n(s.head));
+    bind(&PlanArgs::q, "q", n(s.tokens(), s.q_heads, s.head));
+    bind(&PlanArgs::k, "k_cache", n(s.batch, s.kv_heads, s.kv, s.head));
+    bind(&PlanArgs::v, "v_cache", n(s.batch, s.kv_heads, s.kv, s.head));
+    return Status::success();
+  }
   if (op == "attention_decode" || op == "attention_prefill") {
     std::int64_t rows = 0, keys = 0, batch = 0, kv_heads = 0, head = 0;
     if (op == "attention_decode") {

@@ -15,37 +15,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#ifndef QK_NORM
-#define QK_NORM 0
-#endif
-#ifndef LLAMA3_SCALING
-#define LLAMA3_SCALING 0
-#endif
-
-namespace {
-
-constexpr int kHalf = HEAD / 2;
-constexpr int kHeads = Q_HEADS + 2 * KV_HEADS;  // heads per qkv row
-constexpr int kQk = Q_HEADS + KV_HEADS;         // the heads that are rotated
-
-// theta^(-2i / HEAD) in fp32, as the models' reference code computes its frequencies; with
-// LLAMA3_SCALING, Llama 3.1's rewrite of them (kLlama3RopeScaling in kernels/ops.h): wavelengths
-// past LLAMA3_ORIGINAL / LLAMA3_LOW divided by LLAMA3_FACTOR, under LLAMA3_ORIGINAL / LLAMA3_HIGH
-// kept, a linear mix between.
-__device__ __forceinline__ float inv_freq(int i) {
-  const float f = exp2f(-static_cast<float>(2 * i) / HEAD * LOG2_THETA);
-#if LLAMA3_SCALING
-  const float wavelen = 6.283185307f / f;
-  if (wavelen < LLAMA3_ORIGINAL / LLAMA3_HIGH) return f;
-  if (wavelen > LLAMA3_ORIGINAL / LLAMA3_LOW) return f / LLAMA3_FACTOR;
-  const float a = (LLAMA3_ORIGINAL / wavelen - LLAMA3_LOW) / (LLAMA3_HIGH - LLAMA3_LOW);
-  return (1.f - a) * f / LLAMA3_FACTOR + a * f;
-#else
-  return f;
-#endif
-}
-
-}  // namespace
+#include "attune_rope.cuh"  // kHalf, kHeads, kQk, inv_freq, head_dst
 
 #ifdef VEC
 
@@ -106,8 +76,8 @@ extern "C" __global__ void __launch_bounds__(kLanes* HEAD_GROUPS)
       const T* src = row + h * HEAD;
       const P lo = *reinterpret_cast<const P*>(src + i0);
       const P hi = *reinterpret_cast<const P*>(src + kHalf + i0);
+      T* dst = head_dst(q, k, v, b, s, pos, h, seq, kv);
       if (h >= kQk) {
-        T* dst = v + ((static_cast<size_t>(b) * KV_HEADS + (h - kQk)) * kv + pos) * HEAD;
         *reinterpret_cast<P*>(dst + i0) = lo;
         *reinterpret_cast<P*>(dst + kHalf + i0) = hi;
         continue;
@@ -138,8 +108,6 @@ extern "C" __global__ void __launch_bounds__(kLanes* HEAD_GROUPS)
         o1.v[j] = static_cast<T>(x1[j] * cs[j] - x2[j] * sn[j]);
         o2.v[j] = static_cast<T>(x2[j] * cs[j] + x1[j] * sn[j]);
       }
-      T* dst = is_q ? q + ((static_cast<size_t>(b) * Q_HEADS + h) * seq + s) * HEAD
-                    : k + ((static_cast<size_t>(b) * KV_HEADS + (h - Q_HEADS)) * kv + pos) * HEAD;
       *reinterpret_cast<P*>(dst + i0) = o1;
       *reinterpret_cast<P*>(dst + kHalf + i0) = o2;
     }
@@ -193,10 +161,7 @@ extern "C" __global__ void rope_chain_rotate(T* __restrict__ q, T* __restrict__ 
   float sn, cs;
   sincosf(static_cast<float>(pos) * inv_freq(d % kHalf), &sn, &cs);
   const float out = d < kHalf ? x * cs - other * sn : x * cs + other * sn;
-  T* dst = h < Q_HEADS
-               ? q + ((static_cast<size_t>(b) * Q_HEADS + h) * seq + s) * HEAD
-               : k + ((static_cast<size_t>(b) * KV_HEADS + (h - Q_HEADS)) * kv + pos) * HEAD;
-  dst[d] = static_cast<T>(out);
+  head_dst(q, k, nullptr, b, s, pos, h, seq, kv)[d] = static_cast<T>(out);
 }
 
 // Step 3: one thread per element of the v heads, copied into the cache.
@@ -209,7 +174,7 @@ extern "C" __global__ void rope_chain_copy_v(T* __restrict__ v, const T* __restr
   const int h = static_cast<int>(r % KV_HEADS);
   const int token = static_cast<int>(r / KV_HEADS);
   const int b = token / seq, s = token - b * seq, pos = kv - seq + s;
-  v[((static_cast<size_t>(b) * KV_HEADS + h) * kv + pos) * HEAD + d] =
+  head_dst(nullptr, nullptr, v, b, s, pos, kQk + h, seq, kv)[d] =
       qkv[(static_cast<long long>(token) * kHeads + kQk + h) * HEAD + d];
 }
 

@@ -98,44 +98,6 @@ class RopeFamily final : public CudaFamily {
     return Status::success();
   }
 
-  // The caches' old rows into their references (the new rows poisoned), then the new tokens'
-  // references from qkv.
-  Status reference(CudaEnv& env, const RopeShape& s) {
-    BuildRequest req;
-    req.source = kRopeRefSource;
-    req.source_name = "rope_ref.cu";
-    ATTUNE_ASSIGN(Built cache_ref, env.function(req, "rope_ref_cache"));
-    ATTUNE_ASSIGN(Built ref, env.function(req, "rope_ref"));
-    if (ref.verdict != Verdict::kOk || cache_ref.verdict != Verdict::kOk)
-      return Error::internal("the rope reference does not compile: " + ref.log + cache_ref.log);
-    int head = static_cast<int>(s.head), kv = static_cast<int>(s.kv), seq = static_cast<int>(s.seq),
-        q_heads = static_cast<int>(s.q_heads), kv_heads = static_cast<int>(s.kv_heads),
-        f = s.bf16 ? 0 : 1, qk_norm = s.qk_norm ? 1 : 0;
-    long long n = static_cast<long long>(cache_elems(s));
-    unsigned short poison = kPoison16;
-    for (auto [ref_ptr, cache_ptr] : {std::pair{data_.ref_k.ptr(), data_.k.ptr()},
-                                      std::pair{data_.ref_v.ptr(), data_.v.ptr()}}) {
-      CUdeviceptr r = ref_ptr, c = cache_ptr;
-      void* args[] = {&r, &c, &n, &head, &kv, &seq, &poison, &f};
-      ATTUNE_CU(cuLaunchKernel(cache_ref.fn, grid_for(cache_elems(s)), 1, 1, 256, 1, 1, 0,
-                               env.stream(), args, nullptr));
-    }
-    CUdeviceptr q = data_.ref_q.ptr(), k = data_.ref_k.ptr(), v = data_.ref_v.ptr(),
-                qkv = data_.qkv.ptr(), qn = data_.q_norm.ptr(), kn = data_.k_norm.ptr();
-    double theta = static_cast<double>(s.theta), eps = kRopeNormEps;
-    const Llama3RopeScaling& l = kLlama3RopeScaling;
-    int llama3 = s.llama3_scaling ? 1 : 0;
-    double factor = l.factor, low = l.low_freq_factor, high = l.high_freq_factor,
-           original = static_cast<double>(l.original_max_position_embeddings);
-    void* args[] = {&q,  &k,       &v,        &qkv,  &qn,    &kn,      &seq,
-                    &kv, &q_heads, &kv_heads, &head, &theta, &qk_norm, &eps,
-                    &f,  &llama3,  &factor,   &low,  &high,  &original};
-    ATTUNE_CU(cuLaunchKernel(ref.fn, static_cast<unsigned>(s.tokens()),
-                             static_cast<unsigned>(s.heads()), 1, 128, 1, 1, 0, env.stream(), args,
-                             nullptr));
-    return Status::success();
-  }
-
   Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config,
                       Regime regime) override {
     ATTUNE_ASSIGN(RopeShape s, rope_shape(problem));
@@ -172,7 +134,11 @@ class RopeFamily final : public CudaFamily {
       ATTUNE_TRY(cache->fill16(kPoison16, env.stream()));
       ATTUNE_TRY(gate_.fill_random(env, cache->ptr(), cache_elems(s), fmt));
     }
-    ATTUNE_TRY(reference(env, s));
+    ATTUNE_TRY(
+        rope_reference(env, s,
+                       {data_.ref_q.ptr(), data_.ref_k.ptr(), data_.ref_v.ptr(), data_.k.ptr(),
+                        data_.v.ptr(), data_.qkv.ptr(), data_.q_norm.ptr(), data_.k_norm.ptr()},
+                       false));
     ATTUNE_ASSIGN(auto refused, launch_and_wait(env, launch, "rope"));
     if (refused) return *refused;
 
@@ -206,6 +172,40 @@ class RopeFamily final : public CudaFamily {
 };
 
 }  // namespace
+
+Status rope_reference(CudaEnv& env, const RopeShape& s, const RopeRefBuffers& b, bool qkv_f64) {
+  BuildRequest req;
+  req.source = kRopeRefSource;
+  req.source_name = "rope_ref.cu";
+  ATTUNE_ASSIGN(Built cache_ref, env.function(req, "rope_ref_cache"));
+  ATTUNE_ASSIGN(Built ref, env.function(req, qkv_f64 ? "rope_ref_f64" : "rope_ref"));
+  if (ref.verdict != Verdict::kOk || cache_ref.verdict != Verdict::kOk)
+    return Error::internal("the rope reference does not compile: " + ref.log + cache_ref.log);
+  int head = static_cast<int>(s.head), kv = static_cast<int>(s.kv), seq = static_cast<int>(s.seq),
+      q_heads = static_cast<int>(s.q_heads), kv_heads = static_cast<int>(s.kv_heads),
+      f = s.bf16 ? 0 : 1, qk_norm = s.qk_norm ? 1 : 0;
+  const std::size_t cache_elems = static_cast<std::size_t>(s.batch * s.kv_heads * s.kv * s.head);
+  long long n = static_cast<long long>(cache_elems);
+  unsigned short poison = kPoison16;
+  for (auto [ref_ptr, cache_ptr] : {std::pair{b.ref_k, b.k_cache}, std::pair{b.ref_v, b.v_cache}}) {
+    CUdeviceptr r = ref_ptr, c = cache_ptr;
+    void* args[] = {&r, &c, &n, &head, &kv, &seq, &poison, &f};
+    ATTUNE_CU(cuLaunchKernel(cache_ref.fn, grid_for(cache_elems), 1, 1, 256, 1, 1, 0, env.stream(),
+                             args, nullptr));
+  }
+  CUdeviceptr q = b.ref_q, k = b.ref_k, v = b.ref_v, qkv = b.qkv, qn = b.q_norm, kn = b.k_norm;
+  double theta = static_cast<double>(s.theta), eps = kRopeNormEps;
+  const Llama3RopeScaling& l = kLlama3RopeScaling;
+  int llama3 = s.llama3_scaling ? 1 : 0;
+  double factor = l.factor, low = l.low_freq_factor, high = l.high_freq_factor,
+         original = static_cast<double>(l.original_max_position_embeddings);
+  void* args[] = {&q,    &k,     &v,       &qkv, &qn, &kn,     &seq,    &kv,  &q_heads, &kv_heads,
+                  &head, &theta, &qk_norm, &eps, &f,  &llama3, &factor, &low, &high,    &original};
+  ATTUNE_CU(cuLaunchKernel(ref.fn, static_cast<unsigned>(s.tokens()),
+                           static_cast<unsigned>(s.heads()), 1, 128, 1, 1, 0, env.stream(), args,
+                           nullptr));
+  return Status::success();
+}
 
 std::unique_ptr<CudaFamily> make_rope_family() {
   return std::make_unique<RopeFamily>();

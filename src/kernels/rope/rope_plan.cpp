@@ -13,6 +13,7 @@
 namespace attune::kernels {
 
 extern const char* const kRopeSource;
+extern const char* const kRopeHeader;
 
 namespace {
 
@@ -28,21 +29,10 @@ KernelPlan base_plan(const RopeShape& s) {
   KernelPlan p;
   p.build.source = kRopeSource;
   p.build.source_name = "rope.cu";
-  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)),
-                     fmt::format("-DHEAD={}", s.head),
-                     fmt::format("-DQ_HEADS={}", s.q_heads),
-                     fmt::format("-DKV_HEADS={}", s.kv_heads),
-                     fmt::format("-DQK_NORM={}", s.qk_norm ? 1 : 0),
-                     float_define("LOG2_THETA", std::log2(static_cast<double>(s.theta)))};
-  if (s.llama3_scaling) {
-    const Llama3RopeScaling& l = kLlama3RopeScaling;
-    p.build.options.insert(
-        p.build.options.end(),
-        {"-DLLAMA3_SCALING=1", float_define("LLAMA3_FACTOR", l.factor),
-         float_define("LLAMA3_LOW", l.low_freq_factor),
-         float_define("LLAMA3_HIGH", l.high_freq_factor),
-         float_define("LLAMA3_ORIGINAL", static_cast<double>(l.original_max_position_embeddings))});
-  }
+  p.build.options = {fmt::format("-DT={}", type_of(s.bf16))};
+  const std::vector<std::string> rope = rope_defines(s);
+  p.build.options.insert(p.build.options.end(), rope.begin(), rope.end());
+  p.build.headers = {{"attune_rope.cuh", kRopeHeader}};
   return p;
 }
 
@@ -99,6 +89,22 @@ Result<Plan> plan_fused(const RopeShape& s, const Config& c) {
 }
 
 }  // namespace
+
+std::vector<std::string> rope_defines(const RopeShape& s) {
+  std::vector<std::string> d = {
+      fmt::format("-DHEAD={}", s.head), fmt::format("-DQ_HEADS={}", s.q_heads),
+      fmt::format("-DKV_HEADS={}", s.kv_heads), fmt::format("-DQK_NORM={}", s.qk_norm ? 1 : 0),
+      float_define("LOG2_THETA", std::log2(static_cast<double>(s.theta)))};
+  if (s.llama3_scaling) {
+    const Llama3RopeScaling& l = kLlama3RopeScaling;
+    d.insert(d.end(), {"-DLLAMA3_SCALING=1", float_define("LLAMA3_FACTOR", l.factor),
+                       float_define("LLAMA3_LOW", l.low_freq_factor),
+                       float_define("LLAMA3_HIGH", l.high_freq_factor),
+                       float_define("LLAMA3_ORIGINAL",
+                                    static_cast<double>(l.original_max_position_embeddings))});
+  }
+  return d;
+}
 
 Result<RopeShape> rope_shape(const Problem& p) {
   ATTUNE_ASSIGN(HalfShape h, half_shape(p, rope_op()));

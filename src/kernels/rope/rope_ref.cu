@@ -10,14 +10,20 @@ __device__ __forceinline__ double load(const unsigned short* p, long long i, int
                   : static_cast<double>(__half2float(__ushort_as_half(p[i])));
 }
 
+__device__ __forceinline__ double load(const double* p, long long i, int) {
+  return p[i];
+}
+
 // Block (token, h) of blockDim.x threads: head h of qkv row `token`, written to the reference of
 // its output (q [batch, q_heads, seq, head]; k and v [batch, kv_heads, kv, head] at row
-// kv - seq + s).
-extern "C" __global__ void rope_ref(double* q, double* k, double* v, const unsigned short* qkv,
-                                    const unsigned short* q_norm, const unsigned short* k_norm,
-                                    int seq, int kv, int q_heads, int kv_heads, int head,
-                                    double theta, int qk_norm, double eps, int fmt, int llama3,
-                                    double factor, double low, double high, double original) {
+// kv - seq + s). qkv is 16-bit (rope: the projection's rounded output), or float64 (gemm_rope:
+// the projection's reference, never rounded, as the fused kernel rotates its accumulators).
+template <typename In>
+__device__ void rope_ref_head(double* q, double* k, double* v, const In* qkv,
+                              const unsigned short* q_norm, const unsigned short* k_norm, int seq,
+                              int kv, int q_heads, int kv_heads, int head, double theta,
+                              int qk_norm, double eps, int fmt, int llama3, double factor,
+                              double low, double high, double original) {
   __shared__ double partial[256];
   const long long token = blockIdx.x;
   const int h = blockIdx.y, heads = q_heads + 2 * kv_heads, half = head / 2;
@@ -72,6 +78,24 @@ extern "C" __global__ void rope_ref(double* q, double* k, double* v, const unsig
     dst[i] = x1 * c - x2 * sn;
     dst[half + i] = x2 * c + x1 * sn;
   }
+}
+
+extern "C" __global__ void rope_ref(double* q, double* k, double* v, const unsigned short* qkv,
+                                    const unsigned short* q_norm, const unsigned short* k_norm,
+                                    int seq, int kv, int q_heads, int kv_heads, int head,
+                                    double theta, int qk_norm, double eps, int fmt, int llama3,
+                                    double factor, double low, double high, double original) {
+  rope_ref_head(q, k, v, qkv, q_norm, k_norm, seq, kv, q_heads, kv_heads, head, theta, qk_norm, eps,
+                fmt, llama3, factor, low, high, original);
+}
+
+extern "C" __global__ void rope_ref_f64(double* q, double* k, double* v, const double* qkv,
+                                        const unsigned short* q_norm, const unsigned short* k_norm,
+                                        int seq, int kv, int q_heads, int kv_heads, int head,
+                                        double theta, int qk_norm, double eps, int fmt, int llama3,
+                                        double factor, double low, double high, double original) {
+  rope_ref_head(q, k, v, qkv, q_norm, k_norm, seq, kv, q_heads, kv_heads, head, theta, qk_norm, eps,
+                fmt, llama3, factor, low, high, original);
 }
 
 // A cache of n elements [batch, kv_heads, kv, head] before the call: rows older than the new

@@ -124,15 +124,19 @@ Status Runtime::open(const std::string& table_path, std::unique_ptr<Runtime>* ou
        {std::pair{"gemm", &impl->gemm_kind}, std::pair{"rmsnorm", &impl->rmsnorm_kind},
         std::pair{"attention_decode", &impl->attention_decode_kind},
         std::pair{"attention_prefill", &impl->attention_prefill_kind},
-        std::pair{"rope", &impl->rope_kind}, std::pair{"silu_mul", &impl->silu_mul_kind}}) {
+        std::pair{"rope", &impl->rope_kind}, std::pair{"silu_mul", &impl->silu_mul_kind},
+        std::pair{"gemm_rope", &impl->gemm_rope_kind}}) {
     auto k = runtime::op_kind(name);
     if (!k) return to_status(k.error(), Code::kUnsupported);
     *kind = *k;
   }
-  for (auto [op, flag, bit] : {std::tuple{"gemm", "bias", &impl->gemm_bias_bit},
-                               std::tuple{"gemm", "silu_mul", &impl->gemm_silu_mul_bit},
-                               std::tuple{"rope", "qk_norm", &impl->rope_norm_bit},
-                               std::tuple{"rope", "llama3_scaling", &impl->rope_llama3_bit}}) {
+  for (auto [op, flag, bit] :
+       {std::tuple{"gemm", "bias", &impl->gemm_bias_bit},
+        std::tuple{"gemm", "silu_mul", &impl->gemm_silu_mul_bit},
+        std::tuple{"rope", "qk_norm", &impl->rope_norm_bit},
+        std::tuple{"rope", "llama3_scaling", &impl->rope_llama3_bit},
+        std::tuple{"gemm_rope", "qk_norm", &impl->gemm_rope_norm_bit},
+        std::tuple{"gemm_rope", "llama3_scaling", &impl->gemm_rope_llama3_bit}}) {
     auto b = runtime::flag_bit(op, flag);
     if (!b) return to_status(b.error(), Code::kUnsupported);
     *bit = *b;
@@ -335,6 +339,57 @@ Status Runtime::Impl::rope(std::int64_t batch, std::int64_t seq, std::int64_t kv
   return dispatch(key, args, stream, record);
 }
 
+Status Runtime::Impl::gemm_rope(std::int64_t batch, std::int64_t seq, std::int64_t kv,
+                                std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head,
+                                std::int64_t theta, std::int64_t hidden, DType dtype, void* q,
+                                void* k_cache, void* v_cache, const void* x, const void* w,
+                                const void* q_norm, const void* k_norm, RopeScaling scaling,
+                                void* stream, const DispatchRecord** record) {
+  // As rope: the op's joint rules at a shape's first call, the per-call ones here.
+  for (std::int64_t size : {batch, seq, kv, q_heads, kv_heads, head, theta, hidden})
+    if (!size_ok(size))
+      return invalid(fmt::format(
+          "gemm_rope: batch={}, seq={}, kv={}, q_heads={}, kv_heads={}, head={}, theta={}, "
+          "hidden={}: sizes must be 1..{}",
+          batch, seq, kv, q_heads, kv_heads, head, theta, hidden, INT32_MAX));
+  if (!size_ok(batch * seq))
+    return invalid(
+        fmt::format("gemm_rope: batch * seq = {} tokens, more than {}", batch * seq, INT32_MAX));
+  if (dtype != DType::kBf16 && dtype != DType::kFp16)
+    return invalid("gemm_rope: dtype must be bf16 or fp16");
+  if (!q || !k_cache || !v_cache || !x || !w)
+    return invalid("gemm_rope: q, k_cache, v_cache, x and w must be device pointers");
+  if (!q_norm != !k_norm)
+    return invalid("gemm_rope: q_norm and k_norm go together (both for the q/k norm, or neither)");
+  if (scaling != RopeScaling::kPlain && scaling != RopeScaling::kLlama3)
+    return invalid(fmt::format("gemm_rope: scaling {} is not a RopeScaling (plain 0, llama3 1)",
+                               static_cast<int>(scaling)));
+  if (!aligned16(q) || !aligned16(k_cache) || !aligned16(v_cache) || !aligned16(x) ||
+      !aligned16(w) || !aligned16(q_norm) || !aligned16(k_norm))
+    return invalid(
+        "gemm_rope: q, k_cache, v_cache, x, w, q_norm and k_norm must be 16-byte aligned");
+  const auto flags =
+      static_cast<std::uint8_t>((q_norm ? gemm_rope_norm_bit : 0) |
+                                (scaling == RopeScaling::kLlama3 ? gemm_rope_llama3_bit : 0));
+  const ShapeKey key{gemm_rope_kind,
+                     dtype_of(dtype),
+                     flags,
+                     {batch, seq, kv, q_heads, kv_heads, head, theta, hidden}};
+  kernels::PlanArgs args;
+  args.q = reinterpret_cast<CUdeviceptr>(q);
+  args.k = reinterpret_cast<CUdeviceptr>(k_cache);
+  args.v = reinterpret_cast<CUdeviceptr>(v_cache);
+  args.a = reinterpret_cast<CUdeviceptr>(x);
+  args.b = reinterpret_cast<CUdeviceptr>(w);
+  args.q_norm = reinterpret_cast<CUdeviceptr>(q_norm);
+  args.k_norm = reinterpret_cast<CUdeviceptr>(k_norm);
+  args.rows = static_cast<int>(batch * seq);
+  args.seq = static_cast<int>(seq);
+  args.kv = static_cast<int>(kv);
+  args.eps = static_cast<float>(kernels::kRopeNormEps);
+  return dispatch(key, args, stream, record);
+}
+
 Status Runtime::Impl::silu_mul(std::int64_t rows, std::int64_t inter, DType dtype, void* y,
                                const void* gu, void* stream, const DispatchRecord** record) {
   if (!size_ok(rows) || !size_ok(inter))
@@ -439,6 +494,20 @@ Status Runtime::rope(std::int64_t batch, std::int64_t seq, std::int64_t kv, std:
   return s;
 }
 
+Status Runtime::gemm_rope(std::int64_t batch, std::int64_t seq, std::int64_t kv,
+                          std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head,
+                          std::int64_t theta, std::int64_t hidden, DType dtype, void* q,
+                          void* k_cache, void* v_cache, const void* x, const void* w,
+                          const void* q_norm, const void* k_norm, RopeScaling scaling, void* stream,
+                          const Dispatch** dispatched) {
+  const DispatchRecord* rec = nullptr;
+  Status s =
+      impl_->gemm_rope(batch, seq, kv, q_heads, kv_heads, head, theta, hidden, dtype, q, k_cache,
+                       v_cache, x, w, q_norm, k_norm, scaling, stream, dispatched ? &rec : nullptr);
+  if (dispatched) *dispatched = rec ? &rec->cpp : nullptr;
+  return s;
+}
+
 Status Runtime::silu_mul(std::int64_t rows, std::int64_t inter, DType dtype, void* y,
                          const void* gu, void* stream, const Dispatch** dispatched) {
   const DispatchRecord* rec = nullptr;
@@ -469,13 +538,13 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
   if (attune::Status st = executor->enter(); !st) return fail(st.error());
   const bool gemm_op = problem.op() == "gemm", attention_op = problem.op() == "attention_decode",
              prefill_op = problem.op() == "attention_prefill", rope_op = problem.op() == "rope",
-             silu_mul_op = problem.op() == "silu_mul";
-  if (!gemm_op && !attention_op && !prefill_op && !rope_op && !silu_mul_op &&
+             silu_mul_op = problem.op() == "silu_mul", gemm_rope_op = problem.op() == "gemm_rope";
+  if (!gemm_op && !attention_op && !prefill_op && !rope_op && !silu_mul_op && !gemm_rope_op &&
       problem.op() != "rmsnorm")
     return invalid(
         "time: '" + problem.text() +
-        "' is not a gemm, rmsnorm, attention_decode, attention_prefill, rope or silu_mul "
-        "problem");
+        "' is not a gemm, rmsnorm, attention_decode, attention_prefill, rope, silu_mul or "
+        "gemm_rope problem");
   std::lock_guard lock(timing_mutex);
   if (!timing) {
     CUstream raw = nullptr;
@@ -589,6 +658,37 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
                           reinterpret_cast<void*>(v), reinterpret_cast<void*>(qkv),
                           reinterpret_cast<void*>(q_norm), reinterpret_cast<void*>(k_norm), scaling,
                           st);
+      };
+    } else if (gemm_rope_op) {
+      ATTUNE_ASSIGN(kernels::GemmRopeShape g, kernels::gemm_rope_shape(problem));
+      const kernels::RopeShape& s = g.rope;
+      for (std::int64_t size :
+           {s.batch, s.seq, s.kv, s.q_heads, s.kv_heads, s.head, s.theta, g.hidden})
+        if (!size_ok(size))
+          return Error::invalid_argument("time: sizes out of range in " + problem.text());
+      const auto x_elems = static_cast<std::size_t>(g.m() * g.hidden),
+                 w_elems = static_cast<std::size_t>(g.n() * g.hidden),
+                 q_elems = static_cast<std::size_t>(s.tokens() * s.q_heads * s.head),
+                 cache_elems = static_cast<std::size_t>(s.batch * s.kv_heads * s.kv * s.head);
+      ATTUNE_ASSIGN(CUdeviceptr x, add(x_elems, s.bf16, true));
+      ATTUNE_ASSIGN(CUdeviceptr w, add(w_elems, s.bf16, true));
+      CUdeviceptr q_norm = 0, k_norm = 0;
+      if (s.qk_norm) {
+        ATTUNE_ASSIGN(q_norm, add(static_cast<std::size_t>(s.head), s.bf16, true));
+        ATTUNE_ASSIGN(k_norm, add(static_cast<std::size_t>(s.head), s.bf16, true));
+      }
+      ATTUNE_ASSIGN(CUdeviceptr q, add(q_elems, s.bf16, false));
+      ATTUNE_ASSIGN(CUdeviceptr k, add(cache_elems, s.bf16, false));
+      ATTUNE_ASSIGN(CUdeviceptr v, add(cache_elems, s.bf16, false));
+      const DType dt = s.bf16 ? DType::kBf16 : DType::kFp16;
+      const RopeScaling scaling = s.llama3_scaling ? RopeScaling::kLlama3 : RopeScaling::kPlain;
+      const std::int64_t hidden = g.hidden;
+      call = [=, this](CUstream st) {
+        return self->gemm_rope(s.batch, s.seq, s.kv, s.q_heads, s.kv_heads, s.head, s.theta, hidden,
+                               dt, reinterpret_cast<void*>(q), reinterpret_cast<void*>(k),
+                               reinterpret_cast<void*>(v), reinterpret_cast<void*>(x),
+                               reinterpret_cast<void*>(w), reinterpret_cast<void*>(q_norm),
+                               reinterpret_cast<void*>(k_norm), scaling, st);
       };
     } else if (silu_mul_op) {
       ATTUNE_ASSIGN(kernels::SiluMulShape s, kernels::silu_mul_shape(problem));

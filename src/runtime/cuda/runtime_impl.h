@@ -19,9 +19,10 @@ struct Runtime::Impl {
   std::unique_ptr<runtime::Selector> selector;
   // The entry points' ops in the dispatch key: their signatures' runtime keys (core/op.h).
   runtime::OpKind gemm_kind{}, rmsnorm_kind{}, attention_decode_kind{}, attention_prefill_kind{},
-      rope_kind{}, silu_mul_kind{};
+      rope_kind{}, silu_mul_kind{}, gemm_rope_kind{};
   std::uint8_t gemm_bias_bit = 0, gemm_silu_mul_bit = 0;  // ShapeKey::flags bits of gemm's flags
-  std::uint8_t rope_norm_bit = 0, rope_llama3_bit = 0;    // and of rope's
+  std::uint8_t rope_norm_bit = 0, rope_llama3_bit = 0;    // of rope's
+  std::uint8_t gemm_rope_norm_bit = 0, gemm_rope_llama3_bit = 0;  // and of gemm_rope's
 
   // The calls behind the public entry points; *record (when given) receives what ran.
   Status gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a,
@@ -42,6 +43,11 @@ struct Runtime::Impl {
               std::int64_t kv_heads, std::int64_t head, std::int64_t theta, DType dtype, void* q,
               void* k_cache, void* v_cache, const void* qkv, const void* q_norm, const void* k_norm,
               RopeScaling scaling, void* stream, const runtime::DispatchRecord** record);
+  Status gemm_rope(std::int64_t batch, std::int64_t seq, std::int64_t kv, std::int64_t q_heads,
+                   std::int64_t kv_heads, std::int64_t head, std::int64_t theta,
+                   std::int64_t hidden, DType dtype, void* q, void* k_cache, void* v_cache,
+                   const void* x, const void* w, const void* q_norm, const void* k_norm,
+                   RopeScaling scaling, void* stream, const runtime::DispatchRecord** record);
   Status gemm_silu_mul(std::int64_t m, std::int64_t inter, std::int64_t k, DType dtype,
                        const void* a, const void* w, void* c, void* stream,
                        const runtime::DispatchRecord** record);

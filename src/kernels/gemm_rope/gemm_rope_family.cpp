@@ -1,0 +1,205 @@
+#include "kernels/gemm_rope/gemm_rope_family.h"
+
+#include <cublasLt.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "cuda/cuda_check.h"
+#include "kernels/common/gate.h"
+#include "kernels/common/plan_run.h"
+#include "kernels/gemm/gemm_reference.h"
+#include "kernels/ops.h"
+#include "kernels/rope/rope_family.h"
+
+namespace attune::kernels {
+
+namespace {
+
+using namespace attune::cuda;
+
+struct Data {
+  std::string key;
+  DeviceBuffer x, w, q_norm, k_norm, q, k, v, ref_q, ref_k, ref_v, workspace;
+  GemmReference product;
+};
+
+class GemmRopeFamily final : public CudaFamily {
+ public:
+  ~GemmRopeFamily() override {
+    data_ = Data{};
+    if (lt_) cublasLtDestroy(lt_);
+  }
+
+  std::string op() const override { return gemm_rope_op().name; }
+
+  std::vector<ProblemInfo> examples() const override {
+    std::vector<ProblemInfo> out;
+    for (auto [name, what, batch, seq, kv, q_heads, hidden] :
+         {std::tuple{"gemm-rope-qwen3-embedding-0.6b-prefill", "a prefill of 8 x 512 tokens", 8,
+                     512, 512, 16, 1024},
+          std::tuple{"gemm-rope-qwen3-8b-decode", "a batch-8 decode step of Qwen3-8B at KV 2048", 8,
+                     1, 2048, 32, 4096}}) {
+      Problem p("gemm_rope",
+                {{"batch", std::to_string(batch)},
+                 {"seq", std::to_string(seq)},
+                 {"kv", std::to_string(kv)},
+                 {"q_heads", std::to_string(q_heads)},
+                 {"kv_heads", "8"},
+                 {"head", "128"},
+                 {"theta", "1000000"},
+                 {"hidden", std::to_string(hidden)},
+                 {"qk_norm", "1"},
+                 {"dtype", "bf16"}},
+                name);
+      out.push_back(
+          {p, fmt::format("bf16 QKV projection of hidden {} with RoPE and Qwen3's q/k "
+                          "norm in its epilogue, {}, head 128, {} query heads, 8 KV heads",
+                          hidden, what, q_heads)});
+    }
+    return out;
+  }
+
+  Result<Problem> resolve(const Problem& spec) const override {
+    return gemm_rope_op().resolve(spec);
+  }
+
+  Result<Space> space(const Problem& problem) const override {
+    return gemm_rope_op().space(problem);
+  }
+
+  std::optional<BuildRequest> build_request(const Problem& problem,
+                                            const Config& c) const override {
+    auto plan = plan_gemm_rope(problem, c);
+    if (!plan || !std::holds_alternative<KernelPlan>(*plan)) return std::nullopt;
+    return std::get<KernelPlan>(*plan).build;
+  }
+
+ private:
+  static std::size_t q_elems(const RopeShape& s) {
+    return static_cast<std::size_t>(s.tokens() * s.q_heads * s.head);
+  }
+  static std::size_t cache_elems(const RopeShape& s) {
+    return static_cast<std::size_t>(s.batch * s.kv_heads * s.kv * s.head);
+  }
+  static GemmShape projection(const GemmRopeShape& s) {
+    return GemmShape{s.m(), s.n(), s.hidden, s.rope.bf16, false, false};
+  }
+
+  Status prepare_data(const Problem& problem, const GemmRopeShape& s) {
+    if (data_.key == problem.structural_key()) return Status::success();
+    data_ = Data{};
+    if (!lt_) ATTUNE_CUBLASLT(cublasLtCreate(&lt_));
+    const RopeShape& r = s.rope;
+    ATTUNE_ASSIGN(data_.x, DeviceBuffer::alloc(static_cast<std::size_t>(s.m() * s.hidden) * 2));
+    ATTUNE_ASSIGN(data_.w, DeviceBuffer::alloc(static_cast<std::size_t>(s.n() * s.hidden) * 2));
+    ATTUNE_ASSIGN(data_.q_norm, DeviceBuffer::alloc(static_cast<std::size_t>(r.head) * 2));
+    ATTUNE_ASSIGN(data_.k_norm, DeviceBuffer::alloc(static_cast<std::size_t>(r.head) * 2));
+    ATTUNE_ASSIGN(data_.q, DeviceBuffer::alloc((q_elems(r) + kGuardElements) * 2));
+    ATTUNE_ASSIGN(data_.k, DeviceBuffer::alloc((cache_elems(r) + kGuardElements) * 2));
+    ATTUNE_ASSIGN(data_.v, DeviceBuffer::alloc((cache_elems(r) + kGuardElements) * 2));
+    ATTUNE_ASSIGN(data_.ref_q, DeviceBuffer::alloc(q_elems(r) * 8));
+    ATTUNE_ASSIGN(data_.ref_k, DeviceBuffer::alloc(cache_elems(r) * 8));
+    ATTUNE_ASSIGN(data_.ref_v, DeviceBuffer::alloc(cache_elems(r) * 8));
+    ATTUNE_TRY(data_.product.prepare(lt_, projection(s), gemm_rope_op().name));
+    data_.key = problem.structural_key();
+    return Status::success();
+  }
+
+  Status ensure_workspace(std::size_t bytes) {
+    if (data_.workspace.bytes() >= bytes && data_.workspace.ptr()) return Status::success();
+    data_.workspace = DeviceBuffer{};
+    ATTUNE_ASSIGN(data_.workspace, DeviceBuffer::alloc(std::max<std::size_t>(bytes, 256)));
+    return Status::success();
+  }
+
+  Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config,
+                      Regime regime) override {
+    ATTUNE_ASSIGN(GemmRopeShape s, gemm_rope_shape(problem));
+    ATTUNE_ASSIGN(Plan plan, plan_gemm_rope(problem, config));
+    ATTUNE_TRY(prepare_data(problem, s));
+    const RopeShape& r = s.rope;
+    PlanArgs args;
+    args.a = data_.x.ptr();
+    args.b = data_.w.ptr();
+    args.q_norm = data_.q_norm.ptr();
+    args.k_norm = data_.k_norm.ptr();
+    args.q = data_.q.ptr();
+    args.k = data_.k.ptr();
+    args.v = data_.v.ptr();
+    args.rows = static_cast<int>(r.tokens());
+    args.seq = static_cast<int>(r.seq);
+    args.kv = static_cast<int>(r.kv);
+    args.eps = static_cast<float>(kRopeNormEps);
+    PreparedPlan prepared;
+    ATTUNE_ASSIGN(auto unready, prepare_plan(env, lt_, plan, &prepared));
+    if (unready) return *unready;
+    ATTUNE_TRY(ensure_workspace(prepared.workspace_bytes));
+    args.workspace = data_.workspace.ptr();
+    const auto launch = plan_launcher(lt_, plan, prepared, args);
+
+    // Fresh random inputs (x and W as a model's activations and weights, the norm weights around
+    // 1, the caches' old rows), poisoned outputs and guards, the references on the same inputs:
+    // the projection in float64, then rope's reference of it, never rounded.
+    const Half fmt = r.bf16 ? Half::kBf16 : Half::kFp16;
+    const float w_scale = 1.0f / std::sqrt(static_cast<float>(s.hidden));
+    ATTUNE_TRY(gate_.fill_random(env, args.a, static_cast<std::size_t>(s.m() * s.hidden), fmt));
+    ATTUNE_TRY(gate_.fill_random(env, args.b, static_cast<std::size_t>(s.n() * s.hidden), fmt,
+                                 -w_scale, w_scale));
+    ATTUNE_TRY(
+        gate_.fill_random(env, args.q_norm, static_cast<std::size_t>(r.head), fmt, 0.5f, 1.5f));
+    ATTUNE_TRY(
+        gate_.fill_random(env, args.k_norm, static_cast<std::size_t>(r.head), fmt, 0.5f, 1.5f));
+    ATTUNE_TRY(data_.q.fill16(kPoison16, env.stream()));
+    for (DeviceBuffer* cache : {&data_.k, &data_.v}) {
+      ATTUNE_TRY(cache->fill16(kPoison16, env.stream()));
+      ATTUNE_TRY(gate_.fill_random(env, cache->ptr(), cache_elems(r), fmt));
+    }
+    ATTUNE_TRY(data_.product.run(env, projection(s), args.a, args.b, 0));
+    ATTUNE_TRY(
+        rope_reference(env, r,
+                       {data_.ref_q.ptr(), data_.ref_k.ptr(), data_.ref_v.ptr(), data_.k.ptr(),
+                        data_.v.ptr(), data_.product.ref(), data_.q_norm.ptr(), data_.k_norm.ptr()},
+                       true));
+    ATTUNE_ASSIGN(auto refused, launch_and_wait(env, launch, "gemm_rope"));
+    if (refused) return *refused;
+
+    // The projection's allowance (its reduction over hidden), half as much again for the split
+    // form, which rounds qkv to the output type before the norm and the rotation (as a framework's
+    // unfused layer does); a wrong head, position or pairing is off by O(1).
+    Tolerance tol = tolerance_for(r.bf16 ? "bf16" : "fp16", s.hidden);
+    tol.rtol *= 1.5;
+    Outcome o;
+    bool first = true;
+    for (auto [what, out, ref, n] :
+         {std::tuple{"q", args.q, data_.ref_q.ptr(), q_elems(r)},
+          std::tuple{"k cache", args.k, data_.ref_k.ptr(), cache_elems(r)},
+          std::tuple{"v cache", args.v, data_.ref_v.ptr(), cache_elems(r)}}) {
+      ATTUNE_ASSIGN(Comparison cmp, gate_.check_output(env, out, ref, n, fmt, tol));
+      if (cmp.verdict != Verdict::kOk) cmp.message = std::string(what) + ": " + cmp.message;
+      if (first || cmp.verdict != Verdict::kOk || cmp.check.value > o.check->value) {
+        o.verdict = cmp.verdict;
+        o.check = cmp.check;
+        o.message = cmp.message;
+      }
+      first = false;
+      if (o.verdict != Verdict::kOk) return o;
+    }
+    ATTUNE_ASSIGN(Measurement m, env.time(launch, regime));
+    o.measurement = m;
+    return o;
+  }
+
+  cublasLtHandle_t lt_ = nullptr;
+  DeviceGate gate_;
+  Data data_;
+};
+
+}  // namespace
+
+std::unique_ptr<CudaFamily> make_gemm_rope_family() {
+  return std::make_unique<GemmRopeFamily>();
+}
+
+}  // namespace attune::kernels

@@ -1,0 +1,122 @@
+// gemm_rope's signature: the QKV projection with RoPE in its epilogue. qkv = x . W^T (x [batch *
+// seq, hidden], W [(q_heads + 2 * kv_heads) * head, hidden], the stacked q, k and v projection
+// weights as a model stores them), then rope's function of qkv (kernels/rope/rope_op.cpp: the
+// optional per-head q/k RMSNorm, the rotation of q and k heads at positions kv - seq .. kv - 1, q
+// written [batch, q_heads, seq, head], k and v into the caches [batch, kv_heads, kv, head]),
+// with qkv never written to memory: the fused kernel rotates its fp32 accumulators. Flags as
+// rope's (qk_norm; optional llama3_scaling). Its baseline is the split form a user without the
+// fusion runs: cuBLASLt's matmul into a buffer, then a RoPE kernel.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "kernels/ops.h"
+
+namespace attune::kernels {
+
+namespace {
+
+Status check_gemm_rope(const Problem& p) {
+  if (Status s = rope_op().check(p); !s) return s.error().with_context("gemm_rope's RoPE");
+  if (*p.int_attr("hidden") % 8 != 0)
+    return Error::invalid_argument(fmt::format(
+        "gemm_rope hidden={} is not a multiple of 8 (the kernels' 16-byte loads of x and W rows)",
+        *p.int_attr("hidden")));
+  return Status::success();
+}
+
+// The kernel fork first: the tiled kernel's knobs (as gemm's tiled kernel names them; no K split,
+// which would leave each block a part of a head's sums) are free only under it, so the split
+// baseline is one config.
+Result<Space> gemm_rope_space(const Problem& p) {
+  const std::int64_t head = *p.int_attr("head"), m = *p.int_attr("batch") * *p.int_attr("seq");
+  auto tiled = [](const Assignment& a) { return a["kernel"].as_word() == "tiled"; };
+  auto fixed_unless_tiled = [](const char* name, std::int64_t fixed) {
+    return Constraint{fmt::format("{} is fixed unless kernel=tiled", name),
+                      {"kernel", name},
+                      [name, fixed](const Assignment& a) {
+                        return a["kernel"].as_word() == "tiled" || a.i(name) == fixed;
+                      }};
+  };
+  auto in_place = [](const char* name, std::vector<Value> options) {
+    return Knob{name, std::move(options), 0, KnobKind::kInPlace};
+  };
+  const auto smem_limit = static_cast<std::int64_t>(kMaxBlockSharedBytes);
+  return Space::make(
+      {Knob{"kernel", {"split", "tiled"}, 0, KnobKind::kStructural},
+       in_place("tl_bm", {128, 64, 32, 16, 256}), in_place("tl_bn", {128, 64, 256}),
+       in_place("tl_bk", {32, 64}), in_place("tl_wm", {2, 1, 4}), in_place("tl_wn", {2, 1, 4}),
+       in_place("tl_stages", {3, 2, 4, 5}), in_place("tl_group", {8, 1, 4, 16})},
+      {fixed_unless_tiled("tl_bm", 128),
+       fixed_unless_tiled("tl_bn", 128),
+       fixed_unless_tiled("tl_bk", 32),
+       fixed_unless_tiled("tl_wm", 2),
+       fixed_unless_tiled("tl_wn", 2),
+       fixed_unless_tiled("tl_stages", 3),
+       fixed_unless_tiled("tl_group", 8),
+       {"kernel=tiled: a block tile holds whole heads (tl_bn a multiple of head)",
+        {"kernel", "tl_bn"},
+        [tiled, head](const Assignment& a) { return !tiled(a) || a.i("tl_bn") % head == 0; }},
+       {"kernel=tiled: a block tile under twice the tokens (taller only multiplies zero rows)",
+        {"kernel", "tl_bm"},
+        [tiled, m](const Assignment& a) {
+          return !tiled(a) || a.i("tl_bm") < 2 * std::max<std::int64_t>(m, 16);
+        }},
+       {"kernel=tiled: warp tiles are multiples of 16 x 16",
+        {"kernel", "tl_bm", "tl_bn", "tl_wm", "tl_wn"},
+        [tiled](const Assignment& a) {
+          return !tiled(a) ||
+                 ((a.i("tl_bm") / a.i("tl_wm")) % 16 == 0 && a.i("tl_bm") >= 16 * a.i("tl_wm") &&
+                  (a.i("tl_bn") / a.i("tl_wn")) % 16 == 0 && a.i("tl_bn") >= 16 * a.i("tl_wn"));
+        }},
+       {"kernel=tiled: a warp's accumulators fit in registers: warp tile <= 64 x 64",
+        {"kernel", "tl_bm", "tl_bn", "tl_wm", "tl_wn"},
+        [tiled](const Assignment& a) {
+          return !tiled(a) ||
+                 (a.i("tl_bm") / a.i("tl_wm")) * (a.i("tl_bn") / a.i("tl_wn")) <= 64 * 64;
+        }},
+       {"kernel=tiled: the pipeline, and the fp32 tile the epilogue rotates in the same memory, "
+        "fit the most shared memory any current GPU gives a block (227 KiB)",
+        {"kernel", "tl_bm", "tl_bn", "tl_bk", "tl_stages"},
+        [tiled, smem_limit](const Assignment& a) {
+          return !tiled(a) ||
+                 std::max(gemm_tiled_ring_bytes(a.i("tl_bm"), a.i("tl_bn"), a.i("tl_bk"),
+                                                a.i("tl_stages")),
+                          gemm_tiled_rope_tile_bytes(a.i("tl_bm"), a.i("tl_bn"))) <= smem_limit;
+        }}});
+}
+
+// x and W read once, q and the caches' new rows written once (qkv never is); 2 M N K.
+OpWork gemm_rope_work(const Problem& p) {
+  auto size = [&p](const char* name) { return static_cast<double>(*p.int_attr(name)); };
+  const double m = size("batch") * size("seq"), k = size("hidden"),
+               n = (size("q_heads") + 2 * size("kv_heads")) * size("head");
+  return OpWork{2 * (m * k + n * k + m * n), 2 * m * n * k};
+}
+
+}  // namespace
+
+const OpSignature& gemm_rope_op() {
+  static const OpSignature op{
+      .name = "gemm_rope",
+      .sizes = {"batch", "seq", "kv", "q_heads", "kv_heads", "head", "theta", "hidden"},
+      .flags = {"qk_norm"},
+      .optional_flags = {"llama3_scaling"},
+      .dtypes = {"bf16", "fp16"},
+      // theta is a size, as rope's.
+      .max_size = 1 << 24,
+      .baseline_config =
+          "kernel=split,tl_bm=128,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,"
+          "tl_group=8",
+      // Qwen3-Embedding-0.6B's prefill of 8 x 512 tokens.
+      .example_shape = "8x512x512x16x8x128x1000000x1024",
+      .runtime_key = 6,
+      .sweep_defaults = {{"q_heads", "32"}, {"kv_heads", "8"}, {"theta", "1000000"}},
+      .sweep_default_per = {"head", "hidden"},
+      .check = &check_gemm_rope,
+      .space = &gemm_rope_space,
+      .work = &gemm_rope_work};
+  return op;
+}
+
+}  // namespace attune::kernels

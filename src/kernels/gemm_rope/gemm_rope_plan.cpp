@@ -1,0 +1,125 @@
+// gemm_rope's kernel plans: the split baseline (cuBLASLt's matmul into the workspace, then rope's
+// fused kernel reading it) and the tiled GEMM with the RoPE epilogue (gemm_tiled.cu, -DROPE=1:
+// one launch, qkv never written).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "kernels/plan.h"
+#include "kernels/plan_knobs.h"
+
+namespace attune::kernels {
+
+extern const char* const kRopeHeader;
+
+namespace {
+
+// cuBLASLt's share of the split form's workspace (behind the [m, n] product), as gemm's split
+// SiLU * mul form gives it.
+constexpr std::size_t kLtWorkspace = 4u << 20;
+
+// The problem of rope that the split form's second kernel computes.
+Problem rope_problem(const GemmRopeShape& s) {
+  const RopeShape& r = s.rope;
+  std::map<std::string, std::string> attrs = {{"batch", std::to_string(r.batch)},
+                                              {"seq", std::to_string(r.seq)},
+                                              {"kv", std::to_string(r.kv)},
+                                              {"q_heads", std::to_string(r.q_heads)},
+                                              {"kv_heads", std::to_string(r.kv_heads)},
+                                              {"head", std::to_string(r.head)},
+                                              {"theta", std::to_string(r.theta)},
+                                              {"qk_norm", r.qk_norm ? "1" : "0"},
+                                              {"dtype", r.bf16 ? "bf16" : "fp16"}};
+  if (r.llama3_scaling) attrs["llama3_scaling"] = "1";
+  return Problem("rope", std::move(attrs));
+}
+
+// The split form: qkv = x . W^T by cuBLASLt (its own algorithm) into the workspace, then rope's
+// fused kernel with a head's pairs over one warp's lanes, four heads per block, reading qkv there.
+Result<Plan> plan_split(const GemmRopeShape& s) {
+  const RopeShape& r = s.rope;
+  const std::int64_t groups = std::min<std::int64_t>(4, r.heads());
+  ATTUNE_ASSIGN(Config cfg, Config::parse(fmt::format(
+                                "kernel=fused,vec={},head_groups={},head_blocks=1,tokens=1",
+                                std::max<std::int64_t>(1, r.head / 64), groups)));
+  ATTUNE_ASSIGN(Plan rope_plan, plan_rope(rope_problem(s), cfg));
+  KernelPlan& k = std::get<KernelPlan>(rope_plan);
+  const std::size_t product = (static_cast<std::size_t>(s.m() * s.n()) * 2 + 255) / 256 * 256;
+  ChainPlan p;
+  p.build = k.build;
+  LtMatmul mm;
+  mm.m = s.m();
+  mm.n = s.n();
+  mm.k = s.hidden;
+  mm.b_transposed = true;
+  mm.bf16 = r.bf16;
+  mm.a = {"a", 0, 0};
+  mm.b = {"b", 0, 0};
+  mm.c = {"workspace", 0, 0};
+  mm.workspace_offset = product;
+  mm.workspace_bytes = kLtWorkspace;
+  p.steps.push_back(mm);
+  LaunchStep rotate = k.steps.front();
+  for (std::string& arg : rotate.args)
+    if (arg == "qkv") arg = "workspace";  // the product cuBLASLt wrote
+  p.steps.push_back(std::move(rotate));
+  p.workspace_bytes = product + kLtWorkspace;
+  return Plan{std::move(p)};
+}
+
+Result<Plan> plan_tiled_rope(const GemmRopeShape& s, const Config& c) {
+  TiledTile t;
+  ATTUNE_ASSIGN(t.bm, knob(c, "tl_bm"));
+  ATTUNE_ASSIGN(t.bn, knob(c, "tl_bn"));
+  ATTUNE_ASSIGN(t.bk, knob(c, "tl_bk"));
+  ATTUNE_ASSIGN(t.wm, knob(c, "tl_wm"));
+  ATTUNE_ASSIGN(t.wn, knob(c, "tl_wn"));
+  ATTUNE_ASSIGN(t.stages, knob(c, "tl_stages"));
+  ATTUNE_ASSIGN(t.group, knob(c, "tl_group"));
+  t.split = 1;
+  const std::int64_t smem = std::max(gemm_tiled_ring_bytes(t.bm, t.bn, t.bk, t.stages),
+                                     gemm_tiled_rope_tile_bytes(t.bm, t.bn));
+  if (t.bn % s.rope.head != 0 || smem > static_cast<std::int64_t>(kMaxBlockSharedBytes))
+    return Error::invalid_argument(fmt::format(
+        "gemm_rope config '{}': kernel=tiled needs tl_bn a multiple of head ({}) and at most {} "
+        "bytes of shared memory ({})",
+        c.text(), s.rope.head, kMaxBlockSharedBytes, smem));
+  GemmShape g{s.m(), s.n(), s.hidden, s.rope.bf16, false, false};
+  KernelPlan p = gemm_tiled_plan(g, t);
+  p.build.options.push_back("-DROPE=1");
+  const std::vector<std::string> rope = rope_defines(s.rope);
+  p.build.options.insert(p.build.options.end(), rope.begin(), rope.end());
+  p.build.headers.push_back({"attune_rope.cuh", kRopeHeader});
+  p.build.name_expressions = {"gemm_tiled_rope"};
+  LaunchStep& step = p.steps.front();
+  step.kernel = "gemm_tiled_rope";
+  step.shared_bytes = static_cast<unsigned>(smem);
+  step.args = {"q", "k", "v", "a", "b", "q_norm", "k_norm", "seq", "kv", "eps"};
+  return Plan{std::move(p)};
+}
+
+}  // namespace
+
+Result<GemmRopeShape> gemm_rope_shape(const Problem& p) {
+  ATTUNE_ASSIGN(RopeShape r, rope_shape(p));
+  ATTUNE_ASSIGN(std::int64_t hidden, p.int_attr("hidden"));
+  if (hidden <= 0 || hidden % 8 != 0)
+    return Error::invalid_argument("gemm_rope problem " + p.text() +
+                                   ": hidden must be a positive multiple of 8");
+  return GemmRopeShape{r, hidden};
+}
+
+Result<Plan> plan_gemm_rope(const Problem& problem, const Config& config) {
+  ATTUNE_ASSIGN(GemmRopeShape s, gemm_rope_shape(problem));
+  const Value* kernel = config.get("kernel");
+  if (!kernel)
+    return Error::invalid_argument(
+        fmt::format("gemm_rope config '{}' has no knob 'kernel'", config.text()));
+  const std::string k = kernel->as_word();
+  if (k == "split") return plan_split(s);
+  if (k == "tiled") return plan_tiled_rope(s, config);
+  return Error::invalid_argument(
+      fmt::format("gemm_rope config '{}': unknown kernel '{}'", config.text(), k));
+}
+
+}  // namespace attune::kernels

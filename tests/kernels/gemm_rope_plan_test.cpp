@@ -1,0 +1,182 @@
+// gemm_rope's op and plans without a GPU: its sizes' refusals (rope's, and the projection's), its
+// one space (the split baseline one config; the tiled kernel's tiles holding whole heads within a
+// block's shared memory), the split form's two steps through the workspace, the fused kernel's
+// one launch and its argument names, and NVRTC builds of the fused kernel for every head size,
+// dtype and flag, and of the float64-input reference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/config.h"
+#include "core/problem.h"
+#include "cuda/nvrtc_build.h"
+#include "kernels/plan.h"
+#include "kernels/plan_launch.h"
+
+namespace attune::kernels {
+extern const char* const kRopeRefSource;
+namespace {
+
+Problem problem(const std::string& spec) {
+  auto p = gemm_rope_op().resolve(*Problem::parse(spec));
+  EXPECT_TRUE(p.ok()) << p.error().message();
+  return *p;
+}
+
+Plan planned(const std::string& spec, const std::string& config) {
+  auto plan = plan_gemm_rope(problem(spec), *Config::parse(config));
+  EXPECT_TRUE(plan.ok()) << plan.error().message();
+  return plan ? *plan : Plan{};
+}
+
+bool has_option(const cuda::BuildRequest& b, const std::string& o) {
+  return std::find(b.options.begin(), b.options.end(), o) != b.options.end();
+}
+
+// Qwen3-Embedding-0.6B's QKV projection at a prefill of 3 x 77 tokens.
+constexpr const char* kQwen =
+    "gemm_rope:batch=3,seq=77,kv=100,q_heads=16,kv_heads=8,head=128,theta=1000000,hidden=1024,"
+    "qk_norm=1";
+
+std::string tiled(int bm, int bn, int bk, int wm, int wn, int stages, int group) {
+  return "kernel=tiled,tl_bm=" + std::to_string(bm) + ",tl_bn=" + std::to_string(bn) +
+         ",tl_bk=" + std::to_string(bk) + ",tl_wm=" + std::to_string(wm) +
+         ",tl_wn=" + std::to_string(wn) + ",tl_stages=" + std::to_string(stages) +
+         ",tl_group=" + std::to_string(group);
+}
+
+TEST(GemmRopePlan, TheSignatureRefusesSizesItsKernelsAreNotWrittenFor) {
+  const OpSignature& op = gemm_rope_op();
+  EXPECT_EQ(op.sizes.size(), 8u);
+  for (const char* bad :
+       {"gemm_rope:batch=1,seq=4,kv=4,q_heads=8,kv_heads=2,head=96,theta=10000,hidden=512",
+        "gemm_rope:batch=1,seq=4,kv=4,q_heads=6,kv_heads=4,head=64,theta=10000,hidden=512",
+        "gemm_rope:batch=1,seq=5,kv=4,q_heads=8,kv_heads=2,head=64,theta=10000,hidden=512",
+        "gemm_rope:batch=1,seq=4,kv=4,q_heads=8,kv_heads=2,head=64,theta=10000,hidden=500"}) {
+    SCOPED_TRACE(bad);
+    auto r = op.resolve(*Problem::parse(bad));
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message().find("gemm_rope"), std::string::npos) << r.error().message();
+  }
+  EXPECT_TRUE(op.resolve(*Problem::parse(kQwen)).ok());
+  // The key of libattune-rt holds all eight sizes and both flags.
+  EXPECT_TRUE(op.runtime_key.has_value());
+}
+
+TEST(GemmRopePlan, TheSpaceHasTheSplitFormAsItsOneBaselineAndTilesOfWholeHeads) {
+  for (const char* head : {"64", "128", "256"}) {
+    SCOPED_TRACE(head);
+    const Problem p = problem(
+        std::string("gemm_rope:batch=2,seq=300,kv=300,q_heads=8,kv_heads=2,theta=10000,hidden="
+                    "1024,head=") +
+        head);
+    auto space = gemm_rope_op().space(p);
+    ASSERT_TRUE(space.ok()) << space.error().message();
+    std::size_t split = 0, tiled_configs = 0;
+    std::set<std::int64_t> widths;
+    for (auto e = space->enumerate(); auto pt = e.next();) {
+      const Config c = space->config(*pt);
+      if (c.get("kernel")->as_word() == "split") {
+        ++split;
+        EXPECT_EQ(c.text(), gemm_rope_op().baseline_config);
+        continue;
+      }
+      ++tiled_configs;
+      const std::int64_t bm = c.get("tl_bm")->as_int(), bn = c.get("tl_bn")->as_int();
+      widths.insert(bn);
+      EXPECT_EQ(bn % std::stoi(head), 0) << c.text();
+      EXPECT_LE(std::max(gemm_tiled_ring_bytes(bm, bn, c.get("tl_bk")->as_int(),
+                                               c.get("tl_stages")->as_int()),
+                         gemm_tiled_rope_tile_bytes(bm, bn)),
+                static_cast<std::int64_t>(kMaxBlockSharedBytes))
+          << c.text();
+      auto plan = plan_gemm_rope(p, c);
+      ASSERT_TRUE(plan.ok()) << c.text() << ": " << plan.error().message();
+    }
+    EXPECT_EQ(split, 1u);
+    EXPECT_GT(tiled_configs, 50u);
+    EXPECT_EQ(*widths.rbegin(), 256);
+    EXPECT_EQ(widths.count(64), std::string(head) == "64" ? 1u : 0u);
+  }
+}
+
+TEST(GemmRopePlan, TheSplitFormIsCublasLtsMatmulThenRopeReadingTheWorkspace) {
+  const Plan p = planned(kQwen, gemm_rope_op().baseline_config);
+  const auto* chain = std::get_if<ChainPlan>(&p);
+  ASSERT_NE(chain, nullptr);
+  ASSERT_EQ(chain->steps.size(), 2u);
+  const auto& mm = std::get<LtMatmul>(chain->steps[0]);
+  EXPECT_EQ(mm.m, 3 * 77);
+  EXPECT_EQ(mm.n, (16 + 2 * 8) * 128);
+  EXPECT_EQ(mm.k, 1024);
+  EXPECT_EQ(mm.c.arg, "workspace");
+  const std::size_t product = (3 * 77 * 4096 * 2 + 255) / 256 * 256;
+  EXPECT_EQ(mm.workspace_offset, product);
+  EXPECT_EQ(chain->workspace_bytes, product + mm.workspace_bytes);
+  const auto& rope = std::get<LaunchStep>(chain->steps[1]);
+  EXPECT_EQ(rope.kernel, "rope_fused");
+  EXPECT_EQ(rope.args, (std::vector<std::string>{"q", "k", "v", "workspace", "q_norm", "k_norm",
+                                                 "rows", "seq", "kv", "eps"}));
+  EXPECT_TRUE(has_option(chain->build, "-DQK_NORM=1"));
+  EXPECT_TRUE(check_args(*chain).ok());
+}
+
+TEST(GemmRopePlan, TheTiledFormIsOneLaunchOfTheGemmWithTheRopeEpilogue) {
+  const std::string config = tiled(64, 256, 32, 2, 2, 3, 8);
+  const Plan p = planned(kQwen, config);
+  const auto* kp = std::get_if<KernelPlan>(&p);
+  ASSERT_NE(kp, nullptr);
+  ASSERT_EQ(kp->steps.size(), 1u);
+  const LaunchStep& s = kp->steps[0];
+  EXPECT_EQ(s.kernel, "gemm_tiled_rope");
+  EXPECT_EQ(s.grid.x, 4u * 16u);  // ceil(231 / 64) x 4096 / 256 tiles, no K split
+  EXPECT_EQ(s.block.x, 128u);
+  EXPECT_EQ(s.shared_bytes, static_cast<unsigned>(64 * (256 + 4) * 4));  // the fp32 tile
+  EXPECT_EQ(s.args, (std::vector<std::string>{"q", "k", "v", "a", "b", "q_norm", "k_norm", "seq",
+                                              "kv", "eps"}));
+  EXPECT_EQ(kp->workspace_bytes, 0u);
+  EXPECT_TRUE(check_args(*kp).ok());
+  for (const char* o : {"-DROPE=1", "-DSPLIT=1", "-DM=231", "-DN=4096", "-DK=1024", "-DHEAD=128",
+                        "-DQ_HEADS=16", "-DKV_HEADS=8", "-DQK_NORM=1"})
+    EXPECT_TRUE(has_option(kp->build, o)) << o;
+  // A tile narrower than a head, or a config off the space, is refused by the plan too.
+  EXPECT_FALSE(plan_gemm_rope(problem(kQwen), *Config::parse(tiled(64, 64, 32, 2, 2, 3, 8))).ok());
+  EXPECT_FALSE(plan_gemm_rope(problem(kQwen), *Config::parse("kernel=wgmma")).ok());
+}
+
+TEST(GemmRopePlan, TheFusedKernelCompilesOnEveryHeadSizeDtypeAndFlag) {
+  cuda::Compiler c("sm_90a", "");
+  const std::string configs[] = {tiled(64, 256, 32, 2, 2, 3, 8), tiled(128, 128, 64, 4, 1, 2, 1),
+                                 tiled(16, 256, 64, 1, 4, 4, 16), tiled(32, 64, 32, 2, 1, 5, 4)};
+  std::size_t next = 0;
+  for (const char* head : {"64", "128", "256"}) {
+    for (const char* tail : {",dtype=bf16,qk_norm=1", ",dtype=fp16,qk_norm=0",
+                             ",dtype=bf16,qk_norm=0,llama3_scaling=1"}) {
+      const std::string spec =
+          std::string(
+              "gemm_rope:batch=2,seq=5,kv=9,q_heads=4,kv_heads=2,theta=65536,hidden=136,"
+              "head=") +
+          head + tail;
+      std::string config = configs[next++ % std::size(configs)];
+      if (std::string(head) != "64" && config.find("tl_bn=64") != std::string::npos)
+        config = configs[0];
+      if (std::string(head) == "256") config = tiled(16, 256, 64, 1, 4, 4, 16);
+      SCOPED_TRACE(spec + " " + config);
+      const Plan p = planned(spec, config);
+      const auto& kp = std::get<KernelPlan>(p);
+      auto b = c.build(kp.build);
+      ASSERT_TRUE(b.ok()) << b.error().message();
+      EXPECT_TRUE(b->ok) << b->log;
+      EXPECT_EQ(b->lowered_names.count("gemm_tiled_rope"), 1u);
+      EXPECT_EQ(has_option(kp.build, "-DLLAMA3_SCALING=1"),
+                spec.find("llama3_scaling=1") != std::string::npos);
+    }
+  }
+  auto ref = c.build(cuda::BuildRequest{kRopeRefSource, "rope_ref.cu", {}, {"rope_ref_f64"}});
+  ASSERT_TRUE(ref.ok()) << ref.error().message();
+  EXPECT_TRUE(ref->ok) << ref->log;
+}
+
+}  // namespace
+}  // namespace attune::kernels
