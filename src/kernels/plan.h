@@ -112,9 +112,12 @@ struct TiledTile {
 };
 KernelPlan gemm_tiled_plan(const GemmShape& s, const TiledTile& t);
 
-// The wgmma GEMM's shared memory (gemm_plan.cpp), which its space's constraint and plan check.
-std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
-                                    std::int64_t split);
+// The wgmma GEMM's block tile, ring depth and K split (gemm's wg_* knobs), and its plan
+// (gemm_plan.cpp): gemm_rope's wgmma kernel is this plan with the RoPE epilogue compiled in.
+struct WgmmaTile {
+  std::int64_t bm = 128, bn = 128, stages = 4, split = 1;
+};
+KernelPlan gemm_wgmma_plan(const GemmShape& s, const WgmmaTile& t);
 
 struct RmsnormShape {
   std::int64_t rows = 0, hidden = 0;

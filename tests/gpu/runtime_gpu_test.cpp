@@ -980,7 +980,8 @@ TEST_F(RuntimeGpu, GemmRopeRowAndBaselineMatchTheGemmThenRope) {
     rt::Dispatch d = run_gemm_rope(*runtime, miss, rng);
     EXPECT_FALSE(d.tuned) << d.problem;
     EXPECT_EQ(d.config,
-              "kernel=split,tl_bm=128,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_group=8");
+              "kernel=split,tl_bm=128,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_group=8,"
+              "wg_bm=128,wg_bn=128,wg_stages=4");
   }
 
   rt::Timing timing;

@@ -73,13 +73,26 @@ TEST(GemmRopePlan, TheSpaceHasTheSplitFormAsItsOneBaselineAndTilesOfWholeHeads) 
         head);
     auto space = gemm_rope_op().space(p);
     ASSERT_TRUE(space.ok()) << space.error().message();
-    std::size_t split = 0, tiled_configs = 0;
-    std::set<std::int64_t> widths;
+    std::size_t split = 0, tiled_configs = 0, wgmma_configs = 0;
+    std::set<std::int64_t> widths, wgmma_widths;
     for (auto e = space->enumerate(); auto pt = e.next();) {
       const Config c = space->config(*pt);
       if (c.get("kernel")->as_word() == "split") {
         ++split;
         EXPECT_EQ(c.text(), gemm_rope_op().baseline_config);
+        continue;
+      }
+      if (c.get("kernel")->as_word() == "wgmma") {
+        ++wgmma_configs;
+        const std::int64_t bn = c.get("wg_bn")->as_int();
+        wgmma_widths.insert(bn);
+        EXPECT_EQ(bn % std::stoi(head), 0) << c.text();
+        EXPECT_LE(gemm_wgmma_shared_bytes(c.get("wg_bm")->as_int(), bn,
+                                          c.get("wg_stages")->as_int(), 1, true),
+                  kMaxBlockSharedBytes)
+            << c.text();
+        auto plan = plan_gemm_rope(p, c);
+        ASSERT_TRUE(plan.ok()) << c.text() << ": " << plan.error().message();
         continue;
       }
       ++tiled_configs;
@@ -96,6 +109,9 @@ TEST(GemmRopePlan, TheSpaceHasTheSplitFormAsItsOneBaselineAndTilesOfWholeHeads) 
     }
     EXPECT_EQ(split, 1u);
     EXPECT_GT(tiled_configs, 50u);
+    EXPECT_GE(wgmma_configs, 5u);
+    EXPECT_EQ(*wgmma_widths.rbegin(), 256);
+    EXPECT_EQ(wgmma_widths.count(64), std::string(head) == "64" ? 1u : 0u);
     EXPECT_EQ(*widths.rbegin(), 256);
     EXPECT_EQ(widths.count(64), std::string(head) == "64" ? 1u : 0u);
   }
@@ -145,6 +161,38 @@ TEST(GemmRopePlan, TheTiledFormIsOneLaunchOfTheGemmWithTheRopeEpilogue) {
   EXPECT_FALSE(plan_gemm_rope(problem(kQwen), *Config::parse("kernel=wgmma")).ok());
 }
 
+TEST(GemmRopePlan, TheWgmmaFormIsOneLaunchWithTensorMapsAndRoomForTheTile) {
+  const Plan p = planned(kQwen, "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=2");
+  const auto* kp = std::get_if<KernelPlan>(&p);
+  ASSERT_NE(kp, nullptr);
+  ASSERT_EQ(kp->steps.size(), 1u);
+  const LaunchStep& s = kp->steps[0];
+  EXPECT_EQ(s.kernel, "gemm_wgmma_rope");
+  EXPECT_EQ(s.grid.x, 2u * 16u);  // ceil(231 / 128) x 4096 / 256 tiles
+  EXPECT_EQ(s.block.x, 384u);     // a producer and two consumer warpgroups
+  // The ring (2 x 384 rows of 128 bytes) is smaller than the padded fp32 tile it becomes.
+  EXPECT_EQ(s.shared_bytes, static_cast<unsigned>(1024 + 128 * (256 + 4) * 4 + 16 * 2));
+  const Plan deeper = planned(kQwen, "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=3");
+  EXPECT_EQ(std::get<KernelPlan>(deeper).steps[0].shared_bytes,
+            static_cast<unsigned>(1024 + 3 * 384 * 128 + 16 * 3));
+  EXPECT_EQ(s.args, (std::vector<std::string>{"q", "k", "v", "tensor_map0", "tensor_map1", "q_norm",
+                                              "k_norm", "seq", "kv", "eps"}));
+  ASSERT_EQ(s.tensor_maps.size(), 2u);
+  EXPECT_EQ(s.tensor_maps[0].arg, "a");
+  EXPECT_EQ(s.tensor_maps[0].rows, 231u);
+  EXPECT_EQ(s.tensor_maps[0].cols, 1024u);
+  EXPECT_EQ(s.tensor_maps[0].box_rows, 128u);
+  EXPECT_EQ(s.tensor_maps[1].arg, "b");
+  EXPECT_EQ(s.tensor_maps[1].rows, 4096u);
+  EXPECT_EQ(s.tensor_maps[1].box_rows, 256u);
+  EXPECT_TRUE(check_args(*kp).ok());
+  EXPECT_TRUE(has_option(kp->build, "-DROPE=1"));
+  EXPECT_TRUE(has_option(kp->build, "-DSPLIT=1"));
+  EXPECT_FALSE(
+      plan_gemm_rope(problem(kQwen), *Config::parse("kernel=wgmma,wg_bm=128,wg_bn=64,wg_stages=4"))
+          .ok());
+}
+
 TEST(GemmRopePlan, TheFusedKernelCompilesOnEveryHeadSizeDtypeAndFlag) {
   cuda::Compiler c("sm_90a", "");
   const std::string configs[] = {tiled(64, 256, 32, 2, 2, 3, 8), tiled(128, 128, 64, 4, 1, 2, 1),
@@ -171,6 +219,24 @@ TEST(GemmRopePlan, TheFusedKernelCompilesOnEveryHeadSizeDtypeAndFlag) {
       EXPECT_EQ(b->lowered_names.count("gemm_tiled_rope"), 1u);
       EXPECT_EQ(has_option(kp.build, "-DLLAMA3_SCALING=1"),
                 spec.find("llama3_scaling=1") != std::string::npos);
+    }
+  }
+  // The wgmma kernel with the epilogue: every head size, both dtypes, one and two consumers.
+  for (const char* tail :
+       {",head=64,dtype=bf16,qk_norm=1", ",head=128,dtype=fp16,qk_norm=0,llama3_scaling=1",
+        ",head=256,dtype=bf16,qk_norm=1"}) {
+    const std::string spec =
+        std::string("gemm_rope:batch=2,seq=77,kv=90,q_heads=4,kv_heads=2,theta=65536,hidden=136") +
+        tail;
+    for (const char* config : {"kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=4",
+                               "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=2"}) {
+      SCOPED_TRACE(spec + " " + config);
+      const Plan p = planned(spec, config);
+      const auto& kp = std::get<KernelPlan>(p);
+      auto b = c.build(kp.build);
+      ASSERT_TRUE(b.ok()) << b.error().message();
+      EXPECT_TRUE(b->ok) << b->log;
+      EXPECT_EQ(b->lowered_names.count("gemm_wgmma_rope"), 1u);
     }
   }
   auto ref = c.build(cuda::BuildRequest{kRopeRefSource, "rope_ref.cu", {}, {"rope_ref_f64"}});

@@ -474,17 +474,17 @@ std::unique_ptr<SimProblem> make_silu_mul(const OpSignature& op) {
 }
 
 // The QKV projection with RoPE in its epilogue as gemm_rope's family runs it: the op's one space
-// (the split baseline, or the tiled kernel with its block tile, warps, stages and group). The
-// split form is a library GEMM (near the bandwidth and tensor-core rates) writing qkv, then a
-// RoPE kernel reading it back, each a launch; the tiled form is the sim's tiled GEMM with no K
+// (the split baseline, or the tiled or wgmma kernel with their tiles, warps, stages and group).
+// The split form is a library GEMM (near the bandwidth and tensor-core rates) writing qkv, then a
+// RoPE kernel reading it back, each a launch; the fused forms are the sim's tiled GEMM with no K
 // split, its epilogue's sincos and stores on top, in one launch. Few tokens favour the split
 // form's GEMM, many the fusion's saved round trip.
 std::unique_ptr<SimProblem> make_gemm_rope(const OpSignature& op) {
   auto p = std::make_unique<SimProblem>();
   p->name = op.name;
   p->description =
-      "QKV GEMM with RoPE in its epilogue on the simulated device: split baseline or tiled "
-      "(block tile, warps, stages, group)";
+      "QKV GEMM with RoPE in its epilogue on the simulated device: split baseline, tiled (block "
+      "tile, warps, stages, group) or wgmma (block tile, stages)";
   p->attrs = sizes_of(op, {"8", "512", "512", "16", "8", "128", "1000000", "1024"}, "8");
   p->make_space = [space = op.space](const Problem& prob) { return space(prob); };
   p->time_us = [](const Problem& prob, const Config& c) {
@@ -499,15 +499,24 @@ std::unique_ptr<SimProblem> make_gemm_rope(const OpSignature& op) {
       const double rope = 2 * qkv / (kDramBytesPerUs * 0.6);
       return (2 * kLaunchUs + gemm + rope) * rugged(prob, c, 0.03);
     }
+    const double epilogue = qkv / (kDramBytesPerUs * 0.7) + 0.3;
+    if (c.get("kernel")->as_word() == "wgmma") {
+      // The TMA-fed warpgroup MMA: a consumer warpgroup per 64 rows, 64-wide K tiles, its loads
+      // a fifth cheaper than the cp.async pipeline's.
+      const double bm = knob(c, "wg_bm");
+      const double t =
+          tiled_gemm_us(m, n, k, bm, knob(c, "wg_bn"), 64, 4 * bm / 64, knob(c, "wg_stages"), 1);
+      return (kLaunchUs + 0.8 * t + epilogue) * rugged(prob, c, 0.04);
+    }
     const double t = tiled_gemm_us(m, n, k, knob(c, "tl_bm"), knob(c, "tl_bn"), knob(c, "tl_bk"),
                                    knob(c, "tl_wm") * knob(c, "tl_wn"), knob(c, "tl_stages"), 1);
     const double group = knob(c, "tl_group") == 1 ? 1.03 : 1.0;  // B tiles re-read from DRAM
-    const double epilogue = qkv / (kDramBytesPerUs * 0.7) + 0.3;
     return (kLaunchUs + t * group + epilogue) * rugged(prob, c, 0.04);
   };
   p->cold = [](const Config& c) { return c.get("kernel")->as_word() == "split" ? 1.05 : 1.06; };
   p->chunk = [](const Config& c) {
-    return c.get("kernel")->as_word() == "split" ? 32 : static_cast<int>(knob(c, "tl_bk"));
+    const std::string kernel = c.get("kernel")->as_word();
+    return kernel == "split" ? 32 : kernel == "wgmma" ? 64 : static_cast<int>(knob(c, "tl_bk"));
   };
   return p;
 }

@@ -5,6 +5,7 @@
 // gate's rows then the up's (N = 2 x the intermediate size, the stacked gate_up_proj weight as
 // it is stored), and C[M, N/2] = silu(A . gate^T) * (A . up^T). Its cuBLASLt baseline is the
 // split form a user without the fusion runs: the matmul, then a SiLU * mul kernel.
+#include <algorithm>
 #include <string>
 
 #include "kernels/ops.h"
@@ -24,6 +25,17 @@ std::int64_t gemm_tiled_partial_bytes(std::int64_t bm, std::int64_t bn) {
 
 std::int64_t gemm_tiled_rope_tile_bytes(std::int64_t bm, std::int64_t bn) {
   return bm * (bn + 4) * 4;  // fp32 rows padded by 4 floats (16 bytes) against bank conflicts
+}
+
+std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
+                                    std::int64_t split, bool rope) {
+  // 1024 bytes of slack to align the ring, the ring (or what it becomes once the MMAs are done,
+  // whichever is larger: a K split's fp32 partial tile, gemm_rope's padded fp32 tile), then a
+  // full and an empty mbarrier per stage.
+  const std::int64_t ring = stages * (bm + bn) * 128;
+  const std::int64_t partial = split > 1 ? bm * bn * 4 : 0;
+  const std::int64_t tile = rope ? gemm_tiled_rope_tile_bytes(bm, bn) : 0;
+  return static_cast<std::size_t>(1024 + std::max({ring, partial, tile}) + 16 * stages);
 }
 
 namespace {

@@ -131,48 +131,23 @@ Result<KernelPlan> plan_tiled(const GemmShape& s, const Config& c) {
 }
 
 Result<KernelPlan> plan_wgmma(const GemmShape& s, const Config& c) {
-  ATTUNE_ASSIGN(std::int64_t bm, knob(c, "wg_bm"));
-  ATTUNE_ASSIGN(std::int64_t bn, knob(c, "wg_bn"));
-  ATTUNE_ASSIGN(std::int64_t stages, knob(c, "wg_stages"));
-  ATTUNE_ASSIGN(std::int64_t split, knob(c, "wg_split"));
-  if ((bm != 64 && bm != 128) || (bn != 64 && bn != 128 && bn != 256) || stages < 2 ||
-      (split != 1 && split != 2 && split != 4 && split != 8))
+  WgmmaTile t;
+  ATTUNE_ASSIGN(t.bm, knob(c, "wg_bm"));
+  ATTUNE_ASSIGN(t.bn, knob(c, "wg_bn"));
+  ATTUNE_ASSIGN(t.stages, knob(c, "wg_stages"));
+  ATTUNE_ASSIGN(t.split, knob(c, "wg_split"));
+  if ((t.bm != 64 && t.bm != 128) || (t.bn != 64 && t.bn != 128 && t.bn != 256) || t.stages < 2 ||
+      (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8))
     return Error::invalid_argument(fmt::format(
         "gemm config '{}': kernel=wgmma takes wg_bm 64 or 128, wg_bn 64, 128 or 256, wg_stages "
         ">= 2, wg_split 1, 2, 4 or 8",
         c.text()));
-  const std::size_t shared = gemm_wgmma_shared_bytes(bm, bn, stages, split);
+  const std::size_t shared = gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, t.split);
   if (shared > kMaxBlockSharedBytes)
     return Error::invalid_argument(
         fmt::format("gemm config '{}': {} bytes of shared memory, more than a block gets ({})",
                     c.text(), shared, kMaxBlockSharedBytes));
-  KernelPlan p;
-  p.build.source = kGemmWgmmaSource;
-  p.build.source_name = "gemm_wgmma.cu";
-  p.build.options = shape_defines(s, true);
-  p.build.options.insert(
-      p.build.options.end(),
-      {fmt::format("-DBM={}", bm), fmt::format("-DBN={}", bn), fmt::format("-DSTAGES={}", stages),
-       fmt::format("-DSPLIT={}", split), "-DGROUP=8", fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
-  p.build.name_expressions = {"gemm_wgmma"};
-  p.build.headers = {{"attune_cluster.cuh", kClusterHeader},
-                     {"attune_wgmma.cuh", kWgmmaHeader},
-                     {"attune_gemm_store.cuh", kGemmStoreHeader}};
-  // One producer warpgroup and bm / 64 consumers; under a K split each tile is a cluster of
-  // `split` consecutive blocks. The TMA reads A and B through tensor maps of 64-wide K boxes
-  // (under silu_mul a B box is one half of the tile: its gate rows, or its up rows).
-  const unsigned tiles = ceil_div(s.m, bm) * ceil_div(s.n, bn);
-  LaunchStep step{"gemm_wgmma",
-                  {static_cast<unsigned>(tiles * split)},
-                  {static_cast<unsigned>(128 * (bm / 64 + 1))},
-                  static_cast<unsigned>(shared),
-                  {"c", "tensor_map0", "tensor_map1", "bias"}};
-  const auto k = static_cast<std::uint64_t>(s.k);
-  step.tensor_maps = {{"a", static_cast<std::uint64_t>(s.m), k, static_cast<std::uint32_t>(bm), 64},
-                      {"b", static_cast<std::uint64_t>(s.n), k,
-                       static_cast<std::uint32_t>(s.silu_mul ? bn / 2 : bn), 64}};
-  p.steps.push_back(std::move(step));
-  return p;
+  return gemm_wgmma_plan(s, t);
 }
 
 }  // namespace
@@ -204,13 +179,35 @@ KernelPlan gemm_tiled_plan(const GemmShape& s, const TiledTile& t) {
   return p;
 }
 
-std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
-                                    std::int64_t split) {
-  // 1024 bytes of slack to align the ring, the ring (or the fp32 partial tile it becomes under
-  // a K split, whichever is larger), then a full and an empty mbarrier per stage.
-  const std::int64_t ring = stages * (bm + bn) * 128;
-  const std::int64_t partial = split > 1 ? bm * bn * 4 : 0;
-  return static_cast<std::size_t>(1024 + std::max(ring, partial) + 16 * stages);
+KernelPlan gemm_wgmma_plan(const GemmShape& s, const WgmmaTile& t) {
+  KernelPlan p;
+  p.build.source = kGemmWgmmaSource;
+  p.build.source_name = "gemm_wgmma.cu";
+  p.build.options = shape_defines(s, true);
+  p.build.options.insert(p.build.options.end(),
+                         {fmt::format("-DBM={}", t.bm), fmt::format("-DBN={}", t.bn),
+                          fmt::format("-DSTAGES={}", t.stages), fmt::format("-DSPLIT={}", t.split),
+                          "-DGROUP=8", fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
+  p.build.name_expressions = {"gemm_wgmma"};
+  p.build.headers = {{"attune_cluster.cuh", kClusterHeader},
+                     {"attune_wgmma.cuh", kWgmmaHeader},
+                     {"attune_gemm_store.cuh", kGemmStoreHeader}};
+  // One producer warpgroup and bm / 64 consumers; under a K split each tile is a cluster of
+  // `split` consecutive blocks. The TMA reads A and B through tensor maps of 64-wide K boxes
+  // (under silu_mul a B box is one half of the tile: its gate rows, or its up rows).
+  const unsigned tiles = ceil_div(s.m, t.bm) * ceil_div(s.n, t.bn);
+  LaunchStep step{"gemm_wgmma",
+                  {static_cast<unsigned>(tiles * t.split)},
+                  {static_cast<unsigned>(128 * (t.bm / 64 + 1))},
+                  static_cast<unsigned>(gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, t.split)),
+                  {"c", "tensor_map0", "tensor_map1", "bias"}};
+  const auto k = static_cast<std::uint64_t>(s.k);
+  step.tensor_maps = {
+      {"a", static_cast<std::uint64_t>(s.m), k, static_cast<std::uint32_t>(t.bm), 64},
+      {"b", static_cast<std::uint64_t>(s.n), k,
+       static_cast<std::uint32_t>(s.silu_mul ? t.bn / 2 : t.bn), 64}};
+  p.steps.push_back(std::move(step));
+  return p;
 }
 
 Result<GemmShape> gemm_shape(const Problem& p) {

@@ -42,7 +42,8 @@
 #include "attune_cluster.cuh"     // CLUSTER_DIMS, cluster_sync, cluster_load
 #include "attune_gemm_store.cuh"  // silu, store_pair
 #if ROPE
-#include "attune_rope.cuh"  // kHalf, kHeads, kQk, inv_freq, head_dst
+#define ROPE_EPILOGUE
+#include "attune_rope.cuh"  // kHeads, rope_epilogue_head
 #endif
 
 namespace {
@@ -67,7 +68,6 @@ static_assert(BN % HEAD == 0 && N == kHeads * HEAD, "a block tile holds whole he
 // The parked fp32 tile's row pitch (gemm_tiled_rope_tile_bytes): padded so rows start on other
 // banks.
 constexpr int kTileStride = BN + 4;
-constexpr int kPairsPerLane = (kHalf + 31) / 32;
 #endif
 
 // Element offset of (row, chunk) in a swizzled tile: the chunk index is XORed with the row's
@@ -218,61 +218,14 @@ extern "C" __global__ void __launch_bounds__(kThreads) CLUSTER_DIMS
             make_float2(acc[mi][ni][h * 2], acc[mi][ni][h * 2 + 1]);
       }
   __syncthreads();
-  // Unit u = (row u / kTileHeads, head u % kTileHeads) of the tile, a warp each in turn; lane x
-  // holds pairs x, x + 32, ... of the head (element i with i + kHalf).
+  // Unit u = (row u / kTileHeads, head u % kTileHeads) of the tile, a warp each in turn.
   constexpr int kTileHeads = BN / HEAD;
   for (int u = warp; u < BM * kTileHeads; u += kThreads / 32) {
     const int r = u / kTileHeads, th = u % kTileHeads;
     const int token = m0 + r, hd = n0 / HEAD + th;
     if (token >= M || hd >= kHeads) continue;  // warp-uniform
-    const float* src = tile + r * kTileStride + th * HEAD;
-    float x1[kPairsPerLane], x2[kPairsPerLane];
-#pragma unroll
-    for (int j = 0; j < kPairsPerLane; ++j) {
-      const int i = lane + 32 * j;
-      x1[j] = i < kHalf ? src[i] : 0.f;
-      x2[j] = i < kHalf ? src[kHalf + i] : 0.f;
-    }
-    const int bt = token / seq, s = token - bt * seq, pos = kv - seq + s;
-    T* dst = head_dst(q, k, v, bt, s, pos, hd, seq, kv);
-    if (hd >= kQk) {  // a v head: stored as computed
-#pragma unroll
-      for (int j = 0; j < kPairsPerLane; ++j) {
-        const int i = lane + 32 * j;
-        if (i < kHalf) {
-          dst[i] = static_cast<T>(x1[j]);
-          dst[kHalf + i] = static_cast<T>(x2[j]);
-        }
-      }
-      continue;
-    }
-#if QK_NORM
-    float ss = 0.f;
-#pragma unroll
-    for (int j = 0; j < kPairsPerLane; ++j) ss += x1[j] * x1[j] + x2[j] * x2[j];
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    const float scale = rsqrtf(ss / HEAD + eps);
-    const T* w = hd < Q_HEADS ? q_norm : k_norm;
-#else
-    (void)eps;
-    (void)q_norm;
-    (void)k_norm;
-#endif
-#pragma unroll
-    for (int j = 0; j < kPairsPerLane; ++j) {
-      const int i = lane + 32 * j;
-      if (i >= kHalf) continue;
-      float y1 = x1[j], y2 = x2[j];
-#if QK_NORM
-      y1 *= scale * static_cast<float>(w[i]);
-      y2 *= scale * static_cast<float>(w[kHalf + i]);
-#endif
-      float sn, cs;
-      sincosf(static_cast<float>(pos) * inv_freq(i), &sn, &cs);
-      dst[i] = static_cast<T>(y1 * cs - y2 * sn);
-      dst[kHalf + i] = static_cast<T>(y2 * cs + y1 * sn);
-    }
+    rope_epilogue_head(tile + r * kTileStride + th * HEAD, q, k, v, q_norm, k_norm, token, hd, seq,
+                       kv, eps, lane);
   }
 #else
   // A thread's outputs in units of two adjacent mma tiles (ni = 2 np, 2 np + 1: under SILU_MUL a

@@ -20,6 +20,11 @@
 //                   silu(gate) * up. A tile's BN columns are BN / 2 outputs: the B tile's first
 //                   BN / 2 rows are their gate rows, the next BN / 2 their up rows, so a thread's
 //                   accumulators of column group j and j + BN / 16 are one output's pair
+//   ROPE            1: gemm_rope's kernel, gemm_wgmma_rope (SPLIT 1): C is qkv, never written;
+//                   the consumers park their fp32 tile in the idle ring and each consumer warp
+//                   takes (row, head) units of it: the q/k RMSNorm (QK_NORM), the rotation, the
+//                   store to q or the caches (rope.cu's defines, with attune_rope.cuh). BN is a
+//                   multiple of HEAD, so a tile holds whole heads
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -29,11 +34,18 @@
 #ifndef SILU_MUL
 #define SILU_MUL 0
 #endif
+#ifndef ROPE
+#define ROPE 0
+#endif
 #define KSPLIT SPLIT
 #include "attune_cluster.cuh"  // CLUSTER_DIMS, cluster_sync, cluster_load
 #define WG_T TNAME
 #include "attune_gemm_store.cuh"  // silu, store_pair
 #include "attune_wgmma.cuh"       // desc, mbarriers, TensorMap, tma_load_2d, mma_ss
+#if ROPE
+#define ROPE_EPILOGUE
+#include "attune_rope.cuh"  // kHeads, rope_epilogue_head
+#endif
 
 namespace {
 
@@ -46,7 +58,11 @@ constexpr int kTilesM = (M + BM - 1) / BM, kTilesN = (N + BN - 1) / BN;
 constexpr unsigned kABytes = BM * 128, kStageBytes = (BM + BN) * 128;
 constexpr unsigned kPipeBytes = STAGES * kStageBytes;
 constexpr unsigned kPartialBytes = SPLIT > 1 ? BM* BN * 4 : 0;
-constexpr unsigned kBarOffset = kPipeBytes > kPartialBytes ? kPipeBytes : kPartialBytes;
+// Under ROPE the consumers' fp32 tile, rows padded by 4 floats (gemm_wgmma_shared_bytes).
+constexpr int kTileStride = BN + 4;
+constexpr unsigned kRopeTileBytes = ROPE ? BM * kTileStride * 4 : 0;
+constexpr unsigned kParkBytes = kPartialBytes > kRopeTileBytes ? kPartialBytes : kRopeTileBytes;
+constexpr unsigned kBarOffset = kPipeBytes > kParkBytes ? kPipeBytes : kParkBytes;
 constexpr int kAcc = BN / 2;  // accumulators per consumer thread
 constexpr int kOutN = SILU_MUL ? N / 2 : N;
 static_assert(BM == 64 || BM == 128, "BM is 64 or 128");
@@ -54,12 +70,23 @@ static_assert(BN == 64 || BN == 128 || BN == 256, "BN is 64, 128 or 256");
 static_assert(STAGES >= 2, "at least two stages");
 static_assert(K % 8 == 0, "K must be a multiple of 8");
 static_assert(!SILU_MUL || N % 16 == 0, "the SiLU * mul epilogue needs N % 16 == 0");
+#if ROPE
+static_assert(SPLIT == 1 && !SILU_MUL && !BIAS, "the RoPE epilogue takes no K split, SiLU or bias");
+static_assert(BN % HEAD == 0 && N == kHeads * HEAD, "a block tile holds whole heads of qkv");
+#endif
 
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
+#if ROPE
+    gemm_wgmma_rope(T* __restrict__ q, T* __restrict__ k, T* __restrict__ v,
+                    const __grid_constant__ TensorMap tma_a,
+                    const __grid_constant__ TensorMap tma_b, const T* __restrict__ q_norm,
+                    const T* __restrict__ k_norm, int seq, int kv, float eps) {
+#else
     gemm_wgmma(T* __restrict__ c, const __grid_constant__ TensorMap tma_a,
                const __grid_constant__ TensorMap tma_b, const T* __restrict__ bias) {
+#endif
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // The swizzle is applied to absolute address bits: tiles start on 1024-byte boundaries.
   const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
@@ -148,6 +175,33 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
   wg_wait<0>();
   pin<kAcc>(acc);
 
+#if ROPE
+  // The consumers alone (the producer has returned) meet at named barrier 1: every MMA has read
+  // the ring, whose memory then holds the tile, row-major with a padded pitch; again once it is
+  // whole. Accumulators 4 j + 2 h + e are column 8 j + 2 (lane % 4) + e of row
+  // cw * 64 + 16 warp + lane / 4 + 8 h.
+  asm volatile("bar.sync 1, %0;\n" ::"n"(128 * kConsumers));
+  float* tile = reinterpret_cast<float*>(smem_raw + (base - raw));
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = cw * 64 + warp * 16 + lane / 4 + h * 8;
+      *reinterpret_cast<float2*>(tile + r * kTileStride + 8 * j + 2 * (lane % 4)) =
+          make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+    }
+  asm volatile("bar.sync 1, %0;\n" ::"n"(128 * kConsumers));
+  // Unit u = (row u / kTileHeads, head u % kTileHeads) of the tile, a consumer warp each in turn.
+  constexpr int kTileHeads = BN / HEAD;
+  for (int u = cw * 4 + warp; u < BM * kTileHeads; u += 4 * kConsumers) {
+    const int r = u / kTileHeads, th = u % kTileHeads;
+    const int token = m0 + r, hd = n0 / HEAD + th;
+    if (token >= M || hd >= kHeads) continue;  // warp-uniform
+    rope_epilogue_head(tile + r * kTileStride + th * HEAD, q, k, v, q_norm, k_norm, token, hd, seq,
+                       kv, eps, lane);
+  }
+#else
+
   // A consumer thread's outputs: warp w of consumer cw holds rows cw * 64 + 16 w + lane / 4 and
   // eight below; accumulators 4 j + 2 h + e are column 8 j + 2 (lane % 4) + e of row half h. A
   // unit u is 16 outputs' columns: groups 2u and 2u + 1, or under SILU_MUL gate group u and its
@@ -207,4 +261,5 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
   }
   cluster_sync();
 #endif
+#endif  // ROPE
 }

@@ -25,28 +25,34 @@ Status check_gemm_rope(const Problem& p) {
   return Status::success();
 }
 
-// The kernel fork first: the tiled kernel's knobs (as gemm's tiled kernel names them; no K split,
-// which would leave each block a part of a head's sums) are free only under it, so the split
-// baseline is one config.
+// The kernel fork first: each kernel's knobs (as gemm's tiled and wgmma kernels name them; no K
+// split, which would leave each block a part of a head's sums) are free only under it, so the
+// split baseline is one config.
 Result<Space> gemm_rope_space(const Problem& p) {
   const std::int64_t head = *p.int_attr("head"), m = *p.int_attr("batch") * *p.int_attr("seq");
   auto tiled = [](const Assignment& a) { return a["kernel"].as_word() == "tiled"; };
-  auto fixed_unless_tiled = [](const char* name, std::int64_t fixed) {
-    return Constraint{fmt::format("{} is fixed unless kernel=tiled", name),
+  auto wgmma = [](const Assignment& a) { return a["kernel"].as_word() == "wgmma"; };
+  auto only = [](const char* kernel, const char* name, std::int64_t fixed) {
+    return Constraint{fmt::format("{} is fixed unless kernel={}", name, kernel),
                       {"kernel", name},
-                      [name, fixed](const Assignment& a) {
-                        return a["kernel"].as_word() == "tiled" || a.i(name) == fixed;
+                      [kernel, name, fixed](const Assignment& a) {
+                        return a["kernel"].as_word() == kernel || a.i(name) == fixed;
                       }};
+  };
+  auto fixed_unless_tiled = [only](const char* name, std::int64_t fixed) {
+    return only("tiled", name, fixed);
   };
   auto in_place = [](const char* name, std::vector<Value> options) {
     return Knob{name, std::move(options), 0, KnobKind::kInPlace};
   };
   const auto smem_limit = static_cast<std::int64_t>(kMaxBlockSharedBytes);
   return Space::make(
-      {Knob{"kernel", {"split", "tiled"}, 0, KnobKind::kStructural},
+      {Knob{"kernel", {"split", "tiled", "wgmma"}, 0, KnobKind::kStructural},
        in_place("tl_bm", {128, 64, 32, 16, 256}), in_place("tl_bn", {128, 64, 256}),
        in_place("tl_bk", {32, 64}), in_place("tl_wm", {2, 1, 4}), in_place("tl_wn", {2, 1, 4}),
-       in_place("tl_stages", {3, 2, 4, 5}), in_place("tl_group", {8, 1, 4, 16})},
+       in_place("tl_stages", {3, 2, 4, 5}), in_place("tl_group", {8, 1, 4, 16}),
+       in_place("wg_bm", {128, 64}), in_place("wg_bn", {128, 64, 256}),
+       in_place("wg_stages", {4, 3, 5, 6, 8})},
       {fixed_unless_tiled("tl_bm", 128),
        fixed_unless_tiled("tl_bn", 128),
        fixed_unless_tiled("tl_bk", 32),
@@ -83,6 +89,23 @@ Result<Space> gemm_rope_space(const Problem& p) {
                  std::max(gemm_tiled_ring_bytes(a.i("tl_bm"), a.i("tl_bn"), a.i("tl_bk"),
                                                 a.i("tl_stages")),
                           gemm_tiled_rope_tile_bytes(a.i("tl_bm"), a.i("tl_bn"))) <= smem_limit;
+        }},
+       only("wgmma", "wg_bm", 128),
+       only("wgmma", "wg_bn", 128),
+       only("wgmma", "wg_stages", 4),
+       {"kernel=wgmma: a block tile holds whole heads (wg_bn a multiple of head)",
+        {"kernel", "wg_bn"},
+        [wgmma, head](const Assignment& a) { return !wgmma(a) || a.i("wg_bn") % head == 0; }},
+       {"kernel=wgmma: two consumer warpgroups (wg_bm 128) only where the tokens exceed one's 64 "
+        "rows",
+        {"kernel", "wg_bm"},
+        [wgmma, m](const Assignment& a) { return !wgmma(a) || a.i("wg_bm") == 64 || m > 64; }},
+       {"kernel=wgmma: the ring, and the fp32 tile the epilogue rotates in the same memory, fit a "
+        "block's 227 KiB",
+        {"kernel", "wg_bm", "wg_bn", "wg_stages"},
+        [wgmma](const Assignment& a) {
+          return !wgmma(a) || gemm_wgmma_shared_bytes(a.i("wg_bm"), a.i("wg_bn"), a.i("wg_stages"),
+                                                      1, true) <= kMaxBlockSharedBytes;
         }}});
 }
 
@@ -107,7 +130,7 @@ const OpSignature& gemm_rope_op() {
       .max_size = 1 << 24,
       .baseline_config =
           "kernel=split,tl_bm=128,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,"
-          "tl_group=8",
+          "tl_group=8,wg_bm=128,wg_bn=128,wg_stages=4",
       // Qwen3-Embedding-0.6B's prefill of 8 x 512 tokens.
       .example_shape = "8x512x512x16x8x128x1000000x1024",
       .runtime_key = 6,

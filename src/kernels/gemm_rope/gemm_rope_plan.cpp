@@ -1,6 +1,6 @@
 // gemm_rope's kernel plans: the split baseline (cuBLASLt's matmul into the workspace, then rope's
-// fused kernel reading it) and the tiled GEMM with the RoPE epilogue (gemm_tiled.cu, -DROPE=1:
-// one launch, qkv never written).
+// fused kernel reading it), and the tiled (mma.sync) and wgmma GEMMs with the RoPE epilogue
+// (gemm_tiled.cu, gemm_wgmma.cu with -DROPE=1: one launch, qkv never written).
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -67,6 +67,19 @@ Result<Plan> plan_split(const GemmRopeShape& s) {
   return Plan{std::move(p)};
 }
 
+// A GEMM's one-launch plan made gemm_rope's: the RoPE epilogue compiled in (-DROPE=1, rope's
+// defines and header), its kernel `kernel` taking `args`.
+void add_rope_epilogue(KernelPlan& p, const GemmRopeShape& s, const char* kernel,
+                       std::vector<std::string> args) {
+  p.build.options.push_back("-DROPE=1");
+  const std::vector<std::string> rope = rope_defines(s.rope);
+  p.build.options.insert(p.build.options.end(), rope.begin(), rope.end());
+  p.build.headers.push_back({"attune_rope.cuh", kRopeHeader});
+  p.build.name_expressions = {kernel};
+  p.steps.front().kernel = kernel;
+  p.steps.front().args = std::move(args);
+}
+
 Result<Plan> plan_tiled_rope(const GemmRopeShape& s, const Config& c) {
   TiledTile t;
   ATTUNE_ASSIGN(t.bm, knob(c, "tl_bm"));
@@ -86,15 +99,31 @@ Result<Plan> plan_tiled_rope(const GemmRopeShape& s, const Config& c) {
         c.text(), s.rope.head, kMaxBlockSharedBytes, smem));
   GemmShape g{s.m(), s.n(), s.hidden, s.rope.bf16, false, false};
   KernelPlan p = gemm_tiled_plan(g, t);
-  p.build.options.push_back("-DROPE=1");
-  const std::vector<std::string> rope = rope_defines(s.rope);
-  p.build.options.insert(p.build.options.end(), rope.begin(), rope.end());
-  p.build.headers.push_back({"attune_rope.cuh", kRopeHeader});
-  p.build.name_expressions = {"gemm_tiled_rope"};
-  LaunchStep& step = p.steps.front();
-  step.kernel = "gemm_tiled_rope";
-  step.shared_bytes = static_cast<unsigned>(smem);
-  step.args = {"q", "k", "v", "a", "b", "q_norm", "k_norm", "seq", "kv", "eps"};
+  add_rope_epilogue(p, s, "gemm_tiled_rope",
+                    {"q", "k", "v", "a", "b", "q_norm", "k_norm", "seq", "kv", "eps"});
+  p.steps.front().shared_bytes = static_cast<unsigned>(smem);
+  return Plan{std::move(p)};
+}
+
+Result<Plan> plan_wgmma_rope(const GemmRopeShape& s, const Config& c) {
+  WgmmaTile t;
+  ATTUNE_ASSIGN(t.bm, knob(c, "wg_bm"));
+  ATTUNE_ASSIGN(t.bn, knob(c, "wg_bn"));
+  ATTUNE_ASSIGN(t.stages, knob(c, "wg_stages"));
+  t.split = 1;
+  const std::size_t smem = gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, 1, true);
+  if ((t.bm != 64 && t.bm != 128) || (t.bn != 64 && t.bn != 128 && t.bn != 256) || t.stages < 2 ||
+      t.bn % s.rope.head != 0 || smem > kMaxBlockSharedBytes)
+    return Error::invalid_argument(fmt::format(
+        "gemm_rope config '{}': kernel=wgmma takes wg_bm 64 or 128, wg_bn 64, 128 or 256 and a "
+        "multiple of head ({}), wg_stages >= 2, and at most {} bytes of shared memory ({})",
+        c.text(), s.rope.head, kMaxBlockSharedBytes, smem));
+  GemmShape g{s.m(), s.n(), s.hidden, s.rope.bf16, false, false};
+  KernelPlan p = gemm_wgmma_plan(g, t);
+  add_rope_epilogue(
+      p, s, "gemm_wgmma_rope",
+      {"q", "k", "v", "tensor_map0", "tensor_map1", "q_norm", "k_norm", "seq", "kv", "eps"});
+  p.steps.front().shared_bytes = static_cast<unsigned>(smem);
   return Plan{std::move(p)};
 }
 
@@ -118,6 +147,7 @@ Result<Plan> plan_gemm_rope(const Problem& problem, const Config& config) {
   const std::string k = kernel->as_word();
   if (k == "split") return plan_split(s);
   if (k == "tiled") return plan_tiled_rope(s, config);
+  if (k == "wgmma") return plan_wgmma_rope(s, config);
   return Error::invalid_argument(
       fmt::format("gemm_rope config '{}': unknown kernel '{}'", config.text(), k));
 }

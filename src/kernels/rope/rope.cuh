@@ -1,6 +1,7 @@
-// RoPE's shared device code (NVRTC header "attune_rope.cuh", included by rope.cu and by
-// gemm_tiled.cu under ROPE): the frequencies and where each head of a token goes. Defines as
-// rope.cu's: T, HEAD, Q_HEADS, KV_HEADS, LOG2_THETA, and LLAMA3_SCALING with its four values.
+// RoPE's shared device code (NVRTC header "attune_rope.cuh", included by rope.cu and, with
+// ROPE_EPILOGUE defined, by the GEMMs under ROPE): the frequencies, where each head of a token
+// goes, and a GEMM's epilogue of one head. Defines as rope.cu's: T, HEAD, Q_HEADS, KV_HEADS,
+// LOG2_THETA, and LLAMA3_SCALING with its four values.
 #pragma once
 
 #ifndef QK_NORM
@@ -42,5 +43,65 @@ __device__ __forceinline__ T* head_dst(T* q, T* k, T* v, int b, int s, int pos, 
   const int kv_head = h < kQk ? h - Q_HEADS : h - kQk;
   return cache + ((static_cast<size_t>(b) * KV_HEADS + kv_head) * kv + pos) * HEAD;
 }
+
+#ifdef ROPE_EPILOGUE
+// A GEMM's RoPE epilogue (gemm_rope's kernels, -DROPE=1): one warp takes head hd of qkv row
+// `token` from src, the fp32 accumulators of the head's HEAD columns in shared memory, and writes
+// it out: a v head as it is, a q or k head RMS-normalized with its weight first (QK_NORM), then
+// rotated. Lane x holds pairs x, x + 32, ... (element i with i + HEAD / 2). All 32 lanes call it
+// (the norm's shuffles).
+__device__ __forceinline__ void rope_epilogue_head(const float* src, T* q, T* k, T* v,
+                                                   const T* q_norm, const T* k_norm, int token,
+                                                   int hd, int seq, int kv, float eps, int lane) {
+  constexpr int kPairsPerLane = (kHalf + 31) / 32;
+  float x1[kPairsPerLane], x2[kPairsPerLane];
+#pragma unroll
+  for (int j = 0; j < kPairsPerLane; ++j) {
+    const int i = lane + 32 * j;
+    x1[j] = i < kHalf ? src[i] : 0.f;
+    x2[j] = i < kHalf ? src[kHalf + i] : 0.f;
+  }
+  const int b = token / seq, s = token - b * seq, pos = kv - seq + s;
+  T* dst = head_dst(q, k, v, b, s, pos, hd, seq, kv);
+  if (hd >= kQk) {  // a v head: stored as computed
+#pragma unroll
+    for (int j = 0; j < kPairsPerLane; ++j) {
+      const int i = lane + 32 * j;
+      if (i < kHalf) {
+        dst[i] = static_cast<T>(x1[j]);
+        dst[kHalf + i] = static_cast<T>(x2[j]);
+      }
+    }
+    return;
+  }
+#if QK_NORM
+  float ss = 0.f;
+#pragma unroll
+  for (int j = 0; j < kPairsPerLane; ++j) ss += x1[j] * x1[j] + x2[j] * x2[j];
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  const float scale = rsqrtf(ss / HEAD + eps);
+  const T* w = hd < Q_HEADS ? q_norm : k_norm;
+#else
+  (void)eps;
+  (void)q_norm;
+  (void)k_norm;
+#endif
+#pragma unroll
+  for (int j = 0; j < kPairsPerLane; ++j) {
+    const int i = lane + 32 * j;
+    if (i >= kHalf) continue;
+    float y1 = x1[j], y2 = x2[j];
+#if QK_NORM
+    y1 *= scale * static_cast<float>(w[i]);
+    y2 *= scale * static_cast<float>(w[kHalf + i]);
+#endif
+    float sn, cs;
+    sincosf(static_cast<float>(pos) * inv_freq(i), &sn, &cs);
+    dst[i] = static_cast<T>(y1 * cs - y2 * sn);
+    dst[kHalf + i] = static_cast<T>(y2 * cs + y1 * sn);
+  }
+}
+#endif
 
 }  // namespace
