@@ -949,12 +949,14 @@ rt::Dispatch run_gemm_rope(rt::Runtime& runtime, const GemmRope& g, std::mt19937
 }
 
 // The QKV projection with RoPE in its epilogue through the runtime: a tiled row (one launch of
-// gemm_tiled_rope) on a prefill with the q/k norm, the split baseline (cuBLASLt's matmul, then
+// gemm_tiled_rope) on a prefill with the q/k norm, a wgmma row (gemm_wgmma_rope, two consumer
+// warpgroups, a partial last tile of tokens) without it, the split baseline (cuBLASLt's matmul, then
 // the RoPE kernel) on misses (a decode step with Llama 3.1's scaling in fp16, a head of 64), each
 // against the unfused gemm() then rope(); the timing hook runs the row; bad calls are refused.
 TEST_F(RuntimeGpu, GemmRopeRowAndBaselineMatchTheGemmThenRope) {
   constexpr const char* kTiled =
       "kernel=tiled,tl_bm=64,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_group=8";
+  constexpr const char* kWgmma = "kernel=wgmma,wg_bm=128,wg_bn=128,wg_stages=4";
   table::Table t;
   t.attune_version = "gpu-test";
   t.device = device_;
@@ -963,6 +965,9 @@ TEST_F(RuntimeGpu, GemmRopeRowAndBaselineMatchTheGemmThenRope) {
       row("gemm_rope:batch=3,dtype=bf16,head=128,hidden=1032,kv=100,kv_heads=2,"
           "q_heads=8,qk_norm=1,seq=77,theta=1000000",
           kTiled));
+  gr.rows.push_back(row("gemm_rope:batch=1,dtype=bf16,head=128,hidden=1032,kv=130,kv_heads=2,"
+                        "q_heads=8,qk_norm=0,seq=130,theta=500000",
+                        kWgmma));
   t.ops.push_back(gr);
   const std::string path = write_table(t, "gemm-rope.json");
   std::unique_ptr<rt::Runtime> runtime;
@@ -975,6 +980,11 @@ TEST_F(RuntimeGpu, GemmRopeRowAndBaselineMatchTheGemmThenRope) {
   EXPECT_TRUE(hit.tuned) << hit.why;
   EXPECT_EQ(hit.config, kTiled);
   EXPECT_EQ(hit.kernels, std::vector<std::string>{"gemm_tiled_rope"});
+  rt::Dispatch wgmma =
+      run_gemm_rope(*runtime, {{1, 130, 130, 8, 2, 128, 500000, true, false}, 1032}, rng);
+  EXPECT_TRUE(wgmma.tuned) << wgmma.why;
+  EXPECT_EQ(wgmma.config, kWgmma);
+  EXPECT_EQ(wgmma.kernels, std::vector<std::string>{"gemm_wgmma_rope"});
   for (const GemmRope& miss : {GemmRope{{5, 1, 1001, 8, 2, 64, 500000, false, false, true}, 520},
                                GemmRope{{2, 33, 33, 4, 4, 128, 10000, true, false}, 264}}) {
     rt::Dispatch d = run_gemm_rope(*runtime, miss, rng);
