@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""bench/layer_ops: tuned rope and silu_mul (issue 17) against their baselines and the memory floor.
+"""bench/layer_ops: tuned rope, silu_mul and gemm_rope (issue 17) against their baselines and the
+memory floor.
 
 Tunes each shape with attune (grid over the whole space; the best re-measured in the deploy
 regime), then prints per shape: the baseline's and the tuned deploy-regime time, the bytes each
 must move once (inputs read, outputs written), the floor those bytes take at the device's measured
 copy bandwidth, and the tuned time's distance to it. Shapes: Qwen3-Embedding-0.6B (hidden 1024,
 16 query heads, 8 KV heads, head 128, intermediate 3072, theta 1e6, q/k norm), a prefill of
-8 x 512 tokens and a batch-8 decode step at KV 2048.
+8 x 512 tokens and a batch-8 decode step at KV 2048; gemm_rope (the QKV GEMM with the q/k norm and
+RoPE in its epilogue; its baseline is cuBLASLt's matmul, then a RoPE kernel) at prefills of 1 x 128
+and 8 x 512 tokens.
 Usage: bench/layer_ops.py ATTUNE_BINARY COPY_BANDWIDTH_BINARY OUT_DIR [TIME_LIMIT_S]
 (TIME_LIMIT_S: attune tune --time-limit per shape, default 60; the grid stops there, best so far.)
 """
@@ -23,6 +26,12 @@ SHAPES = [  # (label, problem, bytes moved once)
     ("silu_mul prefill 4096 rows", f"silu_mul:rows=4096,inter={INTER}", 4096 * INTER * 2 * 3),
     ("silu_mul decode 8 rows", f"silu_mul:rows=8,inter={INTER}", 8 * INTER * 2 * 3),
 ]
+HIDDEN, QKV_N = 1024, (QH + 2 * KVH) * HEAD
+for batch, seq in ((1, 128), (8, 512)):  # x and W read once, q, k and v written once
+    SHAPES.append((f"gemm_rope prefill {batch}x{seq}",
+                   f"gemm_rope:batch={batch},seq={seq},kv={seq},q_heads={QH},kv_heads={KVH},"
+                   f"head={HEAD},theta=1000000,hidden={HIDDEN},qk_norm=1",
+                   (batch * seq * HIDDEN + QKV_N * HIDDEN + batch * seq * QKV_N) * 2))
 copy = json.loads(subprocess.run([copy_bw, "1024"], check=True, capture_output=True, text=True).stdout)
 gbps_copy = copy["median_gbps"]
 rows = []
