@@ -110,6 +110,8 @@ Result<GemmShape> gemm_shape(const Problem& problem);
 struct TiledTile {
   std::int64_t bm = 128, bn = 128, bk = 32, wm = 2, wn = 2, stages = 3, split = 1, group = 8;
 };
+// A config's tl_* knobs (tl_split 1 where it has none, as gemm_rope's configs).
+Result<TiledTile> tiled_tile(const Config& c);
 KernelPlan gemm_tiled_plan(const GemmShape& s, const TiledTile& t);
 
 // The wgmma GEMM's block tile, ring depth and K split (gemm's wg_* knobs), and its plan
@@ -117,6 +119,8 @@ KernelPlan gemm_tiled_plan(const GemmShape& s, const TiledTile& t);
 struct WgmmaTile {
   std::int64_t bm = 128, bn = 128, stages = 4, split = 1;
 };
+// A config's wg_* knobs (wg_split 1 where it has none, as gemm_rope's configs).
+Result<WgmmaTile> wgmma_tile(const Config& c);
 KernelPlan gemm_wgmma_plan(const GemmShape& s, const WgmmaTile& t);
 
 struct RmsnormShape {

@@ -118,24 +118,12 @@ Result<KernelPlan> plan_skinny_tc(const GemmShape& s, const Config& c) {
 }
 
 Result<KernelPlan> plan_tiled(const GemmShape& s, const Config& c) {
-  TiledTile t;
-  ATTUNE_ASSIGN(t.bm, knob(c, "tl_bm"));
-  ATTUNE_ASSIGN(t.bn, knob(c, "tl_bn"));
-  ATTUNE_ASSIGN(t.bk, knob(c, "tl_bk"));
-  ATTUNE_ASSIGN(t.wm, knob(c, "tl_wm"));
-  ATTUNE_ASSIGN(t.wn, knob(c, "tl_wn"));
-  ATTUNE_ASSIGN(t.stages, knob(c, "tl_stages"));
-  ATTUNE_ASSIGN(t.split, knob(c, "tl_split"));
-  ATTUNE_ASSIGN(t.group, knob(c, "tl_group"));
+  ATTUNE_ASSIGN(TiledTile t, tiled_tile(c));
   return gemm_tiled_plan(s, t);
 }
 
 Result<KernelPlan> plan_wgmma(const GemmShape& s, const Config& c) {
-  WgmmaTile t;
-  ATTUNE_ASSIGN(t.bm, knob(c, "wg_bm"));
-  ATTUNE_ASSIGN(t.bn, knob(c, "wg_bn"));
-  ATTUNE_ASSIGN(t.stages, knob(c, "wg_stages"));
-  ATTUNE_ASSIGN(t.split, knob(c, "wg_split"));
+  ATTUNE_ASSIGN(WgmmaTile t, wgmma_tile(c));
   if ((t.bm != 64 && t.bm != 128) || (t.bn != 64 && t.bn != 128 && t.bn != 256) || t.stages < 2 ||
       (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8))
     return Error::invalid_argument(fmt::format(
@@ -151,6 +139,28 @@ Result<KernelPlan> plan_wgmma(const GemmShape& s, const Config& c) {
 }
 
 }  // namespace
+
+Result<TiledTile> tiled_tile(const Config& c) {
+  TiledTile t;
+  ATTUNE_ASSIGN(t.bm, knob(c, "tl_bm"));
+  ATTUNE_ASSIGN(t.bn, knob(c, "tl_bn"));
+  ATTUNE_ASSIGN(t.bk, knob(c, "tl_bk"));
+  ATTUNE_ASSIGN(t.wm, knob(c, "tl_wm"));
+  ATTUNE_ASSIGN(t.wn, knob(c, "tl_wn"));
+  ATTUNE_ASSIGN(t.stages, knob(c, "tl_stages"));
+  ATTUNE_ASSIGN(t.group, knob(c, "tl_group"));
+  t.split = knob_or(c, "tl_split", 1);
+  return t;
+}
+
+Result<WgmmaTile> wgmma_tile(const Config& c) {
+  WgmmaTile t;
+  ATTUNE_ASSIGN(t.bm, knob(c, "wg_bm"));
+  ATTUNE_ASSIGN(t.bn, knob(c, "wg_bn"));
+  ATTUNE_ASSIGN(t.stages, knob(c, "wg_stages"));
+  t.split = knob_or(c, "wg_split", 1);
+  return t;
+}
 
 KernelPlan gemm_tiled_plan(const GemmShape& s, const TiledTile& t) {
   KernelPlan p;

@@ -43,7 +43,7 @@
 #include "attune_gemm_store.cuh"  // silu, store_pair
 #if ROPE
 #define ROPE_EPILOGUE
-#include "attune_rope.cuh"  // kHeads, rope_epilogue_head
+#include "attune_rope.cuh"  // kHeads, rope_epilogue_tile
 #endif
 
 namespace {
@@ -218,15 +218,8 @@ extern "C" __global__ void __launch_bounds__(kThreads) CLUSTER_DIMS
             make_float2(acc[mi][ni][h * 2], acc[mi][ni][h * 2 + 1]);
       }
   __syncthreads();
-  // Unit u = (row u / kTileHeads, head u % kTileHeads) of the tile, a warp each in turn.
-  constexpr int kTileHeads = BN / HEAD;
-  for (int u = warp; u < BM * kTileHeads; u += kThreads / 32) {
-    const int r = u / kTileHeads, th = u % kTileHeads;
-    const int token = m0 + r, hd = n0 / HEAD + th;
-    if (token >= M || hd >= kHeads) continue;  // warp-uniform
-    rope_epilogue_head(tile + r * kTileStride + th * HEAD, q, k, v, q_norm, k_norm, token, hd, seq,
-                       kv, eps, lane);
-  }
+  rope_epilogue_tile<BM, BN, kTileStride, M>(tile, m0, n0, warp, kThreads / 32, q, k, v, q_norm,
+                                             k_norm, seq, kv, eps, lane);
 #else
   // A thread's outputs in units of two adjacent mma tiles (ni = 2 np, 2 np + 1: under SILU_MUL a
   // gate tile and its up tile). Accumulator fragment: d0, d1 at (row lane/4, columns

@@ -44,7 +44,7 @@
 #include "attune_wgmma.cuh"       // desc, mbarriers, TensorMap, tma_load_2d, mma_ss
 #if ROPE
 #define ROPE_EPILOGUE
-#include "attune_rope.cuh"  // kHeads, rope_epilogue_head
+#include "attune_rope.cuh"  // kHeads, rope_epilogue_tile
 #endif
 
 namespace {
@@ -191,15 +191,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
           make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
     }
   asm volatile("bar.sync 1, %0;\n" ::"n"(128 * kConsumers));
-  // Unit u = (row u / kTileHeads, head u % kTileHeads) of the tile, a consumer warp each in turn.
-  constexpr int kTileHeads = BN / HEAD;
-  for (int u = cw * 4 + warp; u < BM * kTileHeads; u += 4 * kConsumers) {
-    const int r = u / kTileHeads, th = u % kTileHeads;
-    const int token = m0 + r, hd = n0 / HEAD + th;
-    if (token >= M || hd >= kHeads) continue;  // warp-uniform
-    rope_epilogue_head(tile + r * kTileStride + th * HEAD, q, k, v, q_norm, k_norm, token, hd, seq,
-                       kv, eps, lane);
-  }
+  // The consumer warps take the tile's (row, head) units in turn.
+  rope_epilogue_tile<BM, BN, kTileStride, M>(tile, m0, n0, cw * 4 + warp, 4 * kConsumers, q, k, v,
+                                             q_norm, k_norm, seq, kv, eps, lane);
 #else
 
   // A consumer thread's outputs: warp w of consumer cw holds rows cw * 64 + 16 w + lane / 4 and

@@ -3,6 +3,7 @@
 #include <cublasLt.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -21,8 +22,9 @@ using namespace attune::cuda;
 
 struct Data {
   std::string key;
-  DeviceBuffer x, w, q_norm, k_norm, q, k, v, ref_q, ref_k, ref_v, workspace;
+  DeviceBuffer x, w, workspace;
   GemmReference product;
+  RopeOutputs outputs;
 };
 
 class GemmRopeFamily final : public CudaFamily {
@@ -77,12 +79,6 @@ class GemmRopeFamily final : public CudaFamily {
   }
 
  private:
-  static std::size_t q_elems(const RopeShape& s) {
-    return static_cast<std::size_t>(s.tokens() * s.q_heads * s.head);
-  }
-  static std::size_t cache_elems(const RopeShape& s) {
-    return static_cast<std::size_t>(s.batch * s.kv_heads * s.kv * s.head);
-  }
   static GemmShape projection(const GemmRopeShape& s) {
     return GemmShape{s.m(), s.n(), s.hidden, s.rope.bf16, false, false};
   }
@@ -91,17 +87,9 @@ class GemmRopeFamily final : public CudaFamily {
     if (data_.key == problem.structural_key()) return Status::success();
     data_ = Data{};
     if (!lt_) ATTUNE_CUBLASLT(cublasLtCreate(&lt_));
-    const RopeShape& r = s.rope;
     ATTUNE_ASSIGN(data_.x, DeviceBuffer::alloc(static_cast<std::size_t>(s.m() * s.hidden) * 2));
     ATTUNE_ASSIGN(data_.w, DeviceBuffer::alloc(static_cast<std::size_t>(s.n() * s.hidden) * 2));
-    ATTUNE_ASSIGN(data_.q_norm, DeviceBuffer::alloc(static_cast<std::size_t>(r.head) * 2));
-    ATTUNE_ASSIGN(data_.k_norm, DeviceBuffer::alloc(static_cast<std::size_t>(r.head) * 2));
-    ATTUNE_ASSIGN(data_.q, DeviceBuffer::alloc((q_elems(r) + kGuardElements) * 2));
-    ATTUNE_ASSIGN(data_.k, DeviceBuffer::alloc((cache_elems(r) + kGuardElements) * 2));
-    ATTUNE_ASSIGN(data_.v, DeviceBuffer::alloc((cache_elems(r) + kGuardElements) * 2));
-    ATTUNE_ASSIGN(data_.ref_q, DeviceBuffer::alloc(q_elems(r) * 8));
-    ATTUNE_ASSIGN(data_.ref_k, DeviceBuffer::alloc(cache_elems(r) * 8));
-    ATTUNE_ASSIGN(data_.ref_v, DeviceBuffer::alloc(cache_elems(r) * 8));
+    ATTUNE_TRY(data_.outputs.alloc(s.rope));
     ATTUNE_TRY(data_.product.prepare(lt_, projection(s), gemm_rope_op().name));
     data_.key = problem.structural_key();
     return Status::success();
@@ -123,15 +111,7 @@ class GemmRopeFamily final : public CudaFamily {
     PlanArgs args;
     args.a = data_.x.ptr();
     args.b = data_.w.ptr();
-    args.q_norm = data_.q_norm.ptr();
-    args.k_norm = data_.k_norm.ptr();
-    args.q = data_.q.ptr();
-    args.k = data_.k.ptr();
-    args.v = data_.v.ptr();
-    args.rows = static_cast<int>(r.tokens());
-    args.seq = static_cast<int>(r.seq);
-    args.kv = static_cast<int>(r.kv);
-    args.eps = static_cast<float>(kRopeNormEps);
+    data_.outputs.bind(r, args);
     PreparedPlan prepared;
     ATTUNE_ASSIGN(auto unready, prepare_plan(env, lt_, plan, &prepared));
     if (unready) return *unready;
@@ -147,21 +127,9 @@ class GemmRopeFamily final : public CudaFamily {
     ATTUNE_TRY(gate_.fill_random(env, args.a, static_cast<std::size_t>(s.m() * s.hidden), fmt));
     ATTUNE_TRY(gate_.fill_random(env, args.b, static_cast<std::size_t>(s.n() * s.hidden), fmt,
                                  -w_scale, w_scale));
-    ATTUNE_TRY(
-        gate_.fill_random(env, args.q_norm, static_cast<std::size_t>(r.head), fmt, 0.5f, 1.5f));
-    ATTUNE_TRY(
-        gate_.fill_random(env, args.k_norm, static_cast<std::size_t>(r.head), fmt, 0.5f, 1.5f));
-    ATTUNE_TRY(data_.q.fill16(kPoison16, env.stream()));
-    for (DeviceBuffer* cache : {&data_.k, &data_.v}) {
-      ATTUNE_TRY(cache->fill16(kPoison16, env.stream()));
-      ATTUNE_TRY(gate_.fill_random(env, cache->ptr(), cache_elems(r), fmt));
-    }
+    ATTUNE_TRY(data_.outputs.fill(env, gate_, r));
     ATTUNE_TRY(data_.product.run(env, projection(s), args.a, args.b, 0));
-    ATTUNE_TRY(
-        rope_reference(env, r,
-                       {data_.ref_q.ptr(), data_.ref_k.ptr(), data_.ref_v.ptr(), data_.k.ptr(),
-                        data_.v.ptr(), data_.product.ref(), data_.q_norm.ptr(), data_.k_norm.ptr()},
-                       true));
+    ATTUNE_TRY(data_.outputs.reference(env, r, data_.product.ref(), true));
     ATTUNE_ASSIGN(auto refused, launch_and_wait(env, launch, "gemm_rope"));
     if (refused) return *refused;
 
@@ -170,22 +138,8 @@ class GemmRopeFamily final : public CudaFamily {
     // unfused layer does); a wrong head, position or pairing is off by O(1).
     Tolerance tol = tolerance_for(r.bf16 ? "bf16" : "fp16", s.hidden);
     tol.rtol *= 1.5;
-    Outcome o;
-    bool first = true;
-    for (auto [what, out, ref, n] :
-         {std::tuple{"q", args.q, data_.ref_q.ptr(), q_elems(r)},
-          std::tuple{"k cache", args.k, data_.ref_k.ptr(), cache_elems(r)},
-          std::tuple{"v cache", args.v, data_.ref_v.ptr(), cache_elems(r)}}) {
-      ATTUNE_ASSIGN(Comparison cmp, gate_.check_output(env, out, ref, n, fmt, tol));
-      if (cmp.verdict != Verdict::kOk) cmp.message = std::string(what) + ": " + cmp.message;
-      if (first || cmp.verdict != Verdict::kOk || cmp.check.value > o.check->value) {
-        o.verdict = cmp.verdict;
-        o.check = cmp.check;
-        o.message = cmp.message;
-      }
-      first = false;
-      if (o.verdict != Verdict::kOk) return o;
-    }
+    ATTUNE_ASSIGN(Outcome o, data_.outputs.check(env, gate_, r, tol));
+    if (o.verdict != Verdict::kOk) return o;
     ATTUNE_ASSIGN(Measurement m, env.time(launch, regime));
     o.measurement = m;
     return o;

@@ -81,14 +81,7 @@ void add_rope_epilogue(KernelPlan& p, const GemmRopeShape& s, const char* kernel
 }
 
 Result<Plan> plan_tiled_rope(const GemmRopeShape& s, const Config& c) {
-  TiledTile t;
-  ATTUNE_ASSIGN(t.bm, knob(c, "tl_bm"));
-  ATTUNE_ASSIGN(t.bn, knob(c, "tl_bn"));
-  ATTUNE_ASSIGN(t.bk, knob(c, "tl_bk"));
-  ATTUNE_ASSIGN(t.wm, knob(c, "tl_wm"));
-  ATTUNE_ASSIGN(t.wn, knob(c, "tl_wn"));
-  ATTUNE_ASSIGN(t.stages, knob(c, "tl_stages"));
-  ATTUNE_ASSIGN(t.group, knob(c, "tl_group"));
+  ATTUNE_ASSIGN(TiledTile t, tiled_tile(c));
   t.split = 1;
   const std::int64_t smem = std::max(gemm_tiled_ring_bytes(t.bm, t.bn, t.bk, t.stages),
                                      gemm_tiled_rope_tile_bytes(t.bm, t.bn));
@@ -106,10 +99,7 @@ Result<Plan> plan_tiled_rope(const GemmRopeShape& s, const Config& c) {
 }
 
 Result<Plan> plan_wgmma_rope(const GemmRopeShape& s, const Config& c) {
-  WgmmaTile t;
-  ATTUNE_ASSIGN(t.bm, knob(c, "wg_bm"));
-  ATTUNE_ASSIGN(t.bn, knob(c, "wg_bn"));
-  ATTUNE_ASSIGN(t.stages, knob(c, "wg_stages"));
+  ATTUNE_ASSIGN(WgmmaTile t, wgmma_tile(c));
   t.split = 1;
   const std::size_t smem = gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, 1, true);
   if ((t.bm != 64 && t.bm != 128) || (t.bn != 64 && t.bn != 128 && t.bn != 256) || t.stages < 2 ||

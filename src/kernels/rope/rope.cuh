@@ -102,6 +102,25 @@ __device__ __forceinline__ void rope_epilogue_head(const float* src, T* q, T* k,
     dst[kHalf + i] = static_cast<T>(y2 * cs + y1 * sn);
   }
 }
+
+// The epilogue of a GEMM's TileM x TileN tile of qkv parked in shared memory (row pitch Stride
+// floats, tile origin (m0, n0), TileN a multiple of HEAD): unit u = (row u / (TileN / HEAD), head
+// u % (TileN / HEAD)), each warp of `warps` taking units warp, warp + warps, ...; rows past qkv's
+// Tokens rows and heads past its last are skipped.
+template <int TileM, int TileN, int Stride, int Tokens>
+__device__ __forceinline__ void rope_epilogue_tile(const float* tile, int m0, int n0, int warp,
+                                                   int warps, T* q, T* k, T* v, const T* q_norm,
+                                                   const T* k_norm, int seq, int kv, float eps,
+                                                   int lane) {
+  constexpr int kTileHeads = TileN / HEAD;
+  for (int u = warp; u < TileM * kTileHeads; u += warps) {
+    const int r = u / kTileHeads, th = u % kTileHeads;
+    const int token = m0 + r, hd = n0 / HEAD + th;
+    if (token >= Tokens || hd >= kHeads) continue;  // warp-uniform
+    rope_epilogue_head(tile + r * Stride + th * HEAD, q, k, v, q_norm, k_norm, token, hd, seq, kv,
+                       eps, lane);
+  }
+}
 #endif
 
 }  // namespace

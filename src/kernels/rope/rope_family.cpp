@@ -19,7 +19,8 @@ using namespace attune::cuda;
 
 struct Data {
   std::string key;
-  DeviceBuffer qkv, q_norm, k_norm, q, k, v, ref_q, ref_k, ref_v, workspace;
+  DeviceBuffer qkv, workspace;
+  RopeOutputs outputs;
 };
 
 class RopeFamily final : public CudaFamily {
@@ -64,29 +65,12 @@ class RopeFamily final : public CudaFamily {
   }
 
  private:
-  // Elements of qkv, of q and of one cache.
-  static std::size_t qkv_elems(const RopeShape& s) {
-    return static_cast<std::size_t>(s.tokens() * s.heads() * s.head);
-  }
-  static std::size_t q_elems(const RopeShape& s) {
-    return static_cast<std::size_t>(s.tokens() * s.q_heads * s.head);
-  }
-  static std::size_t cache_elems(const RopeShape& s) {
-    return static_cast<std::size_t>(s.batch * s.kv_heads * s.kv * s.head);
-  }
-
   Status prepare_data(const Problem& problem, const RopeShape& s) {
     if (data_.key == problem.structural_key()) return Status::success();
     data_ = Data{};
-    ATTUNE_ASSIGN(data_.qkv, DeviceBuffer::alloc(qkv_elems(s) * 2));
-    ATTUNE_ASSIGN(data_.q_norm, DeviceBuffer::alloc(static_cast<std::size_t>(s.head) * 2));
-    ATTUNE_ASSIGN(data_.k_norm, DeviceBuffer::alloc(static_cast<std::size_t>(s.head) * 2));
-    ATTUNE_ASSIGN(data_.q, DeviceBuffer::alloc((q_elems(s) + kGuardElements) * 2));
-    ATTUNE_ASSIGN(data_.k, DeviceBuffer::alloc((cache_elems(s) + kGuardElements) * 2));
-    ATTUNE_ASSIGN(data_.v, DeviceBuffer::alloc((cache_elems(s) + kGuardElements) * 2));
-    ATTUNE_ASSIGN(data_.ref_q, DeviceBuffer::alloc(q_elems(s) * 8));
-    ATTUNE_ASSIGN(data_.ref_k, DeviceBuffer::alloc(cache_elems(s) * 8));
-    ATTUNE_ASSIGN(data_.ref_v, DeviceBuffer::alloc(cache_elems(s) * 8));
+    ATTUNE_ASSIGN(data_.qkv, DeviceBuffer::alloc(
+                                 static_cast<std::size_t>(s.tokens() * s.heads() * s.head) * 2));
+    ATTUNE_TRY(data_.outputs.alloc(s));
     data_.key = problem.structural_key();
     return Status::success();
   }
@@ -105,15 +89,7 @@ class RopeFamily final : public CudaFamily {
     ATTUNE_TRY(prepare_data(problem, s));
     PlanArgs args;
     args.qkv = data_.qkv.ptr();
-    args.q_norm = data_.q_norm.ptr();
-    args.k_norm = data_.k_norm.ptr();
-    args.q = data_.q.ptr();
-    args.k = data_.k.ptr();
-    args.v = data_.v.ptr();
-    args.rows = static_cast<int>(s.tokens());
-    args.seq = static_cast<int>(s.seq);
-    args.kv = static_cast<int>(s.kv);
-    args.eps = static_cast<float>(kRopeNormEps);
+    data_.outputs.bind(s, args);
     PreparedPlan prepared;
     ATTUNE_ASSIGN(auto unready, prepare_plan(env, nullptr, plan, &prepared));
     if (unready) return *unready;
@@ -123,45 +99,20 @@ class RopeFamily final : public CudaFamily {
 
     // Fresh random inputs (qkv, the norm weights, the caches' old rows), poisoned outputs and
     // guards, the references on the same inputs.
-    const Half fmt = s.bf16 ? Half::kBf16 : Half::kFp16;
-    ATTUNE_TRY(gate_.fill_random(env, args.qkv, qkv_elems(s), fmt));
-    ATTUNE_TRY(
-        gate_.fill_random(env, args.q_norm, static_cast<std::size_t>(s.head), fmt, 0.5f, 1.5f));
-    ATTUNE_TRY(
-        gate_.fill_random(env, args.k_norm, static_cast<std::size_t>(s.head), fmt, 0.5f, 1.5f));
-    ATTUNE_TRY(data_.q.fill16(kPoison16, env.stream()));
-    for (DeviceBuffer* cache : {&data_.k, &data_.v}) {
-      ATTUNE_TRY(cache->fill16(kPoison16, env.stream()));
-      ATTUNE_TRY(gate_.fill_random(env, cache->ptr(), cache_elems(s), fmt));
-    }
-    ATTUNE_TRY(
-        rope_reference(env, s,
-                       {data_.ref_q.ptr(), data_.ref_k.ptr(), data_.ref_v.ptr(), data_.k.ptr(),
-                        data_.v.ptr(), data_.qkv.ptr(), data_.q_norm.ptr(), data_.k_norm.ptr()},
-                       false));
+    ATTUNE_TRY(gate_.fill_random(env, args.qkv,
+                                 static_cast<std::size_t>(s.tokens() * s.heads() * s.head),
+                                 s.bf16 ? Half::kBf16 : Half::kFp16));
+    ATTUNE_TRY(data_.outputs.fill(env, gate_, s));
+    ATTUNE_TRY(data_.outputs.reference(env, s, args.qkv, false));
     ATTUNE_ASSIGN(auto refused, launch_and_wait(env, launch, "rope"));
     if (refused) return *refused;
 
     // Each output one rotation of (normalized) 16-bit inputs in fp32: its error the output's
     // rounding (the chain rounds the normalized heads once more) and the fp32 angle's,
     // pos * 2^-24 radians at most.
-    const Tolerance tol = tolerance_for(s.bf16 ? "bf16" : "fp16");
-    Outcome o;
-    bool first = true;
-    for (auto [what, out, ref, n] :
-         {std::tuple{"q", args.q, data_.ref_q.ptr(), q_elems(s)},
-          std::tuple{"k cache", args.k, data_.ref_k.ptr(), cache_elems(s)},
-          std::tuple{"v cache", args.v, data_.ref_v.ptr(), cache_elems(s)}}) {
-      ATTUNE_ASSIGN(Comparison cmp, gate_.check_output(env, out, ref, n, fmt, tol));
-      if (cmp.verdict != Verdict::kOk) cmp.message = std::string(what) + ": " + cmp.message;
-      if (first || cmp.verdict != Verdict::kOk || cmp.check.value > o.check->value) {
-        o.verdict = cmp.verdict;
-        o.check = cmp.check;
-        o.message = cmp.message;
-      }
-      first = false;
-      if (o.verdict != Verdict::kOk) return o;
-    }
+    ATTUNE_ASSIGN(Outcome o,
+                  data_.outputs.check(env, gate_, s, tolerance_for(s.bf16 ? "bf16" : "fp16")));
+    if (o.verdict != Verdict::kOk) return o;
     ATTUNE_ASSIGN(Measurement m, env.time(launch, regime));
     o.measurement = m;
     return o;
@@ -173,7 +124,55 @@ class RopeFamily final : public CudaFamily {
 
 }  // namespace
 
-Status rope_reference(CudaEnv& env, const RopeShape& s, const RopeRefBuffers& b, bool qkv_f64) {
+namespace {
+
+std::size_t q_elems(const RopeShape& s) {
+  return static_cast<std::size_t>(s.tokens() * s.q_heads * s.head);
+}
+std::size_t cache_elems(const RopeShape& s) {
+  return static_cast<std::size_t>(s.batch * s.kv_heads * s.kv * s.head);
+}
+
+}  // namespace
+
+Status RopeOutputs::alloc(const RopeShape& s) {
+  *this = RopeOutputs{};
+  ATTUNE_ASSIGN(q_norm_, DeviceBuffer::alloc(static_cast<std::size_t>(s.head) * 2));
+  ATTUNE_ASSIGN(k_norm_, DeviceBuffer::alloc(static_cast<std::size_t>(s.head) * 2));
+  ATTUNE_ASSIGN(q_, DeviceBuffer::alloc((q_elems(s) + kGuardElements) * 2));
+  ATTUNE_ASSIGN(k_, DeviceBuffer::alloc((cache_elems(s) + kGuardElements) * 2));
+  ATTUNE_ASSIGN(v_, DeviceBuffer::alloc((cache_elems(s) + kGuardElements) * 2));
+  ATTUNE_ASSIGN(ref_q_, DeviceBuffer::alloc(q_elems(s) * 8));
+  ATTUNE_ASSIGN(ref_k_, DeviceBuffer::alloc(cache_elems(s) * 8));
+  ATTUNE_ASSIGN(ref_v_, DeviceBuffer::alloc(cache_elems(s) * 8));
+  return Status::success();
+}
+
+void RopeOutputs::bind(const RopeShape& s, PlanArgs& args) const {
+  args.q_norm = q_norm_.ptr();
+  args.k_norm = k_norm_.ptr();
+  args.q = q_.ptr();
+  args.k = k_.ptr();
+  args.v = v_.ptr();
+  args.rows = static_cast<int>(s.tokens());
+  args.seq = static_cast<int>(s.seq);
+  args.kv = static_cast<int>(s.kv);
+  args.eps = static_cast<float>(kRopeNormEps);
+}
+
+Status RopeOutputs::fill(CudaEnv& env, DeviceGate& gate, const RopeShape& s) {
+  const Half fmt = s.bf16 ? Half::kBf16 : Half::kFp16;
+  for (const DeviceBuffer* w : {&q_norm_, &k_norm_})
+    ATTUNE_TRY(gate.fill_random(env, w->ptr(), static_cast<std::size_t>(s.head), fmt, 0.5f, 1.5f));
+  ATTUNE_TRY(q_.fill16(kPoison16, env.stream()));
+  for (DeviceBuffer* cache : {&k_, &v_}) {
+    ATTUNE_TRY(cache->fill16(kPoison16, env.stream()));
+    ATTUNE_TRY(gate.fill_random(env, cache->ptr(), cache_elems(s), fmt));
+  }
+  return Status::success();
+}
+
+Status RopeOutputs::reference(CudaEnv& env, const RopeShape& s, CUdeviceptr qkv_in, bool qkv_f64) {
   BuildRequest req;
   req.source = kRopeRefSource;
   req.source_name = "rope_ref.cu";
@@ -184,16 +183,17 @@ Status rope_reference(CudaEnv& env, const RopeShape& s, const RopeRefBuffers& b,
   int head = static_cast<int>(s.head), kv = static_cast<int>(s.kv), seq = static_cast<int>(s.seq),
       q_heads = static_cast<int>(s.q_heads), kv_heads = static_cast<int>(s.kv_heads),
       f = s.bf16 ? 0 : 1, qk_norm = s.qk_norm ? 1 : 0;
-  const std::size_t cache_elems = static_cast<std::size_t>(s.batch * s.kv_heads * s.kv * s.head);
-  long long n = static_cast<long long>(cache_elems);
+  long long n = static_cast<long long>(cache_elems(s));
   unsigned short poison = kPoison16;
-  for (auto [ref_ptr, cache_ptr] : {std::pair{b.ref_k, b.k_cache}, std::pair{b.ref_v, b.v_cache}}) {
+  for (auto [ref_ptr, cache_ptr] :
+       {std::pair{ref_k_.ptr(), k_.ptr()}, std::pair{ref_v_.ptr(), v_.ptr()}}) {
     CUdeviceptr r = ref_ptr, c = cache_ptr;
     void* args[] = {&r, &c, &n, &head, &kv, &seq, &poison, &f};
-    ATTUNE_CU(cuLaunchKernel(cache_ref.fn, grid_for(cache_elems), 1, 1, 256, 1, 1, 0, env.stream(),
-                             args, nullptr));
+    ATTUNE_CU(cuLaunchKernel(cache_ref.fn, grid_for(cache_elems(s)), 1, 1, 256, 1, 1, 0,
+                             env.stream(), args, nullptr));
   }
-  CUdeviceptr q = b.ref_q, k = b.ref_k, v = b.ref_v, qkv = b.qkv, qn = b.q_norm, kn = b.k_norm;
+  CUdeviceptr q = ref_q_.ptr(), k = ref_k_.ptr(), v = ref_v_.ptr(), qkv = qkv_in,
+              qn = q_norm_.ptr(), kn = k_norm_.ptr();
   double theta = static_cast<double>(s.theta), eps = kRopeNormEps;
   const Llama3RopeScaling& l = kLlama3RopeScaling;
   int llama3 = s.llama3_scaling ? 1 : 0;
@@ -205,6 +205,27 @@ Status rope_reference(CudaEnv& env, const RopeShape& s, const RopeRefBuffers& b,
                            static_cast<unsigned>(s.heads()), 1, 128, 1, 1, 0, env.stream(), args,
                            nullptr));
   return Status::success();
+}
+
+Result<Outcome> RopeOutputs::check(CudaEnv& env, DeviceGate& gate, const RopeShape& s,
+                                   const Tolerance& tol) const {
+  const Half fmt = s.bf16 ? Half::kBf16 : Half::kFp16;
+  Outcome o;
+  bool first = true;
+  for (auto [what, out, ref, n] : {std::tuple{"q", q_.ptr(), ref_q_.ptr(), q_elems(s)},
+                                   std::tuple{"k cache", k_.ptr(), ref_k_.ptr(), cache_elems(s)},
+                                   std::tuple{"v cache", v_.ptr(), ref_v_.ptr(), cache_elems(s)}}) {
+    ATTUNE_ASSIGN(Comparison cmp, gate.check_output(env, out, ref, n, fmt, tol));
+    if (cmp.verdict != Verdict::kOk) cmp.message = std::string(what) + ": " + cmp.message;
+    if (first || cmp.verdict != Verdict::kOk || cmp.check.value > o.check->value) {
+      o.verdict = cmp.verdict;
+      o.check = cmp.check;
+      o.message = cmp.message;
+    }
+    first = false;
+    if (o.verdict != Verdict::kOk) return o;
+  }
+  return o;
 }
 
 std::unique_ptr<CudaFamily> make_rope_family() {
