@@ -950,9 +950,9 @@ rt::Dispatch run_gemm_rope(rt::Runtime& runtime, const GemmRope& g, std::mt19937
 
 // The QKV projection with RoPE in its epilogue through the runtime: a tiled row (one launch of
 // gemm_tiled_rope) on a prefill with the q/k norm, a wgmma row (gemm_wgmma_rope, two consumer
-// warpgroups, a partial last tile of tokens) without it, the split baseline (cuBLASLt's matmul, then
-// the RoPE kernel) on misses (a decode step with Llama 3.1's scaling in fp16, a head of 64), each
-// against the unfused gemm() then rope(); the timing hook runs the row; bad calls are refused.
+// warpgroups, a partial last tile of tokens) without it, the split baseline (cuBLASLt's matmul,
+// then the RoPE kernel) on misses (a decode step with Llama 3.1's scaling in fp16, a head of 64),
+// each against the unfused gemm() then rope(); the timing hook runs the row; bad calls are refused.
 TEST_F(RuntimeGpu, GemmRopeRowAndBaselineMatchTheGemmThenRope) {
   constexpr const char* kTiled =
       "kernel=tiled,tl_bm=64,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_group=8";
@@ -965,9 +965,10 @@ TEST_F(RuntimeGpu, GemmRopeRowAndBaselineMatchTheGemmThenRope) {
       row("gemm_rope:batch=3,dtype=bf16,head=128,hidden=1032,kv=100,kv_heads=2,"
           "q_heads=8,qk_norm=1,seq=77,theta=1000000",
           kTiled));
-  gr.rows.push_back(row("gemm_rope:batch=1,dtype=bf16,head=128,hidden=1032,kv=130,kv_heads=2,"
-                        "q_heads=8,qk_norm=0,seq=130,theta=500000",
-                        kWgmma));
+  gr.rows.push_back(
+      row("gemm_rope:batch=1,dtype=bf16,head=128,hidden=1032,kv=130,kv_heads=2,"
+          "q_heads=8,qk_norm=0,seq=130,theta=500000",
+          kWgmma));
   t.ops.push_back(gr);
   const std::string path = write_table(t, "gemm-rope.json");
   std::unique_ptr<rt::Runtime> runtime;
