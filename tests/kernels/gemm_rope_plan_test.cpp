@@ -117,6 +117,35 @@ TEST(GemmRopePlan, TheSpaceHasTheSplitFormAsItsOneBaselineAndTilesOfWholeHeads) 
   }
 }
 
+// The first guesses are wgmma configs of the space (the baseline with their knobs set), one
+// consumer warpgroup for a decode step's few tokens, two as well past 64 tokens.
+TEST(GemmRopePlan, TheFirstGuessesAreWgmmaConfigsOfTheSpace) {
+  ASSERT_NE(gemm_rope_op().seed_configs, nullptr);
+  for (const char* head : {"64", "128", "256"})
+    for (const char* tokens : {"seq=1,kv=2048", "seq=512,kv=512"}) {
+      const Problem p = problem(std::string("gemm_rope:batch=8,q_heads=32,kv_heads=8,theta=500000,"
+                                            "hidden=4096,head=") +
+                                head + "," + tokens);
+      auto space = gemm_rope_op().space(p);
+      ASSERT_TRUE(space.ok());
+      const auto seeds = gemm_rope_op().seed_configs(p);
+      EXPECT_EQ(seeds.size(), std::string(tokens).starts_with("seq=1,") ? 1u : 2u) << p.text();
+      for (const std::string& seed : seeds) {
+        SCOPED_TRACE(p.text() + " " + seed);
+        Config base = *Config::parse(gemm_rope_op().baseline_config);
+        std::vector<Config::Entry> entries = base.entries();
+        const Config set = *Config::parse(seed);
+        for (const auto& [name, value] : set.entries())
+          for (auto& e : entries)
+            if (e.first == name) e.second = value;
+        const Config c(std::move(entries));
+        EXPECT_TRUE(space->point(c).ok()) << c.text();
+        EXPECT_EQ(c.get("kernel")->as_word(), "wgmma");
+        EXPECT_TRUE(plan_gemm_rope(p, c).ok());
+      }
+    }
+}
+
 TEST(GemmRopePlan, TheSplitFormIsCublasLtsMatmulThenRopeReadingTheWorkspace) {
   const Plan p = planned(kQwen, gemm_rope_op().baseline_config);
   const auto* chain = std::get_if<ChainPlan>(&p);

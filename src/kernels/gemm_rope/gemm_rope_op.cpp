@@ -117,6 +117,22 @@ OpWork gemm_rope_work(const Problem& p) {
   return OpWork{2 * (m * k + n * k + m * n), 2 * m * n * k};
 }
 
+// First guesses (OpSignature::seed_configs): the wgmma form, whose GEMM measured within 0.87-1.06x
+// of cuBLASLt's at the 1 x 128 layer's shapes on the H200 where the tiled kernel took 1.6-2.3x as
+// long (bench/results/layer-h200-2026-12-04h.md), at the deepest rings that fit: one consumer
+// warpgroup and whole-head tiles as narrow as the head allows (the most blocks for few tokens),
+// then, past 64 tokens, two consumers and 256-wide tiles. A layer tune gives each kernel a few
+// seconds; in grid order or from the split baseline a search would reach these late.
+std::vector<std::string> gemm_rope_seeds(const Problem& p) {
+  const std::int64_t head = *p.int_attr("head"), m = *p.int_attr("batch") * *p.int_attr("seq");
+  std::vector<std::string> out;
+  const std::int64_t narrow = std::max<std::int64_t>(head, 128);
+  out.push_back(
+      fmt::format("kernel=wgmma,wg_bm=64,wg_bn={},wg_stages={}", narrow, narrow == 256 ? 4 : 6));
+  if (m > 64) out.push_back("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4");
+  return out;
+}
+
 }  // namespace
 
 const OpSignature& gemm_rope_op() {
@@ -138,7 +154,8 @@ const OpSignature& gemm_rope_op() {
       .sweep_default_per = {"head", "hidden"},
       .check = &check_gemm_rope,
       .space = &gemm_rope_space,
-      .work = &gemm_rope_work};
+      .work = &gemm_rope_work,
+      .seed_configs = &gemm_rope_seeds};
   return op;
 }
 
