@@ -38,11 +38,10 @@ std::int64_t gemm_tiled_ring_bytes(std::int64_t bm, std::int64_t bn, std::int64_
                                    std::int64_t stages);
 std::int64_t gemm_tiled_partial_bytes(std::int64_t bm, std::int64_t bn);
 std::int64_t gemm_tiled_rope_tile_bytes(std::int64_t bm, std::int64_t bn);
-// The wgmma GEMM's shared memory (defined with gemm's signature): its ring, or what the ring
-// becomes once the MMAs are done (a K split's fp32 partial tile; with `rope`, gemm_rope's padded
-// fp32 tile, gemm_tiled_rope_tile_bytes), and its mbarriers.
+// The wgmma GEMM's shared memory (defined with gemm's signature): its ring, or the fp32 partial
+// tile the ring becomes under a K split, and its mbarriers (gemm_rope's form rotates in registers).
 std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
-                                    std::int64_t split, bool rope = false);
+                                    std::int64_t split);
 
 // rope's llama3_scaling flag: the rope_scaling of Llama 3.1's config.json (rope_type "llama3"),
 // shared by the kernels, the reference and the layer lowering (graph/layer.cpp), which checks that

@@ -87,9 +87,9 @@ TEST(GemmRopePlan, TheSpaceHasTheSplitFormAsItsOneBaselineAndTilesOfWholeHeads) 
         const std::int64_t bn = c.get("wg_bn")->as_int();
         wgmma_widths.insert(bn);
         EXPECT_EQ(bn % std::stoi(head), 0) << c.text();
-        EXPECT_LE(gemm_wgmma_shared_bytes(c.get("wg_bm")->as_int(), bn,
-                                          c.get("wg_stages")->as_int(), 1, true),
-                  kMaxBlockSharedBytes)
+        EXPECT_LE(
+            gemm_wgmma_shared_bytes(c.get("wg_bm")->as_int(), bn, c.get("wg_stages")->as_int(), 1),
+            kMaxBlockSharedBytes)
             << c.text();
         auto plan = plan_gemm_rope(p, c);
         ASSERT_TRUE(plan.ok()) << c.text() << ": " << plan.error().message();
@@ -190,7 +190,7 @@ TEST(GemmRopePlan, TheTiledFormIsOneLaunchOfTheGemmWithTheRopeEpilogue) {
   EXPECT_FALSE(plan_gemm_rope(problem(kQwen), *Config::parse("kernel=wgmma")).ok());
 }
 
-TEST(GemmRopePlan, TheWgmmaFormIsOneLaunchWithTensorMapsAndRoomForTheTile) {
+TEST(GemmRopePlan, TheWgmmaFormIsOneLaunchWithTensorMaps) {
   const Plan p = planned(kQwen, "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=2");
   const auto* kp = std::get_if<KernelPlan>(&p);
   ASSERT_NE(kp, nullptr);
@@ -199,11 +199,8 @@ TEST(GemmRopePlan, TheWgmmaFormIsOneLaunchWithTensorMapsAndRoomForTheTile) {
   EXPECT_EQ(s.kernel, "gemm_wgmma_rope");
   EXPECT_EQ(s.grid.x, 2u * 16u);  // ceil(231 / 128) x 4096 / 256 tiles
   EXPECT_EQ(s.block.x, 384u);     // a producer and two consumer warpgroups
-  // The ring (2 x 384 rows of 128 bytes) is smaller than the padded fp32 tile it becomes.
-  EXPECT_EQ(s.shared_bytes, static_cast<unsigned>(1024 + 128 * (256 + 4) * 4 + 16 * 2));
-  const Plan deeper = planned(kQwen, "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=3");
-  EXPECT_EQ(std::get<KernelPlan>(deeper).steps[0].shared_bytes,
-            static_cast<unsigned>(1024 + 3 * 384 * 128 + 16 * 3));
+  // The ring and its mbarriers alone: the epilogue rotates in registers.
+  EXPECT_EQ(s.shared_bytes, static_cast<unsigned>(1024 + 2 * 384 * 128 + 16 * 2));
   EXPECT_EQ(s.args, (std::vector<std::string>{"q", "k", "v", "tensor_map0", "tensor_map1", "q_norm",
                                               "k_norm", "seq", "kv", "eps"}));
   ASSERT_EQ(s.tensor_maps.size(), 2u);

@@ -28,14 +28,12 @@ std::int64_t gemm_tiled_rope_tile_bytes(std::int64_t bm, std::int64_t bn) {
 }
 
 std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
-                                    std::int64_t split, bool rope) {
-  // 1024 bytes of slack to align the ring, the ring (or what it becomes once the MMAs are done,
-  // whichever is larger: a K split's fp32 partial tile, gemm_rope's padded fp32 tile), then a
-  // full and an empty mbarrier per stage.
+                                    std::int64_t split) {
+  // 1024 bytes of slack to align the ring, the ring (or the fp32 partial tile it becomes under a
+  // K split, whichever is larger), then a full and an empty mbarrier per stage.
   const std::int64_t ring = stages * (bm + bn) * 128;
   const std::int64_t partial = split > 1 ? bm * bn * 4 : 0;
-  const std::int64_t tile = rope ? gemm_tiled_rope_tile_bytes(bm, bn) : 0;
-  return static_cast<std::size_t>(1024 + std::max({ring, partial, tile}) + 16 * stages);
+  return static_cast<std::size_t>(1024 + std::max(ring, partial) + 16 * stages);
 }
 
 namespace {

@@ -21,9 +21,9 @@
 //                   BN / 2 rows are their gate rows, the next BN / 2 their up rows, so a thread's
 //                   accumulators of column group j and j + BN / 16 are one output's pair
 //   ROPE            1: gemm_rope's kernel, gemm_wgmma_rope (SPLIT 1): C is qkv, never written;
-//                   the consumers park their fp32 tile in the idle ring and each consumer warp
-//                   takes (row, head) units of it: the q/k RMSNorm (QK_NORM), the rotation, the
-//                   store to q or the caches (rope.cu's defines, with attune_rope.cuh). BN is a
+//                   each consumer thread normalizes (QK_NORM, summed over its quad) and rotates
+//                   its accumulators in registers, a rotation pair being one thread's, and stores
+//                   them to q or the caches (rope.cu's defines, with attune_rope.cuh). BN is a
 //                   multiple of HEAD, so a tile holds whole heads
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -43,8 +43,7 @@
 #include "attune_gemm_store.cuh"  // silu, store_pair
 #include "attune_wgmma.cuh"       // desc, mbarriers, TensorMap, tma_load_2d, mma_ss
 #if ROPE
-#define ROPE_EPILOGUE
-#include "attune_rope.cuh"  // kHeads, rope_epilogue_tile
+#include "attune_rope.cuh"  // kHalf, kHeads, kQk, inv_freq, head_dst
 #endif
 
 namespace {
@@ -58,11 +57,7 @@ constexpr int kTilesM = (M + BM - 1) / BM, kTilesN = (N + BN - 1) / BN;
 constexpr unsigned kABytes = BM * 128, kStageBytes = (BM + BN) * 128;
 constexpr unsigned kPipeBytes = STAGES * kStageBytes;
 constexpr unsigned kPartialBytes = SPLIT > 1 ? BM* BN * 4 : 0;
-// Under ROPE the consumers' fp32 tile, rows padded by 4 floats (gemm_wgmma_shared_bytes).
-constexpr int kTileStride = BN + 4;
-constexpr unsigned kRopeTileBytes = ROPE ? BM * kTileStride * 4 : 0;
-constexpr unsigned kParkBytes = kPartialBytes > kRopeTileBytes ? kPartialBytes : kRopeTileBytes;
-constexpr unsigned kBarOffset = kPipeBytes > kParkBytes ? kPipeBytes : kParkBytes;
+constexpr unsigned kBarOffset = kPipeBytes > kPartialBytes ? kPipeBytes : kPartialBytes;
 constexpr int kAcc = BN / 2;  // accumulators per consumer thread
 constexpr int kOutN = SILU_MUL ? N / 2 : N;
 static_assert(BM == 64 || BM == 128, "BM is 64 or 128");
@@ -176,24 +171,81 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
   pin<kAcc>(acc);
 
 #if ROPE
-  // The consumers alone (the producer has returned) meet at named barrier 1: every MMA has read
-  // the ring, whose memory then holds the tile, row-major with a padded pitch; again once it is
-  // whole. Accumulators 4 j + 2 h + e are column 8 j + 2 (lane % 4) + e of row
-  // cw * 64 + 16 warp + lane / 4 + 8 h.
-  asm volatile("bar.sync 1, %0;\n" ::"n"(128 * kConsumers));
-  float* tile = reinterpret_cast<float*>(smem_raw + (base - raw));
+  // In registers: a consumer thread holds rows r = cw * 64 + 16 warp + lane / 4 + 8 h (h = 0, 1),
+  // columns 8 j + 2 (lane % 4) + e in acc[4 j + 2 h + e]. A head's rotation pair (i, i + HEAD / 2)
+  // is column groups j and j + HEAD / 16 with the same lane and e, so both are this thread's; a
+  // row's head is spread over the 4 lanes of a quad (equal lane / 4), whose shuffles sum its norm.
+  // The frequencies of this thread's pair columns are computed once, the angles once per row.
+  constexpr int kHeadGroups = HEAD / 8, kHalfGroups = HEAD / 16;
+  float inv[kHalfGroups][2];
 #pragma unroll
-  for (int j = 0; j < BN / 8; ++j)
+  for (int jj = 0; jj < kHalfGroups; ++jj)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = cw * 64 + warp * 16 + lane / 4 + h * 8;
-      *reinterpret_cast<float2*>(tile + r * kTileStride + 8 * j + 2 * (lane % 4)) =
-          make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+    for (int e = 0; e < 2; ++e) inv[jj][e] = inv_freq(8 * jj + 2 * (lane % 4) + e);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int token = m0 + cw * 64 + warp * 16 + lane / 4 + 8 * h;
+    const bool live = token < M;  // a lane past the last token shuffles but stores nothing
+    const int t = live ? token : 0, bt = t / seq, s = t - bt * seq, pos = kv - seq + s;
+    float cs[kHalfGroups][2], sn[kHalfGroups][2];
+#pragma unroll
+    for (int jj = 0; jj < kHalfGroups; ++jj)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+        sincosf(static_cast<float>(pos) * inv[jj][e], &sn[jj][e], &cs[jj][e]);
+#pragma unroll
+    for (int th = 0; th < BN / HEAD; ++th) {
+      const int hd = n0 / HEAD + th;
+      if (hd >= kHeads) break;  // uniform: past qkv's last head
+      const int g0 = th * kHeadGroups;
+      T* dst = head_dst(q, k, v, bt, s, pos, hd, seq, kv) + 2 * (lane % 4);
+      auto store = [&](int col, float a, float b) {
+        if (!live) return;
+        const T pair[2] = {static_cast<T>(a), static_cast<T>(b)};
+        *reinterpret_cast<unsigned*>(dst + col) = *reinterpret_cast<const unsigned*>(pair);
+      };
+      if (hd >= kQk) {  // a v head: stored as computed
+#pragma unroll
+        for (int jj = 0; jj < kHeadGroups; ++jj)
+          store(8 * jj, acc[4 * (g0 + jj) + 2 * h], acc[4 * (g0 + jj) + 2 * h + 1]);
+        continue;
+      }
+      float scale = 1.f;
+#if QK_NORM
+      float ss = 0.f;
+#pragma unroll
+      for (int jj = 0; jj < kHeadGroups; ++jj) {
+        const float a = acc[4 * (g0 + jj) + 2 * h], b = acc[4 * (g0 + jj) + 2 * h + 1];
+        ss += a * a + b * b;
+      }
+      ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+      ss += __shfl_xor_sync(0xffffffffu, ss, 2);
+      scale = rsqrtf(ss / HEAD + eps);
+      const T* w = (hd < Q_HEADS ? q_norm : k_norm) + 2 * (lane % 4);
+#else
+      (void)q_norm;
+      (void)k_norm;
+      (void)eps;
+#endif
+#pragma unroll
+      for (int jj = 0; jj < kHalfGroups; ++jj) {
+        float o1[2], o2[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float x1 = acc[4 * (g0 + jj) + 2 * h + e] * scale,
+                x2 = acc[4 * (g0 + jj + kHalfGroups) + 2 * h + e] * scale;
+#if QK_NORM
+          x1 *= static_cast<float>(w[8 * jj + e]);
+          x2 *= static_cast<float>(w[kHalf + 8 * jj + e]);
+#endif
+          o1[e] = x1 * cs[jj][e] - x2 * sn[jj][e];
+          o2[e] = x2 * cs[jj][e] + x1 * sn[jj][e];
+        }
+        store(8 * jj, o1[0], o1[1]);
+        store(kHalf + 8 * jj, o2[0], o2[1]);
+      }
     }
-  asm volatile("bar.sync 1, %0;\n" ::"n"(128 * kConsumers));
-  // The consumer warps take the tile's (row, head) units in turn.
-  rope_epilogue_tile<BM, BN, kTileStride, M>(tile, m0, n0, cw * 4 + warp, 4 * kConsumers, q, k, v,
-                                             q_norm, k_norm, seq, kv, eps, lane);
+  }
 #else
 
   // A consumer thread's outputs: warp w of consumer cw holds rows cw * 64 + 16 w + lane / 4 and

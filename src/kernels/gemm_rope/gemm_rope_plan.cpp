@@ -101,7 +101,7 @@ Result<Plan> plan_tiled_rope(const GemmRopeShape& s, const Config& c) {
 Result<Plan> plan_wgmma_rope(const GemmRopeShape& s, const Config& c) {
   ATTUNE_ASSIGN(WgmmaTile t, wgmma_tile(c));
   t.split = 1;
-  const std::size_t smem = gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, 1, true);
+  const std::size_t smem = gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, 1);
   if ((t.bm != 64 && t.bm != 128) || (t.bn != 64 && t.bn != 128 && t.bn != 256) || t.stages < 2 ||
       t.bn % s.rope.head != 0 || smem > kMaxBlockSharedBytes)
     return Error::invalid_argument(fmt::format(
