@@ -86,6 +86,12 @@ struct LtMatmul {
   std::size_t workspace_offset = 0, workspace_bytes = 0;
 };
 
+// The matmul a split form starts with (gemm silu_mul=1's, gemm_rope's): A[m, k] . B[n, k]^T (args
+// "a", "b") by cuBLASLt's own algorithm into the plan's workspace at offset 0, 16-bit, then
+// cuBLASLt's own workspace behind it; *workspace_bytes receives what the plan's workspace needs.
+LtMatmul workspace_product(std::int64_t m, std::int64_t n, std::int64_t k, bool bf16,
+                           std::size_t* workspace_bytes);
+
 // A plan of the op's own kernels and cuBLASLt matmuls, enqueued in order on one stream
 // (attention_decode's split baseline: scores GEMM, softmax kernel, value GEMM).
 using ChainStep = std::variant<LaunchStep, LtMatmul>;

@@ -51,25 +51,12 @@ Result<Plan> plan_lt_silu_mul(const GemmShape& s) {
                     "kernel=vector,vec={},threads=256,unroll=1,rows_per_block=1", vec)));
   ATTUNE_ASSIGN(Plan act_plan, plan_silu_mul(act, cfg));
   KernelPlan& k = std::get<KernelPlan>(act_plan);
-  const std::size_t product = (static_cast<std::size_t>(s.m * s.n) * 2 + 255) / 256 * 256;
   ChainPlan p;
   p.build = k.build;
-  LtMatmul mm;
-  mm.m = s.m;
-  mm.n = s.n;
-  mm.k = s.k;
-  mm.b_transposed = true;
-  mm.bf16 = s.bf16;
-  mm.a = {"a", 0, 0};
-  mm.b = {"b", 0, 0};
-  mm.c = {"workspace", 0, 0};
-  mm.workspace_offset = product;
-  mm.workspace_bytes = kSplitLtWorkspace;
-  p.steps.push_back(mm);
+  p.steps.push_back(workspace_product(s.m, s.n, s.k, s.bf16, &p.workspace_bytes));
   LaunchStep act_step = k.steps.front();
   act_step.args = {"c", "workspace", "rows"};  // silu_mul's (y, x, rows)
   p.steps.push_back(act_step);
-  p.workspace_bytes = product + kSplitLtWorkspace;
   return Plan{std::move(p)};
 }
 
@@ -139,6 +126,24 @@ Result<KernelPlan> plan_wgmma(const GemmShape& s, const Config& c) {
 }
 
 }  // namespace
+
+LtMatmul workspace_product(std::int64_t m, std::int64_t n, std::int64_t k, bool bf16,
+                           std::size_t* workspace_bytes) {
+  const std::size_t product = (static_cast<std::size_t>(m * n) * 2 + 255) / 256 * 256;
+  LtMatmul mm;
+  mm.m = m;
+  mm.n = n;
+  mm.k = k;
+  mm.b_transposed = true;
+  mm.bf16 = bf16;
+  mm.a = {"a", 0, 0};
+  mm.b = {"b", 0, 0};
+  mm.c = {"workspace", 0, 0};
+  mm.workspace_offset = product;
+  mm.workspace_bytes = kSplitLtWorkspace;
+  *workspace_bytes = product + kSplitLtWorkspace;
+  return mm;
+}
 
 Result<TiledTile> tiled_tile(const Config& c) {
   TiledTile t;

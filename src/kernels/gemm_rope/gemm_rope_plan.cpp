@@ -14,10 +14,6 @@ extern const char* const kRopeHeader;
 
 namespace {
 
-// cuBLASLt's share of the split form's workspace (behind the [m, n] product), as gemm's split
-// SiLU * mul form gives it.
-constexpr std::size_t kLtWorkspace = 4u << 20;
-
 // The problem of rope that the split form's second kernel computes.
 Problem rope_problem(const GemmRopeShape& s) {
   const RopeShape& r = s.rope;
@@ -44,26 +40,13 @@ Result<Plan> plan_split(const GemmRopeShape& s) {
                                 std::max<std::int64_t>(1, r.head / 64), groups)));
   ATTUNE_ASSIGN(Plan rope_plan, plan_rope(rope_problem(s), cfg));
   KernelPlan& k = std::get<KernelPlan>(rope_plan);
-  const std::size_t product = (static_cast<std::size_t>(s.m() * s.n()) * 2 + 255) / 256 * 256;
   ChainPlan p;
   p.build = k.build;
-  LtMatmul mm;
-  mm.m = s.m();
-  mm.n = s.n();
-  mm.k = s.hidden;
-  mm.b_transposed = true;
-  mm.bf16 = r.bf16;
-  mm.a = {"a", 0, 0};
-  mm.b = {"b", 0, 0};
-  mm.c = {"workspace", 0, 0};
-  mm.workspace_offset = product;
-  mm.workspace_bytes = kLtWorkspace;
-  p.steps.push_back(mm);
+  p.steps.push_back(workspace_product(s.m(), s.n(), s.hidden, r.bf16, &p.workspace_bytes));
   LaunchStep rotate = k.steps.front();
   for (std::string& arg : rotate.args)
     if (arg == "qkv") arg = "workspace";  // the product cuBLASLt wrote
   p.steps.push_back(std::move(rotate));
-  p.workspace_bytes = product + kLtWorkspace;
   return Plan{std::move(p)};
 }
 

@@ -293,6 +293,27 @@ Status Runtime::Impl::attention_prefill(std::int64_t seq, std::int64_t batch, st
   return dispatch(key, args, stream, record);
 }
 
+namespace {
+
+// What rope's and gemm_rope's kernels write and their scalars (their inputs are each op's own).
+kernels::PlanArgs rope_args(void* q, void* k_cache, void* v_cache, const void* q_norm,
+                            const void* k_norm, std::int64_t batch, std::int64_t seq,
+                            std::int64_t kv) {
+  kernels::PlanArgs args;
+  args.q = reinterpret_cast<CUdeviceptr>(q);
+  args.k = reinterpret_cast<CUdeviceptr>(k_cache);
+  args.v = reinterpret_cast<CUdeviceptr>(v_cache);
+  args.q_norm = reinterpret_cast<CUdeviceptr>(q_norm);
+  args.k_norm = reinterpret_cast<CUdeviceptr>(k_norm);
+  args.rows = static_cast<int>(batch * seq);
+  args.seq = static_cast<int>(seq);
+  args.kv = static_cast<int>(kv);
+  args.eps = static_cast<float>(kernels::kRopeNormEps);
+  return args;
+}
+
+}  // namespace
+
 Status Runtime::Impl::rope(std::int64_t batch, std::int64_t seq, std::int64_t kv,
                            std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head,
                            std::int64_t theta, DType dtype, void* q, void* k_cache, void* v_cache,
@@ -325,17 +346,8 @@ Status Runtime::Impl::rope(std::int64_t batch, std::int64_t seq, std::int64_t kv
       (q_norm ? rope_norm_bit : 0) | (scaling == RopeScaling::kLlama3 ? rope_llama3_bit : 0));
   const ShapeKey key{
       rope_kind, dtype_of(dtype), flags, {batch, seq, kv, q_heads, kv_heads, head, theta}};
-  kernels::PlanArgs args;
-  args.q = reinterpret_cast<CUdeviceptr>(q);
-  args.k = reinterpret_cast<CUdeviceptr>(k_cache);
-  args.v = reinterpret_cast<CUdeviceptr>(v_cache);
+  kernels::PlanArgs args = rope_args(q, k_cache, v_cache, q_norm, k_norm, batch, seq, kv);
   args.qkv = reinterpret_cast<CUdeviceptr>(qkv);
-  args.q_norm = reinterpret_cast<CUdeviceptr>(q_norm);
-  args.k_norm = reinterpret_cast<CUdeviceptr>(k_norm);
-  args.rows = static_cast<int>(batch * seq);
-  args.seq = static_cast<int>(seq);
-  args.kv = static_cast<int>(kv);
-  args.eps = static_cast<float>(kernels::kRopeNormEps);
   return dispatch(key, args, stream, record);
 }
 
@@ -375,18 +387,9 @@ Status Runtime::Impl::gemm_rope(std::int64_t batch, std::int64_t seq, std::int64
                      dtype_of(dtype),
                      flags,
                      {batch, seq, kv, q_heads, kv_heads, head, theta, hidden}};
-  kernels::PlanArgs args;
-  args.q = reinterpret_cast<CUdeviceptr>(q);
-  args.k = reinterpret_cast<CUdeviceptr>(k_cache);
-  args.v = reinterpret_cast<CUdeviceptr>(v_cache);
+  kernels::PlanArgs args = rope_args(q, k_cache, v_cache, q_norm, k_norm, batch, seq, kv);
   args.a = reinterpret_cast<CUdeviceptr>(x);
   args.b = reinterpret_cast<CUdeviceptr>(w);
-  args.q_norm = reinterpret_cast<CUdeviceptr>(q_norm);
-  args.k_norm = reinterpret_cast<CUdeviceptr>(k_norm);
-  args.rows = static_cast<int>(batch * seq);
-  args.seq = static_cast<int>(seq);
-  args.kv = static_cast<int>(kv);
-  args.eps = static_cast<float>(kernels::kRopeNormEps);
   return dispatch(key, args, stream, record);
 }
 
