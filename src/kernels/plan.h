@@ -46,6 +46,8 @@ inline constexpr std::size_t kMaxTensorMaps = 2;
 //   rope:    q, k, v (outputs: q, the K and V caches), qkv, q_norm, k_norm, workspace (device
 //            pointers), rows (int: batch * seq), seq (int), kv (int), eps (float)
 //   silu_mul: y (output), x (the gate/up rows, 2 * inter each) (device pointers), rows (int)
+//   gemm_rope: rope's q, k, v, q_norm, k_norm, rows, seq, kv, eps; a (x), b (the stacked QKV
+//            weight) and workspace (device pointers); tensor_map0, tensor_map1 (the wgmma form's)
 struct LaunchStep {
   std::string kernel;  // a name expression of the plan's build
   Dim3 grid, block;
