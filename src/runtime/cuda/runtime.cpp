@@ -576,6 +576,23 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
     }
     return buffers.back().ptr();
   };
+  // rope's and gemm_rope's outputs (poisoned) and norm weights (random, where the q/k norm is on).
+  struct RopeBuffers {
+    CUdeviceptr q_norm = 0, k_norm = 0, q = 0, k = 0, v = 0;
+  };
+  auto rope_buffers = [&](const kernels::RopeShape& s) -> Result<RopeBuffers> {
+    const auto q_elems = static_cast<std::size_t>(s.tokens() * s.q_heads * s.head),
+               cache_elems = static_cast<std::size_t>(s.batch * s.kv_heads * s.kv * s.head);
+    RopeBuffers b;
+    if (s.qk_norm) {
+      ATTUNE_ASSIGN(b.q_norm, add(static_cast<std::size_t>(s.head), s.bf16, true));
+      ATTUNE_ASSIGN(b.k_norm, add(static_cast<std::size_t>(s.head), s.bf16, true));
+    }
+    ATTUNE_ASSIGN(b.q, add(q_elems, s.bf16, false));
+    ATTUNE_ASSIGN(b.k, add(cache_elems, s.bf16, false));
+    ATTUNE_ASSIGN(b.v, add(cache_elems, s.bf16, false));
+    return b;
+  };
   auto setup = [&]() -> attune::Status {
     if (gemm_op) {
       ATTUNE_ASSIGN(kernels::GemmShape s, kernels::gemm_shape(problem));
@@ -641,26 +658,17 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
       for (std::int64_t size : {s.batch, s.seq, s.kv, s.q_heads, s.kv_heads, s.head, s.theta})
         if (!size_ok(size))
           return Error::invalid_argument("time: sizes out of range in " + problem.text());
-      const auto qkv_elems = static_cast<std::size_t>(s.tokens() * s.heads() * s.head),
-                 q_elems = static_cast<std::size_t>(s.tokens() * s.q_heads * s.head),
-                 cache_elems = static_cast<std::size_t>(s.batch * s.kv_heads * s.kv * s.head);
-      ATTUNE_ASSIGN(CUdeviceptr qkv, add(qkv_elems, s.bf16, true));
-      CUdeviceptr q_norm = 0, k_norm = 0;
-      if (s.qk_norm) {
-        ATTUNE_ASSIGN(q_norm, add(static_cast<std::size_t>(s.head), s.bf16, true));
-        ATTUNE_ASSIGN(k_norm, add(static_cast<std::size_t>(s.head), s.bf16, true));
-      }
-      ATTUNE_ASSIGN(CUdeviceptr q, add(q_elems, s.bf16, false));
-      ATTUNE_ASSIGN(CUdeviceptr k, add(cache_elems, s.bf16, false));
-      ATTUNE_ASSIGN(CUdeviceptr v, add(cache_elems, s.bf16, false));
+      ATTUNE_ASSIGN(CUdeviceptr qkv,
+                    add(static_cast<std::size_t>(s.tokens() * s.heads() * s.head), s.bf16, true));
+      ATTUNE_ASSIGN(RopeBuffers b, rope_buffers(s));
       const DType dt = s.bf16 ? DType::kBf16 : DType::kFp16;
       const RopeScaling scaling = s.llama3_scaling ? RopeScaling::kLlama3 : RopeScaling::kPlain;
       call = [=, this](CUstream st) {
         return self->rope(s.batch, s.seq, s.kv, s.q_heads, s.kv_heads, s.head, s.theta, dt,
-                          reinterpret_cast<void*>(q), reinterpret_cast<void*>(k),
-                          reinterpret_cast<void*>(v), reinterpret_cast<void*>(qkv),
-                          reinterpret_cast<void*>(q_norm), reinterpret_cast<void*>(k_norm), scaling,
-                          st);
+                          reinterpret_cast<void*>(b.q), reinterpret_cast<void*>(b.k),
+                          reinterpret_cast<void*>(b.v), reinterpret_cast<void*>(qkv),
+                          reinterpret_cast<void*>(b.q_norm), reinterpret_cast<void*>(b.k_norm),
+                          scaling, st);
       };
     } else if (gemm_rope_op) {
       ATTUNE_ASSIGN(kernels::GemmRopeShape g, kernels::gemm_rope_shape(problem));
@@ -669,29 +677,18 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
            {s.batch, s.seq, s.kv, s.q_heads, s.kv_heads, s.head, s.theta, g.hidden})
         if (!size_ok(size))
           return Error::invalid_argument("time: sizes out of range in " + problem.text());
-      const auto x_elems = static_cast<std::size_t>(g.m() * g.hidden),
-                 w_elems = static_cast<std::size_t>(g.n() * g.hidden),
-                 q_elems = static_cast<std::size_t>(s.tokens() * s.q_heads * s.head),
-                 cache_elems = static_cast<std::size_t>(s.batch * s.kv_heads * s.kv * s.head);
-      ATTUNE_ASSIGN(CUdeviceptr x, add(x_elems, s.bf16, true));
-      ATTUNE_ASSIGN(CUdeviceptr w, add(w_elems, s.bf16, true));
-      CUdeviceptr q_norm = 0, k_norm = 0;
-      if (s.qk_norm) {
-        ATTUNE_ASSIGN(q_norm, add(static_cast<std::size_t>(s.head), s.bf16, true));
-        ATTUNE_ASSIGN(k_norm, add(static_cast<std::size_t>(s.head), s.bf16, true));
-      }
-      ATTUNE_ASSIGN(CUdeviceptr q, add(q_elems, s.bf16, false));
-      ATTUNE_ASSIGN(CUdeviceptr k, add(cache_elems, s.bf16, false));
-      ATTUNE_ASSIGN(CUdeviceptr v, add(cache_elems, s.bf16, false));
+      ATTUNE_ASSIGN(CUdeviceptr x, add(static_cast<std::size_t>(g.m() * g.hidden), s.bf16, true));
+      ATTUNE_ASSIGN(CUdeviceptr w, add(static_cast<std::size_t>(g.n() * g.hidden), s.bf16, true));
+      ATTUNE_ASSIGN(RopeBuffers b, rope_buffers(s));
       const DType dt = s.bf16 ? DType::kBf16 : DType::kFp16;
       const RopeScaling scaling = s.llama3_scaling ? RopeScaling::kLlama3 : RopeScaling::kPlain;
       const std::int64_t hidden = g.hidden;
       call = [=, this](CUstream st) {
         return self->gemm_rope(s.batch, s.seq, s.kv, s.q_heads, s.kv_heads, s.head, s.theta, hidden,
-                               dt, reinterpret_cast<void*>(q), reinterpret_cast<void*>(k),
-                               reinterpret_cast<void*>(v), reinterpret_cast<void*>(x),
-                               reinterpret_cast<void*>(w), reinterpret_cast<void*>(q_norm),
-                               reinterpret_cast<void*>(k_norm), scaling, st);
+                               dt, reinterpret_cast<void*>(b.q), reinterpret_cast<void*>(b.k),
+                               reinterpret_cast<void*>(b.v), reinterpret_cast<void*>(x),
+                               reinterpret_cast<void*>(w), reinterpret_cast<void*>(b.q_norm),
+                               reinterpret_cast<void*>(b.k_norm), scaling, st);
       };
     } else if (silu_mul_op) {
       ATTUNE_ASSIGN(kernels::SiluMulShape s, kernels::silu_mul_shape(problem));
