@@ -88,15 +88,6 @@ class AttentionDecodeFamily final : public CudaFamily {
     return Status::success();
   }
 
-  // A plan's workspace (split partials, the baseline's scores and probabilities), grown as
-  // candidates need it.
-  Status ensure_workspace(std::size_t bytes) {
-    if (data_.workspace.bytes() >= bytes && data_.workspace.ptr()) return Status::success();
-    data_.workspace = DeviceBuffer{};
-    ATTUNE_ASSIGN(data_.workspace, DeviceBuffer::alloc(std::max<std::size_t>(bytes, 256)));
-    return Status::success();
-  }
-
   Status reference(CudaEnv& env, const AttentionDecodeShape& s) {
     ATTUNE_ASSIGN(CUfunction ref,
                   reference_function(env, kAttentionDecodeRefSource, "attention_decode_ref.cu",
@@ -127,7 +118,7 @@ class AttentionDecodeFamily final : public CudaFamily {
     PreparedPlan prepared;
     ATTUNE_ASSIGN(auto unready, prepare_plan(env, lt_, plan, &prepared));
     if (unready) return *unready;
-    ATTUNE_TRY(ensure_workspace(prepared.workspace_bytes));
+    ATTUNE_TRY(grow_workspace(data_.workspace, prepared.workspace_bytes));
     args.workspace = data_.workspace.ptr();
     const auto launch = plan_launcher(lt_, plan, prepared, args);
 

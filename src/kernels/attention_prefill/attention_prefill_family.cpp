@@ -89,14 +89,6 @@ class AttentionPrefillFamily final : public CudaFamily {
     return Status::success();
   }
 
-  // The split baseline's scores and weights, grown as a plan needs them.
-  Status ensure_workspace(std::size_t bytes) {
-    if (data_.workspace.bytes() >= bytes && data_.workspace.ptr()) return Status::success();
-    data_.workspace = DeviceBuffer{};
-    ATTUNE_ASSIGN(data_.workspace, DeviceBuffer::alloc(std::max<std::size_t>(bytes, 256)));
-    return Status::success();
-  }
-
   Status reference(CudaEnv& env, const AttentionPrefillShape& s) {
     ATTUNE_ASSIGN(CUfunction ref,
                   reference_function(env, kAttentionPrefillRefSource, "attention_prefill_ref.cu",
@@ -127,7 +119,7 @@ class AttentionPrefillFamily final : public CudaFamily {
     PreparedPlan prepared;
     ATTUNE_ASSIGN(auto unready, prepare_plan(env, lt_, plan, &prepared));
     if (unready) return *unready;
-    ATTUNE_TRY(ensure_workspace(prepared.workspace_bytes));
+    ATTUNE_TRY(grow_workspace(data_.workspace, prepared.workspace_bytes));
     args.workspace = data_.workspace.ptr();
     const auto launch = plan_launcher(lt_, plan, prepared, args);
 

@@ -1,5 +1,7 @@
 #include "kernels/common/plan_run.h"
 
+#include <algorithm>
+
 namespace attune::kernels {
 
 namespace {
@@ -59,6 +61,13 @@ std::function<CUresult(CUstream)> plan_launcher(cublasLtHandle_t lt, const Plan&
   return [lt, &cp, &prepared, &args](CUstream st) {
     return enqueue(lt, cp, *prepared.chain, args, st);
   };
+}
+
+Status grow_workspace(cuda::DeviceBuffer& workspace, std::size_t bytes) {
+  if (workspace.bytes() >= bytes && workspace.ptr()) return Status::success();
+  workspace = cuda::DeviceBuffer{};
+  ATTUNE_ASSIGN(workspace, cuda::DeviceBuffer::alloc(std::max<std::size_t>(bytes, 256)));
+  return Status::success();
 }
 
 }  // namespace attune::kernels

@@ -30,6 +30,10 @@ struct PreparedPlan {
 Result<std::optional<Outcome>> prepare_plan(cuda::CudaEnv& env, cublasLtHandle_t lt,
                                             const Plan& plan, PreparedPlan* out);
 
+// Grows `workspace` to hold at least `bytes` (and at least 256, so a plan's workspace argument is
+// never a null pointer), keeping it when it already does: a family's workspace across candidates.
+Status grow_workspace(cuda::DeviceBuffer& workspace, std::size_t bytes);
+
 // One enqueue of the prepared plan with `args`: plan, prepared and args must outlive it.
 std::function<CUresult(CUstream)> plan_launcher(cublasLtHandle_t lt, const Plan& plan,
                                                 const PreparedPlan& prepared, PlanArgs& args);

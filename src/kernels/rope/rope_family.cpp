@@ -75,13 +75,6 @@ class RopeFamily final : public CudaFamily {
     return Status::success();
   }
 
-  Status ensure_workspace(std::size_t bytes) {
-    if (data_.workspace.bytes() >= bytes && data_.workspace.ptr()) return Status::success();
-    data_.workspace = DeviceBuffer{};
-    ATTUNE_ASSIGN(data_.workspace, DeviceBuffer::alloc(std::max<std::size_t>(bytes, 256)));
-    return Status::success();
-  }
-
   Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config,
                       Regime regime) override {
     ATTUNE_ASSIGN(RopeShape s, rope_shape(problem));
@@ -93,7 +86,7 @@ class RopeFamily final : public CudaFamily {
     PreparedPlan prepared;
     ATTUNE_ASSIGN(auto unready, prepare_plan(env, nullptr, plan, &prepared));
     if (unready) return *unready;
-    ATTUNE_TRY(ensure_workspace(prepared.workspace_bytes));
+    ATTUNE_TRY(grow_workspace(data_.workspace, prepared.workspace_bytes));
     args.workspace = data_.workspace.ptr();
     const auto launch = plan_launcher(nullptr, plan, prepared, args);
 
