@@ -39,9 +39,6 @@ Result<Space> gemm_rope_space(const Problem& p) {
                         return a["kernel"].as_word() == kernel || a.i(name) == fixed;
                       }};
   };
-  auto fixed_unless_tiled = [only](const char* name, std::int64_t fixed) {
-    return only("tiled", name, fixed);
-  };
   auto in_place = [](const char* name, std::vector<Value> options) {
     return Knob{name, std::move(options), 0, KnobKind::kInPlace};
   };
@@ -53,13 +50,13 @@ Result<Space> gemm_rope_space(const Problem& p) {
        in_place("tl_stages", {3, 2, 4, 5}), in_place("tl_group", {8, 1, 4, 16}),
        in_place("wg_bm", {128, 64}), in_place("wg_bn", {128, 64, 256}),
        in_place("wg_stages", {4, 3, 5, 6, 8})},
-      {fixed_unless_tiled("tl_bm", 128),
-       fixed_unless_tiled("tl_bn", 128),
-       fixed_unless_tiled("tl_bk", 32),
-       fixed_unless_tiled("tl_wm", 2),
-       fixed_unless_tiled("tl_wn", 2),
-       fixed_unless_tiled("tl_stages", 3),
-       fixed_unless_tiled("tl_group", 8),
+      {only("tiled", "tl_bm", 128),
+       only("tiled", "tl_bn", 128),
+       only("tiled", "tl_bk", 32),
+       only("tiled", "tl_wm", 2),
+       only("tiled", "tl_wn", 2),
+       only("tiled", "tl_stages", 3),
+       only("tiled", "tl_group", 8),
        {"kernel=tiled: a block tile holds whole heads (tl_bn a multiple of head)",
         {"kernel", "tl_bn"},
         [tiled, head](const Assignment& a) { return !tiled(a) || a.i("tl_bn") % head == 0; }},

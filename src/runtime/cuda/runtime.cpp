@@ -312,6 +312,21 @@ kernels::PlanArgs rope_args(void* q, void* k_cache, void* v_cache, const void* q
   return args;
 }
 
+// What rope's and gemm_rope's calls check alike, and the key's flags they set: the norm weights
+// both or neither (norm_bit when given), a known scaling (llama3_bit for Llama 3.1's).
+Status rope_call_flags(const char* op, const void* q_norm, const void* k_norm, RopeScaling scaling,
+                       std::uint8_t norm_bit, std::uint8_t llama3_bit, std::uint8_t* flags) {
+  if (!q_norm != !k_norm)
+    return invalid(
+        fmt::format("{}: q_norm and k_norm go together (both for the q/k norm, or neither)", op));
+  if (scaling != RopeScaling::kPlain && scaling != RopeScaling::kLlama3)
+    return invalid(fmt::format("{}: scaling {} is not a RopeScaling (plain 0, llama3 1)", op,
+                               static_cast<int>(scaling)));
+  *flags = static_cast<std::uint8_t>((q_norm ? norm_bit : 0) |
+                                     (scaling == RopeScaling::kLlama3 ? llama3_bit : 0));
+  return Status();
+}
+
 }  // namespace
 
 Status Runtime::Impl::rope(std::int64_t batch, std::int64_t seq, std::int64_t kv,
@@ -334,16 +349,14 @@ Status Runtime::Impl::rope(std::int64_t batch, std::int64_t seq, std::int64_t kv
     return invalid("rope: dtype must be bf16 or fp16");
   if (!q || !k_cache || !v_cache || !qkv)
     return invalid("rope: q, k_cache, v_cache and qkv must be device pointers");
-  if (!q_norm != !k_norm)
-    return invalid("rope: q_norm and k_norm go together (both for the q/k norm, or neither)");
-  if (scaling != RopeScaling::kPlain && scaling != RopeScaling::kLlama3)
-    return invalid(fmt::format("rope: scaling {} is not a RopeScaling (plain 0, llama3 1)",
-                               static_cast<int>(scaling)));
+  std::uint8_t flags = 0;
+  if (Status st =
+          rope_call_flags("rope", q_norm, k_norm, scaling, rope_norm_bit, rope_llama3_bit, &flags);
+      !st.ok())
+    return st;
   if (!aligned16(q) || !aligned16(k_cache) || !aligned16(v_cache) || !aligned16(qkv) ||
       !aligned16(q_norm) || !aligned16(k_norm))
     return invalid("rope: q, k_cache, v_cache, qkv, q_norm and k_norm must be 16-byte aligned");
-  const auto flags = static_cast<std::uint8_t>(
-      (q_norm ? rope_norm_bit : 0) | (scaling == RopeScaling::kLlama3 ? rope_llama3_bit : 0));
   const ShapeKey key{
       rope_kind, dtype_of(dtype), flags, {batch, seq, kv, q_heads, kv_heads, head, theta}};
   kernels::PlanArgs args = rope_args(q, k_cache, v_cache, q_norm, k_norm, batch, seq, kv);
@@ -371,18 +384,15 @@ Status Runtime::Impl::gemm_rope(std::int64_t batch, std::int64_t seq, std::int64
     return invalid("gemm_rope: dtype must be bf16 or fp16");
   if (!q || !k_cache || !v_cache || !x || !w)
     return invalid("gemm_rope: q, k_cache, v_cache, x and w must be device pointers");
-  if (!q_norm != !k_norm)
-    return invalid("gemm_rope: q_norm and k_norm go together (both for the q/k norm, or neither)");
-  if (scaling != RopeScaling::kPlain && scaling != RopeScaling::kLlama3)
-    return invalid(fmt::format("gemm_rope: scaling {} is not a RopeScaling (plain 0, llama3 1)",
-                               static_cast<int>(scaling)));
+  std::uint8_t flags = 0;
+  if (Status st = rope_call_flags("gemm_rope", q_norm, k_norm, scaling, gemm_rope_norm_bit,
+                                  gemm_rope_llama3_bit, &flags);
+      !st.ok())
+    return st;
   if (!aligned16(q) || !aligned16(k_cache) || !aligned16(v_cache) || !aligned16(x) ||
       !aligned16(w) || !aligned16(q_norm) || !aligned16(k_norm))
     return invalid(
         "gemm_rope: q, k_cache, v_cache, x, w, q_norm and k_norm must be 16-byte aligned");
-  const auto flags =
-      static_cast<std::uint8_t>((q_norm ? gemm_rope_norm_bit : 0) |
-                                (scaling == RopeScaling::kLlama3 ? gemm_rope_llama3_bit : 0));
   const ShapeKey key{gemm_rope_kind,
                      dtype_of(dtype),
                      flags,
