@@ -122,6 +122,9 @@ ATTUNE_FORWARD(cuLaunchKernel,
                 unsigned int by, unsigned int bz, unsigned int smem, CUstream s, void** params,
                 void** extra),
                (f, gx, gy, gz, bx, by, bz, smem, s, params, extra))
+ATTUNE_FORWARD(cuLaunchKernelEx,
+               (const CUlaunchConfig* config, CUfunction f, void** params, void** extra),
+               (config, f, params, extra))
 ATTUNE_FORWARD(cuTensorMapEncodeTiled,
                (CUtensorMap * map, CUtensorMapDataType type, cuuint32_t rank, void* address,
                 const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,

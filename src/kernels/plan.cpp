@@ -4,6 +4,12 @@
 
 namespace attune::kernels {
 
+extern const char* const kLaunchHeader;
+
+std::pair<std::string, std::string> launch_header() {
+  return {"attune_launch.cuh", kLaunchHeader};
+}
+
 Result<Plan> plan(const Problem& problem, const Config& config) {
 #define ATTUNE_PLAN_OP(NAME)              \
   if (problem.op() == NAME##_op().name) { \

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -55,6 +56,11 @@ struct LaunchStep {
   std::vector<std::string> args;
   std::vector<TensorMap2d> tensor_maps;
 };
+
+// The NVRTC header every plan kernel's source includes, "attune_launch.cuh" (from
+// kernels/common/launch.cuh): attune_grid_dependency(), each plan kernel's first call, which makes
+// the programmatic dependent launch of plan_launch.cpp safe. Every plan's build lists it.
+std::pair<std::string, std::string> launch_header();
 
 struct KernelPlan {
   cuda::BuildRequest build;

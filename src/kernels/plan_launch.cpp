@@ -1,5 +1,8 @@
 #include "kernels/plan_launch.h"
 
+#include <cstdlib>
+#include <string_view>
+
 namespace attune::kernels {
 
 namespace {
@@ -48,6 +51,37 @@ Status check_step(const LaunchStep& step) {
       return Error::internal("plan step " + step.kernel + " maps an unknown pointer argument '" +
                              m.arg + "'");
   return Status::success();
+}
+
+// Every plan kernel is launched programmatically dependent on the kernel ahead of it in the
+// stream (Hopper's programmatic dependent launch; an ignored attribute before sm_90): its blocks
+// may be scheduled while that kernel finishes, and wait for it at their first line
+// (attune_grid_dependency, launch_header()). In a CUDA graph the edge between the two becomes a
+// programmatic one. ATTUNE_DEPENDENT_LAUNCH=0 launches them plainly (to measure what it saves).
+bool dependent_launch() {
+  static const bool on = [] {
+    const char* e = std::getenv("ATTUNE_DEPENDENT_LAUNCH");
+    return !(e && std::string_view(e) == "0");
+  }();
+  return on;
+}
+
+CUresult launch(CUfunction fn, const LaunchStep& s, CUstream stream, void** params) {
+  CUlaunchAttribute dependent{};
+  dependent.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  dependent.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = s.grid.x;
+  config.gridDimY = s.grid.y;
+  config.gridDimZ = s.grid.z;
+  config.blockDimX = s.block.x;
+  config.blockDimY = s.block.y;
+  config.blockDimZ = s.block.z;
+  config.sharedMemBytes = s.shared_bytes;
+  config.hStream = stream;
+  config.attrs = &dependent;
+  config.numAttrs = dependent_launch() ? 1 : 0;
+  return cuLaunchKernelEx(&config, fn, params, nullptr);
 }
 
 }  // namespace
@@ -101,8 +135,7 @@ CUresult launch_step(const LaunchStep& s, CUfunction fn, PlanArgs& args, CUstrea
   void* params[kMaxArgs];
   std::size_t n = 0;
   for (const auto& name : s.args) params[n++] = bind(name, args);
-  return cuLaunchKernel(fn, s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z,
-                        s.shared_bytes, stream, params, nullptr);
+  return launch(fn, s, stream, params);
 }
 
 CUresult enqueue(const KernelPlan& plan, const std::vector<CUfunction>& fns, PlanArgs& args,
@@ -136,8 +169,7 @@ CUresult enqueue(const KernelPlan& plan, const PlanBinding& binding,
     void* params[kMaxArgs];
     std::size_t n = 0;
     for (std::size_t off : binding.offsets[i]) params[n++] = base + off;
-    CUresult rc = cuLaunchKernel(fns[i], s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y,
-                                 s.block.z, s.shared_bytes, stream, params, nullptr);
+    CUresult rc = launch(fns[i], s, stream, params);
     if (rc != CUDA_SUCCESS) return rc;
   }
   return CUDA_SUCCESS;

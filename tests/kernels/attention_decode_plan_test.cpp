@@ -184,8 +184,9 @@ TEST(AttentionDecodePlan, MmaSplitsMergeByTheCombineLaunchOrByTheCluster) {
   EXPECT_EQ(kc.steps[0].grid.x, 8u);  // the cluster spans grid.x: the row group's splits
   EXPECT_EQ(kc.workspace_bytes, 0u);
   EXPECT_TRUE(has_option(kc.build, "-DCLUSTER=1"));
-  ASSERT_EQ(kc.build.headers.size(), 1u);
-  EXPECT_EQ(kc.build.headers[0].first, "attune_cluster.cuh");
+  ASSERT_EQ(kc.build.headers.size(), 2u);
+  EXPECT_EQ(kc.build.headers[0].first, "attune_launch.cuh");
+  EXPECT_EQ(kc.build.headers[1].first, "attune_cluster.cuh");
 
   // Past the portable 8 blocks: Hopper's non-portable 16 (the launch opts in, or refuses).
   const Plan sixteen = planned(spec,

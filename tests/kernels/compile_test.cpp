@@ -2,6 +2,9 @@
 // family passes, on a machine without a GPU; the cache answers a second build without compiling.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <utility>
+
 #include "core/config.h"
 #include "core/problem.h"
 #include "cuda/nvrtc_build.h"
@@ -19,6 +22,13 @@ extern const char* const kGemmRefSource;
 extern const char* const kClusterHeader;
 extern const char* const kL2FlushSource;
 extern const char* const kAttentionDecodeRefSource;
+extern const char* const kGemmTiledSource;
+extern const char* const kGemmWgmmaSource;
+extern const char* const kAttentionDecodeFlashSource;
+extern const char* const kAttentionDecodeSoftmaxSource;
+extern const char* const kAttentionPrefillFlashSource;
+extern const char* const kRopeSource;
+extern const char* const kSiluMulSource;
 }  // namespace attune::kernels
 
 namespace attune {
@@ -34,14 +44,17 @@ void expect_builds(const cuda::Compiler& c, const BuildRequest& r, const std::st
   EXPECT_EQ(b->lowered_names.count(name), 1u);
 }
 
-// A source with explicit options, given the header the skinny GEMMs include (as their plans give
-// it).
+// A source with explicit options, given the headers the skinny GEMMs include (as their plans give
+// them).
 void expect_builds(const cuda::Compiler& c, const char* source, std::vector<std::string> options,
                    std::string name) {
   expect_builds(
       c,
-      BuildRequest{
-          source, name + ".cu", options, {name}, {{"attune_cluster.cuh", kernels::kClusterHeader}}},
+      BuildRequest{source,
+                   name + ".cu",
+                   options,
+                   {name},
+                   {kernels::launch_header(), {"attune_cluster.cuh", kernels::kClusterHeader}}},
       name);
 }
 
@@ -356,6 +369,42 @@ TEST(KernelSources, AttentionDecodePlansCompileOnEveryHeadSize) {
     ASSERT_EQ(kp.steps.size(), 1u);
     expect_builds(c, kp.build, kp.steps[0].kernel);
   }
+}
+
+// Plan kernels are launched programmatically dependent on the kernel ahead (plan_launch.cpp), so
+// each must wait for it before touching global memory: in every source a plan launches, every
+// entry point's first statement is attune_grid_dependency() (no ';' between the entry point and
+// the call, and no other entry point).
+TEST(KernelSources, EveryPlanKernelFirstWaitsForTheKernelAhead) {
+  const std::pair<const char*, const char*> sources[] = {
+      {"rmsnorm.cu", kernels::kRmsnormSource},
+      {"gemm_skinny.cu", kernels::kGemmSkinnySource},
+      {"gemm_skinny_tc.cu", kernels::kGemmSkinnyTcSource},
+      {"gemm_tiled.cu", kernels::kGemmTiledSource},
+      {"gemm_wgmma.cu", kernels::kGemmWgmmaSource},
+      {"attention_decode_flash.cu", kernels::kAttentionDecodeFlashSource},
+      {"attention_decode_softmax.cu", kernels::kAttentionDecodeSoftmaxSource},
+      {"attention_prefill_flash.cu", kernels::kAttentionPrefillFlashSource},
+      {"rope.cu", kernels::kRopeSource},
+      {"silu_mul.cu", kernels::kSiluMulSource}};
+  const std::string entry = "extern \"C\" __global__", wait = "attune_grid_dependency();";
+  int entries = 0;
+  for (const auto& [name, text] : sources) {
+    const std::string src = text;
+    for (auto at = src.find(entry); at != std::string::npos; at = src.find(entry, at + 1)) {
+      ++entries;
+      const auto call = src.find(wait, at);
+      ASSERT_NE(call, std::string::npos) << name << ": an entry point that never waits";
+      const std::string between = src.substr(at, call - at);
+      const auto line =
+          std::count(src.begin(), src.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+      EXPECT_EQ(between.find(';'), std::string::npos)
+          << name << ":" << line + 1 << ": a statement before attune_grid_dependency()";
+      EXPECT_EQ(between.find(entry, 1), std::string::npos)
+          << name << ":" << line + 1 << ": an entry point without attune_grid_dependency()";
+    }
+  }
+  EXPECT_EQ(entries, 16);  // rope 4, attention_decode_flash 3, silu_mul 2, the others 1
 }
 
 TEST(KernelSources, CompileErrorsComeBackWithTheLogAndAreCached) {

@@ -16,6 +16,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "attune_launch.cuh"  // attune_grid_dependency
+
 // NVRTC has no <math.h>.
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
@@ -62,6 +64,7 @@ __device__ __forceinline__ void merge(float& m, float& l, float* acc, float m2, 
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
     attn_decode_flash(T* __restrict__ o, float* __restrict__ workspace, const T* __restrict__ q,
                       const T* __restrict__ k, const T* __restrict__ v, int kv) {
+  attune_grid_dependency();
   const int split = blockIdx.x, row0 = blockIdx.y * Q_ROWS, bh = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int grp = lane / kLanesPerKey, t = lane % kLanesPerKey;
@@ -338,6 +341,7 @@ __device__ __forceinline__ void cp_wait() {
 extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
     attn_decode_mma(T* __restrict__ o, float* __restrict__ workspace, const T* __restrict__ q,
                     const T* __restrict__ k, const T* __restrict__ v, int kv) {
+  attune_grid_dependency();
   extern __shared__ __align__(128) unsigned char smem[];
   const int split = blockIdx.x, row0 = blockIdx.y * kBlockRows, bh = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -610,6 +614,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
 // COMBINE_ROWS warps per block, a warp per row, the lanes over the head.
 extern "C" __global__ void __launch_bounds__(COMBINE_ROWS * 32)
     attn_decode_combine(T* __restrict__ o, const float* __restrict__ workspace, int rows) {
+  attune_grid_dependency();
   const int row = blockIdx.x * COMBINE_ROWS + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= rows) return;
   const float* ml = workspace + static_cast<size_t>(SPLITS) * rows * HEAD;

@@ -68,6 +68,7 @@ Result<Plan> plan_flash(const AttentionDecodeShape& s, const Config& c) {
   KernelPlan p;
   p.build.source = kAttentionDecodeFlashSource;
   p.build.source_name = "attention_decode_flash.cu";
+  p.build.headers = {launch_header()};
   p.build.options = {
       fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DHEAD={}", s.head),
       fmt::format("-DGROUP={}", s.group()),   fmt::format("-DQ_LEN={}", s.q_len),
@@ -143,7 +144,7 @@ Result<Plan> plan_mma(const AttentionDecodeShape& s, const Config& c) {
                      fmt::format("-DMTILES={}", block_rows / 16),
                      fmt::format("-DCOMBINE_ROWS={}", kCombineRows),
                      fmt::format("-DCLUSTER={}", cluster ? 1 : 0)};
-  p.build.headers = {{"attune_cluster.cuh", kClusterHeader}};
+  p.build.headers = {launch_header(), {"attune_cluster.cuh", kClusterHeader}};
   p.build.name_expressions = {"attn_decode_mma"};
   p.steps.push_back({"attn_decode_mma",
                      {static_cast<unsigned>(splits), static_cast<unsigned>(groups),
@@ -165,6 +166,7 @@ ChainPlan split_attention_plan(const SplitAttention& a) {
   ChainPlan p;
   p.build.source = kAttentionDecodeSoftmaxSource;
   p.build.source_name = "attention_decode_softmax.cu";
+  p.build.headers = {launch_header()};
   p.build.options = {fmt::format("-DT={}", type_of(a.bf16)), fmt::format("-DHEAD={}", a.head),
                      fmt::format("-DQ_LEN={}", a.q_len),
                      fmt::format("-DTHREADS={}", kSoftmaxThreads)};

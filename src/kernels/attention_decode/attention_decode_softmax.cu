@@ -8,6 +8,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "attune_launch.cuh"  // attune_grid_dependency
+
 // NVRTC has no <math.h>.
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
@@ -38,6 +40,7 @@ __device__ float block_reduce(float v, bool is_max) {
 
 extern "C" __global__ void __launch_bounds__(THREADS)
     attn_decode_softmax(float* workspace, int kv, int rows) {
+  attune_grid_dependency();
   const size_t row = blockIdx.x;
   const float* s = workspace + row * kv;
   const size_t p_offset = (static_cast<size_t>(rows) * kv * sizeof(float) + 255) / 256 * 256;

@@ -21,6 +21,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "attune_launch.cuh"  // attune_grid_dependency
+
 // NVRTC has no <math.h>.
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
@@ -112,6 +114,7 @@ __device__ __forceinline__ unsigned pack(float lo, float hi) {
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     attn_prefill_wgmma(T* __restrict__ o, const T* __restrict__ q, const T* __restrict__ k,
                        const T* __restrict__ v, int seq) {
+  attune_grid_dependency();
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // The swizzle is applied to absolute address bits: tiles start on 1024-byte boundaries.
   const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));

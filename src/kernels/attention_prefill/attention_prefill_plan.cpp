@@ -46,7 +46,7 @@ Result<Plan> plan_wgmma(const AttentionPrefillShape& s, const Config& c) {
       fmt::format("-DBLOCK_N={}", block_n),   fmt::format("-DCONSUMERS={}", consumers),
       fmt::format("-DSTAGES={}", stages),     fmt::format("-DOVERLAP={}", overlap)};
   p.build.name_expressions = {"attn_prefill_wgmma"};
-  p.build.headers = {{"attune_wgmma.cuh", kWgmmaHeader}};
+  p.build.headers = {launch_header(), {"attune_wgmma.cuh", kWgmmaHeader}};
   // Grid x over the query heads, so the heads that share a KV head run side by side and read its
   // tiles through L2 once; y over the row blocks (the kernel takes them heaviest first).
   p.steps.push_back({"attn_prefill_wgmma",

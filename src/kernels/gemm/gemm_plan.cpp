@@ -72,7 +72,7 @@ KernelPlan skinny_plan(const char* source, const char* kernel, const GemmShape& 
   p.build.options.insert(p.build.options.end(), {fmt::format("-DKSPLIT={}", split),
                                                  fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {kernel};
-  p.build.headers = {{"attune_cluster.cuh", kClusterHeader}};
+  p.build.headers = {launch_header(), {"attune_cluster.cuh", kClusterHeader}};
   p.steps.push_back({kernel,
                      {static_cast<unsigned>(groups * split)},
                      {static_cast<unsigned>(warps * 32)},
@@ -179,7 +179,8 @@ KernelPlan gemm_tiled_plan(const GemmShape& s, const TiledTile& t) {
        fmt::format("-DSTAGES={}", t.stages), fmt::format("-DSPLIT={}", t.split),
        fmt::format("-DGROUP={}", t.group), fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {"gemm_tiled"};
-  p.build.headers = {{"attune_cluster.cuh", kClusterHeader},
+  p.build.headers = {launch_header(),
+                     {"attune_cluster.cuh", kClusterHeader},
                      {"attune_gemm_store.cuh", kGemmStoreHeader}};
   // One launch: under a K split each tile is a cluster of `split` consecutive blocks, which sum
   // their partial tiles through distributed shared memory parked in the pipeline's memory.
@@ -204,7 +205,8 @@ KernelPlan gemm_wgmma_plan(const GemmShape& s, const WgmmaTile& t) {
                           fmt::format("-DSTAGES={}", t.stages), fmt::format("-DSPLIT={}", t.split),
                           "-DGROUP=8", fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {"gemm_wgmma"};
-  p.build.headers = {{"attune_cluster.cuh", kClusterHeader},
+  p.build.headers = {launch_header(),
+                     {"attune_cluster.cuh", kClusterHeader},
                      {"attune_wgmma.cuh", kWgmmaHeader},
                      {"attune_gemm_store.cuh", kGemmStoreHeader}};
   // One producer warpgroup and bm / 64 consumers; under a K split each tile is a cluster of

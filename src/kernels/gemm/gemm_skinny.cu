@@ -15,6 +15,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "attune_launch.cuh"  // attune_grid_dependency
+
 #ifndef BIAS
 #define BIAS 0
 #endif
@@ -52,6 +54,7 @@ __device__ __forceinline__ float silu(float g) {
 extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
     gemm_skinny(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b,
                 const T* __restrict__ bias) {
+  attune_grid_dependency();
   // Consecutive blocks split one group of rows' K: with a cluster of KSPLIT along x, a block's
   // rank in its cluster is its split.
   const int split = blockIdx.x % KSPLIT;

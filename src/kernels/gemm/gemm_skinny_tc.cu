@@ -18,6 +18,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "attune_launch.cuh"  // attune_grid_dependency
+
 #ifndef BIAS
 #define BIAS 0
 #endif
@@ -84,6 +86,7 @@ __device__ __forceinline__ void store_c(T* __restrict__ c, const T* __restrict__
 extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
     gemm_skinny_tc(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b,
                    const T* __restrict__ bias) {
+  attune_grid_dependency();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, q = lane % 4;
   // Consecutive blocks split one tile's K: with a cluster of KSPLIT along x, a block's rank in

@@ -29,6 +29,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "attune_launch.cuh"  // attune_grid_dependency
+
 #ifndef BIAS
 #define BIAS 0
 #endif
@@ -137,6 +139,7 @@ extern "C" __global__ void __launch_bounds__(kThreads) CLUSTER_DIMS
     gemm_tiled(T* __restrict__ c, const T* __restrict__ a, const T* __restrict__ b,
                const T* __restrict__ bias) {
 #endif
+  attune_grid_dependency();
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* smem = reinterpret_cast<T*>(smem_raw);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;

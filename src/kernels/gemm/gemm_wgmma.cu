@@ -28,6 +28,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "attune_launch.cuh"  // attune_grid_dependency
+
 #ifndef BIAS
 #define BIAS 0
 #endif
@@ -82,6 +84,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
     gemm_wgmma(T* __restrict__ c, const __grid_constant__ TensorMap tma_a,
                const __grid_constant__ TensorMap tma_b, const T* __restrict__ bias) {
 #endif
+  attune_grid_dependency();
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   // The swizzle is applied to absolute address bits: tiles start on 1024-byte boundaries.
   const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));

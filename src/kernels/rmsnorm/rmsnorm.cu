@@ -10,6 +10,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "attune_launch.cuh"  // attune_grid_dependency
+
 #ifndef RESIDUAL
 #define RESIDUAL 0
 #endif
@@ -40,6 +42,7 @@ __device__ __forceinline__ float warp_sum(float v) {
 extern "C" __global__ void __launch_bounds__(THREADS* ROWS_PER_BLOCK)
     rmsnorm(T* __restrict__ y, T* __restrict__ h_out, const T* __restrict__ x,
             const T* __restrict__ r, const T* __restrict__ w, int rows, float eps) {
+  attune_grid_dependency();
   const int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.y;
   const int t = threadIdx.x;
   __shared__ float partial[ROWS_PER_BLOCK][THREADS / 32];

@@ -23,6 +23,7 @@ Result<Plan> plan_rmsnorm(const Problem& problem, const Config& c) {
   KernelPlan p;
   p.build.source = kRmsnormSource;
   p.build.source_name = "rmsnorm.cu";
+  p.build.headers = {launch_header()};
   p.build.options = {fmt::format("-DT={}", type_of(s.bf16)),
                      fmt::format("-DHIDDEN={}", s.hidden),
                      fmt::format("-DTHREADS={}", threads),

@@ -15,6 +15,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "attune_launch.cuh"  // attune_grid_dependency
+
 #include "attune_rope.cuh"  // kHalf, kHeads, kQk, inv_freq, head_dst
 
 #ifdef VEC
@@ -39,6 +41,7 @@ extern "C" __global__ void __launch_bounds__(kLanes* HEAD_GROUPS)
     rope_fused(T* __restrict__ q, T* __restrict__ k, T* __restrict__ v, const T* __restrict__ qkv,
                const T* __restrict__ q_norm, const T* __restrict__ k_norm, int rows, int seq,
                int kv, float eps) {
+  attune_grid_dependency();
   using P = Pack<VEC>;
   const int i0 = threadIdx.x * VEC;
   float inv[VEC];
@@ -121,6 +124,7 @@ extern "C" __global__ void __launch_bounds__(kLanes* HEAD_GROUPS)
 extern "C" __global__ void __launch_bounds__(HEAD)
     rope_chain_norm(T* __restrict__ ws, const T* __restrict__ qkv, const T* __restrict__ q_norm,
                     const T* __restrict__ k_norm, float eps) {
+  attune_grid_dependency();
   const long long row = blockIdx.x;  // token * kQk + h
   const long long token = row / kQk;
   const int h = static_cast<int>(row % kQk);
@@ -143,6 +147,7 @@ extern "C" __global__ void __launch_bounds__(HEAD)
 extern "C" __global__ void rope_chain_rotate(T* __restrict__ q, T* __restrict__ k,
                                              const T* __restrict__ qkv, const T* __restrict__ ws,
                                              int rows, int seq, int kv) {
+  attune_grid_dependency();
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= static_cast<long long>(rows) * kQk * HEAD) return;
   const int d = static_cast<int>(i % HEAD);
@@ -167,6 +172,7 @@ extern "C" __global__ void rope_chain_rotate(T* __restrict__ q, T* __restrict__ 
 // Step 3: one thread per element of the v heads, copied into the cache.
 extern "C" __global__ void rope_chain_copy_v(T* __restrict__ v, const T* __restrict__ qkv, int rows,
                                              int seq, int kv) {
+  attune_grid_dependency();
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= static_cast<long long>(rows) * KV_HEADS * HEAD) return;
   const int d = static_cast<int>(i % HEAD);

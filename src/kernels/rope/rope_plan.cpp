@@ -32,7 +32,7 @@ KernelPlan base_plan(const RopeShape& s) {
   p.build.options = {fmt::format("-DT={}", type_of(s.bf16))};
   const std::vector<std::string> rope = rope_defines(s);
   p.build.options.insert(p.build.options.end(), rope.begin(), rope.end());
-  p.build.headers = {{"attune_rope.cuh", kRopeHeader}};
+  p.build.headers = {launch_header(), {"attune_rope.cuh", kRopeHeader}};
   return p;
 }
 

@@ -6,8 +6,11 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "attune_launch.cuh"  // attune_grid_dependency
+
 // The baseline: one thread per output element, scalar loads, as a user first writes it.
 extern "C" __global__ void silu_mul_naive(T* __restrict__ y, const T* __restrict__ x, int rows) {
+  attune_grid_dependency();
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= static_cast<long long>(rows) * INTER) return;
   const long long r = i / INTER, c = i % INTER;
@@ -30,6 +33,7 @@ struct alignas(2 * N) Pack {
 // so), so an access is wholly inside the row or wholly past it.
 extern "C" __global__ void __launch_bounds__(THREADS)
     silu_mul_vector(T* __restrict__ y, const T* __restrict__ x, int rows) {
+  attune_grid_dependency();
   using P = Pack<VEC>;
   const int col0 = (blockIdx.y * UNROLL * THREADS + threadIdx.x) * VEC;
 #pragma unroll

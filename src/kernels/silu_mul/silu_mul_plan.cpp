@@ -30,6 +30,7 @@ Result<Plan> plan_silu_mul(const Problem& problem, const Config& c) {
   KernelPlan p;
   p.build.source = kSiluMulSource;
   p.build.source_name = "silu_mul.cu";
+  p.build.headers = {launch_header()};
   p.build.options = {fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DINTER={}", s.inter)};
   if (k == "naive") {
     const std::int64_t blocks = (s.rows * s.inter + 255) / 256;
