@@ -271,7 +271,7 @@ def parse_example(r):
 def step_example(s, ctx, res):
     if not ctx.layer_bin or not os.path.exists(ctx.layer_bin):
         why = f"no examples/layer binary ({ctx.layer_bin or 'give --layer-bin'})"
-        res["untuned"] = res["tuned"] = res["plain"] = {"error": why}
+        res["untuned"] = res["tuned"] = res["dependent"] = {"error": why}
         return
     table = None
     cap = ctx.budget.cap(90)
@@ -290,9 +290,9 @@ def step_example(s, ctx, res):
             res["export"]["table"] = table
         else:
             res["export"]["error"] = why_failed(r, "attune export") if r["rc"] else "no table written"
-    # "plain": the tuned table again with every kernel launched plainly (ATTUNE_DEPENDENT_LAUNCH=0),
-    # to show what programmatic dependent launch saves in the same run.
-    for key, tab in (("untuned", None), ("tuned", table), ("plain", table)):
+    # "dependent": the tuned table again with attune's kernels launched programmatically dependent
+    # (ATTUNE_DEPENDENT_LAUNCH=1), to show what that saves in the same run.
+    for key, tab in (("untuned", None), ("tuned", table), ("dependent", table)):
         if key != "untuned" and not table:
             res[key] = {"error": "no table: " + res["export"].get("error", "?")}
             continue
@@ -301,8 +301,8 @@ def step_example(s, ctx, res):
             res[key] = {"error": "budget spent before this step"}
             continue
         env = dict(os.environ, ATTUNE_LOG_TUNED="1") if tab else None
-        if key == "plain":
-            env = dict(os.environ, ATTUNE_DEPENDENT_LAUNCH="0")
+        if key == "dependent":
+            env = dict(os.environ, ATTUNE_DEPENDENT_LAUNCH="1")
         winner = (res.get("tune") or {}).get("winner")
         r = run(example_cmd(s, ctx, tab, winner), cap,
                 os.path.join(ctx.out, f"layer-{s['id']}-example-{key}.log"), env)
@@ -391,8 +391,8 @@ def shape_md(s, res):
          (res.get("tuned") or {}).get("error", "not run")),
         ("attune, tuned: the assembled graph (tune's check)", asm.get("assembled_us") if asm.get("measured") else None, asm_why),
         ("attune, tuned: sum of isolated kernel times", tune.get("total_us"), tune_why),
-        ("attune, tuned, plain launches (ATTUNE_DEPENDENT_LAUNCH=0)", (res.get("plain") or {}).get("layer_us"),
-         (res.get("plain") or {}).get("error", "not run")),
+        ("attune, tuned, dependent launches (ATTUNE_DEPENDENT_LAUNCH=1)", (res.get("dependent") or {}).get("layer_us"),
+         (res.get("dependent") or {}).get("error", "not run")),
         ("attune, untuned: examples/layer without a table", (res.get("untuned") or {}).get("layer_us"),
          (res.get("untuned") or {}).get("error", "not run")),
     ]

@@ -53,15 +53,16 @@ Status check_step(const LaunchStep& step) {
   return Status::success();
 }
 
-// Every plan kernel is launched programmatically dependent on the kernel ahead of it in the
-// stream (Hopper's programmatic dependent launch; an ignored attribute before sm_90): its blocks
-// may be scheduled while that kernel finishes, and wait for it at their first line
-// (attune_grid_dependency, launch_header()). In a CUDA graph the edge between the two becomes a
-// programmatic one. ATTUNE_DEPENDENT_LAUNCH=0 launches them plainly (to measure what it saves).
+// With ATTUNE_DEPENDENT_LAUNCH=1 every plan kernel is launched programmatically dependent on the
+// kernel ahead of it in the stream (Hopper's programmatic dependent launch; an ignored attribute
+// before sm_90): its blocks may be scheduled while that kernel finishes, and wait for it at their
+// first line (attune_grid_dependency, launch_header()). In a CUDA graph the edge between the two
+// becomes a programmatic one. Off by default until it has been measured on a GPU (bench/layer.py
+// times the tuned layer both ways).
 bool dependent_launch() {
   static const bool on = [] {
     const char* e = std::getenv("ATTUNE_DEPENDENT_LAUNCH");
-    return !(e && std::string_view(e) == "0");
+    return e && std::string_view(e) == "1";
   }();
   return on;
 }

@@ -371,7 +371,7 @@ TEST(KernelSources, AttentionDecodePlansCompileOnEveryHeadSize) {
   }
 }
 
-// Plan kernels are launched programmatically dependent on the kernel ahead (plan_launch.cpp), so
+// Plan kernels may be launched programmatically dependent on the kernel ahead (plan_launch.cpp), so
 // each must wait for it before touching global memory: in every source a plan launches, every
 // entry point's first statement is attune_grid_dependency() (no ';' between the entry point and
 // the call, and no other entry point).
