@@ -68,6 +68,9 @@ bool dependent_launch() {
 }
 
 CUresult launch(CUfunction fn, const LaunchStep& s, CUstream stream, void** params) {
+  if (!dependent_launch())
+    return cuLaunchKernel(fn, s.grid.x, s.grid.y, s.grid.z, s.block.x, s.block.y, s.block.z,
+                          s.shared_bytes, stream, params, nullptr);
   CUlaunchAttribute dependent{};
   dependent.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
   dependent.value.programmaticStreamSerializationAllowed = 1;
@@ -81,7 +84,7 @@ CUresult launch(CUfunction fn, const LaunchStep& s, CUstream stream, void** para
   config.sharedMemBytes = s.shared_bytes;
   config.hStream = stream;
   config.attrs = &dependent;
-  config.numAttrs = dependent_launch() ? 1 : 0;
+  config.numAttrs = 1;
   return cuLaunchKernelEx(&config, fn, params, nullptr);
 }
 
