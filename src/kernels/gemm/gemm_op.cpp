@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "kernels/ops.h"
 
 namespace attune::kernels {
@@ -34,6 +36,54 @@ std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64
   const std::int64_t ring = stages * (bm + bn) * 128;
   const std::int64_t partial = split > 1 ? bm * bn * 4 : 0;
   return static_cast<std::size_t>(1024 + std::max(ring, partial) + 16 * stages);
+}
+
+Constraint fixed_unless(const char* kernel, const char* name, std::int64_t fixed) {
+  return Constraint{fmt::format("{} is fixed unless kernel={}", name, kernel),
+                    {"kernel", name},
+                    [kernel, name, fixed](const Assignment& a) {
+                      return a["kernel"].as_word() == kernel || a.i(name) == fixed;
+                    }};
+}
+
+std::vector<Constraint> gemm_tiled_constraints(std::int64_t m) {
+  auto tiled = [](const Assignment& a) { return a["kernel"].as_word() == "tiled"; };
+  return {fixed_unless("tiled", "tl_bm", 128),
+          fixed_unless("tiled", "tl_bn", 128),
+          fixed_unless("tiled", "tl_bk", 32),
+          fixed_unless("tiled", "tl_wm", 2),
+          fixed_unless("tiled", "tl_wn", 2),
+          fixed_unless("tiled", "tl_stages", 3),
+          fixed_unless("tiled", "tl_group", 8),
+          {"kernel=tiled: a block tile under twice M (taller only multiplies zero rows)",
+           {"kernel", "tl_bm"},
+           [tiled, m](const Assignment& a) {
+             return !tiled(a) || a.i("tl_bm") < 2 * std::max<std::int64_t>(m, 16);
+           }},
+          {"kernel=tiled: warp tiles are multiples of 16 x 16",
+           {"kernel", "tl_bm", "tl_bn", "tl_wm", "tl_wn"},
+           [tiled](const Assignment& a) {
+             return !tiled(a) ||
+                    ((a.i("tl_bm") / a.i("tl_wm")) % 16 == 0 && a.i("tl_bm") >= 16 * a.i("tl_wm") &&
+                     (a.i("tl_bn") / a.i("tl_wn")) % 16 == 0 && a.i("tl_bn") >= 16 * a.i("tl_wn"));
+           }},
+          {"kernel=tiled: a warp's accumulators fit in registers: warp tile <= 64 x 64",
+           {"kernel", "tl_bm", "tl_bn", "tl_wm", "tl_wn"},
+           [tiled](const Assignment& a) {
+             return !tiled(a) ||
+                    (a.i("tl_bm") / a.i("tl_wm")) * (a.i("tl_bn") / a.i("tl_wn")) <= 64 * 64;
+           }}};
+}
+
+std::vector<Constraint> gemm_wgmma_constraints(std::int64_t m) {
+  return {fixed_unless("wgmma", "wg_bm", 128),
+          fixed_unless("wgmma", "wg_bn", 128),
+          fixed_unless("wgmma", "wg_stages", 4),
+          {"kernel=wgmma: two consumer warpgroups (wg_bm 128) only where M exceeds one's 64 rows",
+           {"kernel", "wg_bm"},
+           [m](const Assignment& a) {
+             return a["kernel"].as_word() != "wgmma" || a.i("wg_bm") == 64 || m > 64;
+           }}};
 }
 
 namespace {

@@ -32,52 +32,16 @@ Result<Space> gemm_rope_space(const Problem& p) {
   const std::int64_t head = *p.int_attr("head"), m = *p.int_attr("batch") * *p.int_attr("seq");
   auto tiled = [](const Assignment& a) { return a["kernel"].as_word() == "tiled"; };
   auto wgmma = [](const Assignment& a) { return a["kernel"].as_word() == "wgmma"; };
-  auto only = [](const char* kernel, const char* name, std::int64_t fixed) {
-    return Constraint{fmt::format("{} is fixed unless kernel={}", name, kernel),
-                      {"kernel", name},
-                      [kernel, name, fixed](const Assignment& a) {
-                        return a["kernel"].as_word() == kernel || a.i(name) == fixed;
-                      }};
-  };
   auto in_place = [](const char* name, std::vector<Value> options) {
     return Knob{name, std::move(options), 0, KnobKind::kInPlace};
   };
   const auto smem_limit = static_cast<std::int64_t>(kMaxBlockSharedBytes);
-  return Space::make(
-      {Knob{"kernel", {"split", "tiled", "wgmma"}, 0, KnobKind::kStructural},
-       in_place("tl_bm", {128, 64, 32, 16, 256}), in_place("tl_bn", {128, 64, 256}),
-       in_place("tl_bk", {32, 64}), in_place("tl_wm", {2, 1, 4}), in_place("tl_wn", {2, 1, 4}),
-       in_place("tl_stages", {3, 2, 4, 5}), in_place("tl_group", {8, 1, 4, 16}),
-       in_place("wg_bm", {128, 64}), in_place("wg_bn", {128, 64, 256}),
-       in_place("wg_stages", {4, 3, 5, 6, 8})},
-      {only("tiled", "tl_bm", 128),
-       only("tiled", "tl_bn", 128),
-       only("tiled", "tl_bk", 32),
-       only("tiled", "tl_wm", 2),
-       only("tiled", "tl_wn", 2),
-       only("tiled", "tl_stages", 3),
-       only("tiled", "tl_group", 8),
-       {"kernel=tiled: a block tile holds whole heads (tl_bn a multiple of head)",
+  std::vector<Constraint> constraints = gemm_tiled_constraints(m);
+  constraints.insert(
+      constraints.end(),
+      {{"kernel=tiled: a block tile holds whole heads (tl_bn a multiple of head)",
         {"kernel", "tl_bn"},
         [tiled, head](const Assignment& a) { return !tiled(a) || a.i("tl_bn") % head == 0; }},
-       {"kernel=tiled: a block tile under twice the tokens (taller only multiplies zero rows)",
-        {"kernel", "tl_bm"},
-        [tiled, m](const Assignment& a) {
-          return !tiled(a) || a.i("tl_bm") < 2 * std::max<std::int64_t>(m, 16);
-        }},
-       {"kernel=tiled: warp tiles are multiples of 16 x 16",
-        {"kernel", "tl_bm", "tl_bn", "tl_wm", "tl_wn"},
-        [tiled](const Assignment& a) {
-          return !tiled(a) ||
-                 ((a.i("tl_bm") / a.i("tl_wm")) % 16 == 0 && a.i("tl_bm") >= 16 * a.i("tl_wm") &&
-                  (a.i("tl_bn") / a.i("tl_wn")) % 16 == 0 && a.i("tl_bn") >= 16 * a.i("tl_wn"));
-        }},
-       {"kernel=tiled: a warp's accumulators fit in registers: warp tile <= 64 x 64",
-        {"kernel", "tl_bm", "tl_bn", "tl_wm", "tl_wn"},
-        [tiled](const Assignment& a) {
-          return !tiled(a) ||
-                 (a.i("tl_bm") / a.i("tl_wm")) * (a.i("tl_bn") / a.i("tl_wn")) <= 64 * 64;
-        }},
        {"kernel=tiled: the pipeline, and the fp32 tile the epilogue rotates in the same memory, "
         "fit the most shared memory any current GPU gives a block (227 KiB)",
         {"kernel", "tl_bm", "tl_bn", "tl_bk", "tl_stages"},
@@ -86,23 +50,26 @@ Result<Space> gemm_rope_space(const Problem& p) {
                  std::max(gemm_tiled_ring_bytes(a.i("tl_bm"), a.i("tl_bn"), a.i("tl_bk"),
                                                 a.i("tl_stages")),
                           gemm_tiled_rope_tile_bytes(a.i("tl_bm"), a.i("tl_bn"))) <= smem_limit;
-        }},
-       only("wgmma", "wg_bm", 128),
-       only("wgmma", "wg_bn", 128),
-       only("wgmma", "wg_stages", 4),
-       {"kernel=wgmma: a block tile holds whole heads (wg_bn a multiple of head)",
+        }}});
+  for (Constraint& c : gemm_wgmma_constraints(m)) constraints.push_back(std::move(c));
+  constraints.insert(
+      constraints.end(),
+      {{"kernel=wgmma: a block tile holds whole heads (wg_bn a multiple of head)",
         {"kernel", "wg_bn"},
         [wgmma, head](const Assignment& a) { return !wgmma(a) || a.i("wg_bn") % head == 0; }},
-       {"kernel=wgmma: two consumer warpgroups (wg_bm 128) only where the tokens exceed one's 64 "
-        "rows",
-        {"kernel", "wg_bm"},
-        [wgmma, m](const Assignment& a) { return !wgmma(a) || a.i("wg_bm") == 64 || m > 64; }},
        {"kernel=wgmma: the ring fits a block's 227 KiB",
         {"kernel", "wg_bm", "wg_bn", "wg_stages"},
         [wgmma](const Assignment& a) {
           return !wgmma(a) || gemm_wgmma_shared_bytes(a.i("wg_bm"), a.i("wg_bn"), a.i("wg_stages"),
                                                       1) <= kMaxBlockSharedBytes;
         }}});
+  return Space::make({Knob{"kernel", {"split", "tiled", "wgmma"}, 0, KnobKind::kStructural},
+                      in_place("tl_bm", {128, 64, 32, 16, 256}), in_place("tl_bn", {128, 64, 256}),
+                      in_place("tl_bk", {32, 64}), in_place("tl_wm", {2, 1, 4}),
+                      in_place("tl_wn", {2, 1, 4}), in_place("tl_stages", {3, 2, 4, 5}),
+                      in_place("tl_group", {8, 1, 4, 16}), in_place("wg_bm", {128, 64}),
+                      in_place("wg_bn", {128, 64, 256}), in_place("wg_stages", {4, 3, 5, 6, 8})},
+                     std::move(constraints));
 }
 
 // x and W read once, q and the caches' new rows written once (qkv never is); 2 M N K.
