@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backends/registry.h"
+#include "core/files.h"
 #include "platform/process.h"
 
 namespace attune::cli {
@@ -25,6 +26,23 @@ std::unique_ptr<Store> open_store_or_report(const GlobalOptions& g, bool create_
     return nullptr;
   }
   return std::move(*s);
+}
+
+bool output_is_free_or_report(const GlobalOptions& g, std::string_view flag, const std::string& out,
+                              std::initializer_list<std::string_view> inputs) {
+  if (out.empty()) return true;
+  if (const std::string db = store_file(g.db); !db.empty() && same_file(out, db)) {
+    bad_input(fmt::format("{} {} is the tuning database (--db {}); refusing to overwrite it", flag,
+                          out, g.db));
+    return false;
+  }
+  for (std::string_view in : inputs)
+    if (!in.empty() && same_file(out, std::string(in))) {
+      bad_input(fmt::format("{} {} is also what this command reads ({}); refusing to overwrite it",
+                            flag, out, in));
+      return false;
+    }
+  return true;
 }
 
 std::unique_ptr<Backend> open_backend_or_report(const std::string& name, int device) {

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <atomic>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "backends/backend.h"
@@ -16,6 +18,10 @@ namespace attune::cli {
 
 // The store at g.db, or nullptr after printing one line (the caller exits with kExitBadInput).
 std::unique_ptr<Store> open_store_or_report(const GlobalOptions& g, bool create_if_missing);
+// False after one line when `out`, the file `flag` writes, is the database g.db or one of `inputs`
+// (files the command reads): writing it would destroy what it holds. Checked before any work.
+bool output_is_free_or_report(const GlobalOptions& g, std::string_view flag, const std::string& out,
+                              std::initializer_list<std::string_view> inputs = {});
 // The backend named, or the default one (with a note on stderr), on device `device` (into its
 // devices(); -1: the backend's default); nullptr after one line.
 std::unique_ptr<Backend> open_backend_or_report(const std::string& name, int device = -1);

@@ -22,6 +22,7 @@
 #include "backends/replay/kernel_tuner_cache.h"
 #include "backends/sim/sim_backend.h"
 #include "cli/common.h"
+#include "core/files.h"
 #include "core/op.h"
 #include "kernels/user/spec.h"
 #include "table/export.h"
@@ -177,7 +178,8 @@ int run_table_export(const GlobalOptions& g, const ExportFlags& f, table::Format
       const std::string name = slugs[d.slug()] > 1 ? d.slug() + "-" + d.key() : d.slug();
       path = (fs::path(dest.path) / (name + "." + std::string(table::extension(format)))).string();
     }
-    if (auto st = table::save_text(*text, path); !st.ok()) return bad_input(st.error().message());
+    if (!output_is_free_or_report(g, "-o", path)) return kExitBadInput;
+    if (auto st = write_text_file(path, *text); !st.ok()) return bad_input(st.error().message());
     fmt::print(stderr, "wrote {}: {}\n", path, what);
     nlohmann::json left = nlohmann::json::array();
     for (const auto& n : t->notes)
@@ -203,13 +205,14 @@ int run_sweep_export(const ExportFlags& f, table::Format format) {
   if (f.from_sweep == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   } else {
-    std::ifstream in(f.from_sweep, std::ios::binary);
-    if (!in) return bad_input("cannot read '" + f.from_sweep + "'");
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    auto read = read_text_file(f.from_sweep, "--from-sweep");
+    if (!read) return bad_input(read.error().message());
+    text = std::move(*read);
   }
   auto rows = table::parse_sweep_rows(text);
   if (!rows) return bad_input(f.from_sweep + ": " + rows.error().message());
-  if (rows->empty()) return failed(f.from_sweep + " holds no sweep rows");
+  if (rows->empty())
+    return bad_input(f.from_sweep + " holds no sweep rows (attune sweep writes them on stdout)");
   const std::string now =
       fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
                   std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
@@ -229,13 +232,15 @@ int run_sweep_export(const ExportFlags& f, table::Format format) {
     path = (fs::path(dest.path) / (t->device.slug() + "." + std::string(table::extension(format))))
                .string();
   }
-  if (auto st = table::save_text(*rendered, path); !st.ok()) return bad_input(st.error().message());
+  if (auto st = write_text_file(path, *rendered); !st.ok()) return bad_input(st.error().message());
   fmt::print(stderr, "wrote {}: {} sweep rows for {} ({})\n", path, rows->size(), t->device.name,
              t->device.key());
   return kExitOk;
 }
 
 int run_export(const GlobalOptions& g, const ExportFlags& f) {
+  if (f.out != "-" && !output_is_free_or_report(g, "-o", f.out, {f.from_sweep}))
+    return kExitBadInput;
   if (f.format == "kernel-tuner") {
     if (!f.from_sweep.empty())
       return bad_input("--from-sweep writes a tuned table: json, csv or cpp");
@@ -452,9 +457,8 @@ int run_kernel_tuner_export(const GlobalOptions& g, const ExportFlags& f) {
   if (f.out.empty() || f.out == "-") {
     fmt::print("{}\n", cache->text);
   } else {
-    std::ofstream o(f.out);
-    o << cache->text << "\n";
-    if (!o) return bad_input("cannot write '" + f.out + "'");
+    if (auto st = write_text_file(f.out, cache->text + "\n"); !st.ok())
+      return bad_input(st.error().message());
     fmt::print(stderr, "wrote {} configs of {} on {} to {}\n", cache->configs, p.name(),
                header.device_name, f.out);
   }

@@ -33,6 +33,13 @@ int run_import(const GlobalOptions& g, const std::string& file, std::string name
   if (*same && (*same)->key != problem.structural_key())
     return bad_input("the name '" + name + "' is already taken by another problem in " + g.db +
                      "; choose another with --name");
+  // One recorded space has one name: importing it again under another would rename it, and
+  // every command naming it the old way would stop finding it.
+  auto stored = store->find_problem(problem.structural_key());
+  if (!stored) return bad_input(stored.error().message());
+  if (*stored && (*stored)->problem.name() != name)
+    return bad_input(fmt::format("{} is already imported in {} as '{}'; tune it by that name", file,
+                                 g.db, (*stored)->problem.name()));
   if (rs->was_open)
     fmt::print(stderr,
                "{} was left open (a Kernel Tuner run cut short); read as Kernel Tuner reads it: "

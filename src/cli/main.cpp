@@ -92,6 +92,15 @@ std::string command_word(int argc, char** argv) {
   return "";
 }
 
+// The first word after `command` on the command line that is not a flag ("" if none).
+std::string word_after(int argc, char** argv, const std::string& command) {
+  int i = 1;
+  while (i < argc && argv[i] != command) ++i;
+  for (++i; i < argc; ++i)
+    if (!std::string_view(argv[i]).starts_with("-")) return argv[i];
+  return "";
+}
+
 }  // namespace
 
 }  // namespace attune::cli
@@ -146,7 +155,30 @@ int main(int argc, char** argv) {
       const std::string word = command_word(argc, argv);
       if (!word.empty())
         return bad_input("unknown command '" + word + "'; the commands are: " + known);
+      for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--db") ++i;
+        if (a == "--db" || a == "-v" || a == "--verbose" || a == "--json") continue;
+        if (a.starts_with("--db=")) continue;
+        return bad_input("unknown flag '" + std::string(a) +
+                         "' before the command; the commands are: " + known +
+                         " (see attune --help)");
+      }
+      if (argc > 1 && std::string_view(argv[argc - 1]) == "--db")
+        return bad_input(std::string(e.what()) + " (see attune --help)");
       return bad_input("no command given; the commands are: " + known + " (see attune --help)");
+    }
+    // A command of subcommands (eval, db, stack, import, ...) given none it knows.
+    for (CLI::App* sub : app.get_subcommands()) {
+      const auto all = sub->get_subcommands([](CLI::App* a) { return !a->get_group().empty(); });
+      if (all.empty() || !sub->get_subcommands().empty()) continue;
+      std::string known;
+      for (const CLI::App* a : all) known += (known.empty() ? "" : ", ") + a->get_name();
+      const std::string word = word_after(argc, argv, sub->get_name());
+      if (word.empty())
+        return bad_input("attune " + sub->get_name() + " needs a subcommand: " + known);
+      return bad_input("unknown subcommand '" + word + "' of attune " + sub->get_name() +
+                       "; its subcommands are: " + known);
     }
     // One line naming what is wrong; --help has the rest.
     std::string what = e.what();

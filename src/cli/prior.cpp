@@ -1,5 +1,6 @@
 // attune prior fit | show: refit the prior (the cost model steering mcts) from the tuning
 // database without a GPU, and report its size, age and calibration.
+#include <charconv>
 #include <ctime>
 #include <map>
 
@@ -137,7 +138,19 @@ Command add_prior_command(CLI::App& app, GlobalOptions& g) {
   auto* fit = sub->add_subcommand(
       "fit", "refit the prior from the database's measurements (no GPU needed)");
   fit->add_option("--name", *name, "the prior's name")->capture_default_str();
-  fit->add_option("--reservoir", *reservoir, "training rows kept")->capture_default_str();
+  fit->add_option("--reservoir", *reservoir, "training rows kept")
+      ->capture_default_str()
+      ->check(unsigned_integer())
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            const std::size_t least = prior::PriorOptions{}.min_rows;
+            std::size_t rows = 0;
+            std::from_chars(text.data(), text.data() + text.size(), rows);
+            return rows < least ? "the reservoir must hold at least " + std::to_string(least) +
+                                      " rows (a prior needs that many)"
+                                : "";
+          },
+          "ROWS"));
   auto* show = sub->add_subcommand("show", "the prior's size, age and calibration");
   show->add_option("--name", *name, "the prior's name")->capture_default_str();
   return {sub, [&g, fit, name, reservoir] {

@@ -3,13 +3,12 @@
 // baseline and winner, speedups per shape, failures, measurement health, and with --table a
 // tuned table and what `attune verify` measured of it. No GPU needed.
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
+#include "core/files.h"
 #include "report/page.h"
 #include "table/formats.h"
 
@@ -28,6 +27,7 @@ struct ReportFlags {
 int run_report(const GlobalOptions& g, const ReportFlags& f) {
   if (!f.verify.empty() && f.table.empty())
     return bad_input("--verify needs --table: the table that `attune verify` checked");
+  if (!output_is_free_or_report(g, "-o", f.out, {f.table, f.verify})) return kExitBadInput;
   // The library first: without it no page can be written, whatever the database holds.
   // ATTUNE_CHART_JS points at another copy of Chart.js 3 (docs/report.md).
   const char* lib = std::getenv("ATTUNE_CHART_JS");
@@ -41,9 +41,9 @@ int run_report(const GlobalOptions& g, const ReportFlags& f) {
     if (!t) return bad_input(t.error().message());
     evidence = TableEvidence{f.table, std::move(*t), std::nullopt};
     if (!f.verify.empty()) {
-      std::ifstream in(f.verify);
-      if (!in) return bad_input("cannot read the --verify file " + f.verify);
-      auto j = nlohmann::json::parse(in, nullptr, false);
+      auto text = read_text_file(f.verify, "the --verify file");
+      if (!text) return bad_input(text.error().message());
+      auto j = nlohmann::json::parse(*text, nullptr, false);
       if (j.is_discarded())
         return bad_input(f.verify + " is not JSON (--verify takes `attune verify --json` output)");
       evidence->verify = std::move(j);
@@ -51,7 +51,7 @@ int run_report(const GlobalOptions& g, const ReportFlags& f) {
   }
   auto data = page_data(*store, {f.run, f.problem}, evidence);
   if (!data) return bad_input(data.error().message());
-  if (auto s = table::save_text(render_page(*data, *chart_js), f.out); !s.ok())
+  if (auto s = write_text_file(f.out, render_page(*data, *chart_js)); !s.ok())
     return bad_input(s.error().message());
   fmt::print(stderr, "wrote {}: {} problems, {} runs, {} charts\n", f.out,
              (*data)["problems"].size(), (*data)["runs"].size(), (*data)["charts"].size());

@@ -1,6 +1,8 @@
 // attune stack: tune a whole program's knobs per device (`stack tune`, the Tuner over the command
 // backend) and run it with the tuned knobs where the machine matches (`stack run`, the applier).
 // Thin: the work is in tune/stack.h, backends/command/, table/stack_yaml.h and runtime/stack/.
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -10,6 +12,7 @@
 #include "backends/command/stack_file.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "core/files.h"
 #include "platform/host.h"
 #include "runtime/stack/apply.h"
 #include "search/strategy.h"
@@ -65,6 +68,16 @@ int run_tune(const GlobalOptions& g, const StackFlags& f) {
   platform::HostFingerprint host = platform::probe_host(stack->programs(), stack->dir);
   std::string out =
       f.out.empty() ? (fs::path(stack->dir) / "tuned" / (host.slug() + ".yaml")).string() : f.out;
+  // Where the tuned file goes is checked before any candidate runs.
+  if (!output_is_free_or_report(g, "--out", out, {f.stack_file})) return kExitBadInput;
+  std::error_code ec;
+  if (fs::is_directory(out, ec))
+    return bad_input("--out " + out + " is a directory; give the tuned file's path (name.yaml)");
+  const fs::path parent = fs::path(out).has_parent_path() ? fs::path(out).parent_path() : ".";
+  fs::create_directories(parent, ec);
+  if (ec || ::access(parent.c_str(), W_OK) != 0)
+    return bad_input("--out " + out + ": cannot write in " + parent.string() +
+                     (ec ? " (" + ec.message() + ")" : ""));
   auto store = open_store_or_report(g, /*create_if_missing=*/true);
   if (!store) return kExitBadInput;
   options.log = [&](const std::string& line) {
@@ -76,11 +89,7 @@ int run_tune(const GlobalOptions& g, const StackFlags& f) {
   if (!result) return exit_for(result.error());
   auto yaml = table::to_stack_yaml(result->table, result->notes);
   if (!yaml) return failed(yaml.error().message());
-  std::error_code ec;
-  if (fs::path(out).has_parent_path()) fs::create_directories(fs::path(out).parent_path(), ec);
-  if (ec)
-    return failed("cannot create " + fs::path(out).parent_path().string() + ": " + ec.message());
-  if (auto s = table::save_text(*yaml, out); !s) return failed(s.error().message());
+  if (auto s = write_text_file(out, *yaml); !s) return failed(s.error().message());
 
   if (g.json) {
     fmt::print("{}\n", stack_json(*result, out).dump(2));
@@ -104,6 +113,9 @@ int run_run(const GlobalOptions& g, const StackFlags& f) {
   runtime::RunOptions options;
   options.tuned = tuned ? &*tuned : nullptr;
   if (f.sample != 0) options.sample = f.sample;
+  if (std::error_code ec;
+      !f.workdir.empty() && fs::exists(f.workdir, ec) && !fs::is_directory(f.workdir, ec))
+    return bad_input("--workdir " + f.workdir + " is not a directory");
   options.workdir_root = f.workdir;
   platform::HostFingerprint host = platform::probe_host(stack->programs(), stack->dir);
   options.interrupted = &g_interrupted;

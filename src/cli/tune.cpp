@@ -332,6 +332,9 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   // The trace is opened (and its header written) before the database: a path that cannot be
   // written is bad input, refused before anything is stored or tuned.
   std::optional<TraceWriter> trace;
+  if (!output_is_free_or_report(g, "--trace", f.trace_file,
+                                {f.shapes_file, f.spec_file, f.kernel_file}))
+    return kExitBadInput;
   if (!f.trace_file.empty()) {
     auto opened = TraceWriter::open(f.trace_file, o.strategy, o.seed);
     if (!opened) return bad_input(opened.error().message());

@@ -1,9 +1,10 @@
 #include "core/shapes_file.h"
 
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
+
+#include "core/files.h"
 
 namespace attune {
 
@@ -27,11 +28,8 @@ Result<std::vector<std::string>> parse_shapes(std::string_view text, const std::
 }
 
 Result<std::vector<std::string>> read_shapes_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Error::invalid_argument("cannot read shapes file " + path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return parse_shapes(s.str(), path);
+  ATTUNE_ASSIGN(std::string text, read_text_file(path, "shapes file"));
+  return parse_shapes(text, path);
 }
 
 }  // namespace attune

@@ -1,11 +1,11 @@
 #include "graph/model.h"
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "core/files.h"
 
 namespace attune::graph {
 
@@ -132,13 +132,10 @@ Result<ModelConfig> parse_model(const std::string& text, const std::string& sour
 }
 
 Result<ModelConfig> load_model(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Error::invalid_argument(
-        fmt::format("cannot read model config '{}' (models/ holds the known ones)", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_model(text.str(), path);
+  auto text = read_text_file(path, "model config");
+  if (!text)
+    return Error::invalid_argument(text.error().message() + " (models/ holds the known ones)");
+  return parse_model(*text, path);
 }
 
 }  // namespace attune::graph

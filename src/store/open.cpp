@@ -30,13 +30,20 @@ std::string device_kind(const DeviceFingerprint& device) {
   return device.backend + ":" + device.name;
 }
 
-Result<std::unique_ptr<Store>> open_store(const std::string& url, bool create_if_missing) {
-  if (url.empty()) return Error::invalid_argument("--db is empty; give a file path");
-  std::string path = url;
-  if (path.rfind("sqlite:", 0) == 0) {
-    path = path.substr(7);
+std::string store_file(const std::string& url) {
+  if (url.rfind("sqlite:", 0) == 0) {
+    std::string path = url.substr(7);
     if (path.rfind("//", 0) == 0)
       path = path.substr(2);  // sqlite:///abs/a.db as a file URL writes it
+    return path;
+  }
+  return url_scheme(url).empty() ? url : "";
+}
+
+Result<std::unique_ptr<Store>> open_store(const std::string& url, bool create_if_missing) {
+  if (url.empty()) return Error::invalid_argument("--db is empty; give a file path");
+  const std::string path = store_file(url);
+  if (url.rfind("sqlite:", 0) == 0) {
     if (path.empty())
       return Error::invalid_argument("--db '" + url + "' names no file; give sqlite:PATH");
   } else if (const std::string scheme = url_scheme(url);

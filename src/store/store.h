@@ -271,5 +271,8 @@ std::string device_kind(const DeviceFingerprint& device);
 // invalid_argument. A file that is not an attune database, or that was written by a newer attune,
 // is refused with a clear message and left untouched. Defined in store/open.cpp.
 Result<std::unique_ptr<Store>> open_store(const std::string& url, bool create_if_missing = true);
+// The SQLite file a --db text names ("PATH", "sqlite:PATH", "sqlite:///abs/a.db"); empty for a
+// server's URL or a text that names no file.
+std::string store_file(const std::string& url);
 
 }  // namespace attune

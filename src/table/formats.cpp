@@ -1,7 +1,5 @@
 #include "table/formats.h"
 
-#include <cstdio>
-#include <fstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -186,25 +184,6 @@ Result<std::string> render(const Table& table, Format format) {
       return to_cpp_header(table);
   }
   return Error::internal("unknown table format");
-}
-
-Status save_text(const std::string& text, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Error::io("cannot write " + path);
-    out << text;
-    if (!out.flush()) {
-      out.close();
-      std::remove(tmp.c_str());
-      return Error::io("cannot write " + path);
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Error::io("cannot write " + path + " (rename from " + tmp + " failed)");
-  }
-  return Status::success();
 }
 
 }  // namespace attune::table

@@ -42,7 +42,4 @@ std::string to_cpp_header(const Table& table);
 // The table in `format`, validated first: an invalid table is never rendered.
 Result<std::string> render(const Table& table, Format format);
 
-// Writes text to path through a temporary file and a rename: a reader never sees half a table.
-Status save_text(const std::string& text, const std::string& path);
-
 }  // namespace attune::table

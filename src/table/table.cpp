@@ -1,8 +1,6 @@
 #include "table/table.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -11,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config.h"
+#include "core/files.h"
 
 namespace attune::table {
 
@@ -287,27 +286,15 @@ Result<Table> parse_table(std::string_view text) {
 }
 
 Result<Table> load_table(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::io("cannot read table " + path);
-  std::stringstream s;
-  s << in.rdbuf();
-  auto t = parse_table(s.str());
+  ATTUNE_ASSIGN(std::string text, read_text_file(path, "table"));
+  auto t = parse_table(text);
   if (!t) return t.error().with_context(path);
   return t;
 }
 
 Status save_table(const Table& table, const std::string& path) {
   ATTUNE_TRY(validate(table));
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Error::io("cannot write " + tmp);
-    out << to_json_text(table);
-    if (!out.flush()) return Error::io("cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return Error::io("cannot rename " + tmp + " to " + path);
-  return Status::success();
+  return write_text_file(path, to_json_text(table));
 }
 
 }  // namespace attune::table

@@ -71,6 +71,9 @@ Result<LayerTuneReport> plan_layers(const LayerRequest& request, Backend& backen
     }
 
   std::map<std::string, std::size_t> by_key;
+  // The first kernel the backend refused as out of its op's range: when no grouping lowers, the
+  // sizes asked for are the user's error, not the backend's limitation.
+  std::string refused_size;
   for (const graph::Grouping& grouping : graph::all_groupings(graph::layer_forks(request.model))) {
     GroupingResult g;
     g.grouping = grouping;
@@ -87,6 +90,8 @@ Result<LayerTuneReport> plan_layers(const LayerRequest& request, Backend& backen
         auto resolved = backend.resolve(k.problem.text());
         if (!resolved) {
           g.unavailable = fmt::format("{}: {}", k.problem.text(), resolved.error().message());
+          if (refused_size.empty() && resolved.error().kind() == Error::Kind::kInvalidArgument)
+            refused_size = resolved.error().message();
           break;
         }
         KernelResult r;
@@ -114,6 +119,9 @@ Result<LayerTuneReport> plan_layers(const LayerRequest& request, Backend& backen
     }
     report.groupings.push_back(std::move(g));
   }
+  if (report.kernels.empty() && !refused_size.empty())
+    return Error::invalid_argument(fmt::format("{}'s layer at {}: {}", request.model.name,
+                                               request.shape.text(), refused_size));
   if (report.kernels.empty()) {
     std::set<std::string> why;
     for (const GroupingResult& g : report.groupings) why.insert(g.unavailable);

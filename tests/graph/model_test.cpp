@@ -92,7 +92,7 @@ TEST(ModelConfig, BadFilesAreRefusedInOneLineNamingTheField) {
   EXPECT_NE(refusal(R"({"name")", R"([{"name")").find("not JSON"), std::string::npos);
   auto missing = load_model("/nonexistent/model.json");
   ASSERT_FALSE(missing);
-  EXPECT_NE(missing.error().message().find("cannot read model config '/nonexistent/model.json'"),
+  EXPECT_NE(missing.error().message().find("model config /nonexistent/model.json does not exist"),
             std::string::npos);
 }
 

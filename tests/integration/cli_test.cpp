@@ -248,10 +248,11 @@ INSTANTIATE_TEST_SUITE_P(
                  "gemm_rope (BATCHxSEQxKVxQ_HEADSxKV_HEADSxHEADxTHETAxHIDDEN), not 'conv'"},
         BadInput{"tune --backend warp9 --problem rmsnorm", "unknown backend 'warp9'"},
         BadInput{"tune --backend sim --problem rmsnorm --strategy luck", "unknown strategy 'luck'"},
-        BadInput{"tune --backend sim --shapes missing.txt", "cannot read shapes file"},
+        BadInput{"tune --backend sim --shapes missing.txt",
+                 "shapes file missing.txt does not exist"},
         BadInput{"eval variants --kernel conv", "no problem or op named 'conv'"},
         BadInput{"tune --backend sim", "nothing to tune"},
-        BadInput{"verify missing.json", "cannot read table missing.json"},
+        BadInput{"verify missing.json", "table missing.json does not exist"},
         BadInput{"verify attune.db", "not a complete JSON document"},
         BadInput{"verify --band 0 attune.db", "--band must be a positive fraction"},
         BadInput{"verify --band-floor-us -1 attune.db", "--band-floor-us must be >= 0"},
@@ -268,6 +269,25 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"tune --backend sim --problem rmsnorm --db postgresql://db/attune",
                  "this attune was built without PostgreSQL support"},
 #endif
+        // An output that is the database (or what the command reads) is refused before any
+        // byte of it is written.
+        BadInput{"tune --backend sim --problem rmsnorm --trace attune.db",
+                 "--trace attune.db is the tuning database (--db attune.db); refusing to "
+                 "overwrite it"},
+        BadInput{"export --format json -o ./attune.db",
+                 "-o ./attune.db is the tuning database (--db attune.db)"},
+        BadInput{"export --format kernel-tuner --problem rmsnorm -o attune.db",
+                 "-o attune.db is the tuning database"},
+        BadInput{"report -o attune.db", "-o attune.db is the tuning database"},
+        BadInput{"export --format json --from-sweep .",
+                 "--from-sweep . is a directory, not a file"},
+        BadInput{"tune --backend sim --op gemm --shape 99999999999x64x64",
+                 "m=99999999999 is more than 1048576"},
+        BadInput{"--bogus", "unknown flag '--bogus' before the command"},
+        BadInput{"eval bogus",
+                 "unknown subcommand 'bogus' of attune eval; its subcommands are: "
+                 "variants, failures"},
+        BadInput{"prior fit --reservoir 0", "the reservoir must hold at least 24 rows"},
         BadInput{"tune --backend sim --problem rmsnorm --trace no/such/dir/t.csv",
                  "--trace no/such/dir/t.csv: cannot write the file (No such file or directory)"}),
     [](const ::testing::TestParamInfo<BadInput>& info) {
@@ -324,6 +344,34 @@ TEST(Cli, ADatabaseWithADamagedPageIsRefusedBeforeAnyWrite) {
 }
 
 // A negative schema version crashed every command (exit 139, no message).
+TEST(Cli, ADatabaseMissingATableOrColumnIsRefusedBeforeAnyWrite) {
+  TempDir dir;
+  ASSERT_EQ(run_attune("tune --backend sim --problem rmsnorm --max-candidates 3", dir.path()).code,
+            0);
+  for (const auto& [sql, what] :
+       {std::pair<std::string, std::string>{"DROP TABLE measurements",
+                                            "without table measurements"},
+        {"ALTER TABLE measurements DROP COLUMN verdict", "without column measurements.verdict"}}) {
+    std::filesystem::copy_file(dir.file("attune.db"), dir.file("hurt.db"),
+                               std::filesystem::copy_options::overwrite_existing);
+    {
+      sqlite3* raw = nullptr;
+      ASSERT_EQ(sqlite3_open(dir.file("hurt.db").c_str(), &raw), SQLITE_OK);
+      sqlite::Db db{sqlite::DbHandle(raw)};
+      ASSERT_TRUE(db.exec(sql).ok()) << sql;
+    }
+    const std::string before = read_bytes(dir.file("hurt.db"));
+    auto r = run_attune("tune --backend sim --problem rmsnorm --max-candidates 2 --db hurt.db",
+                        dir.path());
+    EXPECT_EQ(r.code, 2) << sql;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find("hurt.db is a damaged attune database (schema v"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
+    EXPECT_EQ(read_bytes(dir.file("hurt.db")), before) << sql;
+  }
+}
+
 TEST(Cli, AnOutOfRangeSchemaVersionIsOneLineAndExitTwo) {
   TempDir dir;
   ASSERT_EQ(run_attune("tune --backend sim --problem rmsnorm --max-candidates 2", dir.path()).code,

@@ -27,7 +27,7 @@ TEST(ModelCli, BadInputIsOneLineAndExitTwo) {
   testing::TempDir dir;
   const std::string m = " --model " + model("qwen3-embedding-0.6b.json");
   const std::vector<testing::BadInput> bad = {
-      {"tune --backend sim --model nope.json --tokens 8", "cannot read model config 'nope.json'"},
+      {"tune --backend sim --model nope.json --tokens 8", "model config nope.json does not exist"},
       {"tune --backend sim" + m + " --layer 28 --tokens 8", "--layer 28 is not a layer of"},
       {"tune --backend sim" + m + " --layer x --tokens 8", "--layer 'x' is not a layer"},
       {"tune --backend sim" + m, "a prefill needs --tokens T"},

@@ -118,7 +118,7 @@ TEST(SpaceCli, BadSpecsAreOneLineAndExitTwo) {
             "higher_is_better: true}\n"),
        "", "does not fall strictly as the time grows"},
       {spec("  bs: [64]\n"), "--problem m=4", "'m' is not a problem size"},
-      {spec("  bs: [64]\n"), "--kernel nope.cu", "nope.cu' does not exist"},
+      {spec("  bs: [64]\n"), "--kernel nope.cu", "kernel source nope.cu does not exist"},
   };
   for (const auto& c : cases) {
     write_bytes(dir.file("x.yaml"), c.yaml);
@@ -131,7 +131,7 @@ TEST(SpaceCli, BadSpecsAreOneLineAndExitTwo) {
   auto none = run_attune("space --spec nope.yaml", dir.path(), kNoPlugin);
   EXPECT_EQ(none.code, 2);
   EXPECT_EQ(lines(none.err), 1u) << none.err;
-  EXPECT_NE(none.err.find("nope.yaml' does not exist"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("spec nope.yaml does not exist"), std::string::npos) << none.err;
 }
 
 TEST(TuneCli, AUserSpecsErrorsComeBeforeAnythingAboutTheBackend) {

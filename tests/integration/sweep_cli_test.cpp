@@ -214,7 +214,8 @@ TEST(SweepCli, AttentionDecodeCandidatesAreMeasuredOnlyWhereLegalAndRowsExportAs
   EXPECT_NE(e.err.find("wrote tuned/"), std::string::npos) << e.err;
   auto bad = testing::run_attune("export --format json --from-sweep missing.jsonl", dir.path());
   EXPECT_EQ(bad.code, 2);
-  EXPECT_NE(bad.err.find("cannot read 'missing.jsonl'"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("--from-sweep missing.jsonl does not exist"), std::string::npos)
+      << bad.err;
 }
 
 }  // namespace

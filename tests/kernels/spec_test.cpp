@@ -379,8 +379,8 @@ TEST_F(SpecTest, NoKernelSourceAnywhere) {
             std::string::npos);
   auto missing = load_spec(spec_path(), dir_.path() / "nope.cu");
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.error().kind(), Error::Kind::kIo);
-  EXPECT_NE(missing.error().message().find("nope.cu' does not exist"), std::string::npos);
+  EXPECT_EQ(missing.error().kind(), Error::Kind::kInvalidArgument);
+  EXPECT_NE(missing.error().message().find("nope.cu does not exist"), std::string::npos);
 }
 
 TEST_F(SpecTest, RelativePathsResolveAgainstTheSpecDirectory) {

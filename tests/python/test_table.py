@@ -82,7 +82,7 @@ def test_refuses_a_config_this_build_cannot_plan(tmp_path, table_json):
 def test_absent_file_and_bad_arguments(tmp_path, table_path):
     with pytest.raises(attune.Error) as e:
         attune.Table(str(tmp_path / "absent.json"))
-    assert e.value.code == "bad_table" and "cannot read table" in str(e.value)
+    assert e.value.code == "bad_table" and "absent.json does not exist" in str(e.value)
     with pytest.raises(attune.Error) as e:
         attune.Table(table_path, device={"name": "no backend"})
     assert e.value.code == "invalid_argument"

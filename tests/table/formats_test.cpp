@@ -1,6 +1,7 @@
 // The CSV and C++ renderings of a table: the CSV's columns and quoting, and a generated header
 // that compiles on its own (with another device's header beside it) and holds the rows.
 #include "table/formats.h"
+#include "core/files.h"
 
 #include <cstdlib>
 #include <fstream>
@@ -80,8 +81,8 @@ TEST(Formats, TheGeneratedHeaderCompilesAloneAndHoldsTheRows) {
   testing::TempDir dir;
   const Table h200 = sample();
   const Table other = sample("Other \"GPU\" \\ x", 7);  // a name that needs escaping
-  ASSERT_TRUE(save_text(*render(h200, Format::kCpp), dir.file("h200.h")).ok());
-  ASSERT_TRUE(save_text(*render(other, Format::kCpp), dir.file("other.h")).ok());
+  ASSERT_TRUE(write_text_file(dir.file("h200.h"), *render(h200, Format::kCpp)).ok());
+  ASSERT_TRUE(write_text_file(dir.file("other.h"), *render(other, Format::kCpp)).ok());
   const std::string ns = "attune_tuned::nvidia_h200_sm_90_132sm";
   const std::string tu =
       "#include \"h200.h\"\n#include \"other.h\"\n"
@@ -116,7 +117,7 @@ TEST(Formats, AnEmptyTableStillGivesACompilingHeader) {
   testing::TempDir dir;
   Table t = sample();
   t.ops.clear();
-  ASSERT_TRUE(save_text(to_cpp_header(t), dir.file("empty.h")).ok());
+  ASSERT_TRUE(write_text_file(dir.file("empty.h"), to_cpp_header(t)).ok());
   std::ofstream(dir.file("use.cpp"))
       << "#include "
          "\"empty.h\"\nstatic_assert(attune_tuned::nvidia_h200_sm_90_132sm::kRows.empty());\n";
@@ -128,7 +129,7 @@ TEST(Formats, AnEmptyTableStillGivesACompilingHeader) {
 
 TEST(Formats, SaveTextReportsAnUnwritablePath) {
   testing::TempDir dir;
-  auto st = save_text("x", dir.file("no/such/dir/t.csv"));
+  auto st = write_text_file(dir.file("no/such/dir/t.csv"), "x");
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message().find("cannot write"), std::string::npos);
 }

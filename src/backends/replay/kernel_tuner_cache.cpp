@@ -1,11 +1,13 @@
 #include "backends/replay/kernel_tuner_cache.h"
 
 #include <zlib.h>
+#include <filesystem>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <unordered_set>
 
 #include <nlohmann/json.hpp>
@@ -624,6 +626,12 @@ Result<WrittenCache> write_kernel_tuner_cache(const CacheHeader& header,
 }
 
 Result<std::string> read_maybe_gzipped(const std::string& path) {
+  std::error_code ec;
+  if (const auto type = std::filesystem::status(path, ec).type();
+      type == std::filesystem::file_type::not_found)
+    return Error::io(path + " does not exist");
+  else if (type == std::filesystem::file_type::directory)
+    return Error::invalid_argument(path + " is a directory, not a Kernel Tuner cache file");
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f) return Error::io("cannot open '" + path + "'");
   std::string out;

@@ -809,6 +809,11 @@ Result<Problem> SimBackend::resolve(const std::string& spec) const {
       if (!v) return v.error();
       if (*v <= 0)
         return Error::invalid_argument("sim problem '" + spec + "': " + key + " must be positive");
+      // The op's size limit, as the CUDA family's problems of it have it.
+      if (op && op->max_size > 0 && *v > op->max_size &&
+          std::find(op->sizes.begin(), op->sizes.end(), key) != op->sizes.end())
+        return Error::invalid_argument(
+            fmt::format("sim problem '{}': {}={} is more than {}", spec, key, *v, op->max_size));
     }
   // The op's own rules among its sizes (attention_decode: q_heads a multiple of kv_heads, ...),
   // as the CUDA family's resolve() applies them.

@@ -1,4 +1,5 @@
 #include "kernels/user/spec.h"
+#include "core/files.h"
 
 #include <algorithm>
 #include <bit>
@@ -190,18 +191,6 @@ std::string join(const std::vector<std::string>& v, std::string_view sep = ", ")
     out += s;
   }
   return out;
-}
-
-Result<std::string> read_text_file(const std::filesystem::path& path, std::string_view what) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    return Error::io(std::string(what) + " '" + path.string() +
-                     "' does not exist or is not a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error::io("cannot read " + std::string(what) + " '" + path.string() + "'");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // Whether the identifier occurs as a whole word in the source text: a cheap check that catches
@@ -703,14 +692,14 @@ class Reader {
     } else if (const Entry* s = find(top, "source")) {
       ATTUNE_ASSIGN(std::string p, scalar(s->value, "source"));
       spec_.source_path = resolve(p);
-      auto text = read_text_file(spec_.source_path, "kernel source");
+      auto text = read_text_file(spec_.source_path.string(), "kernel source");
       if (!text) return fail(s->value, "source: " + text.error().message());
       spec_.source = std::move(text).value();
       return Status::success();
     } else {
       return fail(root, "no kernel source: pass --kernel my.cu or add 'source: my.cu' to the spec");
     }
-    auto text = read_text_file(spec_.source_path, "kernel source");
+    auto text = read_text_file(spec_.source_path.string(), "kernel source");
     if (!text) return text.error();
     spec_.source = std::move(text).value();
     return Status::success();
@@ -1257,7 +1246,7 @@ class Reader {
       if (const Entry* file = find(kf, "file")) {
         ATTUNE_ASSIGN(std::string p, scalar(file->value, "reference.kernel.file"));
         ref.source_path = resolve(p);
-        auto text = read_text_file(ref.source_path, "reference source");
+        auto text = read_text_file(ref.source_path.string(), "reference source");
         if (!text) return fail(file->value, "reference.kernel.file: " + text.error().message());
         ref.source = std::move(text).value();
       } else {

@@ -1,11 +1,18 @@
 #include "store/sqlite/sqlite_store.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -148,6 +155,54 @@ Status check_integrity(const Db& db, const std::string& path) {
   return refuse(first == std::string::npos ? "quick_check failed" : verdict.substr(first));
 }
 
+// Every table and column of a database, as "table.column".
+Result<std::set<std::string>> schema_columns(const Db& db) {
+  ATTUNE_ASSIGN(Stmt s, db.prepare("SELECT m.name, p.name FROM sqlite_master AS m, "
+                                   "pragma_table_info(m.name) AS p WHERE m.type = 'table'",
+                                   "listing the columns"));
+  std::set<std::string> out;
+  while (true) {
+    ATTUNE_ASSIGN(bool row, s.step());
+    if (!row) break;
+    out.insert(s.text(0) + "." + s.text(1));
+  }
+  return out;
+}
+
+// A database that says it is at schema `version` but lacks a table or column that version has (a
+// table dropped by hand, a half-copied file) is refused before anything is written to it. What
+// the version has is what its migrations make of an empty database in memory.
+Status check_tables(const Db& db, int version, const std::string& path) {
+  if (version == 0) return Status::success();
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  Db expected{sqlite::DbHandle(raw)};
+  if (rc != SQLITE_OK) return sqlite::sqlite_error(raw, rc, "opening an in-memory database");
+  ATTUNE_TRY(sqlite::migrate(expected, 0, version));
+  ATTUNE_ASSIGN(std::set<std::string> want, schema_columns(expected));
+  ATTUNE_ASSIGN(std::set<std::string> have, schema_columns(db));
+  std::vector<std::string> missing;
+  std::set_difference(want.begin(), want.end(), have.begin(), have.end(),
+                      std::back_inserter(missing));
+  if (missing.empty()) return Status::success();
+  // A table that is gone is named once, not column by column.
+  std::set<std::string> tables_have;
+  for (const auto& c : have) tables_have.insert(c.substr(0, c.find('.')));
+  std::vector<std::string> named;
+  for (const auto& c : missing) {
+    const std::string table = c.substr(0, c.find('.'));
+    const std::string what = tables_have.count(table) ? "column " + c : "table " + table;
+    if (named.empty() || named.back() != what) named.push_back(what);
+  }
+  std::string list;
+  for (std::size_t i = 0; i < named.size() && i < 3; ++i) list += (i ? ", " : "") + named[i];
+  if (named.size() > 3) list += fmt::format(" and {} more", named.size() - 3);
+  return Error::corrupt(fmt::format(
+      "{} is a damaged attune database (schema v{} without {}); refusing to touch it (pass "
+      "another --db)",
+      path, version, list));
+}
+
 // journal_mode = WAL, retried while another process holds the lock it needs: several processes
 // opening one new file at once all switch it, and only one at a time can.
 Status use_wal(const Db& db, const std::string& path) {
@@ -185,6 +240,19 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
   if (kind == FileKind::kAbsent && !create_if_missing)
     return Error::not_found(path + " does not exist (run attune tune first, or pass --db)");
   const bool fresh = kind == FileKind::kAbsent || kind == FileKind::kEmpty;
+  // SQLite would say "attempt to write a readonly database" at the first write, after a command
+  // has done its work; every command that opens the database writes to it (runs, WAL mode).
+  if (kind != FileKind::kAbsent && ::access(path.c_str(), W_OK) != 0)
+    return Error::invalid_argument(fmt::format(
+        "{} cannot be written by this user ({}); attune records every run in its database: make "
+        "it writable or pass another --db",
+        path, std::strerror(errno)));
+  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : ".";
+  if (::access(dir.c_str(), W_OK) != 0 && !fs::exists(path + "-wal"))
+    return Error::invalid_argument(fmt::format(
+        "cannot write in {}, where the database {} keeps its journal ({}-wal) beside it; make "
+        "the directory writable or pass another --db",
+        dir.string(), path, path));
   sqlite3* raw = nullptr;
   int flags = SQLITE_OPEN_READWRITE | (fresh ? SQLITE_OPEN_CREATE : 0);
   int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
@@ -202,6 +270,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
         sqlite::Transaction::begin(db, sqlite::Transaction::Mode::kDeferred, "reading " + path));
     ATTUNE_ASSIGN(version, attune_schema_version(db, path));
     if (kind == FileKind::kSqlite) ATTUNE_TRY(check_integrity(db, path));
+    ATTUNE_TRY(check_tables(db, version, path));
     ATTUNE_TRY(read.commit());
   }
 
@@ -223,7 +292,13 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
     if (version == 0)
       ATTUNE_TRY(db.exec(fmt::format("PRAGMA application_id = {}", sqlite::kApplicationId),
                          "marking the database as attune's"));
-    ATTUNE_TRY(sqlite::migrate(db, version, current));
+    if (Status m = sqlite::migrate(db, version, current); !m.ok()) {
+      if (version == 0) return m.error();
+      return Error::corrupt(fmt::format(
+          "{} is a damaged attune database (it says schema v{}, but {}); refusing to touch it "
+          "(pass another --db)",
+          path, version, m.error().message()));
+    }
     ATTUNE_TRY(write.commit());
   }
   std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db), path));

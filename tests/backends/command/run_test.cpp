@@ -1,5 +1,6 @@
 // stack run and the machine fingerprint: tuned knobs are applied only where the tuned file's
 // fingerprint matches this machine; a mismatch (or no tuned file) runs the defaults.
+#include "core/files.h"
 #include "runtime/stack/apply.h"
 
 #include <gtest/gtest.h>
@@ -61,7 +62,7 @@ class RunTest : public ::testing::Test {
     std::string path = dir_ / "machine.yaml";
     auto yaml = table::to_stack_yaml(r->table, r->notes);
     EXPECT_TRUE(yaml.ok());
-    EXPECT_TRUE(table::save_text(*yaml, path).ok());
+    EXPECT_TRUE(write_text_file(path, *yaml).ok());
     return path;
   }
 
