@@ -45,6 +45,25 @@ bool output_is_free_or_report(const GlobalOptions& g, std::string_view flag, con
   return true;
 }
 
+Result<std::vector<DeviceFingerprint>> devices_named(Store& store, const std::string& device,
+                                                     const std::string& db) {
+  ATTUNE_ASSIGN(std::vector<DeviceFingerprint> devices, store.devices());
+  if (devices.empty())
+    return Error::invalid_argument("no measurements in " + db +
+                                   " (run attune tune first, or pass --db)");
+  std::vector<DeviceFingerprint> chosen;
+  for (const auto& d : devices)
+    if (device.empty() || d.key() == device || d.slug() == device) chosen.push_back(d);
+  if (chosen.empty()) {
+    std::string known;
+    for (const auto& d : devices)
+      known += fmt::format("{}{} ({})", known.empty() ? "" : ", ", d.key(), d.name);
+    return Error::invalid_argument(
+        fmt::format("--device {}: no such device in {} (it has: {})", device, db, known));
+  }
+  return chosen;
+}
+
 std::unique_ptr<Backend> open_backend_or_report(const std::string& name, int device) {
   std::string chosen = name;
   if (chosen.empty()) {

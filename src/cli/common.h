@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "backends/backend.h"
 #include "cli/commands.h"
@@ -22,6 +23,10 @@ std::unique_ptr<Store> open_store_or_report(const GlobalOptions& g, bool create_
 // (files the command reads): writing it would destroy what it holds. Checked before any work.
 bool output_is_free_or_report(const GlobalOptions& g, std::string_view flag, const std::string& out,
                               std::initializer_list<std::string_view> inputs = {});
+// The devices of `store` whose key or slug is `device` (every one when it is empty); an error
+// names the devices there are, or says the database `db` holds no measurements.
+Result<std::vector<DeviceFingerprint>> devices_named(Store& store, const std::string& device,
+                                                     const std::string& db);
 // The backend named, or the default one (with a note on stderr), on device `device` (into its
 // devices(); -1: the backend's default); nullptr after one line.
 std::unique_ptr<Backend> open_backend_or_report(const std::string& name, int device = -1);

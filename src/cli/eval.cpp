@@ -29,7 +29,16 @@ std::map<std::string, std::string> problem_names(Store& store) {
 }
 
 Result<std::vector<MeasurementRow>> select_rows(Store& store, const EvalFlags& f,
-                                                bool failures_only) {
+                                                bool failures_only, const std::string& db) {
+  if (!f.device.empty()) {
+    // Only the device's key selects rows; a slug is named back to its key.
+    ATTUNE_ASSIGN(std::vector<DeviceFingerprint> named, devices_named(store, f.device, db));
+    if (named.size() == 1 && named.front().key() != f.device) {
+      EvalFlags by_key = f;
+      by_key.device = named.front().key();
+      return select_rows(store, by_key, failures_only, db);
+    }
+  }
   MeasurementQuery q;
   q.problem = f.kernel;
   q.device_key = f.device;
@@ -40,7 +49,7 @@ Result<std::vector<MeasurementRow>> select_rows(Store& store, const EvalFlags& f
 int run_variants(const GlobalOptions& g, const EvalFlags& f) {
   auto store = open_store_or_report(g, false);
   if (!store) return kExitBadInput;
-  auto rows = select_rows(*store, f, false);
+  auto rows = select_rows(*store, f, false, g.db);
   if (!rows) return bad_input(rows.error().message());
   auto names = problem_names(*store);
   // One line per (device, problem, backend, config): its newest rank and deploy rows.
@@ -116,7 +125,7 @@ int run_variants(const GlobalOptions& g, const EvalFlags& f) {
 int run_failures(const GlobalOptions& g, const EvalFlags& f) {
   auto store = open_store_or_report(g, false);
   if (!store) return kExitBadInput;
-  auto rows = select_rows(*store, f, false);
+  auto rows = select_rows(*store, f, false, g.db);
   if (!rows) return bad_input(rows.error().message());
   auto names = problem_names(*store);
   auto groups = group_failures(*rows);

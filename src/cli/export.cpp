@@ -91,20 +91,9 @@ int run_table_export(const GlobalOptions& g, const ExportFlags& f, table::Format
 
   auto store = open_store_or_report(g, false);
   if (!store) return kExitBadInput;
-  auto devices = store->devices();
-  if (!devices) return bad_input(devices.error().message());
-  if (devices->empty())
-    return bad_input("no measurements in " + g.db + " (run attune tune first, or pass --db)");
-  std::vector<DeviceFingerprint> chosen;
-  for (const auto& d : *devices)
-    if (f.device.empty() || d.key() == f.device || d.slug() == f.device) chosen.push_back(d);
-  if (chosen.empty()) {
-    std::string known;
-    for (const auto& d : *devices)
-      known += fmt::format("{}{} ({})", known.empty() ? "" : ", ", d.key(), d.name);
-    return bad_input(
-        fmt::format("--device {}: no such device in {} (it has: {})", f.device, g.db, known));
-  }
+  auto found = devices_named(*store, f.device, g.db);
+  if (!found) return bad_input(found.error().message());
+  const std::vector<DeviceFingerprint>& chosen = *found;
 
   std::vector<table::ExportResult> results;
   std::set<std::pair<std::string, std::string>> bucketed;

@@ -58,12 +58,26 @@ void add_search_flags(CLI::App* sub, SearchFlags* f) {
       ->check(finite_number());
 }
 
+Result<std::map<std::string, std::string>> parse_pins(const std::vector<std::string>& pins) {
+  std::map<std::string, std::string> out;
+  for (const auto& pin : pins) {
+    auto eq = pin.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == pin.size())
+      return Error::invalid_argument("--pin '" + pin + "' must be knob=value");
+    auto [at, fresh] = out.emplace(pin.substr(0, eq), pin.substr(eq + 1));
+    if (!fresh && at->second != pin.substr(eq + 1))
+      return Error::invalid_argument(fmt::format("--pin pins {} twice ({} and {})", at->first,
+                                                 at->second, pin.substr(eq + 1)));
+  }
+  return out;
+}
+
 Result<TuneOptions> search_options(const SearchFlags& f, const GlobalOptions& g) {
   auto bad = [](std::string what) { return Error::invalid_argument(std::move(what)); };
   if (f.patience < 0)
     return bad(fmt::format("--patience {} is negative; use 0 to disable it or a positive count",
                            f.patience));
-  if (f.max_candidates < 0) return bad("--max-candidates must be positive");
+  if (f.max_candidates < 0) return bad("--max-candidates must be >= 0 (0: no limit)");
   if (f.timeout_s < 0) return bad("--timeout must be positive (seconds)");
   if (f.deploy_band < 0) return bad("--deploy-band must be >= 0 (a fraction: 0.5 is 50%)");
   if (f.anchor_every < 0) return bad("--anchor-every must be >= 0 (0 turns the drift check off)");
@@ -83,12 +97,7 @@ Result<TuneOptions> search_options(const SearchFlags& f, const GlobalOptions& g)
   o.drift.max_rounds = f.backoff_max_rounds;
   o.drift.max_wait_s = f.backoff_max_wait_s;
   if (f.time_limit_s > 0) o.time_limit_s = f.time_limit_s;
-  for (const auto& pin : f.pins) {
-    auto eq = pin.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == pin.size())
-      return bad("--pin '" + pin + "' must be knob=value");
-    o.pins[pin.substr(0, eq)] = pin.substr(eq + 1);
-  }
+  ATTUNE_ASSIGN(o.pins, parse_pins(f.pins));
   for (const auto& setting : f.strategy_options) {
     auto eq = setting.find('=');
     if (eq == std::string::npos || eq == 0)

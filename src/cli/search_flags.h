@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,8 @@ struct SearchFlags {
 void add_search_flags(CLI::App* sub, SearchFlags* f);
 // The tune options the flags give, or the one line that says which flag is wrong.
 Result<TuneOptions> search_options(const SearchFlags& f, const GlobalOptions& g);
+// --pin knob=value texts as a map; the one line says which is not knob=value or pins a knob twice.
+Result<std::map<std::string, std::string>> parse_pins(const std::vector<std::string>& pins);
 // The runner of the backend's candidates: a worker process per candidate stream when the backend
 // is isolated, else in this process.
 std::unique_ptr<CandidateRunner> make_runner(Backend& backend, const SearchFlags& f);

@@ -14,6 +14,7 @@
 #include "backends/worker/worker.h"
 #include "cli/common.h"
 #include "cli/replay.h"
+#include "cli/search_flags.h"
 #include "cli/tune_model.h"
 #include "cli/user_spec.h"
 #include "core/op.h"
@@ -162,7 +163,7 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   if (f.patience < 0)
     return bad_input(fmt::format(
         "--patience {} is negative; use 0 to disable it or a positive count", f.patience));
-  if (f.max_candidates < 0) return bad_input("--max-candidates must be positive");
+  if (f.max_candidates < 0) return bad_input("--max-candidates must be >= 0 (0: no limit)");
   if (f.timeout_s < 0) return bad_input("--timeout must be positive (seconds)");
   TuneOptions o;
   o.strategy = f.strategy;
@@ -190,12 +191,10 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   o.drift.max_wait_s = f.backoff_max_wait_s;
   if (f.time_limit_s < 0) return bad_input("--time-limit must be > 0 seconds");
   if (f.time_limit_s > 0) o.time_limit_s = f.time_limit_s;
-  for (const auto& pin : f.pins) {
-    auto eq = pin.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == pin.size())
-      return bad_input("--pin '" + pin + "' must be knob=value");
-    o.pins[pin.substr(0, eq)] = pin.substr(eq + 1);
-  }
+  if (auto pins = parse_pins(f.pins); pins)
+    o.pins = std::move(*pins);
+  else
+    return bad_input(pins.error().message());
   for (const auto& setting : f.strategy_options) {
     if (setting == "help") return print_strategy_options(f.strategy);
     auto eq = setting.find('=');

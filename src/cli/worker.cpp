@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include <fmt/format.h>
@@ -40,6 +41,8 @@ Result<std::vector<int>> parse_devices(const std::string& text) {
     if (part.empty() || r.ec != std::errc() || r.ptr != part.data() + part.size() || v < 0)
       return Error::invalid_argument("--devices '" + text +
                                      "' must list device indices, e.g. 0,2 (attune device --list)");
+    if (std::find(out.begin(), out.end(), v) != out.end())
+      return Error::invalid_argument(fmt::format("--devices {} names device {} twice", text, v));
     out.push_back(v);
     if (comma == std::string::npos) break;
     at = comma + 1;

@@ -136,7 +136,9 @@ Result<TunedStack> load_tuned_stack(const std::string& path) {
   t.path = path;
   std::error_code ec;
   if (!fs::is_regular_file(path, ec))
-    return Error::invalid_argument(path + ":1: the tuned file does not exist");
+    return Error::invalid_argument(path + (fs::is_directory(path, ec)
+                                               ? ": the tuned file is a directory; give its .yaml"
+                                               : ":1: the tuned file does not exist"));
   try {
     YAML::Node root = YAML::LoadFile(path);
     if (!root.IsMap())

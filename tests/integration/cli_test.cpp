@@ -288,6 +288,12 @@ INSTANTIATE_TEST_SUITE_P(
                  "unknown subcommand 'bogus' of attune eval; its subcommands are: "
                  "variants, failures"},
         BadInput{"prior fit --reservoir 0", "the reservoir must hold at least 24 rows"},
+        BadInput{"tune --backend sim --problem rmsnorm --pin threads=32 --pin threads=64",
+                 "--pin pins threads twice (32 and 64)"},
+        BadInput{"eval variants --problem rmsnorm --device nosuch",
+                 "--device nosuch: no such device in attune.db"},
+        BadInput{"stack tune .", ".: the stack file is a directory"},
+        BadInput{"worker --backend sim --devices 0,0", "--devices 0,0 names device 0 twice"},
         BadInput{"tune --backend sim --problem rmsnorm --trace no/such/dir/t.csv",
                  "--trace no/such/dir/t.csv: cannot write the file (No such file or directory)"}),
     [](const ::testing::TestParamInfo<BadInput>& info) {

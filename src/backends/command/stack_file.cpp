@@ -239,8 +239,9 @@ Result<Provider> read_provider(const Reader& r, const YAML::Node& p, const std::
   if (sf.is_relative()) sf = fs::path(dir) / sf;
   std::error_code ec;
   if (!fs::is_regular_file(sf, ec))
-    return r.at(s["file"], where + ": sample file '" + sample_file + "' does not exist (" +
-                               sf.lexically_normal().string() + ")");
+    return r.at(s["file"], where + ": sample file '" + sample_file + "' " +
+                               (fs::is_directory(sf, ec) ? "is a directory" : "does not exist") +
+                               " (" + sf.lexically_normal().string() + ")");
   out.sample.file = sf.lexically_normal().string();
   auto available = count_records(out.sample.file);
   if (!available) return r.at(s["file"], where + ": " + available.error().message());
@@ -428,7 +429,9 @@ Result<StackFile> load_stack(const std::string& path) {
   out.path = path;
   std::error_code ec;
   if (!fs::is_regular_file(path, ec))
-    return Error::invalid_argument(path + ":1: the stack file does not exist");
+    return Error::invalid_argument(path + (fs::is_directory(path, ec)
+                                               ? ": the stack file is a directory; give its .yaml"
+                                               : ":1: the stack file does not exist"));
   out.dir = fs::absolute(fs::path(path)).parent_path().lexically_normal().string();
   try {
     YAML::Node root = YAML::LoadFile(path);
