@@ -64,6 +64,10 @@ Result<std::vector<DeviceFingerprint>> devices_named(Store& store, const std::st
   return chosen;
 }
 
+int exit_for(const Error& e) {
+  return e.kind() == Error::Kind::kInvalidArgument ? bad_input(e.message()) : failed(e.message());
+}
+
 std::unique_ptr<Backend> open_backend_or_report(const std::string& name, int device) {
   std::string chosen = name;
   if (chosen.empty()) {

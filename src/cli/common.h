@@ -27,6 +27,9 @@ bool output_is_free_or_report(const GlobalOptions& g, std::string_view flag, con
 // names the devices there are, or says the database `db` holds no measurements.
 Result<std::vector<DeviceFingerprint>> devices_named(Store& store, const std::string& device,
                                                      const std::string& db);
+// bad_input for a user's error (Error::Kind::kInvalidArgument), else failed: the exit code says
+// which.
+int exit_for(const Error& e);
 // The backend named, or the default one (with a note on stderr), on device `device` (into its
 // devices(); -1: the backend's default); nullptr after one line.
 std::unique_ptr<Backend> open_backend_or_report(const std::string& name, int device = -1);

@@ -19,7 +19,7 @@ std::string device_line(int index, const DeviceFingerprint& d) {
 
 int list_devices(const GlobalOptions& g, Backend& b) {
   auto all = b.devices();
-  if (!all) return failed(all.error().message());
+  if (!all) return exit_for(all.error());
   nlohmann::json out = nlohmann::json::array();
   for (std::size_t i = 0; i < all->size(); ++i) {
     if (g.json) {

@@ -41,10 +41,6 @@ struct StackFlags {
   std::string workdir;  // stack run: where work directories are kept
 };
 
-int exit_for(const Error& e) {
-  return e.kind() == Error::Kind::kInvalidArgument ? bad_input(e.message()) : failed(e.message());
-}
-
 int run_tune(const GlobalOptions& g, const StackFlags& f) {
   auto stack = command::load_stack(f.stack_file);
   if (!stack) return bad_input(stack.error().message());

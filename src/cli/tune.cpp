@@ -287,6 +287,8 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
     specs.insert(specs.end(), more->begin(), more->end());
   }
   std::vector<Problem> problems;
+  if (!f.dtype.empty() && f.op.empty())
+    return bad_input("--dtype goes with --op/--shape; a --problem spec names its own (dtype=...)");
   if (!f.op.empty() || !f.shape.empty()) {
     if (f.op.empty() || f.shape.empty()) return bad_input("--op and --shape go together");
     auto p = problem_from_shape(f.op, f.shape, f.dtype);

@@ -293,6 +293,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"eval variants --problem rmsnorm --device nosuch",
                  "--device nosuch: no such device in attune.db"},
         BadInput{"stack tune .", ".: the stack file is a directory"},
+        BadInput{"tune --backend sim --problem rmsnorm --dtype fp16",
+                 "--dtype goes with --op/--shape"},
         BadInput{"worker --backend sim --devices 0,0", "--devices 0,0 names device 0 twice"},
         BadInput{"tune --backend sim --problem rmsnorm --trace no/such/dir/t.csv",
                  "--trace no/such/dir/t.csv: cannot write the file (No such file or directory)"}),
