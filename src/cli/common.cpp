@@ -19,8 +19,9 @@
 
 namespace attune::cli {
 
-std::unique_ptr<Store> open_store_or_report(const GlobalOptions& g, bool create_if_missing) {
-  auto s = open_store(g.db, create_if_missing);
+std::unique_ptr<Store> open_store_or_report(const GlobalOptions& g, bool create_if_missing,
+                                            bool read_only_ok) {
+  auto s = open_store(g.db, create_if_missing, read_only_ok);
   if (!s) {
     bad_input(s.error().message());
     return nullptr;

@@ -18,7 +18,9 @@
 namespace attune::cli {
 
 // The store at g.db, or nullptr after printing one line (the caller exits with kExitBadInput).
-std::unique_ptr<Store> open_store_or_report(const GlobalOptions& g, bool create_if_missing);
+// read_only_ok: for commands that only read, a database this user cannot write is opened to read.
+std::unique_ptr<Store> open_store_or_report(const GlobalOptions& g, bool create_if_missing,
+                                            bool read_only_ok = false);
 // False after one line when `out`, the file `flag` writes, is the database g.db or one of `inputs`
 // (files the command reads): writing it would destroy what it holds. Checked before any work.
 bool output_is_free_or_report(const GlobalOptions& g, std::string_view flag, const std::string& out,

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/common.h"
+#include "core/files.h"
 #include "store/merge.h"
 
 namespace attune::cli {
@@ -10,8 +11,9 @@ namespace attune::cli {
 namespace {
 
 int run_merge(const GlobalOptions& g, const std::string& src, const std::string& dst) {
-  if (src == dst) return bad_input("attune db merge: SRC and DST are the same database");
-  auto from = open_store(src, false);
+  if (src == dst || (!store_file(src).empty() && same_file(store_file(src), store_file(dst))))
+    return bad_input("attune db merge: SRC and DST are the same database");
+  auto from = open_store(src, false, /*read_only_ok=*/true);
   if (!from) return bad_input(from.error().message());
   auto into = open_store(dst, true);
   if (!into) return bad_input(into.error().message());

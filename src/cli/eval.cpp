@@ -47,7 +47,7 @@ Result<std::vector<MeasurementRow>> select_rows(Store& store, const EvalFlags& f
 }
 
 int run_variants(const GlobalOptions& g, const EvalFlags& f) {
-  auto store = open_store_or_report(g, false);
+  auto store = open_store_or_report(g, false, /*read_only_ok=*/true);
   if (!store) return kExitBadInput;
   auto rows = select_rows(*store, f, false, g.db);
   if (!rows) return bad_input(rows.error().message());
@@ -123,7 +123,7 @@ int run_variants(const GlobalOptions& g, const EvalFlags& f) {
 }
 
 int run_failures(const GlobalOptions& g, const EvalFlags& f) {
-  auto store = open_store_or_report(g, false);
+  auto store = open_store_or_report(g, false, /*read_only_ok=*/true);
   if (!store) return kExitBadInput;
   auto rows = select_rows(*store, f, false, g.db);
   if (!rows) return bad_input(rows.error().message());

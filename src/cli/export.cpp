@@ -89,7 +89,7 @@ int run_table_export(const GlobalOptions& g, const ExportFlags& f, table::Format
   }
   const Destination dest = destination_of(f.out);
 
-  auto store = open_store_or_report(g, false);
+  auto store = open_store_or_report(g, false, /*read_only_ok=*/true);
   if (!store) return kExitBadInput;
   auto found = devices_named(*store, f.device, g.db);
   if (!found) return bad_input(found.error().message());
@@ -359,7 +359,7 @@ int run_kernel_tuner_export(const GlobalOptions& g, const ExportFlags& f) {
   if (!f.kernel.empty() && f.spec.empty())
     return bad_input(
         "--kernel goes with --spec (the user kernel's source, if the spec names none)");
-  auto store = open_store_or_report(g, false);
+  auto store = open_store_or_report(g, false, /*read_only_ok=*/true);
   if (!store) return kExitBadInput;
   auto rec = store->find_problem(f.problem);
   if (!rec) return bad_input(rec.error().message());

@@ -87,7 +87,7 @@ int run_fit(const GlobalOptions& g, const std::string& name, std::size_t reservo
 }
 
 int run_show(const GlobalOptions& g, const std::string& name) {
-  auto store = open_store_or_report(g, false);
+  auto store = open_store_or_report(g, false, /*read_only_ok=*/true);
   if (!store) return kExitBadInput;
   auto rec = store->latest_prior(name);
   if (!rec) return bad_input(rec.error().message());

@@ -12,7 +12,7 @@ namespace attune::cli {
 namespace {
 
 int list_recorded_spaces(const GlobalOptions& g) {
-  auto store = open_store_or_report(g, false);
+  auto store = open_store_or_report(g, false, /*read_only_ok=*/true);
   if (!store) return kExitBadInput;
   auto problems = store->problems();
   if (!problems) return bad_input(problems.error().message());

@@ -26,7 +26,7 @@ int run_queue(const GlobalOptions& g, const QueueFlags& f) {
   static const std::vector<std::string> kStates = {"queued", "leased", "done", "failed"};
   if (!f.state.empty() && std::find(kStates.begin(), kStates.end(), f.state) == kStates.end())
     return bad_input("--state '" + f.state + "' is not one of queued, leased, done, failed");
-  auto store = open_store_or_report(g, false);
+  auto store = open_store_or_report(g, false, /*read_only_ok=*/true);
   if (!store) return kExitBadInput;
   auto items = store->work_items();
   if (!items) return failed(items.error().message());

@@ -33,7 +33,7 @@ int run_report(const GlobalOptions& g, const ReportFlags& f) {
   const char* lib = std::getenv("ATTUNE_CHART_JS");
   auto chart_js = read_chart_js(lib && *lib ? lib : std::string(kChartJsPath));
   if (!chart_js) return bad_input(chart_js.error().message());
-  auto store = open_store_or_report(g, false);
+  auto store = open_store_or_report(g, false, /*read_only_ok=*/true);
   if (!store) return kExitBadInput;
   std::optional<TableEvidence> evidence;
   if (!f.table.empty()) {

@@ -2,12 +2,19 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <limits>
 
 namespace attune {
 
 std::int64_t Value::as_int() const {
   if (is_int()) return std::get<0>(v_);
-  if (is_real()) return static_cast<std::int64_t>(std::get<1>(v_));
+  if (is_real()) {
+    // Saturated: a cast of a real outside int64 (1e20, nan) is undefined.
+    const double r = std::get<1>(v_);
+    if (!(r > -9.2e18)) return r < 0 ? std::numeric_limits<std::int64_t>::min() : 0;
+    if (r > 9.2e18) return std::numeric_limits<std::int64_t>::max();
+    return static_cast<std::int64_t>(r);
+  }
   return 0;
 }
 

@@ -1,5 +1,6 @@
 #include "cuda/cuda_device.h"
 
+#include <charconv>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -9,9 +10,16 @@
 
 namespace attune::cuda {
 
-int device_ordinal() {
+Result<int> device_ordinal() {
   const char* e = std::getenv("ATTUNE_DEVICE");
-  return e ? std::atoi(e) : 0;
+  if (!e) return 0;
+  const std::string_view text(e);
+  int v = -1;
+  auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || r.ec != std::errc() || r.ptr != text.data() + text.size() || v < 0)
+    return Error::invalid_argument("ATTUNE_DEVICE='" + std::string(text) +
+                                   "' is not a device index (0, 1, ...)");
+  return v;
 }
 
 std::string nvrtc_arch(int major, int minor) {

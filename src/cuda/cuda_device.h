@@ -13,8 +13,8 @@
 namespace attune::cuda {
 
 // Device ordinal from ATTUNE_DEVICE (default 0): libattune-rt's device, and the CUDA backend's
-// until `--device N` names another.
-int device_ordinal();
+// until `--device N` names another. A value that is not an index (0, 1, ...) is an error.
+Result<int> device_ordinal();
 
 // How many CUDA devices this process sees (cuDeviceGetCount after cuInit).
 Result<int> device_count();

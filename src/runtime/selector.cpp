@@ -1,11 +1,13 @@
 #include "runtime/selector.h"
 
 #include <fcntl.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -26,7 +28,9 @@ std::string describe(const DeviceFingerprint& d) {
 SelectorOptions SelectorOptions::from_env() {
   SelectorOptions o;
   const char* log = std::getenv("ATTUNE_LOG_TUNED");
-  o.log_tuned = log && *log && std::strcmp(log, "0") != 0;
+  // Off unless set to something other than a word for no.
+  o.log_tuned = log && *log && std::strcmp(log, "0") != 0 && strcasecmp(log, "false") != 0 &&
+                strcasecmp(log, "no") != 0 && strcasecmp(log, "off") != 0;
   if (const char* h = std::getenv("ATTUNE_HARVEST")) o.harvest_path = h;
   return o;
 }
@@ -74,6 +78,13 @@ Result<std::unique_ptr<Selector>> Selector::open(const std::string& table_path,
   s->table_path_ = table_path;
   s->options_ = options;
   if (!table_path.empty()) {
+    // Inside a user's program: a pipe or device named as the table would block or never end.
+    std::error_code ec;
+    if (const auto type = std::filesystem::status(table_path, ec).type();
+        type != std::filesystem::file_type::regular &&
+        type != std::filesystem::file_type::not_found &&
+        type != std::filesystem::file_type::directory)
+      return Error::invalid_argument(table_path + " is not a regular file; a table is a file");
     ATTUNE_ASSIGN(table::Table t, table::load_table(table_path));
     s->table_ = std::make_unique<const table::Table>(std::move(t));
     auto index = TableIndex::build(*s->table_);
@@ -109,11 +120,33 @@ Result<std::unique_ptr<Selector>> Selector::open(const std::string& table_path,
     }
   }
   if (!options.harvest_path.empty()) {
-    // Shapes already in the file are not appended again, by this process or a later one.
-    std::ifstream in(options.harvest_path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    const std::string all = text.str();
+    // Shapes already in the file are not appended again, by this process or a later one. Only a
+    // regular file of a sane size is read: a pipe or device (ATTUNE_HARVEST=/dev/stderr) would
+    // block or never end, inside the user's program.
+    std::error_code ec;
+    const auto type = std::filesystem::status(options.harvest_path, ec).type();
+    const auto size = type == std::filesystem::file_type::regular
+                          ? std::filesystem::file_size(options.harvest_path, ec)
+                          : 0;
+    constexpr std::uintmax_t kMaxHarvestBytes = 64u << 20;
+    std::string all;
+    if (type != std::filesystem::file_type::regular &&
+        type != std::filesystem::file_type::not_found) {
+      fmt::print(stderr, "attune-rt: ATTUNE_HARVEST {} is not a regular file; harvesting is off\n",
+                 options.harvest_path);
+      s->options_.harvest_path.clear();
+    } else if (size > kMaxHarvestBytes) {
+      fmt::print(stderr,
+                 "attune-rt: ATTUNE_HARVEST {} holds {} MiB, more than a shape list does; "
+                 "harvesting is off\n",
+                 options.harvest_path, size >> 20);
+      s->options_.harvest_path.clear();
+    } else if (type == std::filesystem::file_type::regular) {
+      std::ifstream in(options.harvest_path, std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      all = text.str();
+    }
     s->harvest_needs_newline_ = !all.empty() && all.back() != '\n';
     std::istringstream lines(all);
     for (std::string line; std::getline(lines, line);) {

@@ -40,7 +40,8 @@ std::string store_file(const std::string& url) {
   return url_scheme(url).empty() ? url : "";
 }
 
-Result<std::unique_ptr<Store>> open_store(const std::string& url, bool create_if_missing) {
+Result<std::unique_ptr<Store>> open_store(const std::string& url, bool create_if_missing,
+                                          bool read_only_ok) {
   if (url.empty()) return Error::invalid_argument("--db is empty; give a file path");
   const std::string path = store_file(url);
   if (url.rfind("sqlite:", 0) == 0) {
@@ -60,7 +61,8 @@ Result<std::unique_ptr<Store>> open_store(const std::string& url, bool create_if
     return Error::invalid_argument("--db '" + url + "': unknown database scheme '" + scheme +
                                    "' (attune opens PATH, sqlite:PATH or postgresql://...)");
   }
-  ATTUNE_ASSIGN(std::unique_ptr<SqliteStore> s, SqliteStore::open(path, create_if_missing));
+  ATTUNE_ASSIGN(std::unique_ptr<SqliteStore> s,
+                SqliteStore::open(path, create_if_missing, read_only_ok));
   return std::unique_ptr<Store>(std::move(s));
 }
 

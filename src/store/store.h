@@ -270,7 +270,9 @@ std::string device_kind(const DeviceFingerprint& device);
 // unreachable server is io naming the URL, its password elided). Another "scheme://" is
 // invalid_argument. A file that is not an attune database, or that was written by a newer attune,
 // is refused with a clear message and left untouched. Defined in store/open.cpp.
-Result<std::unique_ptr<Store>> open_store(const std::string& url, bool create_if_missing = true);
+// read_only_ok: an SQLite file this user cannot write is opened to read (SqliteStore::open).
+Result<std::unique_ptr<Store>> open_store(const std::string& url, bool create_if_missing = true,
+                                          bool read_only_ok = false);
 // The SQLite file a --db text names ("PATH", "sqlite:PATH", "sqlite:///abs/a.db"); empty for a
 // server's URL or a text that names no file.
 std::string store_file(const std::string& url);

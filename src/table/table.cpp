@@ -1,6 +1,7 @@
 #include "table/table.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -16,6 +17,21 @@ namespace attune::table {
 using nlohmann::json;
 
 namespace {
+
+// A whole number in [lo, hi] from a JSON value; a fraction, a string or a number out of range is
+// an error naming `what` (a cast of one would be undefined or silently wrong: 1.99 as version 1).
+Result<std::int64_t> whole_number(const json& v, std::string_view what, std::int64_t lo,
+                                  std::int64_t hi) {
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
+    return Error::invalid_argument(fmt::format("{} {} is more than {}", what, v.dump(), hi));
+  if (!v.is_number_integer())
+    return Error::invalid_argument(
+        fmt::format("{} must be a whole number, not {}", what, v.dump()));
+  const std::int64_t n = v.get<std::int64_t>();
+  if (n < lo || n > hi)
+    return Error::invalid_argument(fmt::format("{} {} is not in [{}, {}]", what, n, lo, hi));
+  return n;
+}
 
 std::string_view to_string(MatchPolicy::Kind k) {
   return k == MatchPolicy::Kind::kExact ? "exact" : "bucketed";
@@ -154,9 +170,17 @@ Result<Row> row_from_json(const json& j) {
                        e.at("tolerance").get<double>()};
   if (j.contains("bucket")) {
     const json& b = j.at("bucket");
-    r.bucket =
-        Bucket{b.at("axis").get<std::string>(), b.at("lo").get<std::int64_t>(),
-               b.at("hi").get<std::int64_t>(), b.at("points").get<std::vector<std::int64_t>>()};
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    Bucket bucket{b.at("axis").get<std::string>(), 0, 0, {}};
+    ATTUNE_ASSIGN(bucket.lo, whole_number(b.at("lo"), "bucket lo", 0, kMax));
+    ATTUNE_ASSIGN(bucket.hi, whole_number(b.at("hi"), "bucket hi", 0, kMax));
+    if (!b.at("points").is_array())
+      return Error::invalid_argument("bucket points must be a list of sizes");
+    for (const json& point : b.at("points")) {
+      ATTUNE_ASSIGN(std::int64_t v, whole_number(point, "a bucket point", 0, kMax));
+      bucket.points.push_back(v);
+    }
+    r.bucket = std::move(bucket);
     if (b.contains("point_us")) r.bucket->point_us = b.at("point_us").get<std::vector<double>>();
     if (b.contains("baseline_point_us"))
       r.bucket->baseline_point_us = b.at("baseline_point_us").get<std::vector<double>>();
@@ -242,12 +266,14 @@ Result<Table> parse_table(std::string_view text) {
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded())
     return Error::invalid_argument("not a complete JSON document (truncated or not JSON)");
-  if (!j.is_object() || j.value("format", "") != kFormat)
+  if (!j.is_object() || !j.contains("format") || !j["format"].is_string() ||
+      j["format"].get<std::string>() != kFormat)
     return Error::invalid_argument(
         fmt::format("not an attune table (no \"format\": \"{}\")", kFormat));
   Table t;
   try {
-    t.version = j.at("version").get<int>();
+    ATTUNE_ASSIGN(std::int64_t version, whole_number(j.at("version"), "version", 0, 1 << 20));
+    t.version = static_cast<int>(version);
     if (t.version > kVersion)
       return Error::invalid_argument(
           fmt::format("table version {} was written by a newer attune (this one reads {})",
@@ -258,6 +284,7 @@ Result<Table> parse_table(std::string_view text) {
     if (j.contains("device_key") && j.at("device_key").get<std::string>() != t.device.key())
       return Error::invalid_argument(
           "device_key does not match the device fingerprint's key fields");
+    if (!j.at("ops").is_array()) return Error::invalid_argument("\"ops\" must be a list");
     for (const json& o : j.at("ops")) {
       OpTable ot;
       ot.op = o.at("op").get<std::string>();
@@ -272,6 +299,9 @@ Result<Table> parse_table(std::string_view text) {
         return Error::invalid_argument(fmt::format(
             "{} {}: unknown match policy '{}' (exact or bucketed)", ot.op, ot.dtype, policy));
       }
+      if (!o.at("rows").is_array())
+        return Error::invalid_argument(
+            fmt::format("{} {}: \"rows\" must be a list", ot.op, ot.dtype));
       for (const json& r : o.at("rows")) {
         ATTUNE_ASSIGN(Row row, row_from_json(r));
         ot.rows.push_back(std::move(row));

@@ -215,7 +215,7 @@ table::Table hand_made(const DeviceFingerprint& device) {
 class RuntimeGpu : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto fp = cuda::fingerprint(cuda::device_ordinal());
+    auto fp = cuda::fingerprint(*cuda::device_ordinal());
     if (!fp) GTEST_SKIP() << "no GPU: " << fp.error().message();
     device_ = *fp;
     dir_ = fs::temp_directory_path() / ("attune-rt-gpu-" + std::to_string(::getpid()));

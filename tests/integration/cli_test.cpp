@@ -1,4 +1,6 @@
 // The CLI as a user runs it, on the simulated device.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -378,6 +380,40 @@ TEST(Cli, ADatabaseMissingATableOrColumnIsRefusedBeforeAnyWrite) {
     EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
     EXPECT_EQ(read_bytes(dir.file("hurt.db")), before) << sql;
   }
+}
+
+TEST(Cli, ADatabaseThisUserCannotWriteIsReadByReadersAndRefusedByTuners) {
+  TempDir dir;
+  ASSERT_EQ(run_attune("tune --backend sim --problem rmsnorm --max-candidates 3", dir.path()).code,
+            0);
+  // Root writes whatever the mode bits say, so as root the commands run as nobody (the database
+  // and its directory are root's); otherwise both are made read-only.
+  std::string as;
+  if (::geteuid() == 0) {
+    if (std::system("command -v setpriv >/dev/null") != 0) GTEST_SKIP() << "no setpriv";
+    as = "setpriv --reuid=65534 --regid=65534 --clear-groups";
+  } else {
+    std::filesystem::permissions(dir.file("attune.db"), std::filesystem::perms::owner_read |
+                                                            std::filesystem::perms::group_read |
+                                                            std::filesystem::perms::others_read);
+    std::filesystem::permissions(dir.path(), std::filesystem::perms::owner_write,
+                                 std::filesystem::perm_options::remove);
+  }
+  const std::string before = read_bytes(dir.file("attune.db"));
+  auto exported = run_attune("export --format json", dir.path(), as);
+  EXPECT_EQ(exported.code, 0) << exported.err;
+  EXPECT_NE(exported.out.find("\"attune_version\""), std::string::npos) << exported.out;
+  auto listed = run_attune("eval variants --problem rmsnorm", dir.path(), as);
+  EXPECT_EQ(listed.code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("threads="), std::string::npos) << listed.out;
+  auto tuned =
+      run_attune("tune --backend sim --problem rmsnorm --max-candidates 2", dir.path(), as);
+  EXPECT_EQ(tuned.code, 2);
+  EXPECT_EQ(lines(tuned.err), 1u) << tuned.err;
+  EXPECT_NE(tuned.err.find("attune.db cannot be written by this user"), std::string::npos)
+      << tuned.err;
+  EXPECT_EQ(read_bytes(dir.file("attune.db")), before);
+  std::filesystem::permissions(dir.path(), std::filesystem::perms::owner_all);
 }
 
 TEST(Cli, AnOutOfRangeSchemaVersionIsOneLineAndExitTwo) {

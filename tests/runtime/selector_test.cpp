@@ -3,6 +3,8 @@
 // trip, and the slot map under concurrent first calls.
 #include "runtime/selector.h"
 
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
@@ -464,6 +466,34 @@ TEST(RuntimeHarvest, MissedShapesAppendedOnceAndReadBackByTheTuner) {
   EXPECT_EQ(slurp(other).find("gemm:bias=0,dtype=bf16,k=4096,m=1,n=4096\n") != std::string::npos,
             true)
       << slurp(other);
+}
+
+TEST(RuntimeHarvest, APipeOrDeviceIsNeverReadAndHarvestingStops) {
+  TempDir dir;
+  const std::string table_path = dir.write("t.json", table::to_json_text(sample_table()));
+  // Reading a FIFO with no writer (or /dev/zero) at open would hang or never end inside the
+  // user's program.
+  ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0600), 0);
+  for (const std::string& path : {dir.file("fifo"), std::string("/dev/zero")}) {
+    SelectorOptions o;
+    o.harvest_path = path;
+    auto s = open_ok(table_path, h200(), o);
+    ASSERT_NE(s, nullptr);
+    s->select(gemm(3));  // a miss: nothing is written to the pipe or device
+  }
+  EXPECT_NE(refusal(dir.file("fifo")).find("is not a regular file"), std::string::npos);
+}
+
+TEST(RuntimeOptions, LoggingIsOffForZeroAndWordsForNo) {
+  for (const char* off : {"0", "false", "no", "OFF", ""}) {
+    ::setenv("ATTUNE_LOG_TUNED", off, 1);
+    EXPECT_FALSE(SelectorOptions::from_env().log_tuned) << off;
+  }
+  for (const char* on : {"1", "yes", "true"}) {
+    ::setenv("ATTUNE_LOG_TUNED", on, 1);
+    EXPECT_TRUE(SelectorOptions::from_env().log_tuned) << on;
+  }
+  ::unsetenv("ATTUNE_LOG_TUNED");
 }
 
 TEST(RuntimeSlots, ConcurrentCallsMakeOneSlotPerShapeAndCountEveryCall) {

@@ -108,6 +108,35 @@ TEST(Table, RefusesMalformedTables) {
 
   EXPECT_NE(refusal(R"({"format": "something else"})").find("not an attune table"),
             std::string::npos);
+
+  // Wrong JSON types are refused, never thrown or cast: a number where a string or a whole
+  // number belongs, lists given as objects, sizes beyond int64.
+  EXPECT_NE(refusal(R"({"format": 5})").find("not an attune table"), std::string::npos);
+  EXPECT_NE(refusal(R"({"format": null})").find("not an attune table"), std::string::npos);
+  for (const nlohmann::json& version : {nlohmann::json(1.99), nlohmann::json(4294967297ull),
+                                        nlohmann::json(1e300), nlohmann::json("1")}) {
+    auto v = j;
+    v["version"] = version;
+    EXPECT_NE(refusal(v.dump()).find("version"), std::string::npos) << version;
+    EXPECT_EQ(refusal(v.dump()).find("version 1 "), std::string::npos) << version;
+  }
+  auto ops_object = j;
+  ops_object["ops"] = nlohmann::json{{"first", j["ops"][0]}};
+  EXPECT_NE(refusal(ops_object.dump()).find("\"ops\" must be a list"), std::string::npos);
+  auto rows_object = j;
+  rows_object["ops"][0]["rows"] = nlohmann::json{{"r", j["ops"][0]["rows"][0]}};
+  EXPECT_NE(refusal(rows_object.dump()).find("\"rows\" must be a list"), std::string::npos);
+  auto huge = j;
+  huge["ops"][1]["rows"][0]["bucket"]["hi"] = 18446744073709551615ull;
+  EXPECT_NE(refusal(huge.dump()).find("bucket hi 18446744073709551615 is more than"),
+            std::string::npos);
+  auto fraction = j;
+  fraction["ops"][1]["rows"][0]["bucket"]["points"][0] = 1.5;
+  EXPECT_NE(refusal(fraction.dump()).find("a bucket point must be a whole number"),
+            std::string::npos);
+  auto sms = j;
+  sms["device"]["sm_count"] = 1e300;
+  EXPECT_NE(refusal(sms.dump()).find("sm_count must be a whole number"), std::string::npos);
 }
 
 TEST(Table, ProblemsWithoutADtypeBelongToTheNoneOpTable) {

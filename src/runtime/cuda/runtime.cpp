@@ -13,6 +13,7 @@
 #include "cuda/cuda_device.h"
 #include "runtime/cuda/runtime_impl.h"
 #include "runtime/row_plan.h"
+#include "table/table.h"
 
 namespace attune::rt {
 
@@ -141,7 +142,17 @@ Status Runtime::open(const std::string& table_path, std::unique_ptr<Runtime>* ou
     if (!b) return to_status(b.error(), Code::kUnsupported);
     *bit = *b;
   }
-  const int ordinal = options.device >= 0 ? options.device : cuda::device_ordinal();
+  // The table is read first, so a bad table is named wherever it is opened, with or without a
+  // GPU; Selector::open below reads it again against the device and the plans.
+  if (!table_path.empty())
+    if (auto t = table::load_table(table_path); !t)
+      return Status(Code::kBadTable, t.error().message());
+  int ordinal = options.device;
+  if (ordinal < 0) {
+    auto from_env = cuda::device_ordinal();
+    if (!from_env) return to_status(from_env.error(), Code::kInvalidArgument);
+    ordinal = *from_env;
+  }
   auto executor = runtime::Executor::open(ordinal, cubin_dir_for(table_path, options));
   if (!executor)
     return to_status(executor.error().with_context("libattune-rt cannot use CUDA device " +

@@ -230,8 +230,42 @@ Status use_wal(const Db& db, const std::string& path) {
 
 }  // namespace
 
+Result<std::unique_ptr<SqliteStore>> SqliteStore::open_read_only(const std::string& path) {
+  // SQLite's immutable mode reads without the -shm file a WAL database needs and cannot create
+  // here, and without locks; nothing this user runs can change the file. A non-empty -wal holds
+  // rows not yet in the file, so then the -shm must already be there to read them.
+  std::error_code ec;
+  const bool wal = fs::file_size(path + "-wal", ec) > 0 && !ec;
+  std::string uri = "file:";
+  for (const char c : fs::absolute(path).string()) {
+    if (c == '?' || c == '#' || c == '%')
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    else
+      uri += c;
+  }
+  if (!wal) uri += "?immutable=1";
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+  Db db{sqlite::DbHandle(raw)};
+  if (rc != SQLITE_OK) return sqlite::sqlite_error(raw, rc, "opening " + path + " to read");
+  sqlite3_extended_result_codes(raw, 1);
+  ATTUNE_TRY(db.exec("PRAGMA busy_timeout = 10000", "setting the busy timeout"));
+  ATTUNE_ASSIGN(int version, attune_schema_version(db, path));
+  ATTUNE_TRY(check_integrity(db, path));
+  ATTUNE_TRY(check_tables(db, version, path));
+  const int current = sqlite::current_schema_version();
+  if (version == 0)
+    return Error::invalid_argument(path + " holds no attune measurements (an empty database)");
+  if (version < current)
+    return Error::invalid_argument(fmt::format(
+        "{} is at schema v{} and this user cannot write it to bring it to v{}; open it once "
+        "where it can be written (any attune command migrates it)",
+        path, version, current));
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db), path));
+}
+
 Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
-                                                       bool create_if_missing) {
+                                                       bool create_if_missing, bool read_only_ok) {
   ATTUNE_ASSIGN(FileKind kind, classify(path));
   if (kind == FileKind::kOther)
     return Error::corrupt(path +
@@ -242,13 +276,16 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
   const bool fresh = kind == FileKind::kAbsent || kind == FileKind::kEmpty;
   // SQLite would say "attempt to write a readonly database" at the first write, after a command
   // has done its work; every command that opens the database writes to it (runs, WAL mode).
+  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : ".";
+  const bool writable = (kind == FileKind::kAbsent || ::access(path.c_str(), W_OK) == 0) &&
+                        (::access(dir.c_str(), W_OK) == 0 || fs::exists(path + "-wal"));
+  if (kind == FileKind::kSqlite && !writable && read_only_ok) return open_read_only(path);
   if (kind != FileKind::kAbsent && ::access(path.c_str(), W_OK) != 0)
     return Error::invalid_argument(fmt::format(
         "{} cannot be written by this user ({}); attune records every run in its database: make "
         "it writable or pass another --db",
         path, std::strerror(errno)));
-  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : ".";
-  if (::access(dir.c_str(), W_OK) != 0 && !fs::exists(path + "-wal"))
+  if (!writable)
     return Error::invalid_argument(fmt::format(
         "cannot write in {}, where the database {} keeps its journal ({}-wal) beside it; make "
         "the directory writable or pass another --db",

@@ -15,8 +15,12 @@ namespace attune {
 
 class SqliteStore final : public Store {
  public:
+  // read_only_ok: a database this user cannot write (a read-only file or directory) is opened
+  // to read instead of refused, for the commands that only read (export, report, eval); it must
+  // be at this attune's schema version, and any write to it fails.
   static Result<std::unique_ptr<SqliteStore>> open(const std::string& path,
-                                                   bool create_if_missing = true);
+                                                   bool create_if_missing = true,
+                                                   bool read_only_ok = false);
 
   Result<std::int64_t> begin_run(RunInfo run) override;
   Status finish_run(std::int64_t run_id, const std::string& status) override;
@@ -70,6 +74,7 @@ class SqliteStore final : public Store {
 
  private:
   SqliteStore(sqlite::Db db, std::string path) : db_(std::move(db)), path_(std::move(path)) {}
+  static Result<std::unique_ptr<SqliteStore>> open_read_only(const std::string& path);
   // Closes run_id as interrupted if it still runs and drops its claims, inside the caller's
   // transaction; true when this call closed it.
   Result<bool> interrupt_run(std::int64_t run_id);
