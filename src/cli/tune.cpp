@@ -281,10 +281,13 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
 
   // Everything the user asked for is checked before the database is opened or created.
   std::vector<std::string> specs = f.problems;
+  std::vector<std::string> from(specs.size());  // "FILE:LINE: " of a spec from --shapes
   if (!f.shapes_file.empty()) {
-    auto more = read_shapes_file(f.shapes_file);
+    std::vector<int> lines;
+    auto more = read_shapes_file(f.shapes_file, &lines);
     if (!more) return bad_input(more.error().message());
     specs.insert(specs.end(), more->begin(), more->end());
+    for (int line : lines) from.push_back(fmt::format("{}:{}: ", f.shapes_file, line));
   }
   std::vector<Problem> problems;
   if (!f.dtype.empty() && f.op.empty())
@@ -302,9 +305,9 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
     for (const auto& info : backend->problems())
       if (info.problem.op() == "user") problems.push_back(info.problem);
   }
-  for (const auto& s : specs) {
-    auto r = backend->resolve(s);
-    if (!r) return bad_input(r.error().message());
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    auto r = backend->resolve(specs[i]);
+    if (!r) return bad_input(from[i] + r.error().message());
     problems.push_back(*r);
   }
   if (problems.empty())

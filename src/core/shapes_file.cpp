@@ -8,7 +8,8 @@
 
 namespace attune {
 
-Result<std::vector<std::string>> parse_shapes(std::string_view text, const std::string& source) {
+Result<std::vector<std::string>> parse_shapes(std::string_view text, const std::string& source,
+                                              std::vector<int>* lines) {
   std::vector<std::string> out;
   std::istringstream in{std::string(text)};
   std::string line;
@@ -19,6 +20,7 @@ Result<std::vector<std::string>> parse_shapes(std::string_view text, const std::
     if (first == std::string::npos || line[first] == '#') continue;
     auto last = line.find_last_not_of(" \t\r");
     out.push_back(line.substr(first, last - first + 1));
+    if (lines) lines->push_back(n);
     if (out.back().find(' ') != std::string::npos)
       return Error::invalid_argument(fmt::format(
           "{}:{}: '{}' is not a problem spec (op:key=value,...)", source, n, out.back()));
@@ -27,9 +29,10 @@ Result<std::vector<std::string>> parse_shapes(std::string_view text, const std::
   return out;
 }
 
-Result<std::vector<std::string>> read_shapes_file(const std::string& path) {
+Result<std::vector<std::string>> read_shapes_file(const std::string& path,
+                                                  std::vector<int>* lines) {
   ATTUNE_ASSIGN(std::string text, read_text_file(path, "shapes file"));
-  return parse_shapes(text, path);
+  return parse_shapes(text, path, lines);
 }
 
 }  // namespace attune

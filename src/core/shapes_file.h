@@ -13,7 +13,10 @@ namespace attune {
 
 // The specs of `text`, trimmed, in order; `source` names the text in errors ("shapes.txt").
 // An error when a line is not one spec (it holds a space) or when there is none.
-Result<std::vector<std::string>> parse_shapes(std::string_view text, const std::string& source);
-Result<std::vector<std::string>> read_shapes_file(const std::string& path);
+// `lines`, when given, gets each spec's line number, for errors about it later.
+Result<std::vector<std::string>> parse_shapes(std::string_view text, const std::string& source,
+                                              std::vector<int>* lines = nullptr);
+Result<std::vector<std::string>> read_shapes_file(const std::string& path,
+                                                  std::vector<int>* lines = nullptr);
 
 }  // namespace attune

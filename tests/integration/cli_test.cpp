@@ -354,6 +354,16 @@ TEST(Cli, ADatabaseWithADamagedPageIsRefusedBeforeAnyWrite) {
 }
 
 // A negative schema version crashed every command (exit 139, no message).
+TEST(Cli, AShapesFileSpecTheBackendRefusesIsNamedByFileAndLine) {
+  TempDir dir;
+  write_bytes(dir.file("shapes.txt"), "# mine\nrmsnorm:rows=4,hidden=1024\n\ngemm:m=0,n=1,k=1\n");
+  auto r = run_attune("tune --backend sim --shapes shapes.txt", dir.path());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_EQ(r.err.rfind("attune: error: shapes.txt:4: ", 0), 0u) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("attune.db")));
+}
+
 TEST(Cli, ADatabaseMissingATableOrColumnIsRefusedBeforeAnyWrite) {
   TempDir dir;
   ASSERT_EQ(run_attune("tune --backend sim --problem rmsnorm --max-candidates 3", dir.path()).code,
