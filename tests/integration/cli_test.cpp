@@ -353,7 +353,6 @@ TEST(Cli, ADatabaseWithADamagedPageIsRefusedBeforeAnyWrite) {
   }
 }
 
-// A negative schema version crashed every command (exit 139, no message).
 TEST(Cli, AShapesFileSpecTheBackendRefusesIsNamedByFileAndLine) {
   TempDir dir;
   write_bytes(dir.file("shapes.txt"), "# mine\nrmsnorm:rows=4,hidden=1024\n\ngemm:m=0,n=1,k=1\n");
@@ -426,6 +425,7 @@ TEST(Cli, ADatabaseThisUserCannotWriteIsReadByReadersAndRefusedByTuners) {
   std::filesystem::permissions(dir.path(), std::filesystem::perms::owner_all);
 }
 
+// A negative schema version crashed every command (exit 139, no message).
 TEST(Cli, AnOutOfRangeSchemaVersionIsOneLineAndExitTwo) {
   TempDir dir;
   ASSERT_EQ(run_attune("tune --backend sim --problem rmsnorm --max-candidates 2", dir.path()).code,

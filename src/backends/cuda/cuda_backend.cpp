@@ -76,7 +76,11 @@ Result<std::optional<Outcome>> launch_and_wait(CudaEnv& env,
 }
 
 CudaBackend::CudaBackend(FamilyList families)
-    : families_(std::move(families)), ordinal_(device_ordinal().ok() ? *device_ordinal() : 0) {}
+    : families_(std::move(families)), ordinal_([] {
+        // libattune-rt refuses a bad ATTUNE_DEVICE; the tuner takes --device.
+        auto d = device_ordinal();
+        return d ? *d : 0;
+      }()) {}
 CudaBackend::~CudaBackend() = default;
 
 Status CudaBackend::configure(const std::string& key, const std::string& value) {

@@ -1,7 +1,6 @@
 #include "backends/replay/kernel_tuner_cache.h"
 
 #include <zlib.h>
-#include <filesystem>
 
 #include <algorithm>
 #include <cctype>
