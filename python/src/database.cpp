@@ -182,15 +182,16 @@ void add_database(pyb::module_& m) {
   using pyb::arg;
   pyb::class_<Database>(m, "Database")
       .def(pyb::init<const std::string&>(), arg("url"))
-      .def("devices", &Database::devices)
-      .def("problems", &Database::problems)
-      .def("runs", &Database::runs)
-      .def("measurements", &Database::measurements, arg("problem") = "", arg("device") = "",
-           arg("backend") = "", arg("regime") = "", arg("failures_only") = false,
-           arg("include_discarded") = false)
-      .def("baseline", &Database::baseline, arg("device_key"), arg("problem_key"), arg("backend"))
-      .def_property_readonly("url", &Database::url)
-      .def("close", &Database::close);
+      .def("devices", on_object(&Database::devices))
+      .def("problems", on_object(&Database::problems))
+      .def("runs", on_object(&Database::runs))
+      .def("measurements", on_object(&Database::measurements), arg("problem") = "",
+           arg("device") = "", arg("backend") = "", arg("regime") = "",
+           arg("failures_only") = false, arg("include_discarded") = false)
+      .def("baseline", on_object(&Database::baseline), arg("device_key"), arg("problem_key"),
+           arg("backend"))
+      .def_property_readonly("url", on_object(&Database::url))
+      .def("close", on_object(&Database::close));
 }
 
 }  // namespace attune::py

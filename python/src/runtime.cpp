@@ -435,12 +435,7 @@ class Runtime {
 
 // The Runtime behind a method descriptor's `self` (CPython has checked its type).
 Runtime& runtime_of(PyObject* self) {
-  auto* rt = pyb::handle(self).cast<Runtime*>();
-  if (!rt) {
-    PyErr_SetString(PyExc_TypeError, "attune.Runtime: __init__ was not called");
-    throw pyb::error_already_set();
-  }
-  return *rt;
+  return made<Runtime>(pyb::handle(self));
 }
 
 PyObject* gemm_entry(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
@@ -523,14 +518,14 @@ void add_runtime(pyb::module_& m) {
   auto cls =
       pyb::class_<Runtime>(m, "Runtime")
           .def(pyb::init<const pyb::object&, int>(), arg("table") = pyb::none(), arg("device") = -1)
-          .def("close", &Runtime::close)
-          .def("counters", &Runtime::counters)
-          .def("last_dispatch", &Runtime::last_dispatch)
-          .def("dispatches", &Runtime::dispatches)
-          .def("rows", &Runtime::rows)
-          .def("time_problem", &Runtime::time_problem, arg("problem"))
-          .def_property_readonly("table", &Runtime::table)
-          .def("_c_gemm_loop", &Runtime::c_gemm_loop);
+          .def("close", on_object(&Runtime::close))
+          .def("counters", on_object(&Runtime::counters))
+          .def("last_dispatch", on_object(&Runtime::last_dispatch))
+          .def("dispatches", on_object(&Runtime::dispatches))
+          .def("rows", on_object(&Runtime::rows))
+          .def("time_problem", on_object(&Runtime::time_problem), arg("problem"))
+          .def_property_readonly("table", on_object(&Runtime::table))
+          .def("_c_gemm_loop", on_object(&Runtime::c_gemm_loop));
   for (PyMethodDef& def : runtime_methods) {
     pyb::object method = pyb::reinterpret_steal<pyb::object>(
         PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), &def));

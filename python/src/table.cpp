@@ -120,11 +120,11 @@ void add_table(pyb::module_& m) {
   using pyb::arg;
   pyb::class_<Table>(m, "Table")
       .def(pyb::init<const std::string&, const std::string&>(), arg("path"), arg("device_json"))
-      .def_property_readonly("device", &Table::device)
-      .def_property_readonly("device_mismatch", &Table::device_mismatch)
-      .def("rows", &Table::rows)
-      .def("lookup", &Table::lookup, arg("problem"))
-      .def("counters", &Table::counters);
+      .def_property_readonly("device", on_object(&Table::device))
+      .def_property_readonly("device_mismatch", on_object(&Table::device_mismatch))
+      .def("rows", on_object(&Table::rows))
+      .def("lookup", on_object(&Table::lookup), arg("problem"))
+      .def("counters", on_object(&Table::counters));
 }
 
 }  // namespace attune::py

@@ -90,3 +90,13 @@ def test_absent_file_and_bad_arguments(tmp_path, table_path):
     with pytest.raises(attune.Error) as e:
         t.lookup("gemm:m=one")
     assert e.value.code == "invalid_argument"
+
+
+def test_an_object_made_without_init_is_a_type_error_not_a_crash():
+    # Class.__new__ without __init__ (copy or pickle code does this): every method says so.
+    from attune import _native
+    for cls, method in ((_native.Table, "rows"), (_native.Runtime, "close"),
+                        (_native.Runtime, "counters"), (_native.Database, "devices")):
+        obj = cls.__new__(cls)
+        with pytest.raises(TypeError, match="__init__ was not called"):
+            getattr(obj, method)()
