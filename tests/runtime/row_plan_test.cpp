@@ -42,5 +42,25 @@ TEST(RuntimeRowPlan, AConfigThatDoesNotPlanRefusesTheTable) {
   EXPECT_NE(why.find("rows_per_block"), std::string::npos) << why;
 }
 
+TEST(RuntimeRowPlan, AConfigOutsideTheOpsSpaceRefusesTheTable) {
+  table::Table t = sample_table();
+  table::OpTable silu{"silu_mul", "bf16", {}, {}};
+  silu.rows.push_back(row("silu_mul:dtype=bf16,inter=14336,rows=8",
+                          "kernel=vector,vec=8,threads=128,unroll=1,rows_per_block=1"));
+  t.ops.push_back(silu);
+  EXPECT_EQ(refusal(t), "");
+  for (const auto& [config, says] :
+       {std::pair<std::string, std::string>{
+            "kernel=vector,vec=3,threads=128,unroll=1,rows_per_block=1", "vec"},
+        {"kernel=vector,vec=8,threads=100000,unroll=1,rows_per_block=1", "threads"},
+        {"kernel=vector,vec=8,threads=1024,unroll=4,rows_per_block=1", "legal config"},
+        {"kernel=naive,vec=8,threads=128,unroll=1,rows_per_block=1", "legal config"}}) {
+    t.ops.back().rows[0].config = config;
+    const std::string why = refusal(t);
+    EXPECT_NE(why.find("silu_mul bf16 row 1"), std::string::npos) << config << ": " << why;
+    EXPECT_NE(why.find(says), std::string::npos) << config << ": " << why;
+  }
+}
+
 }  // namespace
 }  // namespace attune::runtime
