@@ -12,6 +12,8 @@ namespace attune::cli {
 namespace {
 
 int run_ab_command(const GlobalOptions& g, ab::AbOptions options, bool higher_is_better) {
+  if (higher_is_better && options.metric.empty())
+    return bad_input("--higher-is-better goes with --metric NAME: wall time is lower-is-better");
   options.better = higher_is_better ? ab::Better::kHigher : ab::Better::kLower;
   if (auto s = ab::check_options(options); !s) return bad_input(s.error().message());
   options.interrupted = &g_interrupted;
@@ -52,7 +54,8 @@ Command add_ab_command(CLI::App& app, GlobalOptions& g) {
       ->capture_default_str();
   cmd->add_option("--metric", options->metric,
                   "compare the number each run prints last on stdout as NAME=<number> or "
-                  "NAME: <number> (default: each process's wall time)");
+                  "NAME: <number> (default: each process's wall time)")
+      ->check(non_empty());
   cmd->add_flag("--higher-is-better", *higher,
                 "the value is a throughput: higher is better (default: lower is better)");
   cmd->add_option("--timeout", options->timeout_s,

@@ -74,5 +74,7 @@ std::string printable(std::string_view text);
 // and a count without a sign (CLI11 would wrap -1 to 2^64-1).
 CLI::Validator finite_number();
 CLI::Validator unsigned_integer();
+// A flag's text must not be empty (where "" would silently mean "not given").
+CLI::Validator non_empty();
 
 }  // namespace attune::cli

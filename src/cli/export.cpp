@@ -478,8 +478,9 @@ Command add_export_command(CLI::App& app, GlobalOptions& g) {
       "AXIS or OP:AXIS: one row per range of this integer attribute (e.g. m), chosen by no-harm "
       "and least max regret (repeatable)");
   sub->add_option(
-      "--bucket-edges", f->bucket_edges,
-      "ascending inclusive upper edges of the buckets, e.g. 1,2,4,8,16 (default: powers of two)");
+         "--bucket-edges", f->bucket_edges,
+         "ascending inclusive upper edges of the buckets, e.g. 1,2,4,8,16 (default: powers of two)")
+      ->check(non_empty());
   sub->add_option("--from-sweep", f->from_sweep,
                   "attune sweep's JSON rows (shards concatenated; - for stdin) as the tuned table, "
                   "instead of the database's");

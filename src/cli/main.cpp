@@ -76,6 +76,14 @@ CLI::Validator unsigned_integer() {
       "UINT");
 }
 
+CLI::Validator non_empty() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "an empty value (leave the flag out for its default)" : "";
+      },
+      "TEXT");
+}
+
 namespace {
 
 // The first word of the command line that is not a global flag: the command the user meant.

@@ -137,7 +137,7 @@ Command add_prior_command(CLI::App& app, GlobalOptions& g) {
   auto reservoir = std::make_shared<std::size_t>(4096);
   auto* fit = sub->add_subcommand(
       "fit", "refit the prior from the database's measurements (no GPU needed)");
-  fit->add_option("--name", *name, "the prior's name")->capture_default_str();
+  fit->add_option("--name", *name, "the prior's name")->capture_default_str()->check(non_empty());
   fit->add_option("--reservoir", *reservoir, "training rows kept")
       ->capture_default_str()
       ->check(unsigned_integer())
@@ -152,7 +152,7 @@ Command add_prior_command(CLI::App& app, GlobalOptions& g) {
           },
           "ROWS"));
   auto* show = sub->add_subcommand("show", "the prior's size, age and calibration");
-  show->add_option("--name", *name, "the prior's name")->capture_default_str();
+  show->add_option("--name", *name, "the prior's name")->capture_default_str()->check(non_empty());
   return {sub, [&g, fit, name, reservoir] {
             if (fit->parsed()) return run_fit(g, *name, *reservoir);
             return run_show(g, *name);
