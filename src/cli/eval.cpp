@@ -30,18 +30,14 @@ std::map<std::string, std::string> problem_names(Store& store) {
 
 Result<std::vector<MeasurementRow>> select_rows(Store& store, const EvalFlags& f,
                                                 bool failures_only, const std::string& db) {
-  if (!f.device.empty()) {
-    // Only the device's key selects rows; a slug is named back to its key.
-    ATTUNE_ASSIGN(std::vector<DeviceFingerprint> named, devices_named(store, f.device, db));
-    if (named.size() == 1 && named.front().key() != f.device) {
-      EvalFlags by_key = f;
-      by_key.device = named.front().key();
-      return select_rows(store, by_key, failures_only, db);
-    }
-  }
   MeasurementQuery q;
   q.problem = f.kernel;
   q.device_key = f.device;
+  if (!f.device.empty()) {
+    // Only the device's key selects rows; a slug is named back to its key.
+    ATTUNE_ASSIGN(std::vector<DeviceFingerprint> named, devices_named(store, f.device, db));
+    if (named.size() == 1) q.device_key = named.front().key();
+  }
   q.failures_only = failures_only;
   return select_measurements(store, q);
 }

@@ -70,23 +70,37 @@ Slot* SlotMap::insert(std::unique_ptr<Slot> slot) {
   return s;
 }
 
+Result<table::Table> Selector::read_table(const std::string& path) {
+  std::error_code ec;
+  if (const auto type = std::filesystem::status(path, ec).type();
+      type != std::filesystem::file_type::regular &&
+      type != std::filesystem::file_type::not_found &&
+      type != std::filesystem::file_type::directory)
+    return Error::invalid_argument(path + " is not a regular file; a table is a file");
+  return table::load_table(path);
+}
+
 Result<std::unique_ptr<Selector>> Selector::open(const std::string& table_path,
+                                                 const DeviceFingerprint& here,
+                                                 const SelectorOptions& options,
+                                                 const RowCheck& check) {
+  std::optional<table::Table> table;
+  if (!table_path.empty()) {
+    ATTUNE_ASSIGN(table, read_table(table_path));
+  }
+  return open(table_path, std::move(table), here, options, check);
+}
+
+Result<std::unique_ptr<Selector>> Selector::open(const std::string& table_path,
+                                                 std::optional<table::Table> table,
                                                  const DeviceFingerprint& here,
                                                  const SelectorOptions& options,
                                                  const RowCheck& check) {
   std::unique_ptr<Selector> s(new Selector());
   s->table_path_ = table_path;
   s->options_ = options;
-  if (!table_path.empty()) {
-    // Inside a user's program: a pipe or device named as the table would block or never end.
-    std::error_code ec;
-    if (const auto type = std::filesystem::status(table_path, ec).type();
-        type != std::filesystem::file_type::regular &&
-        type != std::filesystem::file_type::not_found &&
-        type != std::filesystem::file_type::directory)
-      return Error::invalid_argument(table_path + " is not a regular file; a table is a file");
-    ATTUNE_ASSIGN(table::Table t, table::load_table(table_path));
-    s->table_ = std::make_unique<const table::Table>(std::move(t));
+  if (table) {
+    s->table_ = std::make_unique<const table::Table>(std::move(*table));
     auto index = TableIndex::build(*s->table_);
     if (!index) return index.error().with_context(table_path);
     s->index_ = std::move(*index);

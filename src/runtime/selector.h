@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -93,6 +94,16 @@ class Selector {
                                                 const DeviceFingerprint& here,
                                                 const SelectorOptions& options,
                                                 const RowCheck& check = {});
+  // The same with the table already read by read_table(table_path), or none (libattune-rt
+  // reads it before it opens a device, so a bad table is named on a machine without one).
+  static Result<std::unique_ptr<Selector>> open(const std::string& table_path,
+                                                std::optional<table::Table> table,
+                                                const DeviceFingerprint& here,
+                                                const SelectorOptions& options,
+                                                const RowCheck& check = {});
+  // The table at `path`, parsed and validated; a pipe or device is refused unread (inside a
+  // user's program it would block or never end).
+  static Result<table::Table> read_table(const std::string& path);
   ~Selector();  // with log_tuned: a summary line of the counters
   Selector(const Selector&) = delete;
   Selector& operator=(const Selector&) = delete;

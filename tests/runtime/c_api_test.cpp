@@ -2,6 +2,7 @@
 // ATTUNE_DEVICE comes before it touches a device, so a user's CI without a GPU sees the same code
 // and message a GPU host does.
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <string>
 
@@ -24,6 +25,11 @@ TEST(RuntimeCApi, ABadTableIsNamedBeforeAnyDeviceIsOpened) {
   testing::write_bytes(dir.file("t.json"), R"({"format": 5})");
   EXPECT_EQ(attune_rt_open(dir.file("t.json").c_str(), -1, &rt), ATTUNE_RT_BAD_TABLE);
   EXPECT_NE(std::string(attune_rt_last_error()).find("not an attune table"), std::string::npos)
+      << attune_rt_last_error();
+  // A pipe named as the table is refused unread: reading one with no writer would block forever.
+  ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0600), 0);
+  EXPECT_EQ(attune_rt_open(dir.file("fifo").c_str(), -1, &rt), ATTUNE_RT_BAD_TABLE);
+  EXPECT_NE(std::string(attune_rt_last_error()).find("is not a regular file"), std::string::npos)
       << attune_rt_last_error();
 }
 

@@ -13,7 +13,7 @@
 #include "cuda/cuda_device.h"
 #include "runtime/cuda/runtime_impl.h"
 #include "runtime/row_plan.h"
-#include "table/table.h"
+#include "runtime/selector.h"
 
 namespace attune::rt {
 
@@ -143,10 +143,13 @@ Status Runtime::open(const std::string& table_path, std::unique_ptr<Runtime>* ou
     *bit = *b;
   }
   // The table is read first, so a bad table is named wherever it is opened, with or without a
-  // GPU; Selector::open below reads it again against the device and the plans.
-  if (!table_path.empty())
-    if (auto t = table::load_table(table_path); !t)
-      return Status(Code::kBadTable, t.error().message());
+  // GPU; Selector::open below checks it against the device and the plans.
+  std::optional<table::Table> table;
+  if (!table_path.empty()) {
+    auto t = runtime::Selector::read_table(table_path);
+    if (!t) return Status(Code::kBadTable, t.error().message());
+    table = std::move(*t);
+  }
   int ordinal = options.device;
   if (ordinal < 0) {
     auto from_env = cuda::device_ordinal();
@@ -162,7 +165,7 @@ Status Runtime::open(const std::string& table_path, std::unique_ptr<Runtime>* ou
   // Every row's config must plan for its problem: a table naming a kernel or knob this build
   // does not have is refused at open, not at its first call.
   auto selector =
-      runtime::Selector::open(table_path, impl->executor->fingerprint(),
+      runtime::Selector::open(table_path, std::move(table), impl->executor->fingerprint(),
                               runtime::SelectorOptions::from_env(), runtime::check_row_plan);
   if (!selector) {
     Status s = to_status(selector.error(), Code::kBadTable);

@@ -203,6 +203,16 @@ Status check_tables(const Db& db, int version, const std::string& path) {
       path, version, list));
 }
 
+// The schema version of the database at path, after every check that must pass before anything
+// is written to it: what attune_schema_version refuses, damaged pages (for a file that existed:
+// `sqlite`), and a table or column its version lacks.
+Result<int> checked_version(const Db& db, const std::string& path, bool sqlite) {
+  ATTUNE_ASSIGN(int version, attune_schema_version(db, path));
+  if (sqlite) ATTUNE_TRY(check_integrity(db, path));
+  ATTUNE_TRY(check_tables(db, version, path));
+  return version;
+}
+
 // journal_mode = WAL, retried while another process holds the lock it needs: several processes
 // opening one new file at once all switch it, and only one at a time can.
 Status use_wal(const Db& db, const std::string& path) {
@@ -250,9 +260,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open_read_only(const std::stri
   if (rc != SQLITE_OK) return sqlite::sqlite_error(raw, rc, "opening " + path + " to read");
   sqlite3_extended_result_codes(raw, 1);
   ATTUNE_TRY(db.exec("PRAGMA busy_timeout = 10000", "setting the busy timeout"));
-  ATTUNE_ASSIGN(int version, attune_schema_version(db, path));
-  ATTUNE_TRY(check_integrity(db, path));
-  ATTUNE_TRY(check_tables(db, version, path));
+  ATTUNE_ASSIGN(int version, checked_version(db, path, /*sqlite=*/true));
   const int current = sqlite::current_schema_version();
   if (version == 0)
     return Error::invalid_argument(path + " holds no attune measurements (an empty database)");
@@ -305,9 +313,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
     ATTUNE_ASSIGN(
         sqlite::Transaction read,
         sqlite::Transaction::begin(db, sqlite::Transaction::Mode::kDeferred, "reading " + path));
-    ATTUNE_ASSIGN(version, attune_schema_version(db, path));
-    if (kind == FileKind::kSqlite) ATTUNE_TRY(check_integrity(db, path));
-    ATTUNE_TRY(check_tables(db, version, path));
+    ATTUNE_ASSIGN(version, checked_version(db, path, kind == FileKind::kSqlite));
     ATTUNE_TRY(read.commit());
   }
 
