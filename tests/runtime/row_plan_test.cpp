@@ -62,5 +62,30 @@ TEST(RuntimeRowPlan, AConfigOutsideTheOpsSpaceRefusesTheTable) {
   }
 }
 
+// A row written before some of its op's knobs existed, or naming only its kernel's knobs, plans
+// (kernels/plan_knobs.h knob_or): the knobs it leaves out count at the space's baseline values,
+// which are their pins: gemm_rope's tiled and wgmma rows as libattune-rt's GPU test writes them.
+TEST(RuntimeRowPlan, ARowLeavingOutKnobsItsKernelDoesNotReadOpens) {
+  table::Table t = sample_table();
+  table::OpTable gr{"gemm_rope", "bf16", {}, {}};
+  gr.rows.push_back(
+      row("gemm_rope:batch=3,dtype=bf16,head=128,hidden=1032,kv=100,kv_heads=2,q_heads=8,"
+          "qk_norm=1,seq=77,theta=1000000",
+          "kernel=tiled,tl_bm=64,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_group=8"));
+  gr.rows.push_back(
+      row("gemm_rope:batch=1,dtype=bf16,head=128,hidden=1032,kv=130,kv_heads=2,q_heads=8,"
+          "qk_norm=0,seq=130,theta=500000",
+          "kernel=wgmma,wg_bm=128,wg_bn=128,wg_stages=4"));
+  t.ops.push_back(gr);
+  EXPECT_EQ(refusal(t), "");
+
+  // What the row does say is still held to the space: the wgmma kernel's tile under kernel=tiled.
+  t.ops[3].rows[0].config =
+      "kernel=tiled,tl_bm=64,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_group=8,wg_bm=64";
+  const std::string why = refusal(t);
+  EXPECT_NE(why.find("gemm_rope bf16 row 1"), std::string::npos) << why;
+  EXPECT_NE(why.find("breaks 'wg_bm is fixed unless kernel=wgmma'"), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace attune::runtime
