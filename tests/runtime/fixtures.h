@@ -32,10 +32,12 @@ inline DeviceFingerprint a100() {
   return d;
 }
 
+// A 32-row block tile: gemm's space takes a tiled block under twice M (taller only multiplies zero
+// rows), and the fp16 bucket m=[17, 64] is checked at open at its first point, m=32.
 inline constexpr const char* kTiled =
     "kernel=tiled,lt_algo=0,lt_split=0,lt_tile=0,sk_warps=4,sk_nb=2,sk_vec=8,sk_unroll=1,tc_warps="
     "4,tc_nt=1,"
-    "tc_unroll=1,tl_bm=64,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_split=1,tl_group=8";
+    "tc_unroll=1,tl_bm=32,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_split=1,tl_group=8";
 inline constexpr const char* kSkinnyTc =
     "kernel=skinny_tc,lt_algo=0,lt_split=0,lt_tile=0,sk_warps=4,sk_nb=2,sk_vec=8,sk_unroll=1,tc_"
     "warps=4,tc_nt=2,"
