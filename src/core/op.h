@@ -56,8 +56,9 @@ struct OpSignature {
   // the one line resolve() refuses the spec with.
   Status (*check)(const Problem& resolved) = nullptr;
   // The op's search space for a resolved problem when it is a pure function of the sizes, said
-  // once here for its CUDA family and the sim alike (attention_prefill); nullptr: each says its
-  // own.
+  // once here for its CUDA family, libattune-rt's check of a table's rows at open and the sim
+  // (attention_prefill; the sim's gemm and rmsnorm tune knobs of their own); nullptr: each says
+  // its own, and rows are checked by the kernel plan only.
   Result<Space> (*space)(const Problem& resolved) = nullptr;
   // The least a run of a resolved problem does (OpWork); nullptr: unknown.
   OpWork (*work)(const Problem& resolved) = nullptr;

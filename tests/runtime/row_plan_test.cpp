@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/op.h"
 #include "runtime/fixtures.h"
 #include "runtime/selector.h"
 
@@ -85,6 +86,76 @@ TEST(RuntimeRowPlan, ARowLeavingOutKnobsItsKernelDoesNotReadOpens) {
   const std::string why = refusal(t);
   EXPECT_NE(why.find("gemm_rope bf16 row 1"), std::string::npos) << why;
   EXPECT_NE(why.find("breaks 'wg_bm is fixed unless kernel=wgmma'"), std::string::npos) << why;
+}
+
+// gemm's and rmsnorm's spaces are their signatures' too, so their rows are held to them at open:
+// a knob value the family never tunes, or a config its space rules out at the row's shape, is
+// refused in one line naming the row and what is wrong, instead of failing at its first call.
+TEST(RuntimeRowPlan, AGemmOrRmsnormConfigOutsideTheOpsSpaceRefusesTheTable) {
+  auto with = [](std::string config, const std::string& knob, const std::string& value) {
+    const std::size_t at = config.find(knob + "=") + knob.size() + 1;
+    return config.replace(at, config.find(',', at) - at, value);
+  };
+  // Rows of gemm bf16 (n = k = 4096): 1 is m=1, 3 is m=64.
+  struct Case {
+    std::size_t row;
+    std::string config, says;
+  };
+  for (const Case& c : {
+           Case{0, with(kSkinnyTc, "tc_warps", "-7"), "knob 'tc_warps' has no option '-7'"},
+           Case{0, with(kSkinnyTc, "tc_nt", "3"), "knob 'tc_nt' has no option '3'"},
+           Case{0, with(kSkinnyTc, "lt_algo", "12"), "knob 'lt_algo' has no option '12'"},
+           Case{0, with(kSkinnyTc, "tl_bm", "64"), "breaks 'tl_bm is fixed unless kernel=tiled'"},
+           Case{2, kSkinnyTc, "breaks 'the tensor-core skinny kernel is for M <= 16"},
+           Case{2, with(kTiled, "tl_bm", "256"),
+                "breaks 'kernel=tiled: a block tile under twice M"},
+       }) {
+    table::Table t = sample_table();
+    t.ops[0].rows[c.row].config = c.config;
+    const std::string why = refusal(t);
+    const std::string row = "gemm bf16 row " + std::to_string(c.row + 1) + " (";
+    EXPECT_NE(why.find(row), std::string::npos) << c.config << ": " << why;
+    EXPECT_NE(why.find(c.says), std::string::npos) << c.config << ": " << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+  }
+
+  for (const auto& [config, says] :
+       {std::pair<std::string, std::string>{"threads=100000,rows_per_block=1,vec=1,unroll=1",
+                                            "knob 'threads' has no option '100000'"},
+        {"threads=128,rows_per_block=1,vec=3,unroll=1", "knob 'vec' has no option '3'"},
+        {"threads=1024,rows_per_block=2,vec=1,unroll=1",
+         "breaks 'threads * rows_per_block <= 1024'"}}) {
+    table::Table t = sample_table();
+    t.ops[2].rows[1].config = config;  // rmsnorm bf16 rows=128 hidden=4096
+    const std::string why = refusal(t);
+    EXPECT_NE(why.find("rmsnorm bf16 row 2"), std::string::npos) << config << ": " << why;
+    EXPECT_NE(why.find(says), std::string::npos) << config << ": " << why;
+  }
+}
+
+// The legal rows still open: cuBLASLt's row as attune exports it (every knob, the other kernels'
+// at their pins) and as the signature's baseline names it (cuBLASLt's knobs only), a ranked
+// cuBLASLt algorithm, rmsnorm's baseline, and rows from before gemm's sk_split, tc_split and wg_*
+// knobs existed (the sample table's) or naming only their kernel's knobs.
+TEST(RuntimeRowPlan, LegalGemmAndRmsnormRowsOpen) {
+  const OpSignature& gemm = *find_op("gemm");
+  ASSERT_NE(gemm.space, nullptr) << "gemm's space is its signature's";
+  ASSERT_NE(find_op("rmsnorm")->space, nullptr) << "rmsnorm's space is its signature's";
+  auto space = gemm.space(*Problem::parse("gemm:bias=0,dtype=bf16,k=4096,m=16,n=4096"));
+  ASSERT_TRUE(space.ok()) << space.error().message();
+  const std::string exported = space->config(space->baseline()).text();
+  EXPECT_NE(exported.find("kernel=cublaslt,lt_algo=0,lt_split=0,lt_tile=0,sk_warps=4"),
+            std::string::npos)
+      << exported;
+  for (const std::string& config :
+       {exported, gemm.baseline_config,
+        std::string("kernel=cublaslt,lt_algo=3,lt_split=0,lt_tile=2"),
+        std::string("kernel=wgmma,wg_bm=64,wg_bn=128,wg_stages=4,wg_split=1")}) {
+    table::Table t = sample_table();
+    t.ops[0].rows[1].config = config;  // gemm bf16 m=16
+    t.ops[2].rows[0].config = find_op("rmsnorm")->baseline_config;
+    EXPECT_EQ(refusal(t), "") << config;
+  }
 }
 
 }  // namespace

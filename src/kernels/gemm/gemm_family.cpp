@@ -18,8 +18,6 @@ namespace {
 
 using namespace attune::cuda;
 
-constexpr int kSkinnyMaxM = 16;
-
 Half half_of(const GemmShape& s) {
   return s.bf16 ? Half::kBf16 : Half::kFp16;
 }
@@ -30,11 +28,6 @@ struct Data {
   std::optional<LtProblem> lt;
   GemmReference product;
 };
-
-Knob knob(const char* n, std::vector<Value> o, std::size_t base = 0,
-          KnobKind kind = KnobKind::kInPlace) {
-  return Knob{n, std::move(o), base, kind};
-}
 
 class GemmFamily final : public CudaFamily {
  public:
@@ -63,152 +56,7 @@ class GemmFamily final : public CudaFamily {
 
   Result<Problem> resolve(const Problem& spec) const override { return gemm_op().resolve(spec); }
 
-  Result<Space> space(const Problem& problem) const override {
-    ATTUNE_ASSIGN(GemmShape s, gemm_shape(problem));
-    const std::int64_t m = s.m, n = s.n, k = s.k;
-    const bool silu = s.silu_mul;
-    // Under silu_mul=1 each output column takes two accumulators (gate and up).
-    const std::int64_t acc_per_out = silu ? 2 : 1;
-    // The kernel fork first: each kernel's knobs are free only under it, fixed elsewhere.
-    std::vector<Constraint> constraints{
-        fixed_unless("cublaslt", "lt_algo", 0),
-        fixed_unless("cublaslt", "lt_split", 0),
-        fixed_unless("cublaslt", "lt_tile", 0),
-        {"silu_mul=1's cuBLASLt form (the matmul, then a SiLU * mul kernel) runs cuBLASLt's own "
-         "algorithm",
-         {"lt_algo", "lt_split", "lt_tile"},
-         [silu](const Assignment& a) {
-           return !silu || (a.i("lt_algo") == 0 && a.i("lt_split") == 0 && a.i("lt_tile") == 0);
-         }},
-        {"the tiled kernel's SiLU * mul epilogue needs N % 16 == 0",
-         {"kernel"},
-         [silu, n](const Assignment& a) {
-           return !silu || a["kernel"].as_word() != "tiled" || n % 16 == 0;
-         }},
-        {fmt::format("the skinny kernel is for M <= {}", kSkinnyMaxM),
-         {"kernel"},
-         [m](const Assignment& a) {
-           return a["kernel"].as_word() != "skinny" || m <= kSkinnyMaxM;
-         }},
-        fixed_unless("skinny", "sk_warps", 4),
-        fixed_unless("skinny", "sk_nb", 2),
-        fixed_unless("skinny", "sk_vec", 8),
-        fixed_unless("skinny", "sk_unroll", 1),
-        fixed_unless("skinny", "sk_split", 1),
-        {"skinny accumulators fit in registers: M * sk_nb (twice that under silu_mul) <= 64",
-         {"kernel", "sk_nb"},
-         [m, acc_per_out](const Assignment& a) {
-           return a["kernel"].as_word() != "skinny" || m * a.i("sk_nb") * acc_per_out <= 64;
-         }},
-        {"sk_vec divides K",
-         {"kernel", "sk_vec"},
-         [k](const Assignment& a) {
-           return a["kernel"].as_word() != "skinny" || k % a.i("sk_vec") == 0;
-         }},
-        {fmt::format("the tensor-core skinny kernel is for M <= {} and K % 8 == 0", kSkinnyMaxM),
-         {"kernel"},
-         [m, k](const Assignment& a) {
-           return a["kernel"].as_word() != "skinny_tc" || (m <= kSkinnyMaxM && k % 8 == 0);
-         }},
-        fixed_unless("skinny_tc", "tc_warps", 4),
-        fixed_unless("skinny_tc", "tc_nt", 1),
-        fixed_unless("skinny_tc", "tc_unroll", 1),
-        fixed_unless("skinny_tc", "tc_split", 1),
-        // A K split spreads few rows over more SMs; past one load per thread it only adds idle
-        // blocks.
-        {"a skinny K split leaves every thread at least one load",
-         {"kernel", "sk_warps", "sk_vec", "sk_split"},
-         [k](const Assignment& a) {
-           return a["kernel"].as_word() != "skinny" || a.i("sk_split") == 1 ||
-                  k / (a.i("sk_vec") * a.i("sk_split")) >= a.i("sk_warps") * 32;
-         }},
-        {"a skinny_tc K split leaves every warp at least one 32-wide chunk",
-         {"kernel", "tc_warps", "tc_split"},
-         [k](const Assignment& a) {
-           return a["kernel"].as_word() != "skinny_tc" || a.i("tc_split") == 1 ||
-                  (k + 31) / 32 / a.i("tc_split") >= a.i("tc_warps");
-         }},
-        {"the tiled kernel needs K % 8 == 0 (16-byte loads)", {"kernel"}, [k](const Assignment& a) {
-           return a["kernel"].as_word() != "tiled" || k % 8 == 0;
-         }}};
-    for (Constraint& c : gemm_tiled_constraints(m)) constraints.push_back(std::move(c));
-    constraints.insert(
-        constraints.end(),
-        {fixed_unless("tiled", "tl_split", 1),
-         {"the pipeline fits the most shared memory any current GPU gives a block (227 KiB)",
-          {"kernel", "tl_bm", "tl_bn", "tl_bk", "tl_stages"},
-          [](const Assignment& a) {
-            return a["kernel"].as_word() != "tiled" ||
-                   gemm_tiled_ring_bytes(a.i("tl_bm"), a.i("tl_bn"), a.i("tl_bk"),
-                                         a.i("tl_stages")) <=
-                       static_cast<std::int64_t>(kMaxBlockSharedBytes);
-          }},
-         {"a K split's partial tile (fp32) fits the same 227 KiB",
-          {"kernel", "tl_bm", "tl_bn", "tl_split"},
-          [](const Assignment& a) {
-            return a["kernel"].as_word() != "tiled" || a.i("tl_split") == 1 ||
-                   gemm_tiled_partial_bytes(a.i("tl_bm"), a.i("tl_bn")) <=
-                       static_cast<std::int64_t>(kMaxBlockSharedBytes);
-          }},
-         {"split-K leaves every split at least two K tiles",
-          {"kernel", "tl_bk", "tl_split"},
-          [k](const Assignment& a) {
-            return a["kernel"].as_word() != "tiled" || a.i("tl_split") == 1 ||
-                   (k + a.i("tl_bk") - 1) / a.i("tl_bk") >= 2 * a.i("tl_split");
-          }},
-         {"the wgmma kernel needs K % 8 == 0 (the TMA reads rows 16-byte aligned)",
-          {"kernel"},
-          [k](const Assignment& a) { return a["kernel"].as_word() != "wgmma" || k % 8 == 0; }},
-         {"the wgmma kernel's SiLU * mul epilogue needs N % 16 == 0",
-          {"kernel"},
-          [silu, n](const Assignment& a) {
-            return !silu || a["kernel"].as_word() != "wgmma" || n % 16 == 0;
-          }}});
-    for (Constraint& c : gemm_wgmma_constraints(m)) constraints.push_back(std::move(c));
-    constraints.insert(constraints.end(),
-                       {fixed_unless("wgmma", "wg_split", 1),
-                        {"the wgmma ring (or a K split's fp32 partial tile) fits a block's 227 KiB",
-                         {"kernel", "wg_bm", "wg_bn", "wg_stages", "wg_split"},
-                         [](const Assignment& a) {
-                           return a["kernel"].as_word() != "wgmma" ||
-                                  gemm_wgmma_shared_bytes(a.i("wg_bm"), a.i("wg_bn"),
-                                                          a.i("wg_stages"),
-                                                          a.i("wg_split")) <= kMaxBlockSharedBytes;
-                         }},
-                        {"a wgmma K split leaves every split at least two 64-wide K tiles",
-                         {"kernel", "wg_split"},
-                         [k](const Assignment& a) {
-                           return a["kernel"].as_word() != "wgmma" || a.i("wg_split") == 1 ||
-                                  (k + 63) / 64 >= 2 * a.i("wg_split");
-                         }}});
-    return Space::make({knob("kernel", {"cublaslt", "skinny", "skinny_tc", "tiled", "wgmma"}, 0,
-                             KnobKind::kStructural),
-                        knob("lt_algo", {0, 1, 2, 3, 4, 5, 6, 7}),
-                        knob("lt_split", {0, 2, 4, 8, 16}),
-                        knob("lt_tile", {0, 1, 2, 3, 4}),
-                        knob("sk_warps", {4, 1, 2, 8}),
-                        knob("sk_nb", {2, 1, 4, 8}),
-                        knob("sk_vec", {8, 4, 2, 1}),
-                        knob("sk_unroll", {1, 2, 4}),
-                        knob("sk_split", {1, 2, 4, 8}),
-                        knob("tc_warps", {4, 1, 2, 8}),
-                        knob("tc_nt", {1, 2, 4}),
-                        knob("tc_unroll", {1, 2, 4}),
-                        knob("tc_split", {1, 2, 4, 8}),
-                        knob("tl_bm", {128, 64, 32, 16, 256}),
-                        knob("tl_bn", {128, 64, 256, 32}),
-                        knob("tl_bk", {32, 64}),
-                        knob("tl_wm", {2, 1, 4}),
-                        knob("tl_wn", {2, 1, 4}),
-                        knob("tl_stages", {3, 2, 4, 5}),
-                        knob("tl_split", {1, 2, 4, 8}),
-                        knob("tl_group", {8, 1, 4, 16}),
-                        knob("wg_bm", {128, 64}),
-                        knob("wg_bn", {128, 64, 256}),
-                        knob("wg_stages", {4, 3, 5, 6, 8}),
-                        knob("wg_split", {1, 2, 4, 8})},
-                       std::move(constraints));
-  }
+  Result<Space> space(const Problem& problem) const override { return gemm_op().space(problem); }
 
   std::optional<BuildRequest> build_request(const Problem& problem,
                                             const Config& c) const override {

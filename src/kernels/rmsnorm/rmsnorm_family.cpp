@@ -60,36 +60,7 @@ class RmsnormFamily final : public CudaFamily {
 
   Result<Problem> resolve(const Problem& spec) const override { return rmsnorm_op().resolve(spec); }
 
-  Result<Space> space(const Problem& problem) const override {
-    ATTUNE_ASSIGN(Shape s, shape_of(problem));
-    const std::int64_t hidden = s.hidden;
-    auto k = [](const char* n, std::vector<Value> o, std::size_t base) {
-      return Knob{n, std::move(o), base, KnobKind::kInPlace};
-    };
-    return Space::make(
-        {k("threads", {32, 64, 128, 256, 512, 1024}, 3), k("rows_per_block", {1, 2, 4, 8}, 0),
-         k("vec", {1, 2, 4, 8}, 0), k("unroll", {1, 2, 4}, 0)},
-        {{"threads * rows_per_block <= 1024",
-          {"threads", "rows_per_block"},
-          [](const Assignment& a) { return a.i("threads") * a.i("rows_per_block") <= 1024; }},
-         {"vec divides hidden (aligned vector accesses)",
-          {"vec"},
-          [hidden](const Assignment& a) { return a.i("vec") == 1 || hidden % a.i("vec") == 0; }},
-         {"no thread idle for a whole row: threads * vec <= max(hidden, 32 * vec) (the baseline's "
-          "256 always allowed)",
-          {"threads", "vec"},
-          [hidden](const Assignment& a) {
-            return a.i("threads") == 256 ||
-                   a.i("threads") * a.i("vec") <= std::max<std::int64_t>(hidden, 32 * a.i("vec"));
-          }},
-         {"unroll matters only for rows too long to keep in registers",
-          {"threads", "vec", "unroll"},
-          [hidden](const Assignment& a) {
-            const std::int64_t iters =
-                (hidden + a.i("threads") * a.i("vec") - 1) / (a.i("threads") * a.i("vec"));
-            return a.i("unroll") == 1 || iters * a.i("vec") > 32;
-          }}});
-  }
+  Result<Space> space(const Problem& problem) const override { return rmsnorm_op().space(problem); }
 
   std::optional<BuildRequest> build_request(const Problem& problem,
                                             const Config& c) const override {
