@@ -78,7 +78,17 @@ TEST(RuntimeRowPlan, ARowLeavingOutKnobsItsKernelDoesNotReadOpens) {
           "qk_norm=0,seq=130,theta=500000",
           "kernel=wgmma,wg_bm=128,wg_bn=128,wg_stages=4"));
   t.ops.push_back(gr);
+  // attention_decode's flash row as the GPU test writes it, from before `combine` existed.
+  table::OpTable ad{"attention_decode",
+                    "bf16",
+                    {table::MatchPolicy::Kind::kBucketed, "batch", "no-harm, least max regret"},
+                    {}};
+  ad.rows.push_back(row("attention_decode:dtype=bf16,head=64,kv=1000,kv_heads=2,q_heads=16,q_len=3",
+                        "kernel=flash,splits=4,kv_tile=32,warps=2,vec=8,q_rows=4"));
+  ad.rows.back().bucket = table::Bucket{"batch", 1, 4, {1, 2, 4}};
+  t.ops.push_back(ad);
   EXPECT_EQ(refusal(t), "");
+  t.ops.pop_back();
 
   // What the row does say is still held to the space: the wgmma kernel's tile under kernel=tiled.
   t.ops[3].rows[0].config =
