@@ -19,6 +19,7 @@
 #include "store/sqlite/schema.h"
 #include "store/sqlite/sqlite_store.h"
 #include "support/damage.h"
+#include "support/postgres.h"
 #include "support/run.h"
 
 namespace attune {
@@ -395,6 +396,38 @@ TEST(Cli, ADatabaseMissingATableOrColumnIsRefusedBeforeAnyWrite) {
     EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
     EXPECT_EQ(read_bytes(dir.file("hurt.db")), before) << sql;
   }
+}
+
+// The same refusal on a PostgreSQL database: one line, exit 2, no run recorded.
+TEST(Cli, APostgresDatabaseMissingATableOrColumnIsRefusedBeforeAnyWrite) {
+#ifndef ATTUNE_WITH_POSTGRES
+  GTEST_SKIP() << "this attune is built without its PostgreSQL store";
+#else
+  for (const auto& [sql, what] :
+       {std::pair<std::string, std::string>{"DROP TABLE measurements",
+                                            "without table measurements"},
+        {"ALTER TABLE measurements DROP COLUMN verdict", "without column measurements.verdict"}}) {
+    TempDir dir;
+    testing::TestDatabase db;
+    ATTUNE_NEED_POSTGRES(db);
+    const std::string tune =
+        "tune --backend sim --problem rmsnorm --max-candidates 2 --db '" + db.url() + "'";
+    ASSERT_EQ(run_attune(tune, dir.path()).code, 0);
+    db.exec(sql);
+    auto runs = [&] {
+      pqxx::connection c(db.url());
+      pqxx::nontransaction tx(c);
+      return tx.exec1("SELECT count(*) FROM runs")[0].as<std::int64_t>();
+    };
+    const std::int64_t before = runs();
+    auto r = run_attune(tune, dir.path());
+    EXPECT_EQ(r.code, 2) << sql << "\n" << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_NE(r.err.find(" is a damaged attune database (schema v"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(what), std::string::npos) << r.err;
+    EXPECT_EQ(runs(), before) << sql;
+  }
+#endif
 }
 
 TEST(Cli, ADatabaseThisUserCannotWriteIsReadByReadersAndRefusedByTuners) {

@@ -1,12 +1,14 @@
 #include "store/postgres/pg_store.h"
 
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "platform/identity.h"
 #include "store/migrations.h"
+#include "store/schema_check.h"
 
 namespace attune {
 
@@ -78,6 +80,43 @@ Result<int> attune_schema_version(pqxx::transaction_base& tx, const std::string&
         "attune or use another --db",
         shown, v, current));
   return static_cast<int>(v);
+}
+
+// Every table and column of the schema whose oid the SQL expression `schema` gives, as
+// "table.column" (from the catalog, so a column this role may not read is still seen).
+std::set<std::string> schema_columns(pqxx::transaction_base& tx, const std::string& schema) {
+  auto rows = exec(tx, fmt::format("SELECT c.relname, a.attname FROM pg_class c JOIN pg_attribute "
+                                   "a ON a.attrelid = c.oid WHERE c.relnamespace = {} AND "
+                                   "c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT "
+                                   "a.attisdropped",
+                                   schema));
+  std::set<std::string> out;
+  for (const auto& row : rows) out.insert(pg::text(row[0]) + "." + pg::text(row[1]));
+  return out;
+}
+
+// A database that says it is at schema `version` but lacks a table or column that version has (a
+// table dropped by hand, a column removed) is refused before anything is written to it, as the
+// SQLite store refuses such a file. The store's tables are those of current_schema(), where its
+// unqualified names resolve (attune_schema_version looks there too). What the version has is what
+// its migrations make of an empty schema: they run on this session's temporary schema inside a
+// savepoint that is rolled back, search_path with it, so nothing is left behind; temporary tables
+// need only the TEMP privilege every role has by default, where a scratch schema of our own would
+// need CREATE on the database.
+Status check_tables(pqxx::dbtransaction& tx, int version, const std::string& shown) {
+  if (version == 0) return Status::success();
+  const std::set<std::string> have =
+      schema_columns(tx, "(SELECT oid FROM pg_namespace WHERE nspname = current_schema())");
+  std::set<std::string> want;
+  {
+    pqxx::subtransaction scratch(tx, "attune_expected_schema");
+    exec(scratch, "SET LOCAL search_path TO pg_temp");
+    for (int v = 1; v <= version; ++v)
+      scratch.exec(store_schema::migration(v, store_schema::Dialect::kPostgres));
+    want = schema_columns(scratch, "pg_my_temp_schema()");
+    scratch.abort();
+  }
+  return store_schema::check_columns(want, have, version, shown);
 }
 
 MeasurementRow read_measurement(const pqxx::row& r) {
@@ -183,6 +222,8 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const std::string& ur
     pqxx::work tx(*conn);
     exec(tx, "SELECT pg_advisory_xact_lock($1)", Params().add(kSchemaLock));
     ATTUNE_ASSIGN(int version, attune_schema_version(tx, url));
+    // Against the version the database says it is at, before migrating it to a newer one.
+    ATTUNE_TRY(check_tables(tx, version, shown));
     if (version == 0 && !create_if_missing)
       return Error::not_found(
           shown + " holds no attune database yet (run attune tune first, or pass --db)");

@@ -2,14 +2,12 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <set>
 #include <thread>
 #include <vector>
@@ -18,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "platform/identity.h"
+#include "store/schema_check.h"
 #include "store/sqlite/schema.h"
 
 namespace attune {
@@ -181,26 +180,7 @@ Status check_tables(const Db& db, int version, const std::string& path) {
   ATTUNE_TRY(sqlite::migrate(expected, 0, version));
   ATTUNE_ASSIGN(std::set<std::string> want, schema_columns(expected));
   ATTUNE_ASSIGN(std::set<std::string> have, schema_columns(db));
-  std::vector<std::string> missing;
-  std::set_difference(want.begin(), want.end(), have.begin(), have.end(),
-                      std::back_inserter(missing));
-  if (missing.empty()) return Status::success();
-  // A table that is gone is named once, not column by column.
-  std::set<std::string> tables_have;
-  for (const auto& c : have) tables_have.insert(c.substr(0, c.find('.')));
-  std::vector<std::string> named;
-  for (const auto& c : missing) {
-    const std::string table = c.substr(0, c.find('.'));
-    const std::string what = tables_have.count(table) ? "column " + c : "table " + table;
-    if (named.empty() || named.back() != what) named.push_back(what);
-  }
-  std::string list;
-  for (std::size_t i = 0; i < named.size() && i < 3; ++i) list += (i ? ", " : "") + named[i];
-  if (named.size() > 3) list += fmt::format(" and {} more", named.size() - 3);
-  return Error::corrupt(fmt::format(
-      "{} is a damaged attune database (schema v{} without {}); refusing to touch it (pass "
-      "another --db)",
-      path, version, list));
+  return store_schema::check_columns(want, have, version, path);
 }
 
 // The schema version of the database at path, after every check that must pass before anything
