@@ -98,9 +98,7 @@ int run_table_export(const GlobalOptions& g, const ExportFlags& f, table::Format
   std::set<std::pair<std::string, std::string>> bucketed;
   for (const auto& d : chosen) {
     auto r = table::export_table(*store, d, o);
-    if (!r)
-      return r.error().kind() == Error::Kind::kInvalidArgument ? bad_input(r.error().message())
-                                                               : failed(r.error().message());
+    if (!r) return exit_for(r.error());
     for (const auto& s : r->bucketed) bucketed.emplace(s.op, s.axis);
     results.push_back(std::move(*r));
   }

@@ -1,7 +1,7 @@
 // The flags that say how each problem is searched, shared by the commands that tune (attune
-// sweep; attune tune keeps its own copy until it moves here): strategy, seed, patience, budget,
-// pins, the deploy band, the drift guard and the limits, and the candidate runner they imply.
-// Filled by CLI11, read on the calling thread.
+// sweep, and attune tune, which registers them with its own help and order): strategy, seed,
+// patience, budget, pins, the deploy band, the drift guard and the limits, and the candidate
+// runner they imply. Filled by CLI11, read on the calling thread.
 #pragma once
 
 #include <cstdint>

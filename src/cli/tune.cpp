@@ -37,20 +37,8 @@ struct TuneFlags {
   std::string op;
   std::string shape;
   std::string dtype;
-  std::string strategy = TuneOptions{}.strategy;
-  std::uint64_t seed = 0;
-  int patience = 50;
-  std::int64_t max_candidates = 0;
+  SearchFlags search;  // strategy, budget, pins, drift guard, limits (registered below)
   std::string shard;
-  double timeout_s = 0;
-  std::vector<std::string> pins;
-  std::vector<std::string> strategy_options;  // NAME=VALUE
-  double deploy_band = 0.5;
-  int anchor_every = 8;
-  double backoff_s = 1.0;
-  int backoff_max_rounds = 12;
-  double backoff_max_wait_s = 60;
-  double time_limit_s = 0;  // 0: none
   std::string kernel_file;  // --kernel: the user's .cu
   std::string spec_file;    // --spec: its YAML spec
   int device = -1;          // --device: index into the backend's devices; -1: its default
@@ -80,7 +68,7 @@ int enqueue(const GlobalOptions& g, const TuneFlags& f, Backend& backend,
     w.backend = backend.name();
     w.problem = p.text();
     w.problem_name = p.name();
-    w.options = work_options_json(o, f.timeout_s);
+    w.options = work_options_json(o, f.search.timeout_s);
     auto id = store->enqueue(w);
     if (!id) return failed(id.error().message());
     ids.push_back(*id);
@@ -160,51 +148,18 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   // which is not recorded, and the report of what was done is still printed. The handlers go in
   // first: a signal while the backend opens still gets a report (every problem "interrupted").
   install_interrupt_handlers();
-  if (f.patience < 0)
-    return bad_input(fmt::format(
-        "--patience {} is negative; use 0 to disable it or a positive count", f.patience));
-  if (f.max_candidates < 0) return bad_input("--max-candidates must be >= 0 (0: no limit)");
-  if (f.timeout_s < 0) return bad_input("--timeout must be positive (seconds)");
-  TuneOptions o;
-  o.strategy = f.strategy;
-  o.seed = f.seed;
+  for (const auto& setting : f.search.strategy_options)
+    if (setting == "help") return print_strategy_options(f.search.strategy);
+  auto searched = search_options(f.search, g);
+  if (!searched) return bad_input(searched.error().message());
+  TuneOptions o = std::move(*searched);
   o.fresh_search = f.fresh_search;
-  o.patience = f.patience;
-  if (f.max_candidates > 0) o.max_candidates = f.max_candidates;
   if (!f.shard.empty()) {
     auto s = parse_shard(f.shard);
     if (!s) return bad_input(s.error().message());
     o.shard_index = s->first;
     o.shard_count = s->second;
   }
-  o.arguments = nlohmann::json(g.argv).dump();
-  if (f.deploy_band < 0) return bad_input("--deploy-band must be >= 0 (a fraction: 0.5 is 50%)");
-  o.deploy_band = f.deploy_band;
-  if (f.anchor_every < 0)
-    return bad_input("--anchor-every must be >= 0 (0 turns the drift check off)");
-  o.drift.anchor_every = f.anchor_every;
-  if (f.backoff_s < 0) return bad_input("--backoff must be >= 0 seconds");
-  o.drift.backoff_s = f.backoff_s;
-  if (f.backoff_max_rounds < 0) return bad_input("--backoff-max-rounds must be >= 0");
-  o.drift.max_rounds = f.backoff_max_rounds;
-  if (f.backoff_max_wait_s < 0) return bad_input("--backoff-max-wait must be >= 0 seconds");
-  o.drift.max_wait_s = f.backoff_max_wait_s;
-  if (f.time_limit_s < 0) return bad_input("--time-limit must be > 0 seconds");
-  if (f.time_limit_s > 0) o.time_limit_s = f.time_limit_s;
-  if (auto pins = parse_pins(f.pins); pins)
-    o.pins = std::move(*pins);
-  else
-    return bad_input(pins.error().message());
-  for (const auto& setting : f.strategy_options) {
-    if (setting == "help") return print_strategy_options(f.strategy);
-    auto eq = setting.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return bad_input("--strategy-option '" + setting +
-                       "' must be NAME=VALUE (--strategy-option help lists them)");
-    o.strategy_options[setting.substr(0, eq)] = setting.substr(eq + 1);
-  }
-  if (auto st = check_strategy_settings(o.strategy, o.strategy_options); !st.ok())
-    return bad_input(st.error().message());
 
   const ModelFlags& m = f.model;
   if (!m.model.empty()) {
@@ -214,7 +169,7 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
       return bad_input(
           "--model tunes a model's layers: it takes no --problem, --shapes, --op/--shape, "
           "--kernel/--spec, --enqueue, --shard, --trace or --pin");
-    return run_tune_model(g, m, o, f.backend, f.device, f.timeout_s);
+    return run_tune_model(g, m, o, f.backend, f.device, f.search.timeout_s);
   }
   if (m.layer != "0" || m.batch != 1 || m.tokens != 0 || m.decode || m.kv != 0 || m.gpus != 0 ||
       !m.devices.empty())
@@ -349,7 +304,7 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   if (!store) return kExitBadInput;
 
   std::unique_ptr<CandidateRunner> runner;
-  const double timeout = f.timeout_s > 0 ? f.timeout_s : backend->default_timeout_s();
+  const double timeout = f.search.timeout_s > 0 ? f.search.timeout_s : backend->default_timeout_s();
   if (backend->isolated()) {
     // The worker runs its candidates on the device the scheduler fingerprinted.
     std::vector<std::string> argv{self_executable(), kCandidateWorker,
@@ -365,9 +320,10 @@ int run_tune(const GlobalOptions& g, const TuneFlags& f) {
   }
 
   const bool bar = !g.verbose && ::isatty(STDERR_FILENO);
-  ProgressBar progress(
-      f.max_candidates > 0 ? std::optional<std::int64_t>(f.max_candidates) : std::nullopt,
-      f.time_limit_s);
+  ProgressBar progress(f.search.max_candidates > 0
+                           ? std::optional<std::int64_t>(f.search.max_candidates)
+                           : std::nullopt,
+                       f.search.time_limit_s);
   std::optional<double> best;
   std::string current;
   TuneObserver observer = [&](const TuneEvent& e) {
@@ -440,9 +396,9 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--dtype", f->dtype, "element type for --op/--shape (bf16, fp16, ...)");
   std::string names;
   for (const auto& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;
-  sub->add_option("--strategy", f->strategy, "search strategy: " + names + "; " + kGridNote)
+  sub->add_option("--strategy", f->search.strategy, "search strategy: " + names + "; " + kGridNote)
       ->capture_default_str();
-  sub->add_option("--seed", f->seed, "seed of the strategy")
+  sub->add_option("--seed", f->search.seed, "seed of the strategy")
       ->check(unsigned_integer())
       ->capture_default_str();
   sub->add_flag("--fresh-search", f->fresh_search,
@@ -453,10 +409,10 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--trace", f->trace_file,
                   "write every evaluation to this CSV file as the run goes (columns in "
                   "docs/report.md)");
-  sub->add_option("--patience", f->patience,
+  sub->add_option("--patience", f->search.patience,
                   "stop after this many passing candidates without a new best; 0: never")
       ->capture_default_str();
-  sub->add_option("--max-candidates", f->max_candidates,
+  sub->add_option("--max-candidates", f->search.max_candidates,
                   "cap on candidates evaluated per problem, not counting variants refused before "
                   "any build (default: none)");
   sub->add_option(
@@ -468,37 +424,37 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
   sub->add_option("--spec", f->spec_file,
                   "the YAML spec of your kernel: knobs, launch, arguments, reference");
   sub->add_option(
-      "--pin", f->pins,
+      "--pin", f->search.pins,
       "knob=value every searched config must have (repeatable); the baseline is still measured");
   sub->add_option(
-      "--strategy-option", f->strategy_options,
+      "--strategy-option", f->search.strategy_options,
       "NAME=VALUE: an option of the strategy (repeatable); 'help' lists the strategy's options");
-  sub->add_option("--deploy-band", f->deploy_band,
+  sub->add_option("--deploy-band", f->search.deploy_band,
                   "re-measure in the deploy regime candidates within this fraction of the best "
                   "rank-regime time")
       ->check(finite_number())
       ->capture_default_str();
-  sub->add_option("--anchor-every", f->anchor_every,
+  sub->add_option("--anchor-every", f->search.anchor_every,
                   "re-measure the baseline after this many new candidates to catch drift; 0: never")
       ->capture_default_str();
-  sub->add_option("--backoff", f->backoff_s,
+  sub->add_option("--backoff", f->search.backoff_s,
                   "first wait (seconds, doubling) for a drifted device to settle")
       ->check(finite_number())
       ->capture_default_str();
-  sub->add_option("--backoff-max-rounds", f->backoff_max_rounds,
+  sub->add_option("--backoff-max-rounds", f->search.backoff_max_rounds,
                   "back-off rounds per problem before it is reported unstable")
       ->capture_default_str();
-  sub->add_option("--backoff-max-wait", f->backoff_max_wait_s,
+  sub->add_option("--backoff-max-wait", f->search.backoff_max_wait_s,
                   "seconds of back-off per problem before it is reported unstable")
       ->check(finite_number())
       ->capture_default_str();
-  sub->add_option("--time-limit", f->time_limit_s,
+  sub->add_option("--time-limit", f->search.time_limit_s,
                   "seconds for the whole run, shared by its problems; it stops at a candidate "
                   "boundary and reports what it did; a candidate answered from the database is "
                   "charged what it cost when measured, so a re-run with the same limit measures "
                   "nothing new (default: none)")
       ->check(finite_number());
-  sub->add_option("--timeout", f->timeout_s,
+  sub->add_option("--timeout", f->search.timeout_s,
                   "seconds before a candidate's worker is killed (default: the backend's)")
       ->check(finite_number());
   add_device_option(sub, &f->device, "to tune on (default: cuda $ATTUNE_DEVICE, else 0)");
