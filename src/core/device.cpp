@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/hash.h"
+#include "core/json_number.h"
 
 namespace attune {
 
@@ -49,16 +50,13 @@ Result<DeviceFingerprint> device_from_json(const nlohmann::json& j) {
     d.backend = j.at("backend").get<std::string>();
     d.name = j.at("name").get<std::string>();
     d.arch = j.at("arch").get<std::string>();
-    // Whole numbers only: a cast of 1e300 to int is undefined.
-    for (const char* count : {"sm_count", "memory_bytes"})
-      if (!j.at(count).is_number_integer() || j.at(count).get<std::int64_t>() < 0 ||
-          (j.at(count).is_number_unsigned() && j.at(count).get<std::uint64_t>() > (1ull << 62)))
-        return Error::invalid_argument(std::string("device ") + count +
-                                       " must be a whole number of 0 or more");
-    if (j.at("sm_count").get<std::uint64_t>() > 1u << 20)
-      return Error::invalid_argument("device sm_count is not a count of SMs");
-    d.sm_count = j.at("sm_count").get<int>();
-    d.memory_bytes = j.at("memory_bytes").get<std::uint64_t>();
+    ATTUNE_ASSIGN(const std::int64_t sms,
+                  json_whole_number(j.at("sm_count"), "device sm_count", 0, std::int64_t{1} << 20));
+    ATTUNE_ASSIGN(
+        const std::int64_t memory,
+        json_whole_number(j.at("memory_bytes"), "device memory_bytes", 0, std::int64_t{1} << 62));
+    d.sm_count = static_cast<int>(sms);
+    d.memory_bytes = static_cast<std::uint64_t>(memory);
     d.l2_bytes = j.value("l2_bytes", std::uint64_t{0});
     d.driver_version = j.value("driver_version", "");
     d.runtime_version = j.value("runtime_version", "");

@@ -11,27 +11,13 @@
 
 #include "core/config.h"
 #include "core/files.h"
+#include "core/json_number.h"
 
 namespace attune::table {
 
 using nlohmann::json;
 
 namespace {
-
-// A whole number in [lo, hi] from a JSON value; a fraction, a string or a number out of range is
-// an error naming `what` (a cast of one would be undefined or silently wrong: 1.99 as version 1).
-Result<std::int64_t> whole_number(const json& v, std::string_view what, std::int64_t lo,
-                                  std::int64_t hi) {
-  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
-    return Error::invalid_argument(fmt::format("{} {} is more than {}", what, v.dump(), hi));
-  if (!v.is_number_integer())
-    return Error::invalid_argument(
-        fmt::format("{} must be a whole number, not {}", what, v.dump()));
-  const std::int64_t n = v.get<std::int64_t>();
-  if (n < lo || n > hi)
-    return Error::invalid_argument(fmt::format("{} {} is not in [{}, {}]", what, n, lo, hi));
-  return n;
-}
 
 std::string_view to_string(MatchPolicy::Kind k) {
   return k == MatchPolicy::Kind::kExact ? "exact" : "bucketed";
@@ -172,12 +158,12 @@ Result<Row> row_from_json(const json& j) {
     const json& b = j.at("bucket");
     constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
     Bucket bucket{b.at("axis").get<std::string>(), 0, 0, {}};
-    ATTUNE_ASSIGN(bucket.lo, whole_number(b.at("lo"), "bucket lo", 0, kMax));
-    ATTUNE_ASSIGN(bucket.hi, whole_number(b.at("hi"), "bucket hi", 0, kMax));
+    ATTUNE_ASSIGN(bucket.lo, json_whole_number(b.at("lo"), "bucket lo", 0, kMax));
+    ATTUNE_ASSIGN(bucket.hi, json_whole_number(b.at("hi"), "bucket hi", 0, kMax));
     if (!b.at("points").is_array())
       return Error::invalid_argument("bucket points must be a list of sizes");
     for (const json& point : b.at("points")) {
-      ATTUNE_ASSIGN(std::int64_t v, whole_number(point, "a bucket point", 0, kMax));
+      ATTUNE_ASSIGN(std::int64_t v, json_whole_number(point, "a bucket point", 0, kMax));
       bucket.points.push_back(v);
     }
     r.bucket = std::move(bucket);
@@ -272,7 +258,7 @@ Result<Table> parse_table(std::string_view text) {
         fmt::format("not an attune table (no \"format\": \"{}\")", kFormat));
   Table t;
   try {
-    ATTUNE_ASSIGN(std::int64_t version, whole_number(j.at("version"), "version", 0, 1 << 20));
+    ATTUNE_ASSIGN(std::int64_t version, json_whole_number(j.at("version"), "version", 0, 1 << 20));
     t.version = static_cast<int>(version);
     if (t.version > kVersion)
       return Error::invalid_argument(
