@@ -304,14 +304,22 @@ Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
       lane_errors.push_back(fmt::format("device {}: {}", device, lane.error().message()));
       return;
     }
-    // Every kernel's baseline goes to the backend's builds before any search starts, so on a
-    // cold cache the later kernels' first compiles run while the GPU times the earlier ones: a
-    // cold 1 x 128 layer's candidates cost 0.3-0.5 s of compile each on the H200, against a
-    // share of the time limit of about 1.4 s per kernel. One lane does it: the cache is shared.
-    if (device == devices.front() && lane->backend->prefetch_depth() > 0)
+    // Every kernel's baseline and first guesses go to the backend's builds before any search
+    // starts, so on a cold cache the later kernels' first compiles run while the GPU times the
+    // earlier ones: a cold 1 x 128 layer's candidates cost 0.3-0.5 s of compile each on the
+    // H200, against a share of the time limit of about 1.4 s per kernel. One lane does it: the
+    // cache is shared.
+    // The baselines go first: every kernel is timed against its own.
+    if (device == devices.front() && lane->backend->prefetch_depth() > 0) {
+      std::vector<std::pair<const Problem*, Config>> guesses;
       for (const ProblemWork& w : work)
-        if (auto space = lane->backend->space(w.problem))
+        if (auto space = lane->backend->space(w.problem)) {
           lane->backend->prepare(w.problem, space->config(space->baseline()));
+          for (Config& c : first_guesses(w.problem, *space))
+            guesses.emplace_back(&w.problem, std::move(c));
+        }
+      for (const auto& [problem, config] : guesses) lane->backend->prepare(*problem, config);
+    }
     for (;;) {
       std::size_t i = 0;
       TuneOptions o = options;

@@ -138,6 +138,29 @@ class ListStrategy final : public Strategy {
 
 }  // namespace
 
+std::vector<Config> first_guesses(const Problem& problem, const Space& space) {
+  std::vector<Config> out;
+  const OpSignature* op = find_op(problem.op());
+  if (!op || !op->seed_configs) return out;
+  const Config base = space.config(space.baseline());
+  for (const std::string& overrides : op->seed_configs(problem)) {
+    auto set = Config::parse(overrides);
+    if (!set.ok()) continue;
+    std::vector<Config::Entry> entries = base.entries();  // in the space's knob order
+    bool known = true;
+    for (const auto& [name, value] : set->entries()) {
+      const auto k = space.index_of(name);
+      if (k)
+        entries[*k].second = value;
+      else
+        known = false;
+    }
+    Config c(std::move(entries));
+    if (known && space.point(c).ok()) out.push_back(std::move(c));
+  }
+  return out;
+}
+
 Result<bool> Tuner::in_space(const Problem& problem, const Config& config) const {
   ATTUNE_ASSIGN(Space space, backend_.space(problem));
   auto parsed = space.parse(config.text());
@@ -419,6 +442,7 @@ class Tuner::ProblemSearch {
     ATTUNE_TRY(
         t_.store_.put_baseline({t_.device_.key(), problem_.structural_key(), t_.backend_.name(),
                                 anchor_.text(), anchor_.hash_hex(), ""}));
+    prepare_first();
     ATTUNE_TRY(visit(space_.baseline(), true, continued_));
     // A backend whose baseline is the reference (a whole program: no independent reference)
     // can check nothing else when the baseline fails.
@@ -518,29 +542,30 @@ class Tuner::ProblemSearch {
   // A warm start: the winners of this problem's group that the run tuned before it.
   Status visit_warm() { return visit_first(t_.warm_, &rep_.warm_first); }
 
-  // The op's first guesses at this problem (OpSignature::seed_configs), each the baseline with
-  // the knobs it names set; one naming a knob or value this space lacks is skipped. Not under
-  // grid, which walks the space in its order (and whose shards are disjoint).
+  // The op's first guesses at this problem (first_guesses). Not under grid, which walks the
+  // space in its order (and whose shards are disjoint).
   Status visit_seeds() {
     if (options_.strategy == "grid") return Status::success();
-    const OpSignature* op = find_op(problem_.op());
-    if (!op || !op->seed_configs) return Status::success();
+    return visit_first(seed_texts(), &rep_.seeded_first);
+  }
+  std::vector<std::string> seed_texts() const {
     std::vector<std::string> texts;
-    for (const std::string& overrides : op->seed_configs(problem_)) {
-      auto set = Config::parse(overrides);
-      if (!set.ok()) continue;
-      std::vector<Config::Entry> entries = anchor_.entries();  // in the space's knob order
-      bool known = true;
-      for (const auto& [name, value] : set->entries()) {
-        const auto k = space_.index_of(name);
-        if (k)
-          entries[*k].second = value;
-        else
-          known = false;
-      }
-      if (known) texts.push_back(Config(std::move(entries)).text());
-    }
-    return visit_first(texts, &rep_.seeded_first);
+    for (const Config& c : first_guesses(problem_, space_)) texts.push_back(c.text());
+    return texts;
+  }
+
+  // Hands the builds of the configs visited before the strategy proposes (the warm start, the
+  // first guesses) to the backend before the baseline is measured, so they compile side by side
+  // while the GPU times the baseline instead of one after another as each is visited.
+  void prepare_first() {
+    Backend& backend = t_.backend_;
+    if (backend.prefetch_depth() <= 0) return;
+    std::vector<std::string> texts = t_.warm_;
+    if (options_.strategy != "grid")
+      for (std::string& text : seed_texts()) texts.push_back(std::move(text));
+    for (const std::string& text : texts)
+      if (auto cfg = space_.parse(text); cfg.ok() && space_.point(*cfg).ok())
+        backend.prepare(problem_, *cfg);
   }
 
   Status search() {

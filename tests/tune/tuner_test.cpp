@@ -1,5 +1,6 @@
 #include "tune/tuner.h"
 
+#include <algorithm>
 #include <atomic>
 #include <set>
 #include <thread>
@@ -7,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/sim/sim_backend.h"
+#include "core/op.h"
 #include "platform/clock.h"
 #include "prior/prior.h"
 #include "store/sqlite/sqlite_store.h"
@@ -158,6 +160,77 @@ TEST_F(TunerTest, TheOpsFirstGuessesComeRightAfterTheBaseline) {
   ASSERT_GE(grid.results.size(), 2u);
   EXPECT_NE(grid.results[1].config,
             "kernel=mma,splits=4,kv_tile=16,warps=4,vec=8,q_rows=1,combine=cluster");
+}
+
+// A sim that records, in order, the builds the tuner hands over and the configs it runs.
+struct RecordingSim : SimBackend {
+  std::vector<std::string> log;
+  int prefetch_depth() const override { return 1; }
+  void prepare(const Problem&, const Config& config) override {
+    log.push_back("prepare " + config.text());
+  }
+  Outcome execute(const Problem& problem, const Config& config, Regime regime) override {
+    log.push_back("run " + config.text());
+    return SimBackend::execute(problem, config, regime);
+  }
+};
+
+// The first guesses' builds go to the backend before the baseline runs, so they compile side by
+// side while it is timed, not each in turn as it is visited.
+TEST_F(TunerTest, TheFirstGuessesAreBuiltBeforeTheBaselineRuns) {
+  RecordingSim rec;
+  InProcessRunner rec_runner{rec};
+  Tuner t(*store, rec, rec_runner);
+  TuneOptions o;
+  o.strategy = "random";
+  o.fresh_search = true;
+  o.max_candidates = 3;
+  o.patience = 0;
+  auto r = t.run(
+      {*rec.resolve(
+          "attention_decode:batch=1,kv=16384,head=256,q_heads=32,kv_heads=8,q_len=1,dtype=bf16")},
+      o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const ProblemReport& p = r->problems.at(0);
+  ASSERT_EQ(p.seeded_first, 2);
+  const auto first_run = std::find_if(rec.log.begin(), rec.log.end(),
+                                      [](const std::string& e) { return e.rfind("run ", 0) == 0; });
+  ASSERT_NE(first_run, rec.log.end());
+  EXPECT_EQ(*first_run, "run " + p.baseline->config);
+  const std::vector<std::string> before(rec.log.begin(), first_run);
+  for (int i = 1; i <= 2; ++i)
+    EXPECT_NE(std::find(before.begin(), before.end(), "prepare " + p.results[i].config),
+              before.end())
+        << p.results[i].config;
+}
+
+// gemm's first guesses are cuBLASLt's other heuristic ranks (no compile each), in rank order,
+// every other knob at the baseline's value; silu_mul=1's cuBLASLt form runs the first rank only.
+TEST(FirstGuesses, GemmTriesCublasLtsOtherRanks) {
+  auto p = Problem::parse("gemm:m=4096,n=4096,k=1024,bias=0,dtype=bf16");
+  ASSERT_TRUE(p);
+  const OpSignature* op = find_op("gemm");
+  ASSERT_TRUE(op && op->space);
+  auto space = op->space(*p);
+  ASSERT_TRUE(space) << space.error().message();
+  const std::vector<Config> guesses = first_guesses(*p, *space);
+  ASSERT_EQ(guesses.size(), 7u);
+  const Config base = space->config(space->baseline());
+  for (std::size_t i = 0; i < guesses.size(); ++i) {
+    EXPECT_EQ(guesses[i].get("kernel")->as_word(), "cublaslt");
+    EXPECT_EQ(guesses[i].get("lt_algo")->as_int(), static_cast<std::int64_t>(i + 1));
+    for (const auto& [name, value] : base.entries()) {
+      if (name == "lt_algo") continue;
+      EXPECT_EQ(*guesses[i].get(name), value) << name;
+    }
+  }
+  auto silu = Problem::parse("gemm:m=4096,n=6144,k=1024,bias=0,silu_mul=1,dtype=bf16");
+  ASSERT_TRUE(silu);
+  EXPECT_TRUE(first_guesses(*silu, *op->space(*silu)).empty());
+  // An op without first guesses has none.
+  auto norm = Problem::parse("rmsnorm:rows=128,hidden=1024,residual=0,dtype=bf16");
+  ASSERT_TRUE(norm);
+  EXPECT_TRUE(first_guesses(*norm, *find_op("rmsnorm")->space(*norm)).empty());
 }
 
 TEST_F(TunerTest, IdenticalProblemsAreTunedOnce) {

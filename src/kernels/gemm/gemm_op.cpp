@@ -265,6 +265,21 @@ OpWork gemm_work(const Problem& p) {
   return OpWork{2 * elems, 2 * m * n * k};
 }
 
+// First guesses (OpSignature::seed_configs): cuBLASLt's other heuristic ranks, ahead of the
+// search. They cost a measurement and no compile (a few tens of ms each, where a candidate of
+// attune's own kernels waits for NVRTC), and a tuned rank other than cuBLASLt's first is often the
+// fastest config: a 44 s layer tune on the H200 kept ranks 5, 1, 4 and 2 for the four GEMMs at
+// 8 x 512 tokens and 3 and 2 at 1 x 128 (bench/results/layer-h200-2026-12-04f.md), while a 20 s
+// one, which reached no rank past the first in the search's own order, kept rank 0 for all four
+// (layer-h200-2026-12-05b.md). silu_mul=1's cuBLASLt form runs the first rank alone.
+std::vector<std::string> gemm_seeds(const Problem& p) {
+  std::vector<std::string> out;
+  if (p.flag("silu_mul")) return out;
+  for (int rank = 1; rank < 8; ++rank)
+    out.push_back(fmt::format("kernel=cublaslt,lt_algo={}", rank));
+  return out;
+}
+
 }  // namespace
 
 const OpSignature& gemm_op() {
@@ -282,7 +297,8 @@ const OpSignature& gemm_op() {
                               .sweep_default_per = {"n", "k"},
                               .check = &check_gemm,
                               .space = &gemm_space,
-                              .work = &gemm_work};
+                              .work = &gemm_work,
+                              .seed_configs = &gemm_seeds};
   return op;
 }
 
