@@ -48,11 +48,12 @@ std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64
 // fork's knob: `name` is fixed at `fixed` unless kernel=`kernel`, so each kernel's knobs are free
 // only under it. The tiled kernel's: its tl_bm, tl_bn, tl_bk, tl_wm, tl_wn, tl_stages and tl_group
 // pinned elsewhere, a block tile under twice the `m` rows, and its warp tiles (multiples of 16 x
-// 16, at most 64 x 64 accumulators). The wgmma kernel's: wg_bm, wg_bn and wg_stages pinned
-// elsewhere, and two consumer warpgroups only past 64 rows.
+// 16, at most 64 x 64 accumulators). The wgmma kernel's (an m x n output): wg_bm, wg_bn,
+// wg_stages and wg_tiles pinned elsewhere, two consumer warpgroups only past 64 rows, and tiles per
+// block that leave at least two blocks.
 Constraint fixed_unless(const char* kernel, const char* name, std::int64_t fixed);
 std::vector<Constraint> gemm_tiled_constraints(std::int64_t m);
-std::vector<Constraint> gemm_wgmma_constraints(std::int64_t m);
+std::vector<Constraint> gemm_wgmma_constraints(std::int64_t m, std::int64_t n);
 
 // rope's llama3_scaling flag: the rope_scaling of Llama 3.1's config.json (rope_type "llama3"),
 // shared by the kernels, the reference and the layer lowering (graph/layer.cpp), which checks that

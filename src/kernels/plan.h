@@ -128,12 +128,14 @@ struct TiledTile {
 Result<TiledTile> tiled_tile(const Config& c);
 KernelPlan gemm_tiled_plan(const GemmShape& s, const TiledTile& t);
 
-// The wgmma GEMM's block tile, ring depth and K split (gemm's wg_* knobs), and its plan
-// (gemm_plan.cpp): gemm_rope's wgmma kernel is this plan with the RoPE epilogue compiled in.
+// The wgmma GEMM's block tile, ring depth, K split and tiles per block (gemm's wg_* knobs), and
+// its plan (gemm_plan.cpp): gemm_rope's wgmma kernel is this plan with the RoPE epilogue compiled
+// in. tiles > 1 (split 1 only): a block takes that many tiles in turn, the grid a tiles-th of
+// them, its ring filling with the next tile while the last is stored.
 struct WgmmaTile {
-  std::int64_t bm = 128, bn = 128, stages = 4, split = 1;
+  std::int64_t bm = 128, bn = 128, stages = 4, split = 1, tiles = 1;
 };
-// A config's wg_* knobs (wg_split 1 where it has none, as gemm_rope's configs).
+// A config's wg_* knobs (wg_split and wg_tiles 1 where it has none, as gemm_rope's configs had).
 Result<WgmmaTile> wgmma_tile(const Config& c);
 KernelPlan gemm_wgmma_plan(const GemmShape& s, const WgmmaTile& t);
 

@@ -161,6 +161,10 @@ TEST(KernelSources, WgmmaGemmPlansCompile) {
       {"gemm:bias=0,dtype=bf16,k=1024,m=128,n=6144,silu_mul=1",
        "kernel=wgmma,wg_bm=128,wg_bn=64,wg_stages=6,wg_split=4", 96 * 4, 384,
        1024 + 6 * 192 * 128 + 96},
+      // Three tiles per block: 32 x 16 tiles on ceil(512 / 3) blocks.
+      {"gemm:bias=0,dtype=bf16,k=1024,m=4096,n=4096",
+       "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4,wg_split=1,wg_tiles=3", 171, 384,
+       1024 + 4 * 384 * 128 + 64},
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(k.config);
@@ -203,6 +207,12 @@ TEST(KernelSources, WgmmaGemmPlansCompile) {
                          *Config::parse("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=5,wg_split=1"));
   ASSERT_FALSE(big.ok());
   EXPECT_NE(big.error().message().find("shared memory"), std::string::npos);
+  // A K split takes one tile per block.
+  auto split_tiles = kernels::plan_gemm(
+      *Problem::parse("gemm:bias=0,dtype=bf16,k=1024,m=4096,n=4096"),
+      *Config::parse("kernel=wgmma,wg_bm=128,wg_bn=128,wg_stages=4,wg_split=2,wg_tiles=2"));
+  ASSERT_FALSE(split_tiles.ok());
+  EXPECT_NE(split_tiles.error().message().find("wg_tiles 1 under a K split"), std::string::npos);
   auto prefill = kernels::plan_attention_prefill(
       *kernels::attention_prefill_op().resolve(
           *Problem::parse("attention_prefill:seq=1000,batch=1,head=128,q_heads=16,kv_heads=8")),

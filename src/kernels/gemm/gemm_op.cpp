@@ -78,14 +78,24 @@ std::vector<Constraint> gemm_tiled_constraints(std::int64_t m) {
            }}};
 }
 
-std::vector<Constraint> gemm_wgmma_constraints(std::int64_t m) {
+std::vector<Constraint> gemm_wgmma_constraints(std::int64_t m, std::int64_t n) {
   return {fixed_unless("wgmma", "wg_bm", 128),
           fixed_unless("wgmma", "wg_bn", 128),
           fixed_unless("wgmma", "wg_stages", 4),
+          fixed_unless("wgmma", "wg_tiles", 1),
           {"kernel=wgmma: two consumer warpgroups (wg_bm 128) only where M exceeds one's 64 rows",
            {"kernel", "wg_bm"},
            [m](const Assignment& a) {
              return a["kernel"].as_word() != "wgmma" || a.i("wg_bm") == 64 || m > 64;
+           }},
+          {"kernel=wgmma: wg_tiles tiles per block leave at least two blocks",
+           {"kernel", "wg_bm", "wg_bn", "wg_tiles"},
+           [m, n](const Assignment& a) {
+             const std::int64_t t = a.i("wg_tiles");
+             return a["kernel"].as_word() != "wgmma" || t == 1 ||
+                    ((m + a.i("wg_bm") - 1) / a.i("wg_bm")) *
+                            ((n + a.i("wg_bn") - 1) / a.i("wg_bn")) >=
+                        2 * t;
            }}};
 }
 
@@ -210,23 +220,26 @@ Result<Space> gemm_space(const Problem& p) {
         [silu, n](const Assignment& a) {
           return !silu || a["kernel"].as_word() != "wgmma" || n % 16 == 0;
         }}});
-  for (Constraint& c : gemm_wgmma_constraints(m)) constraints.push_back(std::move(c));
-  constraints.insert(constraints.end(),
-                     {fixed_unless("wgmma", "wg_split", 1),
-                      {"the wgmma ring (or a K split's fp32 partial tile) fits a block's 227 KiB",
-                       {"kernel", "wg_bm", "wg_bn", "wg_stages", "wg_split"},
-                       [](const Assignment& a) {
-                         return a["kernel"].as_word() != "wgmma" ||
-                                gemm_wgmma_shared_bytes(a.i("wg_bm"), a.i("wg_bn"),
-                                                        a.i("wg_stages"),
-                                                        a.i("wg_split")) <= kMaxBlockSharedBytes;
-                       }},
-                      {"a wgmma K split leaves every split at least two 64-wide K tiles",
-                       {"kernel", "wg_split"},
-                       [k](const Assignment& a) {
-                         return a["kernel"].as_word() != "wgmma" || a.i("wg_split") == 1 ||
-                                (k + 63) / 64 >= 2 * a.i("wg_split");
-                       }}});
+  for (Constraint& c : gemm_wgmma_constraints(m, n)) constraints.push_back(std::move(c));
+  constraints.insert(
+      constraints.end(),
+      {fixed_unless("wgmma", "wg_split", 1),
+       {"a wgmma K split takes one tile per block (wg_tiles 1)",
+        {"wg_split", "wg_tiles"},
+        [](const Assignment& a) { return a.i("wg_split") == 1 || a.i("wg_tiles") == 1; }},
+       {"the wgmma ring (or a K split's fp32 partial tile) fits a block's 227 KiB",
+        {"kernel", "wg_bm", "wg_bn", "wg_stages", "wg_split"},
+        [](const Assignment& a) {
+          return a["kernel"].as_word() != "wgmma" ||
+                 gemm_wgmma_shared_bytes(a.i("wg_bm"), a.i("wg_bn"), a.i("wg_stages"),
+                                         a.i("wg_split")) <= kMaxBlockSharedBytes;
+        }},
+       {"a wgmma K split leaves every split at least two 64-wide K tiles",
+        {"kernel", "wg_split"},
+        [k](const Assignment& a) {
+          return a["kernel"].as_word() != "wgmma" || a.i("wg_split") == 1 ||
+                 (k + 63) / 64 >= 2 * a.i("wg_split");
+        }}});
   return Space::make({knob("kernel", {"cublaslt", "skinny", "skinny_tc", "tiled", "wgmma"}, 0,
                            KnobKind::kStructural),
                       knob("lt_algo", {0, 1, 2, 3, 4, 5, 6, 7}),
@@ -252,7 +265,8 @@ Result<Space> gemm_space(const Problem& p) {
                       knob("wg_bm", {128, 64}),
                       knob("wg_bn", {128, 64, 256}),
                       knob("wg_stages", {4, 3, 5, 6, 8}),
-                      knob("wg_split", {1, 2, 4, 8})},
+                      knob("wg_split", {1, 2, 4, 8}),
+                      knob("wg_tiles", {1, 2, 3, 4, 6, 8})},
                      std::move(constraints));
 }
 

@@ -112,10 +112,11 @@ Result<KernelPlan> plan_tiled(const GemmShape& s, const Config& c) {
 Result<KernelPlan> plan_wgmma(const GemmShape& s, const Config& c) {
   ATTUNE_ASSIGN(WgmmaTile t, wgmma_tile(c));
   if ((t.bm != 64 && t.bm != 128) || (t.bn != 64 && t.bn != 128 && t.bn != 256) || t.stages < 2 ||
-      (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8))
+      (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8) || t.tiles < 1 ||
+      (t.split > 1 && t.tiles > 1))
     return Error::invalid_argument(fmt::format(
         "gemm config '{}': kernel=wgmma takes wg_bm 64 or 128, wg_bn 64, 128 or 256, wg_stages "
-        ">= 2, wg_split 1, 2, 4 or 8",
+        ">= 2, wg_split 1, 2, 4 or 8, wg_tiles >= 1, and wg_tiles 1 under a K split",
         c.text()));
   const std::size_t shared = gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, t.split);
   if (shared > kMaxBlockSharedBytes)
@@ -164,6 +165,7 @@ Result<WgmmaTile> wgmma_tile(const Config& c) {
   ATTUNE_ASSIGN(t.bn, knob(c, "wg_bn"));
   ATTUNE_ASSIGN(t.stages, knob(c, "wg_stages"));
   t.split = knob_or(c, "wg_split", 1);
+  t.tiles = knob_or(c, "wg_tiles", 1);
   return t;
 }
 
@@ -212,9 +214,11 @@ KernelPlan gemm_wgmma_plan(const GemmShape& s, const WgmmaTile& t) {
   // One producer warpgroup and bm / 64 consumers; under a K split each tile is a cluster of
   // `split` consecutive blocks. The TMA reads A and B through tensor maps of 64-wide K boxes
   // (under silu_mul a B box is one half of the tile: its gate rows, or its up rows).
+  // A block takes t.tiles tiles in turn (the kernel strides over them by the grid's size).
   const unsigned tiles = ceil_div(s.m, t.bm) * ceil_div(s.n, t.bn);
+  const unsigned blocks = ceil_div(tiles, t.tiles);
   LaunchStep step{"gemm_wgmma",
-                  {static_cast<unsigned>(tiles * t.split)},
+                  {static_cast<unsigned>(blocks * t.split)},
                   {static_cast<unsigned>(128 * (t.bm / 64 + 1))},
                   static_cast<unsigned>(gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, t.split)),
                   {"c", "tensor_map0", "tensor_map1", "bias"}};

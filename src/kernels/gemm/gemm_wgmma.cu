@@ -14,6 +14,9 @@
 //   SPLIT           K split (1: none); > 1: SPLIT consecutive blocks along x split one tile's K
 //                   as a thread block cluster and sum their fp32 partials through distributed
 //                   shared memory in the same launch, each block writing a share of the tile
+// Under SPLIT 1 a block takes tiles blockIdx.x, blockIdx.x + gridDim.x, ... (the launch's grid
+// sets how many each takes, wg_tiles): the producer goes on filling the ring with its next tile
+// while the consumers store the last, so a block past its first tile finds its ring full.
 //   GROUP           rasterization: GROUP consecutive block rows walk N together
 //   BIAS            1: add bias[n]
 //   SILU_MUL        1: B is the gate's N/2 rows then the up's (N % 16 == 0), and C[M, N/2] =
@@ -56,6 +59,7 @@ constexpr int kBK = 64;  // one 128-byte swizzled row of 16-bit elements
 constexpr int kKTiles = (K + kBK - 1) / kBK;
 constexpr int kKTilesPerSplit = (kKTiles + SPLIT - 1) / SPLIT;
 constexpr int kTilesM = (M + BM - 1) / BM, kTilesN = (N + BN - 1) / BN;
+constexpr int kTiles = kTilesM * kTilesN;
 constexpr unsigned kABytes = BM * 128, kStageBytes = (BM + BN) * 128;
 constexpr unsigned kPipeBytes = STAGES * kStageBytes;
 constexpr unsigned kPartialBytes = SPLIT > 1 ? BM* BN * 4 : 0;
@@ -94,13 +98,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
   auto empty = [&](int s) { return bars + 8 * STAGES + 8 * s; };
 
   // Grouped rasterization of the tiles; under a K split the SPLIT consecutive blocks of one
-  // cluster share a tile, block `split` taking its split-th K range.
+  // cluster share a tile, block `split` taking its split-th K range (one tile per block then:
+  // the grid is the tiles times SPLIT).
   constexpr int kInGroup = GROUP * kTilesN;
-  const int pid = blockIdx.x / SPLIT, split = blockIdx.x % SPLIT;
-  const int first_m = (pid / kInGroup) * GROUP;
-  const int group_rows = min(kTilesM - first_m, GROUP);
-  const int m0 = (first_m + (pid % kInGroup) % group_rows) * BM;
-  const int n0 = ((pid % kInGroup) / group_rows) * BN;
+  const int split = blockIdx.x % SPLIT, blocks = gridDim.x / SPLIT;
+  auto tile_origin = [](int pid, int& m0, int& n0) {
+    const int first_m = (pid / kInGroup) * GROUP;
+    const int group_rows = min(kTilesM - first_m, GROUP);
+    m0 = (first_m + (pid % kInGroup) % group_rows) * BM;
+    n0 = ((pid % kInGroup) / group_rows) * BN;
+  };
   const int kt0 = split * kKTilesPerSplit;
   const int nk = max(min(kKTiles, kt0 + kKTilesPerSplit) - kt0, 0);
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
@@ -117,21 +124,26 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
 #if BM == 128
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
 #endif
-    // The producer, one thread: tile j of this block's K range into slot j % STAGES once the
-    // consumers have handed it back.
+    // The producer, one thread: the block's tiles' K ranges in turn, k-tile `it` of them all
+    // into slot it % STAGES once the consumers have handed it back.
     if (tid == 0) {
-      for (int j = 0; j < nk; ++j) {
-        const int s = j % STAGES;
-        if (j >= STAGES) bar_wait(empty(s), ((j / STAGES) + 1) & 1);
-        const unsigned sa = base + s * kStageBytes, sb = sa + kABytes;
-        const int k0 = (kt0 + j) * kBK;
-        bar_expect(full(s), kStageBytes);
-        tma_load_2d(sa, tma_a, k0, m0, full(s));
-        if constexpr (SILU_MUL) {
-          tma_load_2d(sb, tma_b, k0, n0 / 2, full(s));                         // gate rows
-          tma_load_2d(sb + BN / 2 * 128, tma_b, k0, kOutN + n0 / 2, full(s));  // up rows
-        } else {
-          tma_load_2d(sb, tma_b, k0, n0, full(s));
+      int it = 0;
+      for (int pid = blockIdx.x / SPLIT; pid < kTiles; pid += blocks) {
+        int m0, n0;
+        tile_origin(pid, m0, n0);
+        for (int j = 0; j < nk; ++j, ++it) {
+          const int s = it % STAGES;
+          if (it >= STAGES) bar_wait(empty(s), ((it / STAGES) + 1) & 1);
+          const unsigned sa = base + s * kStageBytes, sb = sa + kABytes;
+          const int k0 = (kt0 + j) * kBK;
+          bar_expect(full(s), kStageBytes);
+          tma_load_2d(sa, tma_a, k0, m0, full(s));
+          if constexpr (SILU_MUL) {
+            tma_load_2d(sb, tma_b, k0, n0 / 2, full(s));                         // gate rows
+            tma_load_2d(sb + BN / 2 * 128, tma_b, k0, kOutN + n0 / 2, full(s));  // up rows
+          } else {
+            tma_load_2d(sb, tma_b, k0, n0, full(s));
+          }
         }
       }
     }
@@ -149,166 +161,174 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
 #endif
   const int cw = wg - 1, lane = tid % 32, warp = tid / 32;
   float acc[kAcc];
-#pragma unroll
-  for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
-  auto release = [&](int j) {
-    if (lane == 0) bar_arrive(empty(j % STAGES));
+  auto release = [&](int it) {
+    if (lane == 0) bar_arrive(empty(it % STAGES));
   };
-  for (int j = 0; j < nk; ++j) {
-    const int s = j % STAGES;
-    bar_wait(full(s), (j / STAGES) & 1);
-    const unsigned sa = base + s * kStageBytes + cw * 64 * 128,
-                   sb = base + s * kStageBytes + kABytes;
-    pin<kAcc>(acc);
-    wg_fence();
+  int it = 0;  // k-tiles consumed so far, over the block's tiles
+  for (int pid = blockIdx.x / SPLIT; pid < kTiles; pid += blocks) {
+    int m0, n0;
+    tile_origin(pid, m0, n0);
 #pragma unroll
-    for (int kk = 0; kk < kBK / 16; ++kk)
-      mma_ss<BN>(acc, desc(sa + kk * 32, 16, 1024), desc(sb + kk * 32, 16, 1024), 1);
-    wg_commit();
-    // Tile j - 1's group is done once at most this one is in flight: its slot goes back.
-    wg_wait<1>();
+    for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
+    for (int j = 0; j < nk; ++j, ++it) {
+      const int s = it % STAGES;
+      bar_wait(full(s), (it / STAGES) & 1);
+      const unsigned sa = base + s * kStageBytes + cw * 64 * 128,
+                     sb = base + s * kStageBytes + kABytes;
+      pin<kAcc>(acc);
+      wg_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk)
+        mma_ss<BN>(acc, desc(sa + kk * 32, 16, 1024), desc(sb + kk * 32, 16, 1024), 1);
+      wg_commit();
+      // k-tile it - 1's group is done once at most this one is in flight: its slot goes back.
+      wg_wait<1>();
+      pin<kAcc>(acc);
+      if (j > 0) release(it - 1);
+    }
+    wg_wait<0>();
     pin<kAcc>(acc);
-    if (j > 0) release(j - 1);
-  }
-  wg_wait<0>();
-  pin<kAcc>(acc);
+    // The tile's last slot goes back too: the producer may be filling the ring with the next.
+    if (nk > 0) release(it - 1);
 
 #if ROPE
-  // In registers: a consumer thread holds rows r = cw * 64 + 16 warp + lane / 4 + 8 h (h = 0, 1),
-  // columns 8 j + 2 (lane % 4) + e in acc[4 j + 2 h + e]. A head's rotation pair (i, i + HEAD / 2)
-  // is column groups j and j + HEAD / 16 with the same lane and e, so both are this thread's; a
-  // row's head is spread over the 4 lanes of a quad (equal lane / 4), whose shuffles sum its norm.
-  // The frequencies of this thread's pair columns are computed once, the angles once per row.
-  constexpr int kHeadGroups = HEAD / 8, kHalfGroups = HEAD / 16;
-  float inv[kHalfGroups][2];
-#pragma unroll
-  for (int jj = 0; jj < kHalfGroups; ++jj)
-#pragma unroll
-    for (int e = 0; e < 2; ++e) inv[jj][e] = inv_freq(8 * jj + 2 * (lane % 4) + e);
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int token = m0 + cw * 64 + warp * 16 + lane / 4 + 8 * h;
-    const bool live = token < M;  // a lane past the last token shuffles but stores nothing
-    const int t = live ? token : 0, bt = t / seq, s = t - bt * seq, pos = kv - seq + s;
-    float cs[kHalfGroups][2], sn[kHalfGroups][2];
+    // In registers: a consumer thread holds rows r = cw * 64 + 16 warp + lane / 4 + 8 h (h = 0, 1),
+    // columns 8 j + 2 (lane % 4) + e in acc[4 j + 2 h + e]. A head's rotation pair (i, i + HEAD /
+    // 2) is column groups j and j + HEAD / 16 with the same lane and e, so both are this thread's;
+    // a row's head is spread over the 4 lanes of a quad (equal lane / 4), whose shuffles sum its
+    // norm. The frequencies of this thread's pair columns are computed once, the angles once per
+    // row.
+    constexpr int kHeadGroups = HEAD / 8, kHalfGroups = HEAD / 16;
+    float inv[kHalfGroups][2];
 #pragma unroll
     for (int jj = 0; jj < kHalfGroups; ++jj)
 #pragma unroll
-      for (int e = 0; e < 2; ++e)
-        sincosf(static_cast<float>(pos) * inv[jj][e], &sn[jj][e], &cs[jj][e]);
-#pragma unroll
-    for (int th = 0; th < BN / HEAD; ++th) {
-      const int hd = n0 / HEAD + th;
-      if (hd >= kHeads) break;  // uniform: past qkv's last head
-      const int g0 = th * kHeadGroups;
-      T* dst = head_dst(q, k, v, bt, s, pos, hd, seq, kv) + 2 * (lane % 4);
-      auto store = [&](int col, float a, float b) {
-        if (!live) return;
-        const T pair[2] = {static_cast<T>(a), static_cast<T>(b)};
-        *reinterpret_cast<unsigned*>(dst + col) = *reinterpret_cast<const unsigned*>(pair);
-      };
-      if (hd >= kQk) {  // a v head: stored as computed
-#pragma unroll
-        for (int jj = 0; jj < kHeadGroups; ++jj)
-          store(8 * jj, acc[4 * (g0 + jj) + 2 * h], acc[4 * (g0 + jj) + 2 * h + 1]);
-        continue;
-      }
-      float scale = 1.f;
-#if QK_NORM
-      float ss = 0.f;
-#pragma unroll
-      for (int jj = 0; jj < kHeadGroups; ++jj) {
-        const float a = acc[4 * (g0 + jj) + 2 * h], b = acc[4 * (g0 + jj) + 2 * h + 1];
-        ss += a * a + b * b;
-      }
-      ss += __shfl_xor_sync(0xffffffffu, ss, 1);
-      ss += __shfl_xor_sync(0xffffffffu, ss, 2);
-      scale = rsqrtf(ss / HEAD + eps);
-      const T* w = (hd < Q_HEADS ? q_norm : k_norm) + 2 * (lane % 4);
-#else
-      (void)q_norm;
-      (void)k_norm;
-      (void)eps;
-#endif
-#pragma unroll
-      for (int jj = 0; jj < kHalfGroups; ++jj) {
-        float o1[2], o2[2];
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float x1 = acc[4 * (g0 + jj) + 2 * h + e] * scale,
-                x2 = acc[4 * (g0 + jj + kHalfGroups) + 2 * h + e] * scale;
-#if QK_NORM
-          x1 *= static_cast<float>(w[8 * jj + e]);
-          x2 *= static_cast<float>(w[kHalf + 8 * jj + e]);
-#endif
-          o1[e] = x1 * cs[jj][e] - x2 * sn[jj][e];
-          o2[e] = x2 * cs[jj][e] + x1 * sn[jj][e];
-        }
-        store(8 * jj, o1[0], o1[1]);
-        store(kHalf + 8 * jj, o2[0], o2[1]);
-      }
-    }
-  }
-#else
-
-  // A consumer thread's outputs: warp w of consumer cw holds rows cw * 64 + 16 w + lane / 4 and
-  // eight below; accumulators 4 j + 2 h + e are column 8 j + 2 (lane % 4) + e of row half h. A
-  // unit u is 16 outputs' columns: groups 2u and 2u + 1, or under SILU_MUL gate group u and its
-  // up group u + BN / 16.
-  constexpr int kUnits = BN / 16;
-  auto store_unit = [&](int u) {
+      for (int e = 0; e < 2; ++e) inv[jj][e] = inv_freq(8 * jj + 2 * (lane % 4) + e);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int row = m0 + cw * 64 + warp * 16 + lane / 4 + h * 8;
-      if constexpr (SILU_MUL) {
-        const int g = 4 * u + 2 * h, up = 4 * (u + kUnits) + 2 * h;
-        store_pair<M, kOutN, BIAS>(c, row, n0 / 2 + u * 8 + (lane % 4) * 2, silu(acc[g]) * acc[up],
-                                   silu(acc[g + 1]) * acc[up + 1], bias);
-      } else {
+      const int token = m0 + cw * 64 + warp * 16 + lane / 4 + 8 * h;
+      const bool live = token < M;  // a lane past the last token shuffles but stores nothing
+      const int t = live ? token : 0, bt = t / seq, s = t - bt * seq, pos = kv - seq + s;
+      float cs[kHalfGroups][2], sn[kHalfGroups][2];
 #pragma unroll
-        for (int g = 2 * u; g < 2 * u + 2; ++g)
-          store_pair<M, kOutN, BIAS>(c, row, n0 + g * 8 + (lane % 4) * 2, acc[4 * g + 2 * h],
-                                     acc[4 * g + 2 * h + 1], bias);
+      for (int jj = 0; jj < kHalfGroups; ++jj)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          sincosf(static_cast<float>(pos) * inv[jj][e], &sn[jj][e], &cs[jj][e]);
+#pragma unroll
+      for (int th = 0; th < BN / HEAD; ++th) {
+        const int hd = n0 / HEAD + th;
+        if (hd >= kHeads) break;  // uniform: past qkv's last head
+        const int g0 = th * kHeadGroups;
+        T* dst = head_dst(q, k, v, bt, s, pos, hd, seq, kv) + 2 * (lane % 4);
+        auto store = [&](int col, float a, float b) {
+          if (!live) return;
+          const T pair[2] = {static_cast<T>(a), static_cast<T>(b)};
+          *reinterpret_cast<unsigned*>(dst + col) = *reinterpret_cast<const unsigned*>(pair);
+        };
+        if (hd >= kQk) {  // a v head: stored as computed
+#pragma unroll
+          for (int jj = 0; jj < kHeadGroups; ++jj)
+            store(8 * jj, acc[4 * (g0 + jj) + 2 * h], acc[4 * (g0 + jj) + 2 * h + 1]);
+          continue;
+        }
+        float scale = 1.f;
+#if QK_NORM
+        float ss = 0.f;
+#pragma unroll
+        for (int jj = 0; jj < kHeadGroups; ++jj) {
+          const float a = acc[4 * (g0 + jj) + 2 * h], b = acc[4 * (g0 + jj) + 2 * h + 1];
+          ss += a * a + b * b;
+        }
+        ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+        ss += __shfl_xor_sync(0xffffffffu, ss, 2);
+        scale = rsqrtf(ss / HEAD + eps);
+        const T* w = (hd < Q_HEADS ? q_norm : k_norm) + 2 * (lane % 4);
+#else
+        (void)q_norm;
+        (void)k_norm;
+        (void)eps;
+#endif
+#pragma unroll
+        for (int jj = 0; jj < kHalfGroups; ++jj) {
+          float o1[2], o2[2];
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float x1 = acc[4 * (g0 + jj) + 2 * h + e] * scale,
+                  x2 = acc[4 * (g0 + jj + kHalfGroups) + 2 * h + e] * scale;
+#if QK_NORM
+            x1 *= static_cast<float>(w[8 * jj + e]);
+            x2 *= static_cast<float>(w[kHalf + 8 * jj + e]);
+#endif
+            o1[e] = x1 * cs[jj][e] - x2 * sn[jj][e];
+            o2[e] = x2 * cs[jj][e] + x1 * sn[jj][e];
+          }
+          store(8 * jj, o1[0], o1[1]);
+          store(kHalf + 8 * jj, o2[0], o2[1]);
+        }
       }
     }
-  };
+#else
+
+    // A consumer thread's outputs: warp w of consumer cw holds rows cw * 64 + 16 w + lane / 4 and
+    // eight below; accumulators 4 j + 2 h + e are column 8 j + 2 (lane % 4) + e of row half h. A
+    // unit u is 16 outputs' columns: groups 2u and 2u + 1, or under SILU_MUL gate group u and its
+    // up group u + BN / 16.
+    constexpr int kUnits = BN / 16;
+    auto store_unit = [&](int u) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = m0 + cw * 64 + warp * 16 + lane / 4 + h * 8;
+        if constexpr (SILU_MUL) {
+          const int g = 4 * u + 2 * h, up = 4 * (u + kUnits) + 2 * h;
+          store_pair<M, kOutN, BIAS>(c, row, n0 / 2 + u * 8 + (lane % 4) * 2,
+                                     silu(acc[g]) * acc[up], silu(acc[g + 1]) * acc[up + 1], bias);
+        } else {
+#pragma unroll
+          for (int g = 2 * u; g < 2 * u + 2; ++g)
+            store_pair<M, kOutN, BIAS>(c, row, n0 + g * 8 + (lane % 4) * 2, acc[4 * g + 2 * h],
+                                       acc[4 * g + 2 * h + 1], bias);
+        }
+      }
+    };
 #if SPLIT == 1
 #pragma unroll
-  for (int u = 0; u < kUnits; ++u) store_unit(u);
+    for (int u = 0; u < kUnits; ++u) store_unit(u);
 #else
-  // Every block of the cluster parks its consumers' partial tile in its (now idle) ring, thread by
-  // thread (value i of consumer thread t at i * 128 kConsumers + t); block r then sums and writes
-  // every SPLIT-th unit, starting at r, reading all SPLIT blocks' partials through distributed
-  // shared memory. No block leaves before the last cluster barrier, which keeps its partials
-  // readable.
-  __syncthreads();  // every consumer's MMAs have read the ring
-  constexpr int kCt = 128 * kConsumers;
-  const int ct = threadIdx.x - 128;
-  float* partial = reinterpret_cast<float*>(smem_raw + (base - raw));
+    // Every block of the cluster parks its consumers' partial tile in its (now idle) ring, thread
+    // by thread (value i of consumer thread t at i * 128 kConsumers + t); block r then sums and
+    // writes every SPLIT-th unit, starting at r, reading all SPLIT blocks' partials through
+    // distributed shared memory. No block leaves before the last cluster barrier, which keeps its
+    // partials readable.
+    __syncthreads();  // every consumer's MMAs have read the ring
+    constexpr int kCt = 128 * kConsumers;
+    const int ct = threadIdx.x - 128;
+    float* partial = reinterpret_cast<float*>(smem_raw + (base - raw));
 #pragma unroll
-  for (int i = 0; i < kAcc; ++i) partial[i * kCt + ct] = acc[i];
-  cluster_sync();
-  auto group = [](int u, int second) { return SILU_MUL ? u + second * kUnits : 2 * u + second; };
+    for (int i = 0; i < kAcc; ++i) partial[i * kCt + ct] = acc[i];
+    cluster_sync();
+    auto group = [](int u, int second) { return SILU_MUL ? u + second * kUnits : 2 * u + second; };
 #pragma unroll
-  for (int u = 0; u < kUnits; ++u) {
-    if (u % SPLIT != split) continue;
+    for (int u = 0; u < kUnits; ++u) {
+      if (u % SPLIT != split) continue;
 #pragma unroll
-    for (int second = 0; second < 2; ++second)
+      for (int second = 0; second < 2; ++second)
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int i = 4 * group(u, second) + q;
-        // Every block's value is loaded before any is added, so the remote loads overlap.
-        float v[SPLIT];
+        for (int q = 0; q < 4; ++q) {
+          const int i = 4 * group(u, second) + q;
+          // Every block's value is loaded before any is added, so the remote loads overlap.
+          float v[SPLIT];
 #pragma unroll
-        for (int r = 0; r < SPLIT; ++r) v[r] = cluster_load(partial + i * kCt + ct, r);
-        float s = 0.f;
+          for (int r = 0; r < SPLIT; ++r) v[r] = cluster_load(partial + i * kCt + ct, r);
+          float s = 0.f;
 #pragma unroll
-        for (int r = 0; r < SPLIT; ++r) s += v[r];
-        acc[i] = s;
-      }
-    store_unit(u);
-  }
-  cluster_sync();
+          for (int r = 0; r < SPLIT; ++r) s += v[r];
+          acc[i] = s;
+        }
+      store_unit(u);
+    }
+    cluster_sync();
 #endif
 #endif  // ROPE
+  }     // the block's tiles
 }
