@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""bench/wgmma_split: gemm's wgmma kernel by K split, from attune tune databases.
+"""bench/wgmma_split: gemm's (or gemm_rope's) wgmma kernel by one of its knobs, from attune tune databases.
 
 Reads one or more databases written by `attune tune --problem P --pin kernel=wgmma --strategy grid`
 (one per build of the plugin, named by the file's stem) and prints, per problem and build, the
-best deploy-regime and rank-regime time at each wg_split, cuBLASLt's default, and how many configs
-failed the gate. Usage: bench/wgmma_split.py DB [DB ...]
+best deploy-regime and rank-regime time at each value of the knob (wg_split by default, or the one
+--by names, e.g. wg_tiles), the baseline's time (cuBLASLt's default for gemm, the split form for
+gemm_rope), and how many wgmma configs passed and failed the gate.
+Usage: bench/wgmma_split.py [--by KNOB] DB [DB ...]
 """
 import os, sqlite3, sys
 from collections import defaultdict
 
-print("| build | problem | regime | cuBLASLt default us | " +
-      " | ".join(f"best split {s} us" for s in (1, 2, 4, 8)) + " | configs ok / failed |")
-print("|---|---|---|---:|" + "---:|" * 4 + "---|")
-for path in sys.argv[1:]:
+args = sys.argv[1:]
+knob = "wg_split"
+if args[:1] == ["--by"]:
+    knob, args = args[1], args[2:]
+tables = []
+values = set()
+for path in args:
     build = os.path.splitext(os.path.basename(path))[0]
     db = sqlite3.connect(path)
     for key, text in db.execute("select key, text from problems order by text"):
@@ -21,17 +26,23 @@ for path in sys.argv[1:]:
         ok = {c for c, _, _, v in rows if v == "ok" and "kernel=wgmma" in c}
         bad = {c for c, _, _, v in rows if v != "ok" and "kernel=wgmma" in c}
         for regime in ("deploy", "rank"):
-            best, lt = defaultdict(lambda: None), None
+            best, base = defaultdict(lambda: None), None
             for config, reg, us, verdict in rows:
                 if reg != regime or verdict != "ok" or us is None:
                     continue
-                if config.startswith("kernel=cublaslt"):
-                    lt = us if lt is None else min(lt, us)
+                if "kernel=wgmma" not in config:
+                    base = us if base is None else min(base, us)
                     continue
                 knobs = dict(kv.split("=") for kv in config.split(","))
-                split = int(knobs.get("wg_split", 1))
-                best[split] = us if best[split] is None else min(best[split], us)
-            cells = [f"{best[s]:.2f}" if best[s] else "-" for s in (1, 2, 4, 8)]
-            print(f"| {build} | {text} | {regime} | {lt:.2f} | " if lt else
-                  f"| {build} | {text} | {regime} | - | ", end="")
-            print(" | ".join(cells) + f" | {len(ok)} / {len(bad)} |")
+                v = int(knobs.get(knob, 1))
+                values.add(v)
+                best[v] = us if best[v] is None else min(best[v], us)
+            tables.append((build, text, regime, base, best, len(ok), len(bad)))
+values = sorted(values)
+print(f"| build | problem | regime | baseline us | " +
+      " | ".join(f"best {knob} {v} us" for v in values) + " | wgmma configs ok / failed |")
+print("|---|---|---|---:|" + "---:|" * len(values) + "---|")
+for build, text, regime, base, best, ok, bad in tables:
+    cells = [f"{best[v]:.2f}" if best[v] else "-" for v in values]
+    print(f"| {build} | {text} | {regime} | " + (f"{base:.2f}" if base else "-") + " | " +
+          " | ".join(cells) + f" | {ok} / {bad} |")
