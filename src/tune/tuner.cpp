@@ -563,9 +563,12 @@ class Tuner::ProblemSearch {
     std::vector<std::string> texts = t_.warm_;
     if (options_.strategy != "grid")
       for (std::string& text : seed_texts()) texts.push_back(std::move(text));
-    for (const std::string& text : texts)
-      if (auto cfg = space_.parse(text); cfg.ok() && space_.point(*cfg).ok())
-        backend.prepare(problem_, *cfg);
+    for (const std::string& text : texts) {
+      auto cfg = space_.parse(text);
+      if (!cfg.ok()) continue;
+      auto p = space_.point(*cfg);
+      if (p.ok() && pinned(*p)) backend.prepare(problem_, *cfg);
+    }
   }
 
   Status search() {
