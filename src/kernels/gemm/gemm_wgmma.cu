@@ -14,9 +14,6 @@
 //   SPLIT           K split (1: none); > 1: SPLIT consecutive blocks along x split one tile's K
 //                   as a thread block cluster and sum their fp32 partials through distributed
 //                   shared memory in the same launch, each block writing a share of the tile
-// Under SPLIT 1 a block takes tiles blockIdx.x, blockIdx.x + gridDim.x, ... (the launch's grid
-// sets how many each takes, wg_tiles): the producer goes on filling the ring with its next tile
-// while the consumers store the last, so a block past its first tile finds its ring full.
 //   GROUP           rasterization: GROUP consecutive block rows walk N together
 //   BIAS            1: add bias[n]
 //   SILU_MUL        1: B is the gate's N/2 rows then the up's (N % 16 == 0), and C[M, N/2] =
@@ -28,6 +25,9 @@
 //                   its accumulators in registers, a rotation pair being one thread's, and stores
 //                   them to q or the caches (rope.cu's defines, with attune_rope.cuh). BN is a
 //                   multiple of HEAD, so a tile holds whole heads
+// Under SPLIT 1 a block takes tiles blockIdx.x, blockIdx.x + gridDim.x, ... (the launch's grid
+// sets how many each takes, wg_tiles): the producer goes on filling the ring with its next tile
+// while the consumers store the last, so a block past its first tile finds its ring full.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
