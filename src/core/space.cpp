@@ -197,6 +197,16 @@ Result<Point> Space::point(const Config& config) const {
   return p;
 }
 
+Result<Point> Space::point_over_baseline(const Config& partial) const {
+  std::vector<Config::Entry> entries = partial.entries();
+  const Point base = baseline();
+  for (std::size_t i = 0; i < depth(); ++i) {
+    const Knob& knob = d_->knobs[i];
+    if (!partial.get(knob.name)) entries.emplace_back(knob.name, knob.options[base[i]]);
+  }
+  return point(Config(std::move(entries)));
+}
+
 Result<Config> Space::parse(std::string_view text) const {
   ATTUNE_ASSIGN(Config raw, Config::parse(text));
   ATTUNE_ASSIGN(Point p, point(raw));

@@ -78,6 +78,11 @@ class Space {
 
   Config config(const Point& point) const;
   Result<Point> point(const Config& config) const;
+  // The point of a config that may leave knobs out, each left out at the baseline's value (a
+  // table row written before a knob existed; an op's first guess, naming only what it changes).
+  // A knob the space lacks, a value not among its knob's options or a knob named twice is an
+  // error, as in point(). Constraints are not checked.
+  Result<Point> point_over_baseline(const Config& partial) const;
   // Canonical text -> Config, checked against the knobs and constraints.
   Result<Config> parse(std::string_view text) const;
 

@@ -8,24 +8,6 @@
 
 namespace attune::runtime {
 
-namespace {
-
-// The row's config as a point of the space. A knob the row leaves out takes the space's baseline
-// value: the plan, checked first, accepted the row without it, so it is a knob added after the
-// table was written (gemm's sk_split, tc_split and wg_*) or one the row's kernel does not read,
-// and the baseline's value is the one such a knob is pinned at (kernels/plan_knobs.h knob_or).
-Result<Point> point_of(const Space& space, const Config& config) {
-  std::vector<Config::Entry> entries = config.entries();
-  const Point baseline = space.baseline();
-  for (std::size_t i = 0; i < space.depth(); ++i) {
-    const Knob& knob = space.knobs()[i];
-    if (!config.get(knob.name)) entries.emplace_back(knob.name, knob.options[baseline[i]]);
-  }
-  return space.point(Config(std::move(entries)));
-}
-
-}  // namespace
-
 Status check_row_plan(const Problem& problem, const Config& config) {
   const OpSignature* op = find_op(problem.op());
   if (!op || !op->runtime_key)
@@ -36,7 +18,11 @@ Status check_row_plan(const Problem& problem, const Config& config) {
   // build or run, and would only fall back to the baseline at its first call.
   if (op->space) {
     ATTUNE_ASSIGN(Space space, op->space(problem));
-    ATTUNE_ASSIGN(Point point, point_of(space, config));
+    // A knob the row leaves out takes the space's baseline value: the plan, checked first,
+    // accepted the row without it, so it is a knob added after the table was written (gemm's
+    // sk_split, tc_split and wg_*) or one the row's kernel does not read, and the baseline's value
+    // is the one such a knob is pinned at (kernels/plan_knobs.h knob_or).
+    ATTUNE_ASSIGN(Point point, space.point_over_baseline(config));
     const Assignment assigned(space, point);
     for (const Constraint& c : space.constraints())
       if (!c.allows(assigned))

@@ -142,21 +142,11 @@ std::vector<Config> first_guesses(const Problem& problem, const Space& space) {
   std::vector<Config> out;
   const OpSignature* op = find_op(problem.op());
   if (!op || !op->seed_configs) return out;
-  const Config base = space.config(space.baseline());
   for (const std::string& overrides : op->seed_configs(problem)) {
     auto set = Config::parse(overrides);
     if (!set.ok()) continue;
-    std::vector<Config::Entry> entries = base.entries();  // in the space's knob order
-    bool known = true;
-    for (const auto& [name, value] : set->entries()) {
-      const auto k = space.index_of(name);
-      if (k)
-        entries[*k].second = value;
-      else
-        known = false;
-    }
-    Config c(std::move(entries));
-    if (known && space.point(c).ok()) out.push_back(std::move(c));
+    auto p = space.point_over_baseline(*set);
+    if (p.ok() && space.prefix_legal(*p)) out.push_back(space.config(*p));
   }
   return out;
 }

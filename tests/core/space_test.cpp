@@ -85,6 +85,22 @@ TEST(Space, ConfigRoundTripsThroughText) {
   }
 }
 
+TEST(Space, AConfigLeavingKnobsOutTakesTheBaselinesValuesForThem) {
+  Space s = tiles_space();  // baseline bm=64, bn=32, stages=2
+  auto p = s.point_over_baseline(*Config::parse("stages=3"));
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_EQ(s.config(*p).text(), "bm=64,bn=32,stages=3");
+  auto whole = s.point_over_baseline(*Config::parse("bm=128,bn=64,stages=2"));
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(*whole, *s.point(*Config::parse("bm=128,bn=64,stages=2")));
+  EXPECT_FALSE(s.point_over_baseline(*Config::parse("x=1")).ok());       // unknown knob
+  EXPECT_FALSE(s.point_over_baseline(*Config::parse("stages=9")).ok());  // no such option
+  // Constraints are the caller's: bm=256 with the baseline's bn=32 is legal, with bn=128 not.
+  auto wide = s.point_over_baseline(*Config::parse("bm=256,bn=128"));
+  ASSERT_TRUE(wide.ok());
+  EXPECT_FALSE(s.prefix_legal(*wide));
+}
+
 TEST(Space, ParseRejectsUnknownKnobsValuesAndIllegalConfigs) {
   Space s = tiles_space();
   EXPECT_FALSE(s.parse("bm=64,bn=32").ok());               // missing knob

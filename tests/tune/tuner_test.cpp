@@ -227,6 +227,12 @@ TEST(FirstGuesses, GemmTriesCublasLtsOtherRanks) {
   auto silu = Problem::parse("gemm:m=4096,n=6144,k=1024,bias=0,silu_mul=1,dtype=bf16");
   ASSERT_TRUE(silu);
   EXPECT_TRUE(first_guesses(*silu, *op->space(*silu)).empty());
+  // A guess the space's constraints refuse is left out: at head 256, 8 warps of 16-key tiles do
+  // not fit a block's shared memory, 2 of attention_decode's 4.
+  auto decode = Problem::parse(
+      "attention_decode:batch=1,kv=16384,head=256,q_heads=32,kv_heads=8,q_len=1,dtype=bf16");
+  ASSERT_TRUE(decode);
+  EXPECT_EQ(first_guesses(*decode, *find_op("attention_decode")->space(*decode)).size(), 2u);
   // An op without first guesses has none.
   auto norm = Problem::parse("rmsnorm:rows=128,hidden=1024,residual=0,dtype=bf16");
   ASSERT_TRUE(norm);
