@@ -41,16 +41,17 @@ std::int64_t gemm_tiled_partial_bytes(std::int64_t bm, std::int64_t bn);
 std::int64_t gemm_tiled_rope_tile_bytes(std::int64_t bm, std::int64_t bn);
 // The wgmma GEMM's shared memory (defined with gemm's signature): its ring, or the fp32 partial
 // tile the ring becomes under a K split, and its mbarriers (gemm_rope's form rotates in registers).
+// With tma_store, the staging buffers of the TMA store too.
 std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
-                                    std::int64_t split);
+                                    std::int64_t split, bool tma_store = false);
 
 // Space constraints gemm's and gemm_rope's spaces share (defined with gemm's signature). A kernel
 // fork's knob: `name` is fixed at `fixed` unless kernel=`kernel`, so each kernel's knobs are free
 // only under it. The tiled kernel's: its tl_bm, tl_bn, tl_bk, tl_wm, tl_wn, tl_stages and tl_group
 // pinned elsewhere, a block tile under twice the `m` rows, and its warp tiles (multiples of 16 x
 // 16, at most 64 x 64 accumulators). The wgmma kernel's (an m x n output): wg_bm, wg_bn,
-// wg_stages and wg_tiles pinned elsewhere, two consumer warpgroups only past 64 rows, and tiles per
-// block that leave at least two blocks.
+// wg_stages, wg_tiles and wg_cluster pinned elsewhere, a B-sharing cluster only over two tile rows,
+// two consumer warpgroups only past 64 rows, and tiles per block that leave at least two blocks.
 Constraint fixed_unless(const char* kernel, const char* name, std::int64_t fixed);
 std::vector<Constraint> gemm_tiled_constraints(std::int64_t m);
 std::vector<Constraint> gemm_wgmma_constraints(std::int64_t m, std::int64_t n);

@@ -26,19 +26,21 @@ struct Dim3 {
 // A Hopper TMA descriptor a step takes as its argument "tensor_map<i>" (i < kMaxTensorMaps): the
 // 16-bit row-major matrix behind pointer argument `arg`, rows x cols (cols contiguous, cols % 8 ==
 // 0), copied in boxes of box_rows x box_cols with the 128-byte swizzle, out-of-range elements
-// read as zero. Encoded at every launch from the pointer then bound (plan_launch.h).
+// read as zero (a store through it is clipped there). Encoded at every launch from the pointer then
+// bound (plan_launch.h).
 struct TensorMap2d {
   std::string arg;
   std::uint64_t rows = 0, cols = 0;
   std::uint32_t box_rows = 0, box_cols = 0;
 };
-inline constexpr std::size_t kMaxTensorMaps = 2;
+inline constexpr std::size_t kMaxTensorMaps = 3;
 
 // One kernel launch of a plan. `args` names the kernel's parameters in order; a launcher binds
 // each name to a device pointer or a scalar:
 //   gemm:    c, a, b, bias (device pointers), workspace (device pointer, plan.workspace_bytes),
 //            rows (int: m; read by silu_mul's kernel in the split form of gemm silu_mul=1),
-//            tensor_map0, tensor_map1 (the wgmma kernel's maps of a and b, by value)
+//            tensor_map0, tensor_map1, tensor_map2 (the wgmma kernel's maps of a, b and, under
+//            wg_tma_store 1, c, by value)
 //   rmsnorm: y, h, x, r, w (device pointers), rows (int), eps (float)
 //   attention_decode: o, q, k, v, workspace (device pointers), kv (int), rows (int: batch *
 //                     q_heads * q_len, the output's rows)
@@ -131,11 +133,15 @@ KernelPlan gemm_tiled_plan(const GemmShape& s, const TiledTile& t);
 // The wgmma GEMM's block tile, ring depth, K split and tiles per block (gemm's wg_* knobs), and
 // its plan (gemm_plan.cpp): gemm_rope's wgmma kernel is this plan with the RoPE epilogue compiled
 // in. tiles > 1 (split 1 only): a block takes that many tiles in turn, the grid a tiles-th of
-// them, its ring filling with the next tile while the last is stored.
+// them, its ring filling with the next tile while the last is stored. cluster 2 (split 1 only):
+// blocks of two consecutive tile rows run as a cluster sharing their B tile by TMA multicast.
+// tma_store (gemm's, split 1): C is stored through shared memory by the TMA.
 struct WgmmaTile {
-  std::int64_t bm = 128, bn = 128, stages = 4, split = 1, tiles = 1;
+  std::int64_t bm = 128, bn = 128, stages = 4, split = 1, tiles = 1, cluster = 1;
+  bool tma_store = false;
 };
-// A config's wg_* knobs (wg_split and wg_tiles 1 where it has none, as gemm_rope's configs had).
+// A config's wg_* knobs (wg_split, wg_tiles and wg_cluster 1 and wg_tma_store 0 where it has none,
+// as gemm_rope's configs had).
 Result<WgmmaTile> wgmma_tile(const Config& c);
 KernelPlan gemm_wgmma_plan(const GemmShape& s, const WgmmaTile& t);
 

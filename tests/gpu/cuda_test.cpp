@@ -209,14 +209,18 @@ TEST(CudaGpu, GemmTiledClusterSplitEveryTileAndWarpLayout) {
   }
 }
 
-// Hopper's warpgroup-MMA GEMM: every block tile, ring depth and K split against the float64
-// reference, plain with bias, with the SiLU * mul epilogue, in fp16, and at the Qwen3 layer's
-// M = 128, on shapes with tails on every side (M, N and K no multiples of the tiles).
+// Hopper's warpgroup-MMA GEMM: every block tile, ring depth, K split, tiles per block, B-sharing
+// cluster and store (straight or through the TMA) against the float64 reference, plain with bias,
+// with the SiLU * mul epilogue, in fp16, and at the Qwen3 layer's M = 128, on shapes with tails on
+// every side (M, N and K no multiples of the tiles; an odd number of tile rows leaves a cluster's
+// second block past M). The TMA store needs N (of the output) % 8 == 0: m=301 n=1288 with bias and
+// the silu_mul shapes take it.
 TEST(CudaGpu, GemmWgmmaEveryTileStageAndSplit) {
   ATTUNE_REQUIRE_GPU(cuda);
-  for (const char* spec : {"gemm:m=133,n=1031,k=2056,bias=1", "gemm:m=77,n=1056,k=1000,silu_mul=1",
-                           "gemm:m=300,n=517,k=4104,dtype=fp16",
-                           "gemm:m=128,n=6144,k=1024,silu_mul=1", "gemm:m=5,n=333,k=1032"}) {
+  for (const char* spec :
+       {"gemm:m=133,n=1031,k=2056,bias=1", "gemm:m=77,n=1056,k=1000,silu_mul=1",
+        "gemm:m=300,n=517,k=4104,dtype=fp16", "gemm:m=128,n=6144,k=1024,silu_mul=1",
+        "gemm:m=5,n=333,k=1032", "gemm:m=301,n=1288,k=1032,bias=1,dtype=fp16"}) {
     SCOPED_TRACE(spec);
     auto p = cuda->resolve(spec);
     ASSERT_TRUE(p.ok()) << p.error().message();

@@ -165,6 +165,22 @@ TEST(KernelSources, WgmmaGemmPlansCompile) {
       {"gemm:bias=0,dtype=bf16,k=1024,m=4096,n=4096",
        "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4,wg_split=1,wg_tiles=3", 171, 384,
        1024 + 4 * 384 * 128 + 64},
+      // Clusters of two blocks sharing B: 3 tile rows make 2 pairs (the last block's row past M)
+      // of 5 tile columns, two blocks each.
+      {"gemm:bias=1,dtype=fp16,k=4104,m=300,n=517",
+       "kernel=wgmma,wg_bm=128,wg_bn=128,wg_stages=4,wg_split=1,wg_cluster=2", 2 * 5 * 2, 384,
+       1024 + 4 * 256 * 128 + 64},
+      // ... and under silu_mul, 5 pairs two to a cluster: 3 clusters.
+      {"gemm:bias=0,dtype=bf16,k=1000,m=77,n=1056,silu_mul=1",
+       "kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=4,wg_split=1,wg_tiles=2,wg_cluster=2", 3 * 2, 256,
+       1024 + 4 * 320 * 128 + 64},
+      // C through the TMA: two 8 KiB staging buffers per consumer warpgroup after the ring.
+      {"gemm:bias=1,dtype=bf16,k=1000,m=300,n=1032",
+       "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4,wg_split=1,wg_tiles=2,wg_tma_store=1",
+       (3 * 5 + 1) / 2, 384, 1024 + 4 * 384 * 128 + 2 * 2 * 8192 + 64},
+      {"gemm:bias=0,dtype=fp16,k=1024,m=77,n=1280,silu_mul=1",
+       "kernel=wgmma,wg_bm=64,wg_bn=128,wg_stages=5,wg_split=1,wg_cluster=2,wg_tma_store=1", 2 * 10,
+       256, 1024 + 5 * 192 * 128 + 2 * 8192 + 80},
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(k.config);
@@ -181,20 +197,36 @@ TEST(KernelSources, WgmmaGemmPlansCompile) {
     const auto config = *Config::parse(k.config);
     const auto bm = static_cast<std::uint32_t>(config.get("wg_bm")->as_int());
     const auto bn = static_cast<std::uint32_t>(config.get("wg_bn")->as_int());
-    ASSERT_EQ(kp.steps[0].tensor_maps.size(), 2u);
+    ASSERT_GE(kp.steps[0].tensor_maps.size(), 2u);
     const auto& ta = kp.steps[0].tensor_maps[0];
     const auto& tb = kp.steps[0].tensor_maps[1];
-    EXPECT_EQ(kp.steps[0].args,
-              (std::vector<std::string>{"c", "tensor_map0", "tensor_map1", "bias"}));
+    const bool tma_store = config.get("wg_tma_store") && config.get("wg_tma_store")->as_int() == 1;
+    const std::vector<std::string> args =
+        tma_store
+            ? std::vector<std::string>{"c", "tensor_map0", "tensor_map1", "tensor_map2", "bias"}
+            : std::vector<std::string>{"c", "tensor_map0", "tensor_map1", "bias"};
+    EXPECT_EQ(kp.steps[0].args, args);
     EXPECT_EQ(ta.arg, "a");
     EXPECT_EQ(ta.rows, static_cast<std::uint64_t>(shape.m));
     EXPECT_EQ(ta.cols, static_cast<std::uint64_t>(shape.k));
     EXPECT_EQ(ta.box_rows, bm);
     EXPECT_EQ(tb.arg, "b");
     EXPECT_EQ(tb.rows, static_cast<std::uint64_t>(shape.n));
-    EXPECT_EQ(tb.box_rows, shape.silu_mul ? bn / 2 : bn);
+    // Under wg_cluster 2 each block loads half the B tile for both (the gate or the up half).
+    const bool cluster = config.get("wg_cluster") && config.get("wg_cluster")->as_int() == 2;
+    EXPECT_EQ(tb.box_rows, shape.silu_mul || cluster ? bn / 2 : bn);
     EXPECT_EQ(ta.box_cols, 64u);
     EXPECT_EQ(tb.box_cols, 64u);
+    // Under wg_tma_store 1 the kernel takes C's map too, in 64 x 64 boxes of the output.
+    ASSERT_EQ(kp.steps[0].tensor_maps.size(), tma_store ? 3u : 2u);
+    if (tma_store) {
+      const auto& tc = kp.steps[0].tensor_maps[2];
+      EXPECT_EQ(tc.arg, "c");
+      EXPECT_EQ(tc.rows, static_cast<std::uint64_t>(shape.m));
+      EXPECT_EQ(tc.cols, static_cast<std::uint64_t>(shape.out_n()));
+      EXPECT_EQ(tc.box_rows, 64u);
+      EXPECT_EQ(tc.box_cols, 64u);
+    }
     expect_builds(hopper, kp.build, kp.steps[0].kernel);
     auto old = ampere.build(kp.build);
     ASSERT_TRUE(old.ok());
@@ -212,7 +244,23 @@ TEST(KernelSources, WgmmaGemmPlansCompile) {
       *Problem::parse("gemm:bias=0,dtype=bf16,k=1024,m=4096,n=4096"),
       *Config::parse("kernel=wgmma,wg_bm=128,wg_bn=128,wg_stages=4,wg_split=2,wg_tiles=2"));
   ASSERT_FALSE(split_tiles.ok());
-  EXPECT_NE(split_tiles.error().message().find("wg_tiles 1 under a K split"), std::string::npos);
+  EXPECT_NE(split_tiles.error().message().find("under a K split wg_tiles 1, wg_cluster 1"),
+            std::string::npos);
+  // The TMA store takes whole 64-column boxes of 16-byte-aligned rows.
+  for (const char* bad : {"gemm:bias=0,dtype=bf16,k=1024,m=256,n=1030",
+                          "gemm:bias=0,dtype=bf16,k=1024,m=256,n=256,silu_mul=1"}) {
+    auto narrow = kernels::plan_gemm(
+        *Problem::parse(bad),
+        *Config::parse("kernel=wgmma,wg_bm=128,wg_bn=64,wg_stages=4,wg_split=1,wg_tma_store=1"));
+    ASSERT_FALSE(narrow.ok()) << bad;
+    EXPECT_NE(narrow.error().message().find("whole 64-column boxes"), std::string::npos);
+  }
+  auto split_cluster = kernels::plan_gemm(
+      *Problem::parse("gemm:bias=0,dtype=bf16,k=1024,m=4096,n=4096"),
+      *Config::parse("kernel=wgmma,wg_bm=128,wg_bn=128,wg_stages=4,wg_split=2,wg_cluster=2"));
+  ASSERT_FALSE(split_cluster.ok());
+  EXPECT_NE(split_cluster.error().message().find("under a K split wg_tiles 1, wg_cluster 1"),
+            std::string::npos);
   auto prefill = kernels::plan_attention_prefill(
       *kernels::attention_prefill_op().resolve(
           *Problem::parse("attention_prefill:seq=1000,batch=1,head=128,q_heads=16,kv_heads=8")),

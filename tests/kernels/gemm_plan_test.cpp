@@ -43,7 +43,8 @@ TEST(GemmPlan, TensorMapOfAnUnknownPointerIsRefused) {
   p.steps[0].tensor_maps[1].arg = "weights";
   EXPECT_FALSE(check_args(p).ok());
   p.steps[0].tensor_maps[1].arg = "b";
-  p.steps[0].tensor_maps.push_back(p.steps[0].tensor_maps[0]);  // past kMaxTensorMaps
+  while (p.steps[0].tensor_maps.size() <= kMaxTensorMaps)  // past kMaxTensorMaps
+    p.steps[0].tensor_maps.push_back(p.steps[0].tensor_maps[0]);
   EXPECT_FALSE(check_args(p).ok());
 }
 

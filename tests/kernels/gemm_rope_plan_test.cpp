@@ -247,7 +247,8 @@ TEST(GemmRopePlan, TheFusedKernelCompilesOnEveryHeadSizeDtypeAndFlag) {
                 spec.find("llama3_scaling=1") != std::string::npos);
     }
   }
-  // The wgmma kernel with the epilogue: every head size, both dtypes, one and two consumers.
+  // The wgmma kernel with the epilogue: every head size, both dtypes, one and two consumers, and
+  // clusters of two blocks sharing their B tile.
   for (const char* tail :
        {",head=64,dtype=bf16,qk_norm=1", ",head=128,dtype=fp16,qk_norm=0,llama3_scaling=1",
         ",head=256,dtype=bf16,qk_norm=1"}) {
@@ -255,7 +256,8 @@ TEST(GemmRopePlan, TheFusedKernelCompilesOnEveryHeadSizeDtypeAndFlag) {
         std::string("gemm_rope:batch=2,seq=77,kv=90,q_heads=4,kv_heads=2,theta=65536,hidden=136") +
         tail;
     for (const char* config : {"kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=4",
-                               "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=2"}) {
+                               "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=2",
+                               "kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=4,wg_cluster=2"}) {
       SCOPED_TRACE(spec + " " + config);
       const Plan p = planned(spec, config);
       const auto& kp = std::get<KernelPlan>(p);

@@ -77,6 +77,48 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap& map, 
       : "memory");
 }
 
+// The same box into shared memory at dst of every block of the cluster in `mask`, each block's
+// copy completing on its own mbarrier at bar (dst and bar: the same offsets in every block).
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const TensorMap& map, int c0,
+                                                      int r0, unsigned bar, unsigned mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(&map)), "r"(c0), "r"(r0), "r"(bar),
+      "h"(static_cast<unsigned short>(mask))
+      : "memory");
+}
+// An arrival on the mbarrier at bar's offset in block `rank` of the cluster (this one included).
+__device__ __forceinline__ void bar_arrive_cluster(unsigned bar, unsigned rank) {
+  asm volatile(
+      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+      "r"(rank)
+      : "memory");
+}
+
+// The TMA stores the box at shared memory src (laid out as a load of the map puts it) to (column
+// c0, row r0) of the map's tensor, clipped at its edges, as one bulk async-group of this thread.
+__device__ __forceinline__ void tma_store_2d(const TensorMap& map, int c0, int r0, unsigned src) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+          reinterpret_cast<unsigned long long>(&map)),
+      "r"(c0), "r"(r0), "r"(src)
+      : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// Until at most Pending of this thread's bulk groups still read their shared memory.
+template <int Pending>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(Pending) : "memory");
+}
+// Until every bulk group of this thread is complete.
+__device__ __forceinline__ void bulk_wait_all() {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
 // cp.async writes through the generic proxy, wgmma reads through the async one: after the wait
 // for the data, before the MMA.
 __device__ __forceinline__ void proxy_fence() {

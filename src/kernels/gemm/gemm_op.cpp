@@ -33,12 +33,14 @@ std::int64_t gemm_tiled_rope_tile_bytes(std::int64_t bm, std::int64_t bn) {
 }
 
 std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
-                                    std::int64_t split) {
+                                    std::int64_t split, bool tma_store) {
   // 1024 bytes of slack to align the ring, the ring (or the fp32 partial tile it becomes under a
-  // K split, whichever is larger), then a full and an empty mbarrier per stage.
+  // K split, whichever is larger), the TMA store's two 64 x 64 16-bit staging buffers per
+  // consumer warpgroup, then a full and an empty mbarrier per stage.
   const std::int64_t ring = stages * (bm + bn) * 128;
   const std::int64_t partial = split > 1 ? bm * bn * 4 : 0;
-  return static_cast<std::size_t>(1024 + std::max(ring, partial) + 16 * stages);
+  const std::int64_t staging = tma_store ? bm / 64 * 2 * 64 * 128 : 0;
+  return static_cast<std::size_t>(1024 + std::max(ring, partial) + staging + 16 * stages);
 }
 
 Constraint fixed_unless(const char* kernel, const char* name, std::int64_t fixed) {
@@ -83,6 +85,12 @@ std::vector<Constraint> gemm_wgmma_constraints(std::int64_t m, std::int64_t n) {
           fixed_unless("wgmma", "wg_bn", 128),
           fixed_unless("wgmma", "wg_stages", 4),
           fixed_unless("wgmma", "wg_tiles", 1),
+          fixed_unless("wgmma", "wg_cluster", 1),
+          {"kernel=wgmma: a B-sharing cluster (wg_cluster 2) needs two tile rows (M past wg_bm)",
+           {"kernel", "wg_bm", "wg_cluster"},
+           [m](const Assignment& a) {
+             return a["kernel"].as_word() != "wgmma" || a.i("wg_cluster") == 1 || m > a.i("wg_bm");
+           }},
           {"kernel=wgmma: two consumer warpgroups (wg_bm 128) only where M exceeds one's 64 rows",
            {"kernel", "wg_bm"},
            [m](const Assignment& a) {
@@ -227,12 +235,26 @@ Result<Space> gemm_space(const Problem& p) {
        {"a wgmma K split takes one tile per block (wg_tiles 1)",
         {"wg_split", "wg_tiles"},
         [](const Assignment& a) { return a.i("wg_split") == 1 || a.i("wg_tiles") == 1; }},
-       {"the wgmma ring (or a K split's fp32 partial tile) fits a block's 227 KiB",
-        {"kernel", "wg_bm", "wg_bn", "wg_stages", "wg_split"},
+       {"a wgmma K split's cluster is its split: wg_cluster 1",
+        {"wg_split", "wg_cluster"},
+        [](const Assignment& a) { return a.i("wg_split") == 1 || a.i("wg_cluster") == 1; }},
+       fixed_unless("wgmma", "wg_tma_store", 0),
+       {"the wgmma TMA store (wg_tma_store 1) takes no K split, tiles of 64-column multiples of "
+        "output and output rows of 16-byte multiples",
+        {"wg_bn", "wg_split", "wg_tma_store"},
+        [silu, n](const Assignment& a) {
+          return a.i("wg_tma_store") == 0 ||
+                 (a.i("wg_split") == 1 && (silu ? a.i("wg_bn") / 2 : a.i("wg_bn")) % 64 == 0 &&
+                  (silu ? n / 2 : n) % 8 == 0);
+        }},
+       {"the wgmma ring (or a K split's fp32 partial tile) and the TMA store's staging fit a "
+        "block's 227 KiB",
+        {"kernel", "wg_bm", "wg_bn", "wg_stages", "wg_split", "wg_tma_store"},
         [](const Assignment& a) {
           return a["kernel"].as_word() != "wgmma" ||
                  gemm_wgmma_shared_bytes(a.i("wg_bm"), a.i("wg_bn"), a.i("wg_stages"),
-                                         a.i("wg_split")) <= kMaxBlockSharedBytes;
+                                         a.i("wg_split"),
+                                         a.i("wg_tma_store") == 1) <= kMaxBlockSharedBytes;
         }},
        {"a wgmma K split leaves every split at least two 64-wide K tiles",
         {"kernel", "wg_split"},
@@ -266,7 +288,9 @@ Result<Space> gemm_space(const Problem& p) {
                       knob("wg_bn", {128, 64, 256}),
                       knob("wg_stages", {4, 3, 5, 6, 8}),
                       knob("wg_split", {1, 2, 4, 8}),
-                      knob("wg_tiles", {1, 2, 3, 4, 6, 8})},
+                      knob("wg_tiles", {1, 2, 3, 4, 6, 8}),
+                      knob("wg_cluster", {1, 2}),
+                      knob("wg_tma_store", {0, 1})},
                      std::move(constraints));
 }
 

@@ -15,6 +15,19 @@
 //                   as a thread block cluster and sum their fp32 partials through distributed
 //                   shared memory in the same launch, each block writing a share of the tile
 //   GROUP           rasterization: GROUP consecutive block rows walk N together
+//   CLUSTER         1 (default) or 2 (SPLIT 1): two blocks of consecutive tile rows (one tile
+//                   column) run as a thread block cluster and share their B tile: each has the
+//                   TMA load one half of it (BN / 2 rows: under SILU_MUL the gate half or the up
+//                   half) and multicast it into both blocks' rings, so the L2 serves B once for
+//                   two tiles. A ring slot is refilled only once the consumers of both blocks
+//                   have handed it back (each arrives on both blocks' empty mbarrier)
+//   TMA_STORE       1 (SPLIT 1, 64 or more output columns per tile, N % 8 == 0): the consumers
+//                   store C through shared memory and the TMA: each consumer warpgroup writes 64
+//                   output columns of its 64 rows into one of its two 8 KiB staging buffers after
+//                   the ring (swizzled as the loads), and one of its threads has the TMA store
+//                   them (clipped at M and N) while the next 64 go into the other buffer. The
+//                   kernel then takes C's tensor map (box 64 x 64) after B's. 0 (default): each
+//                   thread stores its accumulators' pairs straight to global memory
 //   BIAS            1: add bias[n]
 //   SILU_MUL        1: B is the gate's N/2 rows then the up's (N % 16 == 0), and C[M, N/2] =
 //                   silu(gate) * up. A tile's BN columns are BN / 2 outputs: the B tile's first
@@ -42,7 +55,13 @@
 #ifndef ROPE
 #define ROPE 0
 #endif
-#define KSPLIT SPLIT
+#ifndef TMA_STORE
+#define TMA_STORE 0
+#endif
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
+#define KSPLIT (SPLIT * CLUSTER)
 #include "attune_cluster.cuh"  // CLUSTER_DIMS, cluster_sync, cluster_load
 #define WG_T TNAME
 #include "attune_gemm_store.cuh"  // silu, store_pair
@@ -59,17 +78,28 @@ constexpr int kBK = 64;  // one 128-byte swizzled row of 16-bit elements
 constexpr int kKTiles = (K + kBK - 1) / kBK;
 constexpr int kKTilesPerSplit = (kKTiles + SPLIT - 1) / SPLIT;
 constexpr int kTilesM = (M + BM - 1) / BM, kTilesN = (N + BN - 1) / BN;
-constexpr int kTiles = kTilesM * kTilesN;
+// A cluster's work unit: CLUSTER consecutive tile rows of one tile column (a rank past the last
+// row computes zeros and stores nothing).
+constexpr int kRowsM = (kTilesM + CLUSTER - 1) / CLUSTER;
+constexpr int kTiles = kRowsM * kTilesN;
 constexpr unsigned kABytes = BM * 128, kStageBytes = (BM + BN) * 128;
 constexpr unsigned kPipeBytes = STAGES * kStageBytes;
 constexpr unsigned kPartialBytes = SPLIT > 1 ? BM* BN * 4 : 0;
-constexpr unsigned kBarOffset = kPipeBytes > kPartialBytes ? kPipeBytes : kPartialBytes;
+// TMA_STORE's staging: two 64 x 64 buffers of 16-bit outputs per consumer warpgroup.
+constexpr unsigned kStoreBuf = 64 * 128;
+constexpr unsigned kStoreBytes = TMA_STORE ? kConsumers * 2 * kStoreBuf : 0;
+constexpr unsigned kBarOffset =
+    (kPipeBytes > kPartialBytes ? kPipeBytes : kPartialBytes) + kStoreBytes;
 constexpr int kAcc = BN / 2;  // accumulators per consumer thread
 constexpr int kOutN = SILU_MUL ? N / 2 : N;
 static_assert(BM == 64 || BM == 128, "BM is 64 or 128");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN is 64, 128 or 256");
 static_assert(STAGES >= 2, "at least two stages");
+static_assert(CLUSTER == 1 || (CLUSTER == 2 && SPLIT == 1), "a B-sharing cluster of 2, no K split");
 static_assert(K % 8 == 0, "K must be a multiple of 8");
+static_assert(!TMA_STORE ||
+                  (SPLIT == 1 && !ROPE && (SILU_MUL ? BN / 2 : BN) % 64 == 0 && kOutN % 8 == 0),
+              "the TMA store takes whole 64-column boxes of a C whose rows are 16-byte aligned");
 static_assert(!SILU_MUL || N % 16 == 0, "the SiLU * mul epilogue needs N % 16 == 0");
 #if ROPE
 static_assert(SPLIT == 1 && !SILU_MUL && !BIAS, "the RoPE epilogue takes no K split, SiLU or bias");
@@ -86,7 +116,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
                     const T* __restrict__ k_norm, int seq, int kv, float eps) {
 #else
     gemm_wgmma(T* __restrict__ c, const __grid_constant__ TensorMap tma_a,
-               const __grid_constant__ TensorMap tma_b, const T* __restrict__ bias) {
+               const __grid_constant__ TensorMap tma_b,
+#if TMA_STORE
+               const __grid_constant__ TensorMap tma_c,
+#endif
+               const T* __restrict__ bias) {
 #endif
   attune_grid_dependency();
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -97,15 +131,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
   auto full = [&](int s) { return bars + 8 * s; };
   auto empty = [&](int s) { return bars + 8 * STAGES + 8 * s; };
 
-  // Grouped rasterization of the tiles; under a K split the SPLIT consecutive blocks of one
-  // cluster share a tile, block `split` taking its split-th K range (one tile per block then:
-  // the grid is the tiles times SPLIT).
+  // Grouped rasterization of the work units (tiles, or under CLUSTER 2 pairs of tiles); under a
+  // K split the SPLIT consecutive blocks of one cluster share a tile, block `split` taking its
+  // split-th K range (one tile per block then: the grid is the tiles times SPLIT); under CLUSTER
+  // 2 block `rank` of a pair takes the unit's rank-th tile row.
   constexpr int kInGroup = GROUP * kTilesN;
-  const int split = blockIdx.x % SPLIT, blocks = gridDim.x / SPLIT;
-  auto tile_origin = [](int pid, int& m0, int& n0) {
+  const int split = blockIdx.x % SPLIT, blocks = gridDim.x / (SPLIT * CLUSTER);
+  const int rank = CLUSTER > 1 ? static_cast<int>(blockIdx.x % CLUSTER) : 0;
+  const int unit0 = blockIdx.x / (SPLIT * CLUSTER);
+  auto tile_origin = [rank](int pid, int& m0, int& n0) {
     const int first_m = (pid / kInGroup) * GROUP;
-    const int group_rows = min(kTilesM - first_m, GROUP);
-    m0 = (first_m + (pid % kInGroup) % group_rows) * BM;
+    const int group_rows = min(kRowsM - first_m, GROUP);
+    m0 = ((first_m + (pid % kInGroup) % group_rows) * CLUSTER + rank) * BM;
     n0 = ((pid % kInGroup) / group_rows) * BN;
   };
   const int kt0 = split * kKTilesPerSplit;
@@ -115,10 +152,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       bar_init(full(s), 1);
-      bar_init(empty(s), 4 * kConsumers);
+      bar_init(empty(s), 4 * kConsumers * CLUSTER);
     }
   }
+#if CLUSTER > 1
+  // Both blocks' mbarriers are initialized before either's TMA or consumers reach the other's.
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  cluster_sync();
+#else
   __syncthreads();
+#endif
 
   if (wg == 0) {
 #if BM == 128
@@ -128,7 +171,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
     // into slot it % STAGES once the consumers have handed it back.
     if (tid == 0) {
       int it = 0;
-      for (int pid = blockIdx.x / SPLIT; pid < kTiles; pid += blocks) {
+      for (int pid = unit0; pid < kTiles; pid += blocks) {
         int m0, n0;
         tile_origin(pid, m0, n0);
         for (int j = 0; j < nk; ++j, ++it) {
@@ -138,7 +181,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
           const int k0 = (kt0 + j) * kBK;
           bar_expect(full(s), kStageBytes);
           tma_load_2d(sa, tma_a, k0, m0, full(s));
-          if constexpr (SILU_MUL) {
+          if constexpr (CLUSTER > 1) {
+            // This rank's half of the B tile into both blocks' slot s, completing on both full(s).
+            const int row = SILU_MUL ? (rank == 0 ? n0 / 2 : kOutN + n0 / 2) : n0 + rank * BN / 2;
+            tma_load_2d_multicast(sb + rank * (BN / 2 * 128), tma_b, k0, row, full(s),
+                                  (1u << CLUSTER) - 1);
+          } else if constexpr (SILU_MUL) {
             tma_load_2d(sb, tma_b, k0, n0 / 2, full(s));                         // gate rows
             tma_load_2d(sb + BN / 2 * 128, tma_b, k0, kOutN + n0 / 2, full(s));  // up rows
           } else {
@@ -152,6 +200,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
     __syncthreads();
     cluster_sync();
     cluster_sync();
+#elif CLUSTER > 1
+    cluster_sync();  // the consumers' last one below
 #endif
     return;
   }
@@ -162,10 +212,21 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
   const int cw = wg - 1, lane = tid % 32, warp = tid / 32;
   float acc[kAcc];
   auto release = [&](int it) {
-    if (lane == 0) bar_arrive(empty(it % STAGES));
+    if (lane != 0) return;
+#if CLUSTER > 1
+      // The slot is refilled by both blocks' producers: each block's empty mbarrier hears from
+      // the consumers of both.
+#pragma unroll
+    for (int r = 0; r < CLUSTER; ++r) bar_arrive_cluster(empty(it % STAGES), r);
+#else
+    bar_arrive(empty(it % STAGES));
+#endif
   };
   int it = 0;  // k-tiles consumed so far, over the block's tiles
-  for (int pid = blockIdx.x / SPLIT; pid < kTiles; pid += blocks) {
+#if TMA_STORE
+  int stores = 0;  // boxes this warpgroup has had stored
+#endif
+  for (int pid = unit0; pid < kTiles; pid += blocks) {
     int m0, n0;
     tile_origin(pid, m0, n0);
 #pragma unroll
@@ -275,6 +336,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
     // unit u is 16 outputs' columns: groups 2u and 2u + 1, or under SILU_MUL gate group u and its
     // up group u + BN / 16.
     constexpr int kUnits = BN / 16;
+#if !TMA_STORE
     auto store_unit = [&](int u) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -291,7 +353,55 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
         }
       }
     };
-#if SPLIT == 1
+#endif
+#if TMA_STORE
+    // 64 output columns (8 groups of 8) of the warpgroup's 64 rows at a time into staging buffer
+    // `stores` % 2, whose store two boxes ago has finished reading it; a thread's row r holds
+    // group j's pair at chunk j ^ (r % 8) of the 128-byte row, as the 128-byte swizzle puts it.
+    constexpr int kOutBN = SILU_MUL ? BN / 2 : BN;  // a tile's output columns
+    const unsigned staging = base + kPipeBytes + cw * 2 * kStoreBuf;
+    const int r0 = warp * 16 + lane / 4;
+    auto sync_consumer = [cw]() { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cw) : "memory"); };
+#pragma unroll
+    for (int box = 0; box < kOutBN / 64; ++box, ++stores) {
+      const unsigned buf = staging + (stores & 1) * kStoreBuf;
+      if (tid == 0) bulk_wait_read<1>();
+      sync_consumer();
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int og = box * 8 + j;  // the tile's output column group
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float v0, v1;
+          if constexpr (SILU_MUL) {
+            const int g = 4 * og + 2 * h, up = 4 * (og + kUnits) + 2 * h;
+            v0 = silu(acc[g]) * acc[up];
+            v1 = silu(acc[g + 1]) * acc[up + 1];
+          } else {
+            v0 = acc[4 * og + 2 * h];
+            v1 = acc[4 * og + 2 * h + 1];
+            if constexpr (BIAS) {
+              const int col = n0 + og * 8 + (lane % 4) * 2;
+              if (col < N) v0 += static_cast<float>(bias[col]);
+              if (col + 1 < N) v1 += static_cast<float>(bias[col + 1]);
+            }
+          }
+          const int r = r0 + 8 * h;
+          const T pair[2] = {static_cast<T>(v0), static_cast<T>(v1)};
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(buf + r * 128 + ((j ^ (r & 7)) * 16) +
+                                                         (lane % 4) * 4),
+                       "r"(*reinterpret_cast<const unsigned*>(pair))
+                       : "memory");
+        }
+      }
+      proxy_fence();  // the writes above, seen by the TMA's async proxy
+      sync_consumer();
+      if (tid == 0) {
+        tma_store_2d(tma_c, (SILU_MUL ? n0 / 2 : n0) + box * 64, m0 + cw * 64, buf);
+        bulk_commit();
+      }
+    }
+#elif SPLIT == 1
 #pragma unroll
     for (int u = 0; u < kUnits; ++u) store_unit(u);
 #else
@@ -331,4 +441,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
 #endif
 #endif  // ROPE
   }     // the block's tiles
+#if TMA_STORE
+  if (tid == 0) bulk_wait_all();  // the staging buffers are read before the block leaves
+#endif
+#if CLUSTER > 1
+  // No block leaves while the other's consumers may still arrive on its mbarriers.
+  cluster_sync();
+#endif
 }
