@@ -206,6 +206,8 @@ TEST_F(TunerTest, TheFirstGuessesAreBuiltBeforeTheBaselineRuns) {
 
 // gemm's first guesses are cuBLASLt's other heuristic ranks (no compile each), in rank order,
 // every other knob at the baseline's value; silu_mul=1's cuBLASLt form runs the first rank only.
+// Past one 128-row tile of M, the wgmma kernel's 128 x 256 tiles follow, with the TMA store and
+// without, at the fewest tiles per block that leave one wave of ~132 blocks.
 TEST(FirstGuesses, GemmTriesCublasLtsOtherRanks) {
   auto p = Problem::parse("gemm:m=4096,n=4096,k=1024,bias=0,dtype=bf16");
   ASSERT_TRUE(p);
@@ -213,8 +215,17 @@ TEST(FirstGuesses, GemmTriesCublasLtsOtherRanks) {
   ASSERT_TRUE(op && op->space);
   auto space = op->space(*p);
   ASSERT_TRUE(space) << space.error().message();
-  const std::vector<Config> guesses = first_guesses(*p, *space);
-  ASSERT_EQ(guesses.size(), 7u);
+  std::vector<Config> guesses = first_guesses(*p, *space);
+  ASSERT_EQ(guesses.size(), 9u);
+  auto wgmma = [](const Config& c) {
+    std::string out;
+    for (const char* k : {"kernel", "wg_bm", "wg_bn", "wg_stages", "wg_tiles", "wg_tma_store"})
+      out += c.get(k)->text() + " ";
+    return out;
+  };
+  EXPECT_EQ(wgmma(guesses[7]), "wgmma 128 256 4 4 1 ");  // 512 tiles, 128 blocks
+  EXPECT_EQ(wgmma(guesses[8]), "wgmma 128 256 4 4 0 ");
+  guesses.resize(7);
   const Config base = space->config(space->baseline());
   for (std::size_t i = 0; i < guesses.size(); ++i) {
     EXPECT_EQ(guesses[i].get("kernel")->as_word(), "cublaslt");
@@ -226,7 +237,20 @@ TEST(FirstGuesses, GemmTriesCublasLtsOtherRanks) {
   }
   auto silu = Problem::parse("gemm:m=4096,n=6144,k=1024,bias=0,silu_mul=1,dtype=bf16");
   ASSERT_TRUE(silu);
-  EXPECT_TRUE(first_guesses(*silu, *op->space(*silu)).empty());
+  const std::vector<Config> silu_guesses = first_guesses(*silu, *op->space(*silu));
+  ASSERT_EQ(silu_guesses.size(), 2u);
+  EXPECT_EQ(wgmma(silu_guesses[0]), "wgmma 128 256 4 6 1 ");  // 768 tiles, 128 blocks
+  EXPECT_EQ(wgmma(silu_guesses[1]), "wgmma 128 256 4 6 0 ");
+  // At 128 rows (the 1 x 128 layer) cuBLASLt's ranks alone; an output row of 1030 bf16 is no
+  // 16-byte multiple, so no TMA store.
+  auto small = Problem::parse("gemm:m=128,n=4096,k=1024,bias=0,dtype=bf16");
+  ASSERT_TRUE(small);
+  EXPECT_EQ(first_guesses(*small, *op->space(*small)).size(), 7u);
+  auto odd = Problem::parse("gemm:m=4096,n=1030,k=1024,bias=0,dtype=bf16");
+  ASSERT_TRUE(odd);
+  const std::vector<Config> odd_guesses = first_guesses(*odd, *op->space(*odd));
+  ASSERT_EQ(odd_guesses.size(), 8u);
+  EXPECT_EQ(wgmma(odd_guesses[7]), "wgmma 128 256 4 2 0 ");  // 32 x 5 tiles: 80 blocks
   // A guess the space's constraints refuse is left out: at head 256, 8 warps of 16-key tiles do
   // not fit a block's shared memory, 2 of attention_decode's 4.
   auto decode = Problem::parse(

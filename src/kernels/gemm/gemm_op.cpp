@@ -310,11 +310,32 @@ OpWork gemm_work(const Problem& p) {
 // 8 x 512 tokens and 3 and 2 at 1 x 128 (bench/results/layer-h200-2026-12-04f.md), while a 20 s
 // one, which reached no rank past the first in the search's own order, kept rank 0 for all four
 // (layer-h200-2026-12-05b.md). silu_mul=1's cuBLASLt form runs the first rank alone.
+// Where M spans two or more 128-row tiles, then the wgmma kernel at 128 x 256 tiles and four-stage
+// rings, with the fewest tiles per block that leave one wave of blocks on a large GPU (~132 SMs),
+// storing C through the TMA (where the output's rows allow it) and straight: on an H100 at 4096 x
+// 4096 x 1024 the TMA-stored form at four tiles per block took 50.7 us against cuBLASLt's 50.4
+// and, under silu_mul at n = 6144, the straight form at six 86.4 us against cuBLASLt and the SiLU
+// kernel's 99.1 (bench/results/wgmma-store-h100-2026-12-05.md); a search reaches them late (they
+// are a few of the space's thousands of configs) and each costs an NVRTC compile.
 std::vector<std::string> gemm_seeds(const Problem& p) {
   std::vector<std::string> out;
-  if (p.flag("silu_mul")) return out;
-  for (int rank = 1; rank < 8; ++rank)
-    out.push_back(fmt::format("kernel=cublaslt,lt_algo={}", rank));
+  const bool silu = p.flag("silu_mul");
+  if (!silu)
+    for (int rank = 1; rank < 8; ++rank)
+      out.push_back(fmt::format("kernel=cublaslt,lt_algo={}", rank));
+  const std::int64_t m = *p.int_attr("m"), n = *p.int_attr("n");
+  if (m < 256) return out;
+  const std::int64_t tiles = (m + 127) / 128 * ((n + 255) / 256);
+  std::int64_t per = 8;
+  for (std::int64_t t : {1, 2, 3, 4, 6, 8})
+    if ((tiles + t - 1) / t <= 132) {
+      per = t;
+      break;
+    }
+  const std::string wgmma =
+      fmt::format("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4,wg_tiles={}", per);
+  if ((silu ? n / 2 : n) % 8 == 0) out.push_back(wgmma + ",wg_tma_store=1");
+  out.push_back(wgmma);
   return out;
 }
 
