@@ -267,6 +267,14 @@ TEST(GemmRopePlan, TheFusedKernelCompilesOnEveryHeadSizeDtypeAndFlag) {
       EXPECT_EQ(b->lowered_names.count("gemm_wgmma_rope"), 1u);
     }
   }
+  // gemm's TMA store of C is not gemm_rope's (its epilogue stores the heads): a config asking for
+  // it is refused, not built with a C nobody reads.
+  auto tma = plan_gemm_rope(
+      problem("gemm_rope:batch=2,seq=128,kv=200,q_heads=8,kv_heads=2,theta=65536,hidden=264,"
+              "head=128,dtype=bf16"),
+      *Config::parse("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4,wg_tma_store=1"));
+  ASSERT_FALSE(tma.ok());
+  EXPECT_NE(tma.error().message().find("no TMA store"), std::string::npos);
   auto ref = c.build(cuda::BuildRequest{kRopeRefSource, "rope_ref.cu", {}, {"rope_ref_f64"}});
   ASSERT_TRUE(ref.ok()) << ref.error().message();
   EXPECT_TRUE(ref->ok) << ref->log;

@@ -91,8 +91,7 @@ Result<Plan> plan_wgmma_rope(const GemmRopeShape& s, const Config& c) {
     return Error::invalid_argument(fmt::format(
         "gemm_rope config '{}': kernel=wgmma takes wg_bm 64 or 128, wg_bn 64, 128 or 256 and a "
         "multiple of head ({}), wg_stages >= 2, wg_tiles >= 1, wg_cluster 1 or 2, no TMA store "
-        "(its "
-        "epilogue stores the heads itself), and at most {} bytes of shared memory ({})",
+        "(its epilogue stores the heads itself), and at most {} bytes of shared memory ({})",
         c.text(), s.rope.head, kMaxBlockSharedBytes, smem));
   GemmShape g{s.m(), s.n(), s.hidden, s.rope.bf16, false, false};
   KernelPlan p = gemm_wgmma_plan(g, t);
