@@ -107,6 +107,13 @@ std::vector<Constraint> gemm_wgmma_constraints(std::int64_t m, std::int64_t n) {
            }}};
 }
 
+std::int64_t gemm_wgmma_one_wave_tiles(std::int64_t m, std::int64_t n) {
+  const std::int64_t tiles = (m + 127) / 128 * ((n + 255) / 256);
+  for (std::int64_t t : {1, 2, 3, 4, 6, 8})
+    if ((tiles + t - 1) / t <= 132) return t;
+  return 8;
+}
+
 namespace {
 
 Status check_gemm(const Problem& p) {
@@ -325,15 +332,8 @@ std::vector<std::string> gemm_seeds(const Problem& p) {
       out.push_back(fmt::format("kernel=cublaslt,lt_algo={}", rank));
   const std::int64_t m = *p.int_attr("m"), n = *p.int_attr("n");
   if (m < 256) return out;
-  const std::int64_t tiles = (m + 127) / 128 * ((n + 255) / 256);
-  std::int64_t per = 8;
-  for (std::int64_t t : {1, 2, 3, 4, 6, 8})
-    if ((tiles + t - 1) / t <= 132) {
-      per = t;
-      break;
-    }
-  const std::string wgmma =
-      fmt::format("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4,wg_tiles={}", per);
+  const std::string wgmma = fmt::format("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4,wg_tiles={}",
+                                        gemm_wgmma_one_wave_tiles(m, n));
   if ((silu ? n / 2 : n) % 8 == 0) out.push_back(wgmma + ",wg_tma_store=1");
   out.push_back(wgmma);
   return out;

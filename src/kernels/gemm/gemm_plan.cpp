@@ -113,8 +113,8 @@ Result<KernelPlan> plan_wgmma(const GemmShape& s, const Config& c) {
   ATTUNE_ASSIGN(WgmmaTile t, wgmma_tile(c));
   if ((t.bm != 64 && t.bm != 128) || (t.bn != 64 && t.bn != 128 && t.bn != 256) || t.stages < 2 ||
       (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8) || t.tiles < 1 ||
-      (t.split > 1 && t.tiles > 1) || (t.cluster != 1 && t.cluster != 2) ||
-      (t.split > 1 && t.cluster > 1) || (t.split > 1 && t.tma_store))
+      (t.cluster != 1 && t.cluster != 2) ||
+      (t.split > 1 && (t.tiles > 1 || t.cluster > 1 || t.tma_store)))
     return Error::invalid_argument(fmt::format(
         "gemm config '{}': kernel=wgmma takes wg_bm 64 or 128, wg_bn 64, 128 or 256, wg_stages "
         ">= 2, wg_split 1, 2, 4 or 8, wg_tiles >= 1, wg_cluster 1 or 2, and under a K split "
