@@ -4,6 +4,7 @@
 
 #include "cuda/cuda_check.h"
 #include "kernels/common/gate.h"
+#include "kernels/common/op_family.h"
 #include "kernels/common/plan_run.h"
 #include "kernels/ops.h"
 
@@ -25,13 +26,9 @@ struct Data {
   DeviceBuffer q, k, v, o, ref, scores, workspace;
 };
 
-class AttentionDecodeFamily final : public CudaFamily {
+class AttentionDecodeFamily final : public OpFamily {
  public:
-  ~AttentionDecodeFamily() override {
-    if (lt_) cublasLtDestroy(lt_);
-  }
-
-  std::string op() const override { return attention_decode_op().name; }
+  AttentionDecodeFamily() : OpFamily(attention_decode_op(), &plan_attention_decode) {}
 
   std::vector<ProblemInfo> examples() const override {
     std::vector<ProblemInfo> out;
@@ -54,28 +51,11 @@ class AttentionDecodeFamily final : public CudaFamily {
     return out;
   }
 
-  Result<Problem> resolve(const Problem& spec) const override {
-    return attention_decode_op().resolve(spec);
-  }
-
-  Result<Space> space(const Problem& problem) const override {
-    return attention_decode_op().space(problem);
-  }
-
-  std::optional<BuildRequest> build_request(const Problem& problem,
-                                            const Config& c) const override {
-    auto plan = plan_attention_decode(problem, c);
-    if (!plan) return std::nullopt;
-    if (const auto* kp = std::get_if<KernelPlan>(&*plan)) return kp->build;
-    if (const auto* cp = std::get_if<ChainPlan>(&*plan)) return cp->build;
-    return std::nullopt;
-  }
-
  private:
   Status prepare_data(const Problem& problem, const AttentionDecodeShape& s) {
     if (data_.key == problem.structural_key()) return Status::success();
     data_ = Data{};
-    if (!lt_) ATTUNE_CUBLASLT(cublasLtCreate(&lt_));
+    ATTUNE_TRY(open_cublaslt());
     const auto q = static_cast<std::size_t>(s.rows() * s.head);
     const auto kv = static_cast<std::size_t>(s.batch * s.kv_heads * s.kv * s.head);
     ATTUNE_ASSIGN(data_.q, DeviceBuffer::alloc(q * 2));
@@ -139,18 +119,9 @@ class AttentionDecodeFamily final : public CudaFamily {
     // accumulation over kv keys grows like sqrt(kv), as tolerance_for's reduction length says.
     const Tolerance tol = tolerance_for(s.bf16 ? "bf16" : "fp16", s.kv);
     ATTUNE_ASSIGN(Comparison cmp, gate_.check_output(env, args.o, data_.ref.ptr(), nq, fmt, tol));
-    Outcome o;
-    o.verdict = cmp.verdict;
-    o.check = cmp.check;
-    o.message = cmp.message;
-    if (o.verdict != Verdict::kOk) return o;
-    ATTUNE_ASSIGN(Measurement m, env.time(launch, regime));
-    o.measurement = m;
-    return o;
+    return timed_if_passed(env, cmp, launch, regime);
   }
 
-  cublasLtHandle_t lt_ = nullptr;
-  DeviceGate gate_;
   Data data_;
 };
 

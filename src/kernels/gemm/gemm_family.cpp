@@ -4,6 +4,7 @@
 
 #include "cuda/cuda_check.h"
 #include "kernels/common/gate.h"
+#include "kernels/common/op_family.h"
 #include "kernels/common/plan_run.h"
 #include "kernels/gemm/gemm_lt.h"
 #include "kernels/gemm/gemm_reference.h"
@@ -29,13 +30,10 @@ struct Data {
   GemmReference product;
 };
 
-class GemmFamily final : public CudaFamily {
+// data_ (its cuBLASLt descriptors) goes before OpFamily destroys the handle.
+class GemmFamily final : public OpFamily {
  public:
-  ~GemmFamily() override {
-    if (lt_) cublasLtDestroy(lt_);
-  }
-
-  std::string op() const override { return gemm_op().name; }
+  GemmFamily() : OpFamily(gemm_op(), &plan_gemm) {}
 
   std::vector<ProblemInfo> examples() const override {
     std::vector<ProblemInfo> out;
@@ -54,22 +52,11 @@ class GemmFamily final : public CudaFamily {
     return out;
   }
 
-  Result<Problem> resolve(const Problem& spec) const override { return gemm_op().resolve(spec); }
-
-  Result<Space> space(const Problem& problem) const override { return gemm_op().space(problem); }
-
-  std::optional<BuildRequest> build_request(const Problem& problem,
-                                            const Config& c) const override {
-    auto plan = plan_gemm(problem, c);
-    if (!plan || !std::holds_alternative<KernelPlan>(*plan)) return std::nullopt;
-    return std::get<KernelPlan>(*plan).build;
-  }
-
  private:
   Status prepare_data(const Problem& problem, const GemmShape& s) {
     if (data_.key == problem.structural_key()) return Status::success();
     data_ = Data{};
-    if (!lt_) ATTUNE_CUBLASLT(cublasLtCreate(&lt_));
+    ATTUNE_TRY(open_cublaslt());
     const size_t mk = static_cast<size_t>(s.m * s.k), nk = static_cast<size_t>(s.n * s.k),
                  out = static_cast<size_t>(s.m * s.out_n());
     ATTUNE_ASSIGN(data_.a, DeviceBuffer::alloc(mk * 2));
@@ -166,18 +153,9 @@ class GemmFamily final : public CudaFamily {
     // wrong pairing of gate and up columns is off by O(1).
     if (s.silu_mul) tol.rtol *= 1.5;
     ATTUNE_ASSIGN(Comparison cmp, gate_.check_output(env, args.c, ref, out, half_of(s), tol));
-    Outcome o;
-    o.verdict = cmp.verdict;
-    o.check = cmp.check;
-    o.message = cmp.message;
-    if (o.verdict != Verdict::kOk) return o;
-    ATTUNE_ASSIGN(Measurement m, env.time(launch, regime));
-    o.measurement = m;
-    return o;
+    return timed_if_passed(env, cmp, launch, regime);
   }
 
-  cublasLtHandle_t lt_ = nullptr;
-  DeviceGate gate_;
   Data data_;
 };
 

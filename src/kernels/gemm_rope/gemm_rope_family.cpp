@@ -9,6 +9,7 @@
 
 #include "cuda/cuda_check.h"
 #include "kernels/common/gate.h"
+#include "kernels/common/op_family.h"
 #include "kernels/common/plan_run.h"
 #include "kernels/gemm/gemm_reference.h"
 #include "kernels/ops.h"
@@ -27,14 +28,10 @@ struct Data {
   RopeOutputs outputs;
 };
 
-class GemmRopeFamily final : public CudaFamily {
+// data_ (its cuBLASLt descriptors) goes before OpFamily destroys the handle.
+class GemmRopeFamily final : public OpFamily {
  public:
-  ~GemmRopeFamily() override {
-    data_ = Data{};
-    if (lt_) cublasLtDestroy(lt_);
-  }
-
-  std::string op() const override { return gemm_rope_op().name; }
+  GemmRopeFamily() : OpFamily(gemm_rope_op(), &plan_gemm_rope) {}
 
   std::vector<ProblemInfo> examples() const override {
     std::vector<ProblemInfo> out;
@@ -63,21 +60,6 @@ class GemmRopeFamily final : public CudaFamily {
     return out;
   }
 
-  Result<Problem> resolve(const Problem& spec) const override {
-    return gemm_rope_op().resolve(spec);
-  }
-
-  Result<Space> space(const Problem& problem) const override {
-    return gemm_rope_op().space(problem);
-  }
-
-  std::optional<BuildRequest> build_request(const Problem& problem,
-                                            const Config& c) const override {
-    auto plan = plan_gemm_rope(problem, c);
-    if (!plan || !std::holds_alternative<KernelPlan>(*plan)) return std::nullopt;
-    return std::get<KernelPlan>(*plan).build;
-  }
-
  private:
   static GemmShape projection(const GemmRopeShape& s) {
     return GemmShape{s.m(), s.n(), s.hidden, s.rope.bf16, false, false};
@@ -86,7 +68,7 @@ class GemmRopeFamily final : public CudaFamily {
   Status prepare_data(const Problem& problem, const GemmRopeShape& s) {
     if (data_.key == problem.structural_key()) return Status::success();
     data_ = Data{};
-    if (!lt_) ATTUNE_CUBLASLT(cublasLtCreate(&lt_));
+    ATTUNE_TRY(open_cublaslt());
     ATTUNE_ASSIGN(data_.x, DeviceBuffer::alloc(static_cast<std::size_t>(s.m() * s.hidden) * 2));
     ATTUNE_ASSIGN(data_.w, DeviceBuffer::alloc(static_cast<std::size_t>(s.n() * s.hidden) * 2));
     ATTUNE_TRY(data_.outputs.alloc(s.rope));
@@ -132,14 +114,9 @@ class GemmRopeFamily final : public CudaFamily {
     Tolerance tol = tolerance_for(r.bf16 ? "bf16" : "fp16", s.hidden);
     tol.rtol *= 1.5;
     ATTUNE_ASSIGN(Outcome o, data_.outputs.check(env, gate_, r, tol));
-    if (o.verdict != Verdict::kOk) return o;
-    ATTUNE_ASSIGN(Measurement m, env.time(launch, regime));
-    o.measurement = m;
-    return o;
+    return timed_if_passed(env, std::move(o), launch, regime);
   }
 
-  cublasLtHandle_t lt_ = nullptr;
-  DeviceGate gate_;
   Data data_;
 };
 

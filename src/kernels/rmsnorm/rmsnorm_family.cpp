@@ -4,6 +4,7 @@
 
 #include "cuda/cuda_check.h"
 #include "kernels/common/gate.h"
+#include "kernels/common/op_family.h"
 #include "kernels/ops.h"
 #include "kernels/plan_launch.h"
 
@@ -36,9 +37,9 @@ struct Data {
   DeviceBuffer x, r, w, y, h, ref_y, ref_h;
 };
 
-class RmsnormFamily final : public CudaFamily {
+class RmsnormFamily final : public OpFamily {
  public:
-  std::string op() const override { return rmsnorm_op().name; }
+  RmsnormFamily() : OpFamily(rmsnorm_op(), &plan_rmsnorm) {}
 
   std::vector<ProblemInfo> examples() const override {
     std::vector<ProblemInfo> out;
@@ -56,17 +57,6 @@ class RmsnormFamily final : public CudaFamily {
                                     residual ? ", fused residual add" : "")});
     }
     return out;
-  }
-
-  Result<Problem> resolve(const Problem& spec) const override { return rmsnorm_op().resolve(spec); }
-
-  Result<Space> space(const Problem& problem) const override { return rmsnorm_op().space(problem); }
-
-  std::optional<BuildRequest> build_request(const Problem& problem,
-                                            const Config& c) const override {
-    auto plan = plan_rmsnorm(problem, c);
-    if (!plan) return std::nullopt;
-    return std::get<KernelPlan>(*plan).build;
   }
 
  private:
@@ -95,7 +85,6 @@ class RmsnormFamily final : public CudaFamily {
     ATTUNE_ASSIGN(Launchable b, launchable(env, plan.build, step.kernel,
                                            step.block.x * step.block.y, step.shared_bytes));
     if (b.refused) return *b.refused;
-    Outcome o;
     ATTUNE_TRY(prepare_data(problem, s));
     const std::size_t n = static_cast<std::size_t>(s.rows * s.hidden);
 
@@ -130,13 +119,7 @@ class RmsnormFamily final : public CudaFamily {
       if (ch.verdict != Verdict::kOk) ch.message = "residual output: " + ch.message;
       worst = ch.verdict != Verdict::kOk || ch.check.value > cy.check.value ? ch : cy;
     }
-    o.verdict = worst.verdict;
-    o.check = worst.check;
-    o.message = worst.message;
-    if (o.verdict != Verdict::kOk) return o;
-    ATTUNE_ASSIGN(Measurement m, env.time(launch, regime));
-    o.measurement = m;
-    return o;
+    return timed_if_passed(env, worst, launch, regime);
   }
 
   Status reference(CudaEnv& env, const Shape& s) {
@@ -153,7 +136,6 @@ class RmsnormFamily final : public CudaFamily {
     return Status::success();
   }
 
-  DeviceGate gate_;
   Data data_;
 };
 

@@ -6,6 +6,7 @@
 
 #include "cuda/cuda_check.h"
 #include "kernels/common/gate.h"
+#include "kernels/common/op_family.h"
 #include "kernels/common/plan_run.h"
 #include "kernels/ops.h"
 
@@ -23,9 +24,9 @@ struct Data {
   RopeOutputs outputs;
 };
 
-class RopeFamily final : public CudaFamily {
+class RopeFamily final : public OpFamily {
  public:
-  std::string op() const override { return rope_op().name; }
+  RopeFamily() : OpFamily(rope_op(), &plan_rope) {}
 
   std::vector<ProblemInfo> examples() const override {
     std::vector<ProblemInfo> out;
@@ -51,17 +52,6 @@ class RopeFamily final : public CudaFamily {
                           what, q_heads)});
     }
     return out;
-  }
-
-  Result<Problem> resolve(const Problem& spec) const override { return rope_op().resolve(spec); }
-
-  Result<Space> space(const Problem& problem) const override { return rope_op().space(problem); }
-
-  std::optional<BuildRequest> build_request(const Problem& problem,
-                                            const Config& c) const override {
-    auto plan = plan_rope(problem, c);
-    if (!plan) return std::nullopt;
-    return std::get<KernelPlan>(*plan).build;
   }
 
  private:
@@ -105,13 +95,9 @@ class RopeFamily final : public CudaFamily {
     // pos * 2^-24 radians at most.
     ATTUNE_ASSIGN(Outcome o,
                   data_.outputs.check(env, gate_, s, tolerance_for(s.bf16 ? "bf16" : "fp16")));
-    if (o.verdict != Verdict::kOk) return o;
-    ATTUNE_ASSIGN(Measurement m, env.time(launch, regime));
-    o.measurement = m;
-    return o;
+    return timed_if_passed(env, std::move(o), launch, regime);
   }
 
-  DeviceGate gate_;
   Data data_;
 };
 

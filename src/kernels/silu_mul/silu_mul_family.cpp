@@ -4,6 +4,7 @@
 
 #include "cuda/cuda_check.h"
 #include "kernels/common/gate.h"
+#include "kernels/common/op_family.h"
 #include "kernels/common/plan_run.h"
 #include "kernels/ops.h"
 
@@ -24,9 +25,9 @@ struct Data {
   DeviceBuffer x, y, ref;
 };
 
-class SiluMulFamily final : public CudaFamily {
+class SiluMulFamily final : public OpFamily {
  public:
-  std::string op() const override { return silu_mul_op().name; }
+  SiluMulFamily() : OpFamily(silu_mul_op(), &plan_silu_mul) {}
 
   std::vector<ProblemInfo> examples() const override {
     std::vector<ProblemInfo> out;
@@ -41,21 +42,6 @@ class SiluMulFamily final : public CudaFamily {
       out.push_back({p, fmt::format("bf16 SiLU * mul, {} ({} rows of {})", what, rows, inter)});
     }
     return out;
-  }
-
-  Result<Problem> resolve(const Problem& spec) const override {
-    return silu_mul_op().resolve(spec);
-  }
-
-  Result<Space> space(const Problem& problem) const override {
-    return silu_mul_op().space(problem);
-  }
-
-  std::optional<BuildRequest> build_request(const Problem& problem,
-                                            const Config& c) const override {
-    auto plan = plan_silu_mul(problem, c);
-    if (!plan) return std::nullopt;
-    return std::get<KernelPlan>(*plan).build;
   }
 
  private:
@@ -106,17 +92,9 @@ class SiluMulFamily final : public CudaFamily {
     if (refused) return *refused;
     const Tolerance tol = tolerance_for(s.bf16 ? "bf16" : "fp16");
     ATTUNE_ASSIGN(Comparison cmp, gate_.check_output(env, args.y, data_.ref.ptr(), n, fmt, tol));
-    Outcome o;
-    o.verdict = cmp.verdict;
-    o.check = cmp.check;
-    o.message = cmp.message;
-    if (o.verdict != Verdict::kOk) return o;
-    ATTUNE_ASSIGN(Measurement m, env.time(launch, regime));
-    o.measurement = m;
-    return o;
+    return timed_if_passed(env, cmp, launch, regime);
   }
 
-  DeviceGate gate_;
   Data data_;
 };
 
