@@ -55,6 +55,8 @@ std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64
 Constraint fixed_unless(const char* kernel, const char* name, std::int64_t fixed);
 std::vector<Constraint> gemm_tiled_constraints(std::int64_t m);
 std::vector<Constraint> gemm_wgmma_constraints(std::int64_t m, std::int64_t n);
+// wg_tiles' options in gemm's and gemm_rope's spaces, one tile per block (the baseline) first.
+std::vector<Value> gemm_wgmma_tiles_options();
 // wg_tiles for an m x n output in 128 x 256 tiles: the fewest tiles per block (of the knob's
 // options) that leave at most one wave of blocks on a large GPU (~132 SMs); the first guesses'.
 std::int64_t gemm_wgmma_one_wave_tiles(std::int64_t m, std::int64_t n);

@@ -107,11 +107,16 @@ std::vector<Constraint> gemm_wgmma_constraints(std::int64_t m, std::int64_t n) {
            }}};
 }
 
+std::vector<Value> gemm_wgmma_tiles_options() {
+  return {1, 2, 3, 4, 6, 8};
+}
+
 std::int64_t gemm_wgmma_one_wave_tiles(std::int64_t m, std::int64_t n) {
   const std::int64_t tiles = (m + 127) / 128 * ((n + 255) / 256);
-  for (std::int64_t t : {1, 2, 3, 4, 6, 8})
-    if ((tiles + t - 1) / t <= 132) return t;
-  return 8;
+  const std::vector<Value> options = gemm_wgmma_tiles_options();
+  for (const Value& t : options)
+    if ((tiles + t.as_int() - 1) / t.as_int() <= 132) return t.as_int();
+  return options.back().as_int();
 }
 
 namespace {
@@ -295,7 +300,7 @@ Result<Space> gemm_space(const Problem& p) {
                       knob("wg_bn", {128, 64, 256}),
                       knob("wg_stages", {4, 3, 5, 6, 8}),
                       knob("wg_split", {1, 2, 4, 8}),
-                      knob("wg_tiles", {1, 2, 3, 4, 6, 8}),
+                      knob("wg_tiles", gemm_wgmma_tiles_options()),
                       knob("wg_cluster", {1, 2}),
                       knob("wg_tma_store", {0, 1})},
                      std::move(constraints));

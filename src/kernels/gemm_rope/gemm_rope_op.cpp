@@ -64,14 +64,15 @@ Result<Space> gemm_rope_space(const Problem& p) {
           return !wgmma(a) || gemm_wgmma_shared_bytes(a.i("wg_bm"), a.i("wg_bn"), a.i("wg_stages"),
                                                       1) <= kMaxBlockSharedBytes;
         }}});
-  return Space::make({Knob{"kernel", {"split", "tiled", "wgmma"}, 0, KnobKind::kStructural},
-                      in_place("tl_bm", {128, 64, 32, 16, 256}), in_place("tl_bn", {128, 64, 256}),
-                      in_place("tl_bk", {32, 64}), in_place("tl_wm", {2, 1, 4}),
-                      in_place("tl_wn", {2, 1, 4}), in_place("tl_stages", {3, 2, 4, 5}),
-                      in_place("tl_group", {8, 1, 4, 16}), in_place("wg_bm", {128, 64}),
-                      in_place("wg_bn", {128, 64, 256}), in_place("wg_stages", {4, 3, 5, 6, 8}),
-                      in_place("wg_tiles", {1, 2, 3, 4, 6, 8}), in_place("wg_cluster", {1, 2})},
-                     std::move(constraints));
+  return Space::make(
+      {Knob{"kernel", {"split", "tiled", "wgmma"}, 0, KnobKind::kStructural},
+       in_place("tl_bm", {128, 64, 32, 16, 256}), in_place("tl_bn", {128, 64, 256}),
+       in_place("tl_bk", {32, 64}), in_place("tl_wm", {2, 1, 4}), in_place("tl_wn", {2, 1, 4}),
+       in_place("tl_stages", {3, 2, 4, 5}), in_place("tl_group", {8, 1, 4, 16}),
+       in_place("wg_bm", {128, 64}), in_place("wg_bn", {128, 64, 256}),
+       in_place("wg_stages", {4, 3, 5, 6, 8}), in_place("wg_tiles", gemm_wgmma_tiles_options()),
+       in_place("wg_cluster", {1, 2})},
+      std::move(constraints));
 }
 
 // x and W read once, q and the caches' new rows written once (qkv never is); 2 M N K.
