@@ -41,6 +41,10 @@ struct Args {
   std::string out;
   std::string traces;  // CSV of every evaluation of the main table's and --prior-from-others' runs
   std::string only;    // substring filter on file names
+  // Substring filter on the spaces searched; the others that --only loads still train the priors
+  // of --prior-from-others, so a tuning space can be searched with its prior while held-out
+  // spaces of the same kernel are not searched at all.
+  std::string search_only;
   bool transfer = true;
   bool prior_from_others = false;  // leave-one-out priors per kernel (run_prior_from_others)
   bool verbose = false;
@@ -319,6 +323,11 @@ std::string run_transfer(const std::map<std::string, replay::RecordedSpace>& spa
 // kernel_name (leave one out), handed to each strategy of --strategies that takes a prior through
 // the StrategyContext the tuner fills from the store's prior (scores of forks and predictions of
 // full configs). No refits during the search, as in the tuner.
+// Whether the space of this name is searched (Args::search_only).
+bool searched(const Args& a, const std::string& name) {
+  return a.search_only.empty() || name.find(a.search_only) != std::string::npos;
+}
+
 std::string run_prior_from_others(const std::map<std::string, replay::RecordedSpace>& spaces,
                                   const std::vector<Row>& cold, const Args& a,
                                   std::ofstream& traces) {
@@ -328,6 +337,7 @@ std::string run_prior_from_others(const std::map<std::string, replay::RecordedSp
              "space | median evals to 2%, cold | with the prior | reached 2% with the prior |\n"
           << "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n";
   for (const auto& [dst_name, dst] : spaces) {
+    if (!searched(a, dst_name)) continue;
     prior::PriorOptions po;
     po.first_refit = 0;
     prior::Prior p(po);
@@ -515,6 +525,8 @@ int main(int argc, char** argv) {
       a.traces = val();
     else if (f == "--only")
       a.only = val();
+    else if (f == "--search-only")
+      a.search_only = val();
     else if (f == "--no-transfer")
       a.transfer = false;
     else if (f == "--prior-from-others")
@@ -553,7 +565,7 @@ int main(int argc, char** argv) {
       std::cerr
           << "search_replay: unknown flag '" << f
           << "' (flags: --datasets DIR[,DIR] --strategies a,b --seeds N --budget N --out FILE "
-             "--traces FILE --only SUBSTR --no-transfer --prior-from-others --with-kernel-tuner "
+             "--traces FILE --only SUBSTR --search-only SUBSTR --no-transfer --prior-from-others --with-kernel-tuner "
              "--set S.OPT=V "
              "--kernel-tuner-csv FILE --mcts-exploration X "
              "--mcts-power X --mcts-incumbent X --mcts-neighbour X --mcts-tail X "
@@ -604,6 +616,7 @@ int main(int argc, char** argv) {
     }
     std::string name = stem(f);
     const replay::RecordedSpace& space = spaces.emplace(name, std::move(rs).value()).first->second;
+    if (!searched(a, name)) continue;
     double optimum = *space.optimum_us();
     for (const auto& strategy : a.strategies) {
       Row row{name, strategy, {}, {}, {}, space.points.size()};

@@ -104,6 +104,12 @@ struct MctsOptions {
   // attention_decode_h200_b16_kv512_h64 (whose optimum is next to its baseline) 64/61/71
   // against 7/65/8 (bench/results/search_replay-2026-12-05.md).
   std::size_t small_space_skip_lone = 0;
+  // Whether small_space_skip_lone also applies to the cold turns of a small space's search with a
+  // prior (SurrogateOptions::skip_lone_cold_turns); false: only to a search without one. With it,
+  // attention_prefill_h200_1024_h64 with a prior from the other prefill spaces needed 19
+  // evaluations to within 2% against 8 (seeds 0..19; bench/results/search_replay-2026-12-05.md's
+  // follow-up and 2026-12-06.md).
+  bool small_space_skip_lone_cold_turns = false;
   // A small space's surrogate fits log time capped at the best so far plus this
   // (SurrogateOptions::log_cap); 0: no cap. mcts_repair uses 0.2: on seeds 100..119, caps of
   // 0.1/0.15/0.2/0.25/0.3 against none took rope_h200_4x1024 10/12/12/13/15 evaluations to within

@@ -122,12 +122,14 @@ struct Surrogate::State {
   // Predicted log time of every point: ridge regression of centred log time (less the prior's
   // prediction, when `with_prior`) on the features of the configs with a time, plus that
   // prediction. Without the prior the fit is the cold one, capped at the best plus log_cap, and
-  // without lone configs once skip_lone others are fitted.
+  // without lone configs once skip_lone others are fitted (in a cold turn of a search with a
+  // prior only under skip_lone_cold_turns).
   Eigen::VectorXd predict(bool with_prior) const {
     std::vector<std::size_t> fit;  // indices into ok of the results fitted
     for (std::size_t r = 0; r < ok.size(); ++r)
       if (!lone[ok[r]]) fit.push_back(r);
-    if (with_prior || o.skip_lone == 0 || fit.size() < o.skip_lone) {
+    const bool skip = o.skip_lone > 0 && !with_prior && (prior.empty() || o.skip_lone_cold_turns);
+    if (!skip || fit.size() < o.skip_lone) {
       fit.resize(ok.size());
       for (std::size_t r = 0; r < ok.size(); ++r) fit[r] = r;
     }
@@ -219,7 +221,10 @@ const OptionList<SurrogateOptions>& surrogate_option_list() {
                "1: the random draws after the baseline each hold the most options not yet proposed")
           .add("skip_lone", &SurrogateOptions::skip_lone, at_least(0),
                "a config alone in holding one of its options is left out of the fit once this "
-               "many other results are; 0: never");
+               "many other results are; 0: never")
+          .add("skip_lone_cold_turns", &SurrogateOptions::skip_lone_cold_turns, between(0, 1),
+               "1: skip_lone applies to the cold turns of a search with a prior too; 0: only to "
+               "a search without one");
   return list;
 }
 

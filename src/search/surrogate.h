@@ -68,6 +68,15 @@ struct SurrogateOptions {
   // fitted (with fewer, the lone config's contrast is most of what the fit has); not to the fit
   // with a prior, whose prediction of the lone config may be right. 0: never.
   std::size_t skip_lone = 0;
+  // Whether skip_lone also applies to the cold turns of a search with a prior (cold_every). false:
+  // only to a search without one. With a prior the first proposals follow the prior, not random
+  // draws, so the cold turns' results cluster where the prior points, and the lone config is
+  // often their only contrast: on attention_prefill_h200_1024_h64 (a prior from the other prefill
+  // spaces that ranks its configs no better than chance) the cold turns without the lone split
+  // baseline took all twelve consumers=2 configs before block_n=128, consumers=1, which holds the
+  // five configs within 2%: 19 evaluations to within 2% on 12 of seeds 0..19 against 8 with it
+  // (bench/results/search_replay-2026-12-05.md, follow-up; 2026-12-06.md).
+  bool skip_lone_cold_turns = false;
 };
 
 class Surrogate final : public Strategy {
