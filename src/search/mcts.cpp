@@ -370,10 +370,10 @@ OptionList<O> build_mcts_option_list() {
                                  "a small space's cost model leaves out of its fit a config "
                                  "alone in holding one of its options once this many other "
                                  "results are fitted; 0: never")
-      .template add<bool>("small_space_skip_lone_cold_turns",
-                          &MctsOptions::small_space_skip_lone_cold_turns, between(0, 1),
-                          "1: small_space_skip_lone applies to the cold turns of a search with "
-                          "a prior too; 0: only to a search without one")
+      .template add<std::size_t>("small_space_skip_lone_prior_led",
+                                 &MctsOptions::small_space_skip_lone_prior_led, at_least(0),
+                                 "small_space_skip_lone for the cold turns of a search with a "
+                                 "prior; 0: never")
       .template add<double>("small_space_log_cap", &MctsOptions::small_space_log_cap, at_least(0),
                             "a small space's cost model caps log time at the best so far plus "
                             "this; 0: no cap")
@@ -402,7 +402,7 @@ Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts,
       so.initial_samples = mcts.tiny_space_samples;
     so.cover_options = mcts.small_space_cover > 0 && count_up_to(space, mcts.small_space_cover);
     so.skip_lone = mcts.small_space_skip_lone;
-    so.skip_lone_cold_turns = mcts.small_space_skip_lone_cold_turns;
+    so.skip_lone_prior_led = mcts.small_space_skip_lone_prior_led;
     so.log_cap = mcts.small_space_log_cap;
     so.cold_every = mcts.small_space_cold_every;
     so.prior = std::move(mcts.predict);

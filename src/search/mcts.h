@@ -104,12 +104,14 @@ struct MctsOptions {
   // attention_decode_h200_b16_kv512_h64 (whose optimum is next to its baseline) 64/61/71
   // against 7/65/8 (bench/results/search_replay-2026-12-05.md).
   std::size_t small_space_skip_lone = 0;
-  // Whether small_space_skip_lone also applies to the cold turns of a small space's search with a
-  // prior (SurrogateOptions::skip_lone_cold_turns); false: only to a search without one. With it,
-  // attention_prefill_h200_1024_h64 with a prior from the other prefill spaces needed 19
-  // evaluations to within 2% against 8 (seeds 0..19; bench/results/search_replay-2026-12-05.md's
-  // follow-up and 2026-12-06.md).
-  bool small_space_skip_lone_cold_turns = false;
+  // small_space_skip_lone for the cold turns of a small space's search with a prior
+  // (SurrogateOptions::skip_lone_prior_led); 0: never. mcts_repair uses 8: with a prior, on seeds
+  // 100..119 / 200..219 / 300..319, 0/5/6/8/12/20 took attention_prefill_h200_1024_h64 8/19/8/8/8/8,
+  // 8/7/8/8/8/8 and 8/7/8/8/8/8 evaluations to within 2% (5: 7 or 19 by the seed) and
+  // attention_decode_h200_b16_kv512_h64 29 against 27 for every other value;
+  // attention_prefill_h200_1024_fp16 took 11/10/12 with 5 and 10/10/10 with 0 or 6..20; the other
+  // tuning spaces did not move (bench/results/search_replay-2026-12-06.md).
+  std::size_t small_space_skip_lone_prior_led = 0;
   // A small space's surrogate fits log time capped at the best so far plus this
   // (SurrogateOptions::log_cap); 0: no cap. mcts_repair uses 0.2: on seeds 100..119, caps of
   // 0.1/0.15/0.2/0.25/0.3 against none took rope_h200_4x1024 10/12/12/13/15 evaluations to within
@@ -151,6 +153,7 @@ struct MctsRepairOptions : MctsOptions {
     small_space_log_cap = 0.2;
     small_space_cold_every = 2;
     small_space_skip_lone = 5;
+    small_space_skip_lone_prior_led = 8;
     prior_check = 20;
   }
 };

@@ -122,14 +122,14 @@ struct Surrogate::State {
   // Predicted log time of every point: ridge regression of centred log time (less the prior's
   // prediction, when `with_prior`) on the features of the configs with a time, plus that
   // prediction. Without the prior the fit is the cold one, capped at the best plus log_cap, and
-  // without lone configs once skip_lone others are fitted (in a cold turn of a search with a
-  // prior only under skip_lone_cold_turns).
+  // without lone configs once skip_lone others are fitted (skip_lone_prior_led in a cold turn of
+  // a search with a prior).
   Eigen::VectorXd predict(bool with_prior) const {
     std::vector<std::size_t> fit;  // indices into ok of the results fitted
     for (std::size_t r = 0; r < ok.size(); ++r)
       if (!lone[ok[r]]) fit.push_back(r);
-    const bool skip = o.skip_lone > 0 && !with_prior && (prior.empty() || o.skip_lone_cold_turns);
-    if (!skip || fit.size() < o.skip_lone) {
+    const std::size_t skip_after = prior.empty() ? o.skip_lone : o.skip_lone_prior_led;
+    if (with_prior || skip_after == 0 || fit.size() < skip_after) {
       fit.resize(ok.size());
       for (std::size_t r = 0; r < ok.size(); ++r) fit[r] = r;
     }
@@ -222,9 +222,8 @@ const OptionList<SurrogateOptions>& surrogate_option_list() {
           .add("skip_lone", &SurrogateOptions::skip_lone, at_least(0),
                "a config alone in holding one of its options is left out of the fit once this "
                "many other results are; 0: never")
-          .add("skip_lone_cold_turns", &SurrogateOptions::skip_lone_cold_turns, between(0, 1),
-               "1: skip_lone applies to the cold turns of a search with a prior too; 0: only to "
-               "a search without one");
+          .add("skip_lone_prior_led", &SurrogateOptions::skip_lone_prior_led, at_least(0),
+               "skip_lone for the cold turns of a search with a prior; 0: never");
   return list;
 }
 

@@ -68,15 +68,15 @@ struct SurrogateOptions {
   // fitted (with fewer, the lone config's contrast is most of what the fit has); not to the fit
   // with a prior, whose prediction of the lone config may be right. 0: never.
   std::size_t skip_lone = 0;
-  // Whether skip_lone also applies to the cold turns of a search with a prior (cold_every). false:
-  // only to a search without one. With a prior the first proposals follow the prior, not random
-  // draws, so the cold turns' results cluster where the prior points, and the lone config is
-  // often their only contrast: on attention_prefill_h200_1024_h64 (a prior from the other prefill
-  // spaces that ranks its configs no better than chance) the cold turns without the lone split
-  // baseline took all twelve consumers=2 configs before block_n=128, consumers=1, which holds the
-  // five configs within 2%: 19 evaluations to within 2% on 12 of seeds 0..19 against 8 with it
-  // (bench/results/search_replay-2026-12-05.md, follow-up; 2026-12-06.md).
-  bool skip_lone_cold_turns = false;
+  // skip_lone for the cold turns (cold_every) of a search with a prior: lone configs leave their
+  // fit once this many other results are fitted; 0: never. With a prior the first proposals follow
+  // the prior, not random draws, so the results cluster where the prior points and the lone
+  // config is longer their only contrast: on attention_prefill_h200_1024_h64 (a prior from the
+  // other prefill spaces that ranks its configs no better than chance) the first 5-6 proposals
+  // all hold block_n=64, consumers=1, and cold turns without the lone split baseline then drew
+  // among block_n=128 and consumers=2 blind: 7 or 19 evaluations to within 2% by the seed, against
+  // 8 on every seed with it fitted (bench/results/search_replay-2026-12-06.md).
+  std::size_t skip_lone_prior_led = 0;
 };
 
 class Surrogate final : public Strategy {
