@@ -565,7 +565,8 @@ int main(int argc, char** argv) {
       std::cerr
           << "search_replay: unknown flag '" << f
           << "' (flags: --datasets DIR[,DIR] --strategies a,b --seeds N --budget N --out FILE "
-             "--traces FILE --only SUBSTR --search-only SUBSTR --no-transfer --prior-from-others --with-kernel-tuner "
+             "--traces FILE --only SUBSTR --search-only SUBSTR --no-transfer --prior-from-others "
+             "--with-kernel-tuner "
              "--set S.OPT=V "
              "--kernel-tuner-csv FILE --mcts-exploration X "
              "--mcts-power X --mcts-incumbent X --mcts-neighbour X --mcts-tail X "

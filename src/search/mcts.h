@@ -106,8 +106,8 @@ struct MctsOptions {
   std::size_t small_space_skip_lone = 0;
   // small_space_skip_lone for the cold turns of a small space's search with a prior
   // (SurrogateOptions::skip_lone_prior_led); 0: never. mcts_repair uses 8: with a prior, on seeds
-  // 100..119 / 200..219 / 300..319, 0/5/6/8/12/20 took attention_prefill_h200_1024_h64 8/19/8/8/8/8,
-  // 8/7/8/8/8/8 and 8/7/8/8/8/8 evaluations to within 2% (5: 7 or 19 by the seed) and
+  // 100..119 / 200..219 / 300..319, 0/5/6/8/12/20 took attention_prefill_h200_1024_h64
+  // 8/19/8/8/8/8, 8/7/8/8/8/8 and 8/7/8/8/8/8 evaluations to within 2% (5: 7 or 19 by the seed) and
   // attention_decode_h200_b16_kv512_h64 29 against 27 for every other value;
   // attention_prefill_h200_1024_fp16 took 11/10/12 with 5 and 10/10/10 with 0 or 6..20; the other
   // tuning spaces did not move (bench/results/search_replay-2026-12-06.md).
