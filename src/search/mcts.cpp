@@ -362,6 +362,10 @@ OptionList<O> build_mcts_option_list() {
       .template add<std::size_t>("tiny_space_samples", &MctsOptions::tiny_space_samples,
                                  at_least(0),
                                  "random configs a tiny space gets before the cost model")
+      .template add<std::size_t>("tiny_space_cover_stuck", &MctsOptions::tiny_space_cover_stuck,
+                                 at_least(0),
+                                 "a tiny space's cost model proposes a config holding another "
+                                 "option of a knob once this many results all hold one; 0: never")
       .template add<std::size_t>("small_space_cover", &MctsOptions::small_space_cover, at_least(0),
                                  "a small space of at most this many configs draws its first "
                                  "configs covering options not yet proposed; 0: never")
@@ -398,8 +402,10 @@ Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts,
     : name_(std::move(name)) {
   if (mcts.small_space > 0 && count_up_to(space, mcts.small_space)) {
     SurrogateOptions so;
-    if (mcts.tiny_space > 0 && count_up_to(space, mcts.tiny_space))
+    if (mcts.tiny_space > 0 && count_up_to(space, mcts.tiny_space)) {
       so.initial_samples = mcts.tiny_space_samples;
+      so.cover_stuck = mcts.tiny_space_cover_stuck;
+    }
     so.cover_options = mcts.small_space_cover > 0 && count_up_to(space, mcts.small_space_cover);
     so.skip_lone = mcts.small_space_skip_lone;
     so.skip_lone_prior_led = mcts.small_space_skip_lone_prior_led;

@@ -86,6 +86,16 @@ struct MctsOptions {
   // 35 (bench/results/search_replay-2026-12-04.md). mcts_repair uses 32; 0: never.
   std::size_t tiny_space = 0;
   std::size_t tiny_space_samples = 3;  // those random configs (MctsOptions::tiny_space)
+  // A tiny space's surrogate proposes a config holding another option of a knob once this many
+  // results all hold one option of it (SurrogateOptions::cover_stuck); 0: never. Not used by
+  // mcts_repair: on seeds 100..119 / 200..219 / 300..319, 0/2/4 took the tiny tuning spaces
+  // attention_prefill_h200_1024_h64 with the prior 8/5/6, 8/19/6, 8/5/6 evaluations to within 2%,
+  // attention_prefill_h200_1024_fp16 with the prior 10/12/10, 10/13/10, 10/10/10 and cold
+  // 10/9/9, 8/8/8, 10/9/9. With 4, on these spaces (a lone baseline, then 3 draws or 4 proposals
+  // led by the prior) a forced proposal comes at evaluation 6 at the earliest: too late for every
+  // missed attention_prefill space but 1024_fp16 (Kernel Tuner's best 7) to meet its target, and
+  // that one still needed 8-10 (bench/results/search_replay-2026-12-06.md).
+  std::size_t tiny_space_cover_stuck = 0;
   // A small space of at most this many configs draws its random configs after the baseline
   // covering options not yet proposed (SurrogateOptions::cover_options); 0: never. Not used by
   // mcts_repair: 32 took the tiny tuning spaces attention_prefill_h200_1024_fp16 and

@@ -179,13 +179,41 @@ struct Surrogate::State {
     const Eigen::VectorXd predicted = predict(with_prior);
     // The fastest prediction; configs predicted alike (a knob the results do not tell apart)
     // are drawn among at random.
+    std::vector<bool> allowed = unstuck();
     double best = INFINITY;
     for (std::size_t i = 0; i < points.size(); ++i)
-      if (!proposed[i]) best = std::min(best, predicted(static_cast<Eigen::Index>(i)));
+      if (allowed[i]) best = std::min(best, predicted(static_cast<Eigen::Index>(i)));
     std::vector<std::size_t> ties;
     for (std::size_t i = 0; i < points.size(); ++i)
-      if (!proposed[i] && predicted(static_cast<Eigen::Index>(i)) <= best + 1e-9) ties.push_back(i);
+      if (allowed[i] && predicted(static_cast<Eigen::Index>(i)) <= best + 1e-9) ties.push_back(i);
     return take(ties[rng.below(ties.size())]);
+  }
+
+  // The unproposed configs the model may propose next: all of them, or, when at least
+  // cover_stuck results (lone configs aside) all hold one option of a knob that unproposed
+  // configs hold other options of, those holding another option of such a knob.
+  std::vector<bool> unstuck() const {
+    std::vector<bool> allowed(points.size());
+    for (std::size_t i = 0; i < points.size(); ++i) allowed[i] = !proposed[i];
+    if (o.cover_stuck == 0) return allowed;
+    std::vector<std::size_t> held;  // rows with a time, lone configs aside
+    for (std::size_t r : ok)
+      if (!lone[r]) held.push_back(r);
+    if (held.size() < o.cover_stuck) return allowed;
+    std::vector<bool> stuck(space.depth(), false);
+    for (std::size_t k = 0; k < space.depth(); ++k) {
+      stuck[k] = true;
+      for (std::size_t r : held) stuck[k] = stuck[k] && points[r][k] == points[held[0]][k];
+    }
+    std::vector<bool> leaves(points.size(), false);  // holds another option of a stuck knob
+    bool any = false;
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      if (!allowed[i]) continue;
+      for (std::size_t k = 0; k < space.depth(); ++k)
+        if (stuck[k] && points[i][k] != points[held[0]][k]) leaves[i] = true;
+      any = any || leaves[i];
+    }
+    return any ? leaves : allowed;
   }
 
   void observe(const Point& point, Verdict verdict, std::optional<double> time_us) {
@@ -223,7 +251,10 @@ const OptionList<SurrogateOptions>& surrogate_option_list() {
                "a config alone in holding one of its options is left out of the fit once this "
                "many other results are; 0: never")
           .add("skip_lone_prior_led", &SurrogateOptions::skip_lone_prior_led, at_least(0),
-               "skip_lone for the cold turns of a search with a prior; 0: never");
+               "skip_lone for the cold turns of a search with a prior; 0: never")
+          .add("cover_stuck", &SurrogateOptions::cover_stuck, at_least(0),
+               "once this many results all hold one option of a knob, the model proposes a "
+               "config holding another; 0: never");
   return list;
 }
 

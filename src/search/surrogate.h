@@ -77,6 +77,12 @@ struct SurrogateOptions {
   // among block_n=128 and consumers=2 blind: 7 or 19 evaluations to within 2% by the seed, against
   // 8 on every seed with it fitted (bench/results/search_replay-2026-12-06.md).
   std::size_t skip_lone_prior_led = 0;
+  // Once at least this many results (lone configs aside) all hold one option of a knob that
+  // unproposed configs hold other options of, the model's next proposal is its fastest among the
+  // configs holding another option of such a knob: a search led into one corner by a prior or by
+  // its first results learns nothing of a knob it never varies, and the model, which cannot
+  // represent that knob's untried options, may enumerate the corner before it leaves it. 0: never.
+  std::size_t cover_stuck = 0;
 };
 
 class Surrogate final : public Strategy {

@@ -424,6 +424,32 @@ TEST(MctsRepair, APriorLedSearchKeepsItsLoneBaselineInTheColdTurnsLonger) {
   EXPECT_LT(3 * later, 2 * as_cold) << later << " against " << as_cold;
 }
 
+// A prior that puts every config with a's first option first leads the search through that
+// corner; with cover_stuck = 2, once two results all hold a=1 the next proposal holds another
+// option of a (the model's fastest such config), whatever the prior says.
+TEST(Surrogate, AKnobEveryResultHoldsOneOptionOfGetsAnotherOptionNext) {
+  Space s = grid_space(2);
+  auto corner = [](const std::vector<Point>& points) {
+    std::vector<double> out;
+    for (const auto& p : points)
+      out.push_back(std::log(*factor_time(p).time_us) - (p[0] == 0 ? 3.0 : 0.0));
+    return out;
+  };
+  for (std::uint64_t seed = 0; seed < 5; ++seed) {
+    SurrogateOptions led, covering;
+    led.prior = covering.prior = corner;
+    covering.cover_stuck = 2;
+    Surrogate a(s, seed, led), b(s, seed, covering);
+    auto ta = run_strategy(a, s, factor_time, 5);
+    auto tb = run_strategy(b, s, factor_time, 5);
+    ASSERT_TRUE(ta && tb);
+    for (const auto& p : ta->proposed) EXPECT_EQ(p[0], 0u) << "seed " << seed;
+    EXPECT_EQ(tb->proposed[0][0], 0u);
+    EXPECT_EQ(tb->proposed[1][0], 0u);
+    EXPECT_NE(tb->proposed[2][0], 0u) << "seed " << seed;
+  }
+}
+
 // With cover_options each draw after the baseline holds the most options no proposed config holds:
 // on 5 x 5 x 5 x 2 configs the first differs from the baseline in every knob, and after five draws
 // every option of every knob has been proposed.
