@@ -56,6 +56,26 @@ __device__ __forceinline__ void block_range(long long total_tiles, int layout, l
 
 #define TILE 4096  // 16 keys x 128 x bf16
 
+// A warp's share of the block's tiles (warp, warp + W, ...) and its STAGES stage buffers of a K
+// and a V tile.
+template <int W, int STAGES>
+struct WarpStream {
+  int warp, lane;
+  long long begin, mine;
+  unsigned char* ws;
+  unsigned wsa;
+  __device__ WarpStream(long long total_tiles, int layout, unsigned char* smem)
+      : warp(threadIdx.x / 32), lane(threadIdx.x % 32) {
+    long long end;
+    block_range(total_tiles, layout, &begin, &end);
+    const long long tiles = end - begin;
+    mine = tiles > warp ? (tiles - warp + W - 1) / W : 0;
+    ws = smem + warp * STAGES * 2 * TILE;
+    wsa = smem_addr(ws);
+  }
+  __device__ long long tile(long long i) const { return begin + warp + i * W; }
+};
+
 // W warps, each streaming its own tiles (w, w + W, ...) of the block's range by cp.async into
 // STAGES buffers of a K and a V tile, STAGES - 1 ahead; SPIN dependent FMAs per tile stand in
 // for the math of attention (during which the warp issues nothing).
@@ -63,16 +83,14 @@ template <int W, int STAGES, int SPIN>
 __device__ void cp16_body(const char* k, const char* v, float* out, long long total_tiles,
                           int layout) {
   extern __shared__ __align__(128) unsigned char smem[];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  long long begin, end;
-  block_range(total_tiles, layout, &begin, &end);
-  const long long tiles = end - begin;
-  const long long mine = tiles > warp ? (tiles - warp + W - 1) / W : 0;
-  unsigned char* ws = smem + warp * STAGES * 2 * TILE;
-  const unsigned wsa = smem_addr(ws);
+  const WarpStream<W, STAGES> st(total_tiles, layout, smem);
+  const int warp = st.warp, lane = st.lane;
+  const long long mine = st.mine;
+  unsigned char* ws = st.ws;
+  const unsigned wsa = st.wsa;
   auto issue = [&](long long i) {
     if (i < mine) {
-      const long long t = begin + warp + i * W;
+      const long long t = st.tile(i);
       const char* kt = k + t * TILE;
       const char* vt = v + t * TILE;
       const unsigned ks = wsa + (i % STAGES) * 2 * TILE, vs = ks + TILE;
@@ -120,13 +138,11 @@ __device__ void bulk_body(const char* k, const char* v, float* out, long long to
                           int layout) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ __align__(8) unsigned long long bars[W][STAGES];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  long long begin, end;
-  block_range(total_tiles, layout, &begin, &end);
-  const long long tiles = end - begin;
-  const long long mine = tiles > warp ? (tiles - warp + W - 1) / W : 0;
-  unsigned char* ws = smem + warp * STAGES * 2 * TILE;
-  const unsigned wsa = smem_addr(ws);
+  const WarpStream<W, STAGES> st(total_tiles, layout, smem);
+  const int warp = st.warp, lane = st.lane;
+  const long long mine = st.mine;
+  unsigned char* ws = st.ws;
+  const unsigned wsa = st.wsa;
   if (lane == 0)
     for (int s = 0; s < STAGES; ++s)
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(&bars[warp][s])));
@@ -134,7 +150,7 @@ __device__ void bulk_body(const char* k, const char* v, float* out, long long to
   __syncwarp();
   auto issue = [&](long long i) {
     if (i < mine && lane == 0) {
-      const long long t = begin + warp + i * W;
+      const long long t = st.tile(i);
       const unsigned bar = smem_addr(&bars[warp][i % STAGES]);
       const unsigned ks = wsa + (i % STAGES) * 2 * TILE, vs = ks + TILE;
       asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
