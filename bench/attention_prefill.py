@@ -13,6 +13,7 @@ GQA: each backend first gets enable_gqa=True with K/V of kv_heads heads; a backe
 gets K/V expanded to q_heads heads beforehand (outside the timing), marked "(rep)".
 
 Usage: bench/attention_prefill.py ATTUNE_BINARY OUT_DIR [--quick]
+(--quick: the first two cells; ATTN_CELLS=0,2,5: those cells of CELLS, by index.)
 """
 import datetime, json, os, subprocess, sys, time
 
@@ -39,6 +40,8 @@ CELLS = [
 ]
 if quick:
     CELLS = CELLS[:2]
+if os.environ.get("ATTN_CELLS"):
+    CELLS = [CELLS[int(i)] for i in os.environ["ATTN_CELLS"].split(",")]
 
 
 def matrix_tflops():

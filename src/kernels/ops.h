@@ -30,6 +30,10 @@ ATTUNE_KERNEL_OPS(ATTUNE_DECLARE_OP_SIGNATURE)
 // The most shared memory any current GPU gives one block (sm_90: 227 KiB): the bound of the ops'
 // space constraints and of their plans.
 inline constexpr std::size_t kMaxBlockSharedBytes = 227 * 1024;
+// An SM's shared memory (sm_90: 228 KiB), of which each resident block also takes 1 KiB for the
+// system: what bounds the blocks that fit on an SM side by side.
+inline constexpr std::size_t kSmSharedBytes = 228 * 1024;
+inline constexpr std::size_t kBlockReservedSharedBytes = 1024;
 
 // The tiled GEMM's shared memory (defined with gemm's signature, gemm/gemm_op.cpp), which the
 // spaces' constraints (gemm's, gemm_rope's) and the plans use: the cp.async ring, the fp32

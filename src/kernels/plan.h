@@ -192,6 +192,9 @@ Result<AttentionPrefillShape> attention_prefill_shape(const Problem& problem);
 // limit before any compile.
 std::size_t attention_prefill_shared_bytes(std::int64_t head, std::int64_t block_n,
                                            std::int64_t consumers, std::int64_t stages);
+// Whether two blocks of one consumer warpgroup fit an SM's shared memory side by side
+// (blocks_per_sm=2).
+bool attention_prefill_two_blocks_fit(std::int64_t head, std::int64_t block_n, std::int64_t stages);
 
 // rope's sizes (kernels/rope/rope_op.cpp) and its flags.
 struct RopeShape {

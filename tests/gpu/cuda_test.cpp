@@ -361,16 +361,17 @@ TEST(CudaGpu, AttentionDecodeMmaTwoRowTilesAndSixteenBlockClusters) {
 // a key tile), 1000 and 1153 (neither a multiple of a row block nor of a key tile), GQA ratios 1,
 // 4 and 8, batch 1 and 3. Every config (the split baseline and each wgmma config) passes the gate
 // against the float64 reference: fresh inputs, poisoned output with guard elements, NaN checks.
+// (A space has at most 35 configs: the sample of 64 keeps them all.)
 TEST(CudaGpu, AttentionPrefillEveryConfigOnOddShapes) {
   ATTUNE_REQUIRE_GPU(cuda);
-  every_config_passes(*cuda, "attention_prefill:seq=1,batch=1,head=64,q_heads=4,kv_heads=4", 5);
-  every_config_passes(
-      *cuda, "attention_prefill:seq=77,batch=3,head=128,q_heads=8,kv_heads=2,dtype=fp16", 5);
-  every_config_passes(*cuda, "attention_prefill:seq=1000,batch=3,head=64,q_heads=8,kv_heads=1", 5);
-  every_config_passes(
-      *cuda, "attention_prefill:seq=1153,batch=1,head=128,q_heads=16,kv_heads=2,dtype=fp16", 5);
-  every_config_passes(*cuda, "attention_prefill:seq=1153,batch=1,head=128,q_heads=32,kv_heads=8",
-                      5);
+  constexpr std::size_t kAll = 64;
+  for (const char* spec :
+       {"attention_prefill:seq=1,batch=1,head=64,q_heads=4,kv_heads=4",
+        "attention_prefill:seq=77,batch=3,head=128,q_heads=8,kv_heads=2,dtype=fp16",
+        "attention_prefill:seq=1000,batch=3,head=64,q_heads=8,kv_heads=1",
+        "attention_prefill:seq=1153,batch=1,head=128,q_heads=16,kv_heads=2,dtype=fp16",
+        "attention_prefill:seq=1153,batch=1,head=128,q_heads=32,kv_heads=8"})
+    every_config_passes(*cuda, spec, 5, kAll);
 }
 
 TEST(CudaGpu, DeployRegimeIsColdAndMeasured) {

@@ -538,7 +538,8 @@ TEST_F(RuntimeGpu, AttentionPrefillRowsAndTheSplitBaseline) {
     ASSERT_EQ(d.kernels.size(), 1u);
     EXPECT_EQ(d.kernels[0], "attn_prefill_wgmma");
   }
-  const std::string baseline = "kernel=split,block_n=128,consumers=2,stages=2,overlap=1";
+  const std::string baseline =
+      "kernel=split,block_n=128,consumers=2,stages=2,overlap=1,blocks_per_sm=1";
   for (const Attn& miss : {Attn{2, 500, 128, 8, 2, 500, true}, Attn{1, 77, 64, 4, 4, 77, false}}) {
     rt::Dispatch d = run_attention(*runtime, miss, rng, true);
     EXPECT_FALSE(d.tuned) << d.problem;

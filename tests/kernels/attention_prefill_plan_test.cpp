@@ -66,6 +66,29 @@ TEST(AttentionPrefillPlan, OneConsumerHalvesTheRowBlock) {
   EXPECT_TRUE(has_option(kp.build, "-DOVERLAP=0"));
 }
 
+TEST(AttentionPrefillPlan, TwoBlocksPerSmBudgetTheRegistersForTwoOneConsumerBlocks) {
+  const std::string spec = "attention_prefill:seq=512,batch=8,head=128,q_heads=16,kv_heads=8";
+  const Plan two = planned(spec,
+                           "kernel=wgmma,block_n=64,consumers=1,stages=2,overlap=1,"
+                           "blocks_per_sm=2");
+  const auto& kp = std::get<KernelPlan>(two);
+  EXPECT_TRUE(has_option(kp.build, "-DMIN_BLOCKS=2"));
+  EXPECT_EQ(kp.steps[0].block.x, 256u);
+  // Two blocks and their system reserve fit the SM's shared memory.
+  EXPECT_LE(2 * (kp.steps[0].shared_bytes + kBlockReservedSharedBytes), kSmSharedBytes);
+  // A row written before the knob existed: one block per SM, as the kernel then budgeted.
+  const Plan old = planned(spec, "kernel=wgmma,block_n=64,consumers=1,stages=2,overlap=1");
+  EXPECT_TRUE(has_option(std::get<KernelPlan>(old).build, "-DMIN_BLOCKS=1"));
+  for (const char* bad :
+       {"kernel=wgmma,block_n=64,consumers=2,stages=2,overlap=1,blocks_per_sm=2",
+        "kernel=wgmma,block_n=64,consumers=1,stages=3,overlap=1,blocks_per_sm=2",
+        "kernel=wgmma,block_n=64,consumers=1,stages=2,overlap=1,blocks_per_sm=3"}) {
+    auto refused = plan_attention_prefill(problem(spec), *Config::parse(bad));
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.error().message().find("blocks_per_sm"), std::string::npos) << bad;
+  }
+}
+
 TEST(AttentionPrefillPlan, SplitBaselineIsScoresSoftmaxValuesWithEveryTokenNew) {
   const Plan p = planned("attention_prefill:seq=300,batch=2,head=64,q_heads=8,kv_heads=2",
                          "kernel=split,block_n=128,consumers=2,stages=2,overlap=1");
@@ -143,9 +166,11 @@ TEST(AttentionPrefillPlan, EveryConfigOfTheSpacePlansAndTheBaselineIsTheSignatur
       if (c.get("kernel")->as_word() == "wgmma") ++wgmma;
     }
     EXPECT_EQ(n, wgmma + 1);  // the split baseline is one config
-    // seq 1: a 128-key tile is more than twice the prompt, so only 64-key tiles (6 configs);
-    // head 128: 10 of the 12 fit a block's shared memory. Each with and without overlap.
-    EXPECT_EQ(wgmma, std::string(spec).find("seq=1,") != std::string::npos ? 12u : 20u);
+    // seq 1: a 128-key tile is more than twice the prompt, so only 64-key tiles (6 configs),
+    // and the 3 of one consumer again with two blocks per SM; head 128: 10 of the 12 fit a
+    // block's shared memory, and one of them (one consumer, 64-key tiles, 2 stages) two blocks
+    // per SM. Each with and without overlap.
+    EXPECT_EQ(wgmma, std::string(spec).find("seq=1,") != std::string::npos ? 18u : 22u);
   }
 }
 

@@ -261,13 +261,18 @@ TEST(KernelSources, WgmmaGemmPlansCompile) {
   ASSERT_FALSE(split_cluster.ok());
   EXPECT_NE(split_cluster.error().message().find("under a K split wg_tiles 1, wg_cluster 1"),
             std::string::npos);
-  auto prefill = kernels::plan_attention_prefill(
-      *kernels::attention_prefill_op().resolve(
-          *Problem::parse("attention_prefill:seq=1000,batch=1,head=128,q_heads=16,kv_heads=8")),
-      *Config::parse("kernel=wgmma,block_n=128,consumers=2,stages=2,overlap=1"));
-  ASSERT_TRUE(prefill.ok()) << prefill.error().message();
-  const auto& pk = std::get<kernels::KernelPlan>(*prefill);
-  expect_builds(hopper, pk.build, pk.steps[0].kernel);
+  // Two blocks per SM: the registers split by setmaxnreg under the launch bound of two blocks.
+  for (const char* config : {"kernel=wgmma,block_n=128,consumers=2,stages=2,overlap=1",
+                             "kernel=wgmma,block_n=64,consumers=1,stages=2,overlap=1,"
+                             "blocks_per_sm=2"}) {
+    auto prefill = kernels::plan_attention_prefill(
+        *kernels::attention_prefill_op().resolve(
+            *Problem::parse("attention_prefill:seq=1000,batch=1,head=128,q_heads=16,kv_heads=8")),
+        *Config::parse(config));
+    ASSERT_TRUE(prefill.ok()) << prefill.error().message();
+    const auto& pk = std::get<kernels::KernelPlan>(*prefill);
+    expect_builds(hopper, pk.build, pk.steps[0].kernel);
+  }
 }
 
 // The skinny kernels' K split through the plans: a cluster of `split` blocks per group of rows

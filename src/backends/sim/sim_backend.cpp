@@ -319,7 +319,8 @@ std::unique_ptr<SimProblem> make_attention_decode(const OpSignature& op) {
 }
 
 // Causal prefill attention as attention_prefill's family runs it: the op's own space (the split
-// baseline, or the wgmma flash kernel with its keys per tile, consumer warpgroups and stages),
+// baseline, or the wgmma flash kernel with its keys per tile, consumer warpgroups, stages and
+// blocks per SM),
 // timed as tensor-core work. The flash kernel does half the square's FLOPs at a rate set by its
 // config (two consumer warpgroups hide each other's softmax, and overlap hides it behind the
 // previous tile's P V; short tiles pay the softmax's fixed cost per key more often; a deeper ring
@@ -357,6 +358,9 @@ std::unique_ptr<SimProblem> make_attention_prefill(const OpSignature& op) {
     if (knob(c, "overlap") == 1) eff *= consumers == 2 ? 1.08 : 1.15;
     const double rows = 64 * consumers;
     const double blocks = batch * q_heads * std::ceil(seq / rows);
+    // Two blocks of one consumer side by side: one loads its Q and first tiles while the other
+    // computes, worth it only past one wave of blocks (else the registers' cap costs a little).
+    if (knob(c, "blocks_per_sm") == 2) eff *= blocks > kSms ? 1.06 : 0.97;
     // The mean block does half its row block's square; the last wave is as long as the heaviest.
     const double per_block = 4 * rows * (seq / 2 + rows / 2) * head / (kPeakFlopsPerSm * eff) * 1e6;
     const double waves = blocks / kSms;

@@ -8,6 +8,9 @@
 //   OVERLAP    1: a tile's scores are issued with the previous tile's P V, so the softmax runs
 //              while the tensor cores work (FlashAttention-3's intra-warpgroup overlap); 0: each
 //              tile's two products and softmax in turn
+//   MIN_BLOCKS blocks resident per SM that the registers are budgeted for (1, or 2 with one
+//              consumer: two blocks side by side, one's Q and first tiles loading while the
+//              other computes)
 // The layout is PyTorch SDPA's: q, o [batch, q_heads, seq, HEAD]; k, v [batch, kv_heads, seq,
 // HEAD]; query token i sees keys [0, i]. One block per (query head, 64 * CONSUMERS query rows,
 // sequence), the rows' blocks heaviest first (causal: later rows see more keys). Warpgroup 0 is
@@ -47,6 +50,21 @@ constexpr unsigned kStageBytes = 2 * kTileBytes;
 static_assert(HEAD == 64 || HEAD == 128, "HEAD is 64 or 128");
 static_assert(BLOCK_N % 64 == 0 && BLOCK_N <= 128, "BLOCK_N is 64 or 128");
 static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+static_assert(MIN_BLOCKS == 1 || (MIN_BLOCKS == 2 && CONSUMERS == 1),
+              "two blocks per SM only with one consumer warpgroup");
+// The register split between the producer and the consumers (setmaxnreg), where the launch
+// bound leaves the consumers short: producer x 128 + consumers x 128 x CONSUMERS within the
+// block's share of the 64 K registers (384 threads at 168, or 256 threads at 128 for 2 blocks).
+#if CONSUMERS == 2
+#define PRODUCER_REGS 40
+#define CONSUMER_REGS 232
+#elif MIN_BLOCKS == 2
+#define PRODUCER_REGS 40
+#define CONSUMER_REGS 216
+#endif
 
 __device__ __forceinline__ void wgmma_rs_n64(float* d, const unsigned* a, unsigned long long b) {
   asm volatile(
@@ -111,7 +129,7 @@ __device__ __forceinline__ unsigned pack(float lo, float hi) {
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
+extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)
     attn_prefill_wgmma(T* __restrict__ o, const T* __restrict__ q, const T* __restrict__ k,
                        const T* __restrict__ v, int seq) {
   attune_grid_dependency();
@@ -143,8 +161,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
 
   if (wg == 0) {
-#if CONSUMERS == 2
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+#ifdef PRODUCER_REGS
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
 #endif
     // The block's query rows (zeros past the sequence), then the K/V tiles in order.
     for (int i = tid; i < kBlockM * kChunks; i += 128) {
@@ -172,8 +190,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
 
-#if CONSUMERS == 2
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+#ifdef CONSUMER_REGS
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
 #endif
   const int c = wg - 1, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const int row0 = m0 + c * 64 + warp * 16 + g;  // this thread's rows: row0, row0 + 8

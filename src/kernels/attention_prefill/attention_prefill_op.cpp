@@ -9,9 +9,10 @@
 
 namespace attune::kernels {
 
-// Declared in kernels/plan.h, defined here with the space that bounds it (core only).
+// Declared in kernels/plan.h, defined here with the space that bounds them (core only).
 std::size_t attention_prefill_shared_bytes(std::int64_t head, std::int64_t block_n,
                                            std::int64_t consumers, std::int64_t stages);
+bool attention_prefill_two_blocks_fit(std::int64_t head, std::int64_t block_n, std::int64_t stages);
 
 std::size_t attention_prefill_shared_bytes(std::int64_t head, std::int64_t block_n,
                                            std::int64_t consumers, std::int64_t stages) {
@@ -19,6 +20,13 @@ std::size_t attention_prefill_shared_bytes(std::int64_t head, std::int64_t block
   // the mbarriers (q_full, full and empty per stage).
   return static_cast<std::size_t>(1024 + 64 * consumers * head * 2 +
                                   stages * 2 * block_n * head * 2 + 8 * (1 + 2 * stages));
+}
+
+bool attention_prefill_two_blocks_fit(std::int64_t head, std::int64_t block_n,
+                                      std::int64_t stages) {
+  return 2 * (attention_prefill_shared_bytes(head, block_n, 1, stages) +
+              kBlockReservedSharedBytes) <=
+         kSmSharedBytes;
 }
 
 namespace {
@@ -48,7 +56,9 @@ Status check_attention_prefill(const Problem& p) {
 // The kernel fork first: the wgmma knobs are free only under it, so the split baseline is one
 // config. block_n: keys per tile; consumers: warpgroups of 64 query rows (a block of 64 or 128
 // rows, plus the producer warpgroup); stages: K/V tiles in flight; overlap: a tile's scores
-// issued with the previous tile's P V, the softmax hidden behind it.
+// issued with the previous tile's P V, the softmax hidden behind it; blocks_per_sm: the blocks
+// the registers are budgeted for (2: a block of one consumer loads its Q and first tiles while
+// the other computes, which short prompts' many small blocks want; shared memory for two).
 Result<Space> attention_prefill_space(const Problem& p) {
   const std::int64_t head = *p.int_attr("head"), seq = *p.int_attr("seq");
   auto fixed_unless_wgmma = [](const char* name, std::int64_t fixed) {
@@ -64,11 +74,20 @@ Result<Space> attention_prefill_space(const Problem& p) {
        Knob{"block_n", {128, 64}, 0, KnobKind::kInPlace},
        Knob{"consumers", {2, 1}, 0, KnobKind::kInPlace},
        Knob{"stages", {2, 3, 4}, 0, KnobKind::kInPlace},
-       Knob{"overlap", {1, 0}, 0, KnobKind::kInPlace}},
+       Knob{"overlap", {1, 0}, 0, KnobKind::kInPlace},
+       Knob{"blocks_per_sm", {1, 2}, 0, KnobKind::kInPlace}},
       {fixed_unless_wgmma("block_n", 128),
        fixed_unless_wgmma("consumers", 2),
        fixed_unless_wgmma("stages", 2),
        fixed_unless_wgmma("overlap", 1),
+       fixed_unless_wgmma("blocks_per_sm", 1),
+       {"blocks_per_sm=2: one consumer warpgroup, and shared memory for two blocks on an SM",
+        {"consumers", "block_n", "stages", "blocks_per_sm"},
+        [head](const Assignment& a) {
+          return a.i("blocks_per_sm") == 1 ||
+                 (a.i("consumers") == 1 &&
+                  attention_prefill_two_blocks_fit(head, a.i("block_n"), a.i("stages")));
+        }},
        {"kernel=wgmma: the Q block and K/V stages fit a block's 227 KB of shared memory",
         {"kernel", "block_n", "consumers", "stages"},
         [wgmma, head](const Assignment& a) {
@@ -102,7 +121,7 @@ const OpSignature& attention_prefill_op() {
       .flags = {},
       .dtypes = {"bf16", "fp16"},
       .max_size = 1 << 20,
-      .baseline_config = "kernel=split,block_n=128,consumers=2,stages=2,overlap=1",
+      .baseline_config = "kernel=split,block_n=128,consumers=2,stages=2,overlap=1,blocks_per_sm=1",
       .example_shape = "4096x1x128x32x8",
       .runtime_key = 3,
       .sweep_defaults = {{"batch", "1"}, {"q_heads", "32"}, {"kv_heads", "8"}},

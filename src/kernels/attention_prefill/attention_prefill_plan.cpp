@@ -21,11 +21,18 @@ Result<Plan> plan_wgmma(const AttentionPrefillShape& s, const Config& c) {
   ATTUNE_ASSIGN(std::int64_t consumers, knob(c, "consumers"));
   ATTUNE_ASSIGN(std::int64_t stages, knob(c, "stages"));
   ATTUNE_ASSIGN(std::int64_t overlap, knob(c, "overlap"));
+  const std::int64_t blocks_per_sm = knob_or(c, "blocks_per_sm", 1);
   if ((block_n != 64 && block_n != 128) || (consumers != 1 && consumers != 2) || stages < 2 ||
-      stages > 4 || (overlap != 0 && overlap != 1))
+      stages > 4 || (overlap != 0 && overlap != 1) || (blocks_per_sm != 1 && blocks_per_sm != 2))
     return Error::invalid_argument(fmt::format(
         "attention_prefill config '{}': kernel=wgmma takes block_n 64 or 128, consumers 1 or 2, "
-        "stages 2-4, overlap 0 or 1",
+        "stages 2-4, overlap 0 or 1, blocks_per_sm 1 or 2",
+        c.text()));
+  if (blocks_per_sm == 2 &&
+      (consumers != 1 || !attention_prefill_two_blocks_fit(s.head, block_n, stages)))
+    return Error::invalid_argument(fmt::format(
+        "attention_prefill config '{}': blocks_per_sm=2 takes one consumer warpgroup and shared "
+        "memory that two blocks fit on an SM",
         c.text()));
   const std::size_t shared = attention_prefill_shared_bytes(s.head, block_n, consumers, stages);
   if (shared > kMaxBlockSharedBytes)
@@ -40,11 +47,15 @@ Result<Plan> plan_wgmma(const AttentionPrefillShape& s, const Config& c) {
   KernelPlan p;
   p.build.source = kAttentionPrefillFlashSource;
   p.build.source_name = "attention_prefill_flash.cu";
-  p.build.options = {
-      fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DBF16={}", s.bf16 ? 1 : 0),
-      fmt::format("-DHEAD={}", s.head),       fmt::format("-DGROUP={}", s.group()),
-      fmt::format("-DBLOCK_N={}", block_n),   fmt::format("-DCONSUMERS={}", consumers),
-      fmt::format("-DSTAGES={}", stages),     fmt::format("-DOVERLAP={}", overlap)};
+  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)),
+                     fmt::format("-DBF16={}", s.bf16 ? 1 : 0),
+                     fmt::format("-DHEAD={}", s.head),
+                     fmt::format("-DGROUP={}", s.group()),
+                     fmt::format("-DBLOCK_N={}", block_n),
+                     fmt::format("-DCONSUMERS={}", consumers),
+                     fmt::format("-DSTAGES={}", stages),
+                     fmt::format("-DOVERLAP={}", overlap),
+                     fmt::format("-DMIN_BLOCKS={}", blocks_per_sm)};
   p.build.name_expressions = {"attn_prefill_wgmma"};
   p.build.headers = {launch_header(), {"attune_wgmma.cuh", kWgmmaHeader}};
   // Grid x over the query heads, so the heads that share a KV head run side by side and read its
