@@ -63,6 +63,17 @@ std::function<CUresult(CUstream)> plan_launcher(cublasLtHandle_t lt, const Plan&
   };
 }
 
+Result<std::optional<Outcome>> ready_plan(cuda::CudaEnv& env, cublasLtHandle_t lt, const Plan& plan,
+                                          cuda::DeviceBuffer& workspace, PlanArgs& args,
+                                          ReadyPlan* out) {
+  ATTUNE_ASSIGN(auto unready, prepare_plan(env, lt, plan, &out->prepared));
+  if (unready) return unready;
+  ATTUNE_TRY(grow_workspace(workspace, out->prepared.workspace_bytes));
+  args.workspace = workspace.ptr();
+  out->launch = plan_launcher(lt, plan, out->prepared, args);
+  return std::optional<Outcome>{};
+}
+
 Status grow_workspace(cuda::DeviceBuffer& workspace, std::size_t bytes) {
   if (workspace.bytes() >= bytes && workspace.ptr()) return Status::success();
   workspace = cuda::DeviceBuffer{};

@@ -38,4 +38,17 @@ Status grow_workspace(cuda::DeviceBuffer& workspace, std::size_t bytes);
 std::function<CUresult(CUstream)> plan_launcher(cublasLtHandle_t lt, const Plan& plan,
                                                 const PreparedPlan& prepared, PlanArgs& args);
 
+// A plan as a family's candidate runs it: prepared, the family's workspace grown to what it asks
+// (args.workspace set to it) and its launcher, which keeps references to `prepared`: filled in
+// place, it is not moved.
+struct ReadyPlan {
+  PreparedPlan prepared;
+  std::function<CUresult(CUstream)> launch;
+};
+// Fills *out for `plan` with `args` (plan and args outlive it), or gives prepare_plan's refusing
+// outcome.
+Result<std::optional<Outcome>> ready_plan(cuda::CudaEnv& env, cublasLtHandle_t lt, const Plan& plan,
+                                          cuda::DeviceBuffer& workspace, PlanArgs& args,
+                                          ReadyPlan* out);
+
 }  // namespace attune::kernels

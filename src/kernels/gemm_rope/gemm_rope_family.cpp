@@ -87,12 +87,10 @@ class GemmRopeFamily final : public OpFamily {
     args.a = data_.x.ptr();
     args.b = data_.w.ptr();
     data_.outputs.bind(r, args);
-    PreparedPlan prepared;
-    ATTUNE_ASSIGN(auto unready, prepare_plan(env, lt_, plan, &prepared));
+    ReadyPlan ready;
+    ATTUNE_ASSIGN(auto unready, ready_plan(env, lt_, plan, data_.workspace, args, &ready));
     if (unready) return *unready;
-    ATTUNE_TRY(grow_workspace(data_.workspace, prepared.workspace_bytes));
-    args.workspace = data_.workspace.ptr();
-    const auto launch = plan_launcher(lt_, plan, prepared, args);
+    const auto& launch = ready.launch;
 
     // Fresh random inputs (x and W as a model's activations and weights, the norm weights around
     // 1, the caches' old rows), poisoned outputs and guards, the references on the same inputs:

@@ -73,12 +73,10 @@ class RopeFamily final : public OpFamily {
     PlanArgs args;
     args.qkv = data_.qkv.ptr();
     data_.outputs.bind(s, args);
-    PreparedPlan prepared;
-    ATTUNE_ASSIGN(auto unready, prepare_plan(env, nullptr, plan, &prepared));
+    ReadyPlan ready;
+    ATTUNE_ASSIGN(auto unready, ready_plan(env, nullptr, plan, data_.workspace, args, &ready));
     if (unready) return *unready;
-    ATTUNE_TRY(grow_workspace(data_.workspace, prepared.workspace_bytes));
-    args.workspace = data_.workspace.ptr();
-    const auto launch = plan_launcher(nullptr, plan, prepared, args);
+    const auto& launch = ready.launch;
 
     // Fresh random inputs (qkv, the norm weights, the caches' old rows), poisoned outputs and
     // guards, the references on the same inputs.
