@@ -11,6 +11,9 @@ What libattune-rt dispatches at a cell: the config of the table row covering it 
 cover: its `point_us` is that config's deploy-regime time at the point, measured by the sweep),
 or, where no row covers the cell (the benefit gate or the short-KV drop left it at the
 baseline), the split baseline, whose deploy-regime time at the cell is read from the database.
+Beside it, the cell's best: the fastest config the sweep measured there in the deploy regime,
+what a table without the compression into a default per group (whose regret the sweep bounds,
+--max-default-regret-pct) would dispatch.
 
 Usage (tools/gpu-check sweep runs it with SWEEP_SDPA=1):
   bench/sweep_sdpa.py ROWS.jsonl SWEEP.db OUT_DIR --dtype bf16,fp16 --head 64,128,256 \
@@ -87,7 +90,16 @@ def baseline_us(text):
     return None
 
 
-lines_out, worst, slower, unmatched = [], None, [], []
+def best_us(text):
+    """The fastest deploy-regime median of any config the sweep measured at a problem."""
+    key, sizes = problem_keys.get(text, (None, None))
+    if key is None or sizes != (hq, hkv, ql):
+        return None
+    return db.execute("select min(median_us) from measurements where problem_key = ? and "
+                      "regime = 'deploy' and verdict = 'ok'", (key,)).fetchone()[0]
+
+
+lines_out, worst, slower, unmatched, best_slower = [], None, [], [], []
 t0 = time.time()
 for dtype in dtypes:
     for head in heads:
@@ -102,7 +114,11 @@ for dtype in dtypes:
                                          attn_mask=mask)
                 timed = {n: u for n, (u, _) in sd.items() if u is not None}
                 ratio = us / timed[best] if best and us else None
+                cell_best = best_us(text)
+                best_ratio = cell_best / timed[best] if best and cell_best else None
                 cell = f"{dtype} h{head} kv{kv} b{batch}"
+                if best_ratio is not None and best_ratio > 1.0:
+                    best_slower.append(cell)
                 if ratio is None:
                     unmatched.append(cell)
                 else:
@@ -113,7 +129,7 @@ for dtype in dtypes:
                 cols = " | ".join("refused" if u is None else f"{u:.2f}{' ' + n if n else ''}"
                                   for u, n in sd.values())
                 lines_out.append(f"| {cell} | {fmt(us)} | {kind} | {fmt(base)} | {cols} | {best or '-'} | "
-                                 f"{fmt(ratio)} | {config} |")
+                                 f"{fmt(ratio)} | {fmt(cell_best)} | {fmt(best_ratio)} | {config} |")
                 print(lines_out[-1], flush=True)
 
 n = len(lines_out)
@@ -124,11 +140,16 @@ text = "\n".join([
     f"{time.time() - t0:.0f} s",
     "attune us: what libattune-rt dispatches at the cell (the covering row's config, its deploy time at the "
     "point as the sweep measured it; or the split baseline where no row covers the cell). SDPA backends: "
-    "bench/sdpa_timing.py, the same regime. ratio = attune / best SDPA (<= 1: no slower).",
-    "", "| cell | attune us | row | baseline us | flash us | efficient us | cudnn us | math us | best SDPA | ratio | config |",
-    "|---|---|---|---|---|---|---|---|---|---|---|", *lines_out, "",
+    "bench/sdpa_timing.py, the same regime. ratio = attune / best SDPA (<= 1: no slower). cell's best: "
+    "the fastest config the sweep measured at the cell (deploy regime), what a table without the "
+    "compression into a default per group would dispatch; its ratio likewise.",
+    "", "| cell | attune us | row | baseline us | flash us | efficient us | cudnn us | math us | best SDPA | ratio "
+    "| cell's best us | its ratio | config |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|", *lines_out, "",
     f"No slower than the best SDPA backend: {met} of {n} cells"
     + (f"; worst ratio {worst[0]:.2f} ({worst[1]})" if worst else ""),
+    f"The cell's best measured config no slower: {n - len(best_slower) - len(unmatched)} of {n} cells"
+    + (f" (slower: {', '.join(best_slower)})" if best_slower else ""),
     *(["Slower:"] + [f"- {s}" for s in slower] if slower else []),
     *([f"Not compared (no attune time or no SDPA backend ran): {', '.join(unmatched)}"] if unmatched else []),
 ])
