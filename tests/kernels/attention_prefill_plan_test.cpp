@@ -89,6 +89,37 @@ TEST(AttentionPrefillPlan, TwoBlocksPerSmBudgetTheRegistersForTwoOneConsumerBloc
   }
 }
 
+// The first guesses are wgmma configs of the space, each planned: long prompts' 128-key tiles
+// first past 2048 tokens, 64-key tiles first below; a prompt too short for a 128-key tile leaves
+// that guess out.
+TEST(AttentionPrefillPlan, TheFirstGuessesAreWgmmaConfigsOfTheSpace) {
+  ASSERT_NE(attention_prefill_op().seed_configs, nullptr);
+  for (const char* spec : {"attention_prefill:seq=4096,batch=1,head=128,q_heads=32,kv_heads=8",
+                           "attention_prefill:seq=512,batch=8,head=128,q_heads=16,kv_heads=8",
+                           "attention_prefill:seq=33,batch=2,head=64,q_heads=8,kv_heads=2"}) {
+    SCOPED_TRACE(spec);
+    const Problem p = problem(spec);
+    auto space = attention_prefill_op().space(p);
+    ASSERT_TRUE(space.ok());
+    std::vector<Config> guesses;
+    for (const std::string& seed : attention_prefill_op().seed_configs(p)) {
+      auto pt = space->point_over_baseline(*Config::parse(seed));
+      ASSERT_TRUE(pt.ok()) << seed;
+      if (space->prefix_legal(*pt)) guesses.push_back(space->config(*pt));
+    }
+    const bool long_prompt = std::string(spec).find("seq=4096") != std::string::npos,
+               tiny = std::string(spec).find("seq=33,") != std::string::npos;
+    ASSERT_EQ(guesses.size(), tiny ? 2u : 3u);
+    EXPECT_EQ(guesses[0].get("block_n")->as_int(), long_prompt ? 128 : 64);
+    EXPECT_EQ(guesses.back().get("blocks_per_sm")->as_int(), 2);
+    for (const Config& c : guesses) {
+      EXPECT_EQ(c.get("kernel")->as_word(), "wgmma") << c.text();
+      EXPECT_TRUE(space->point(c).ok()) << c.text();
+      EXPECT_TRUE(plan_attention_prefill(p, c).ok()) << c.text();
+    }
+  }
+}
+
 TEST(AttentionPrefillPlan, SplitBaselineIsScoresSoftmaxValuesWithEveryTokenNew) {
   const Plan p = planned("attention_prefill:seq=300,batch=2,head=64,q_heads=8,kv_heads=2",
                          "kernel=split,block_n=128,consumers=2,stages=2,overlap=1");

@@ -112,6 +112,22 @@ OpWork attention_prefill_work(const Problem& p) {
                 2 * batch * q_heads * seq * seq * head};
 }
 
+// First guesses (OpSignature::seed_configs): the configs that were fastest where the whole space
+// was measured. Two consumer warpgroups of 64-key tiles with 4 stages and the overlap won at 6 of
+// 10 bench cells on the H200 (seq 128-1024 at every batch; bench/results/attention_prefill-h200-
+// 2026-12-02.md) and at seq 512 on an H100; 128-key tiles with 3 stages at seq 4096 on both; one
+// consumer with two blocks per SM at seq 128 x 16 x 32 heads on an H100 (h100-2026-12-06b.md).
+// Long prompts try the 128-key tiles first. A guess the space refuses (a 128-key tile past twice
+// a short prompt) is left out.
+std::vector<std::string> attention_prefill_seeds(const Problem& p) {
+  const std::string short_tiles = "kernel=wgmma,block_n=64,consumers=2,stages=4,overlap=1",
+                    long_tiles = "kernel=wgmma,block_n=128,consumers=2,stages=3,overlap=1",
+                    two_blocks =
+                        "kernel=wgmma,block_n=64,consumers=1,stages=2,overlap=1,blocks_per_sm=2";
+  if (*p.int_attr("seq") >= 2048) return {long_tiles, short_tiles, two_blocks};
+  return {short_tiles, long_tiles, two_blocks};
+}
+
 }  // namespace
 
 const OpSignature& attention_prefill_op() {
@@ -128,7 +144,8 @@ const OpSignature& attention_prefill_op() {
       .sweep_default_per = {"head"},
       .check = &check_attention_prefill,
       .space = &attention_prefill_space,
-      .work = &attention_prefill_work};
+      .work = &attention_prefill_work,
+      .seed_configs = &attention_prefill_seeds};
   return op;
 }
 
