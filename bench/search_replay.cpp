@@ -318,16 +318,16 @@ std::string run_transfer(const std::map<std::string, replay::RecordedSpace>& spa
   return "\n## Warm start across devices\n\n" + notes.str() + "\n" + table(rows, a.budget);
 }
 
-// What a user's store gives a search after tuning other shapes of the same op on this device:
-// for each space, a prior fitted on every config of every OTHER recorded space with the same
-// kernel_name (leave one out), handed to each strategy of --strategies that takes a prior through
-// the StrategyContext the tuner fills from the store's prior (scores of forks and predictions of
-// full configs). No refits during the search, as in the tuner.
 // Whether the space of this name is searched (Args::search_only).
 bool searched(const Args& a, const std::string& name) {
   return a.search_only.empty() || name.find(a.search_only) != std::string::npos;
 }
 
+// What a user's store gives a search after tuning other shapes of the same op on this device:
+// for each space, a prior fitted on every config of every OTHER recorded space with the same
+// kernel_name (leave one out), handed to each strategy of --strategies that takes a prior through
+// the StrategyContext the tuner fills from the store's prior (scores of forks and predictions of
+// full configs). No refits during the search, as in the tuner.
 std::string run_prior_from_others(const std::map<std::string, replay::RecordedSpace>& spaces,
                                   const std::vector<Row>& cold, const Args& a,
                                   std::ofstream& traces) {

@@ -77,10 +77,16 @@ for key, text in db.execute("select key, text from problems where op = 'attentio
         continue
 
 
+def key_of(text):
+    """The database's key of a problem of this grid's heads and tokens, or None."""
+    key, sizes = problem_keys.get(text, (None, None))
+    return key if sizes == (hq, hkv, ql) else None
+
+
 def baseline_us(text):
     """The split baseline's deploy-regime median at a problem, the latest measured."""
-    key, sizes = problem_keys.get(text, (None, None))
-    if key is None or sizes != (hq, hkv, ql):
+    key = key_of(text)
+    if key is None:
         return None
     found = db.execute("select config, median_us from measurements where problem_key = ? and "
                        "regime = 'deploy' and verdict = 'ok' order by id desc", (key,))
@@ -92,8 +98,8 @@ def baseline_us(text):
 
 def best_us(text):
     """The fastest deploy-regime median of any config the sweep measured at a problem."""
-    key, sizes = problem_keys.get(text, (None, None))
-    if key is None or sizes != (hq, hkv, ql):
+    key = key_of(text)
+    if key is None:
         return None
     return db.execute("select min(median_us) from measurements where problem_key = ? and "
                       "regime = 'deploy' and verdict = 'ok'", (key,)).fetchone()[0]
