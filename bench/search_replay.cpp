@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "backends/replay/kernel_tuner_cache.h"
+#include "core/op.h"
 #include "prior/prior.h"
 #include "search/harness.h"
 #include "search/mcts.h"
@@ -46,6 +47,8 @@ struct Args {
   // spaces of the same kernel are not searched at all.
   std::string search_only;
   bool transfer = true;
+  // An op's first guesses after the baseline, as `attune tune` evaluates them (first_points).
+  bool first_guesses = true;
   bool prior_from_others = false;  // leave-one-out priors per kernel (run_prior_from_others)
   bool verbose = false;
   search::MctsOptions mcts;
@@ -175,6 +178,23 @@ prior::Context context_of(const replay::RecordedSpace& rs) {
   return prior::make_context(rs.problem(), rs.device());
 }
 
+// What `attune tune` evaluates right after the baseline of a space attune recorded from one of
+// its ops: the op's first guesses at that problem (first_guesses), under every strategy but grid.
+// None for a space recorded elsewhere, or with --no-first-guesses.
+std::vector<Point> first_points(const replay::RecordedSpace& rs, const std::string& strategy,
+                                const Args& a) {
+  std::vector<Point> out;
+  if (!a.first_guesses || strategy == "grid" || rs.attune_problem.empty()) return out;
+  auto spec = Problem::parse(rs.attune_problem);
+  const OpSignature* op = spec.ok() ? find_op(spec->op()) : nullptr;
+  if (!op) return out;
+  auto problem = op->resolve(*spec);
+  if (!problem.ok()) return out;
+  for (const Config& c : first_guesses(*problem, rs.space))
+    if (auto p = rs.space.point(c); p.ok()) out.push_back(std::move(p).value());
+  return out;
+}
+
 std::unique_ptr<Strategy> make(const std::string& name, const Space& space, std::uint64_t seed,
                                const Args& a, const replay::RecordedSpace* rs = nullptr) {
   if (name == "mcts") return std::make_unique<search::Mcts>(space, StrategyOptions{seed}, a.mcts);
@@ -235,7 +255,8 @@ Row run_variant(const std::string& label, const std::string& variant,
       s = make("mcts", dst.space, static_cast<std::uint64_t>(seed), a);
     }
     auto run_start = std::chrono::steady_clock::now();
-    auto t = search::run_strategy(*s, dst.space, evaluator(dst), a.budget);
+    auto t =
+        search::run_strategy(*s, dst.space, evaluator(dst), a.budget, first_points(dst, "mcts", a));
     if (!t) {
       std::cerr << "search_replay: " << t.error().message() << "\n";
       std::exit(1);
@@ -383,7 +404,8 @@ std::string run_prior_from_others(const std::map<std::string, replay::RecordedSp
           std::cerr << "search_replay: " << s.error().message() << "\n";
           std::exit(2);
         }
-        auto t = search::run_strategy(**s, dst.space, evaluator(dst), a.budget);
+        auto t = search::run_strategy(**s, dst.space, evaluator(dst), a.budget,
+                                      first_points(dst, name, a));
         if (!t) {
           std::cerr << "search_replay: " << dst_name << ": " << t.error().message() << "\n";
           std::exit(1);
@@ -529,6 +551,8 @@ int main(int argc, char** argv) {
       a.search_only = val();
     else if (f == "--no-transfer")
       a.transfer = false;
+    else if (f == "--no-first-guesses")
+      a.first_guesses = false;
     else if (f == "--prior-from-others")
       a.prior_from_others = true;
     else if (f == "-v")
@@ -565,7 +589,8 @@ int main(int argc, char** argv) {
       std::cerr
           << "search_replay: unknown flag '" << f
           << "' (flags: --datasets DIR[,DIR] --strategies a,b --seeds N --budget N --out FILE "
-             "--traces FILE --only SUBSTR --search-only SUBSTR --no-transfer --prior-from-others "
+             "--traces FILE --only SUBSTR --search-only SUBSTR --no-transfer --no-first-guesses "
+             "--prior-from-others "
              "--with-kernel-tuner "
              "--set S.OPT=V "
              "--kernel-tuner-csv FILE --mcts-exploration X "
@@ -623,7 +648,8 @@ int main(int argc, char** argv) {
       Row row{name, strategy, {}, {}, {}, space.points.size()};
       for (int seed = a.first_seed; seed < a.first_seed + a.seeds; ++seed) {
         auto s = make(strategy, space.space, static_cast<std::uint64_t>(seed), a, &space);
-        auto t = search::run_strategy(*s, space.space, evaluator(space), a.budget);
+        auto t = search::run_strategy(*s, space.space, evaluator(space), a.budget,
+                                      first_points(space, strategy, a));
         if (!t) {
           std::cerr << "search_replay: " << name << ": " << t.error().message() << "\n";
           return 1;
@@ -679,6 +705,11 @@ int main(int argc, char** argv) {
          << "- command: `" << command << "`\n"
          << "- seeds: " << a.seeds << " (" << a.first_seed << ".." << a.first_seed + a.seeds - 1
          << "), budget " << a.budget << " evaluations; a failed config costs one evaluation\n"
+         << "- first guesses: "
+         << (a.first_guesses ? "an op's, right after the baseline, on a space attune recorded from "
+                               "it (every strategy but grid), as attune tune evaluates them"
+                             : "none (--no-first-guesses)")
+         << "\n"
          << "- mcts options: exploration " << a.mcts.exploration << ", value power "
          << a.mcts.value_power << ", incumbent bias " << a.mcts.incumbent_bias
          << ", neighbour bias " << a.mcts.neighbour_bias << ", incumbent tail "

@@ -108,4 +108,17 @@ Result<Problem> problem_from_shape(const std::string& op, const std::string& sha
   return Error::invalid_argument("--shape is understood for --op " + list + ", not '" + op + "'");
 }
 
+std::vector<Config> first_guesses(const Problem& problem, const Space& space) {
+  std::vector<Config> out;
+  const OpSignature* op = find_op(problem.op());
+  if (!op || !op->seed_configs) return out;
+  for (const std::string& overrides : op->seed_configs(problem)) {
+    auto set = Config::parse(overrides);
+    if (!set.ok()) continue;
+    auto p = space.point_over_baseline(*set);
+    if (p.ok() && space.prefix_legal(*p)) out.push_back(space.config(*p));
+  }
+  return out;
+}
+
 }  // namespace attune

@@ -90,4 +90,11 @@ const OpSignature* find_op(std::string_view name);
 Result<Problem> problem_from_shape(const std::string& op, const std::string& shape,
                                    const std::string& dtype);
 
+// The op's first guesses at a resolved problem (OpSignature::seed_configs) as configs of its
+// space, in the op's order: each is the baseline with the knobs it names set; one naming a knob
+// this space lacks, or giving an illegal config, is left out. The tuner evaluates them right
+// after the baseline (and a sweep's warm start); a layer tune hands their builds to the backend
+// first; bench/search_replay replays them on a space the op recorded.
+std::vector<Config> first_guesses(const Problem& problem, const Space& space);
+
 }  // namespace attune

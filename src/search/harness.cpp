@@ -7,10 +7,17 @@
 namespace attune::search {
 
 Result<Trace> run_strategy(Strategy& strategy, const Space& space, const Evaluate& evaluate,
-                           std::size_t budget) {
+                           std::size_t budget, const std::vector<Point>& first) {
   Trace trace;
-  PointSet seen;
+  PointSet seen, given;
   double best = std::numeric_limits<double>::infinity();
+  auto evaluate_one = [&](const Point& p) {
+    Evaluation e = evaluate(p);
+    if (e.verdict == Verdict::kOk && e.time_us && *e.time_us < best) best = *e.time_us;
+    strategy.observe(p, e.verdict, e.verdict == Verdict::kOk ? e.time_us : std::nullopt);
+    trace.proposed.push_back(p);
+    trace.best_us.push_back(best);
+  };
   while (trace.proposed.size() < budget) {
     auto p = strategy.propose();
     if (!p) {
@@ -20,13 +27,17 @@ Result<Trace> run_strategy(Strategy& strategy, const Space& space, const Evaluat
     if (!legal(space, *p))
       return Error::internal(strategy.name() + " proposed an illegal point after " +
                              std::to_string(trace.proposed.size()) + " evaluations");
+    if (given.count(*p) && seen.insert(*p).second) continue;  // a first point, measured already
     if (!seen.insert(*p).second)
       return Error::internal(strategy.name() + " proposed '" + space.config(*p).text() + "' twice");
-    Evaluation e = evaluate(*p);
-    if (e.verdict == Verdict::kOk && e.time_us && *e.time_us < best) best = *e.time_us;
-    strategy.observe(*p, e.verdict, e.verdict == Verdict::kOk ? e.time_us : std::nullopt);
-    trace.proposed.push_back(std::move(*p));
-    trace.best_us.push_back(best);
+    evaluate_one(*p);
+    if (trace.proposed.size() != 1) continue;
+    // Right after the baseline: the first points.
+    for (const Point& f : first) {
+      if (trace.proposed.size() >= budget) break;
+      if (!legal(space, f) || f == trace.proposed.front() || !given.insert(f).second) continue;
+      evaluate_one(f);
+    }
   }
   return trace;
 }

@@ -31,8 +31,13 @@ struct Trace {
 
 // Up to `budget` evaluations. A proposal that is illegal or repeated is an internal error naming
 // the strategy and the point: it would cost a real run a GPU evaluation for nothing.
+// `first`: points a real run evaluates right after the baseline (the strategy's first proposal)
+// and before the strategy's second, as the tuner does with an op's first guesses: each is
+// evaluated, counted and observed by the strategy; later proposals of them are passed over
+// without an evaluation, as the tuner passes over a point it has measured. Points illegal in the
+// space, or the baseline, are left out.
 Result<Trace> run_strategy(Strategy& strategy, const Space& space, const Evaluate& evaluate,
-                           std::size_t budget);
+                           std::size_t budget, const std::vector<Point>& first = {});
 
 // The first evaluation count (1-based) at which `best_us` is within `fraction` of `optimum_us`
 // (best <= optimum * (1 + fraction)); nullopt if never.

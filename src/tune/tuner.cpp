@@ -138,19 +138,6 @@ class ListStrategy final : public Strategy {
 
 }  // namespace
 
-std::vector<Config> first_guesses(const Problem& problem, const Space& space) {
-  std::vector<Config> out;
-  const OpSignature* op = find_op(problem.op());
-  if (!op || !op->seed_configs) return out;
-  for (const std::string& overrides : op->seed_configs(problem)) {
-    auto set = Config::parse(overrides);
-    if (!set.ok()) continue;
-    auto p = space.point_over_baseline(*set);
-    if (p.ok() && space.prefix_legal(*p)) out.push_back(space.config(*p));
-  }
-  return out;
-}
-
 Result<bool> Tuner::in_space(const Problem& problem, const Config& config) const {
   ATTUNE_ASSIGN(Space space, backend_.space(problem));
   auto parsed = space.parse(config.text());

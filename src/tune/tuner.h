@@ -167,12 +167,6 @@ struct TuneEvent {
 };
 using TuneObserver = std::function<void(const TuneEvent&)>;
 
-// The op's first guesses at a problem (OpSignature::seed_configs) as configs of its space, in
-// the op's order: each is the baseline with the knobs it names set; one naming a knob this space
-// lacks, or giving an illegal config, is left out. The tuner evaluates them right after the
-// baseline (and a sweep's warm start); a layer tune hands their builds to the backend first.
-std::vector<Config> first_guesses(const Problem& problem, const Space& space);
-
 class Tuner {
  public:
   // clock: what the drift back-off waits on.

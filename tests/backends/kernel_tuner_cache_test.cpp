@@ -350,6 +350,30 @@ TEST(KernelTunerCache, BaselineIsTheOneTheFileNames) {
   EXPECT_FALSE(parse_kernel_tuner_cache(j.dump()));
 }
 
+// A space attune recorded names the problem it came from (bench/spaces/record.py's
+// attune_recorded), which bench/search_replay takes the op's first guesses at.
+TEST(KernelTunerCache, KeepsTheProblemAttuneRecordedItFrom) {
+  CacheHeader h;
+  h.kernel_name = "k";
+  h.problem_size = {64};
+  h.space = Space::make({{"a", {1, 2, 3}, 0}}).value();
+  auto w = write_kernel_tuner_cache(h, {row("a=1", Verdict::kOk, 9.0)});
+  ASSERT_TRUE(w) << w.error().message();
+  auto plain = parse_kernel_tuner_cache(w->text);
+  ASSERT_TRUE(plain) << plain.error().message();
+  EXPECT_EQ(plain->attune_problem, "");
+  auto j = nlohmann::json::parse(w->text);
+  j["attune_recorded"] = {{"what", "a test"}, {"problem", "rmsnorm:hidden=64,rows=2"}};
+  auto recorded = parse_kernel_tuner_cache(j.dump());
+  ASSERT_TRUE(recorded) << recorded.error().message();
+  EXPECT_EQ(recorded->attune_problem, "rmsnorm:hidden=64,rows=2");
+  j["attune_recorded"]["problem"] = 3;
+  auto bad = parse_kernel_tuner_cache(j.dump());
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("'attune_recorded'"), std::string::npos)
+      << bad.error().message();
+}
+
 TEST(KernelTunerCacheWriter, SurvivesKernelTunerAppendingToIt) {
   CacheHeader h;
   h.kernel_name = "tiny_kernel";

@@ -103,6 +103,33 @@ TEST_P(EveryStrategy, StartsWithTheBaseline) {
 INSTANTIATE_TEST_SUITE_P(Search, EveryStrategy, ::testing::ValuesIn(search_strategy_names()),
                          [](const auto& info) { return info.param; });
 
+// An op's first guesses, as the tuner evaluates them: right after the baseline, each counted and
+// observed once, and passed over without an evaluation when the strategy proposes it later.
+TEST_P(EveryStrategy, TakesFirstPointsAfterTheBaselineAndNeverEvaluatesThemAgain) {
+  Space s = test_space();
+  const Point optimum = *s.point(*Config::parse("a=3,b=4,c=2,d=1"));
+  const Point other = *s.point(*Config::parse("a=2,b=2,c=1,d=0"));
+  const Point illegal = {3, 0, 0, 0};  // a=4, b=1: a dead end
+  auto strategy = make(GetParam(), s, 7);
+  ASSERT_NE(strategy, nullptr);
+  auto eval = [&](const Point& p) { return landscape(s, p); };
+  auto trace = run_strategy(*strategy, s, eval, 10000, {optimum, s.baseline(), illegal, other});
+  ASSERT_TRUE(trace) << trace.error().message();
+  ASSERT_GE(trace->evaluations(), 3u);
+  EXPECT_EQ(trace->proposed[0], s.baseline());
+  EXPECT_EQ(trace->proposed[1], optimum);
+  EXPECT_EQ(trace->proposed[2], other);
+  EXPECT_DOUBLE_EQ(trace->best_us[1], 10.0);
+  // Every legal point once: the first points were not evaluated a second time.
+  EXPECT_TRUE(trace->exhausted);
+  EXPECT_EQ(trace->evaluations(), s.count());
+  EXPECT_EQ(std::set<Point>(trace->proposed.begin(), trace->proposed.end()).size(), s.count());
+  // Within a budget the first points count like any evaluation.
+  auto short_run = run_strategy(*make(GetParam(), s, 7), s, eval, 2, {optimum, other});
+  ASSERT_TRUE(short_run);
+  EXPECT_EQ(short_run->proposed, (std::vector<Point>{s.baseline(), optimum}));
+}
+
 TEST(Registry, UnknownNameIsNull) {
   Space s = test_space();
   EXPECT_EQ(make_search_strategy("nope", s, {}), nullptr);

@@ -361,6 +361,12 @@ Result<RecordedSpace> parse_kernel_tuner_cache(std::string_view json_text) {
   // op's or the spec's default, so that a replay proposes what a real run proposes first), else
   // the first option of every knob if recorded with a time, else the first config recorded with
   // a time, else the first recorded config (a space where everything failed).
+  if (j.contains("attune_recorded")) {
+    const json& r = j["attune_recorded"];
+    if (!r.is_object() || (r.contains("problem") && !r["problem"].is_string()))
+      return bad("'attune_recorded' must be an object whose 'problem' is a string");
+    if (r.contains("problem")) rs.attune_problem = r["problem"].get<std::string>();
+  }
   std::optional<std::size_t> named;
   if (j.contains("attune_baseline")) {
     const json& b = j["attune_baseline"];

@@ -36,7 +36,10 @@ struct RecordedSpace {
   std::string kernel_name;   // "convolution_kernel"
   std::string problem_size;  // "4096x4096"
   std::string objective;     // always "time" (the only objective replay supports)
-  bool was_open = false;     // the file was left open by a crash and closed as Kernel Tuner does
+  // The problem attune recorded the space from (`attune_recorded.problem`, e.g.
+  // "attention_prefill:batch=2,...,seq=2048"); "" in a space recorded elsewhere.
+  std::string attune_problem;
+  bool was_open = false;  // the file was left open by a crash and closed as Kernel Tuner does
   // 8 hex digits over the recorded knobs, configs and results: two different recordings of one
   // kernel on one device are two problems, and re-importing the same file is idempotent.
   std::string digest;
