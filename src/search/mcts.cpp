@@ -348,6 +348,10 @@ OptionList<O> build_mcts_option_list() {
       .template add<std::size_t>("prior_check", &MctsOptions::prior_check, at_least(0),
                                  "ok results after which a prior that does not rank them is "
                                  "dropped; 0: never")
+      .template add<std::size_t>("prior_check_given", &MctsOptions::prior_check_given,
+                                 between(0, 1),
+                                 "1: the prior check counts results of points the tree did not "
+                                 "propose (first guesses, a warm start); 0: only its own")
       .template add<double>("prior_min_agreement", &MctsOptions::prior_min_agreement,
                             between(-1, 1),
                             "the least Spearman correlation of a prior's predictions with the "
@@ -450,9 +454,10 @@ std::optional<Point> Mcts::propose() {
 void Mcts::observe(const Point& point, Verdict verdict, std::optional<double> time_us) {
   if (small_) return small_->observe(point, verdict, time_us);
   if (point.size() != s_->space.depth()) return;
+  const bool given = !s_->proposed.count(point) && point != s_->space.baseline();
   s_->proposed.insert(point);
   s_->backup(point, verdict, time_us);
-  s_->check_prior(point, verdict, time_us);
+  if (!given || s_->o.prior_check_given) s_->check_prior(point, verdict, time_us);
 }
 
 namespace {

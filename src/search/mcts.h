@@ -71,6 +71,13 @@ struct MctsOptions {
   // (bench/results/search_replay-2026-12-04e.md).
   std::size_t prior_check = 0;
   double prior_min_agreement = 0.3;
+  // 0: the prior check counts only the baseline and the tree's own proposals, a sample of where
+  // the prior leads; 1: also results of points given to the tree (the op's first guesses, a warm
+  // start's winners, which the tuner evaluates after the baseline). With 1, gemm's seven cuBLASLt
+  // first guesses (ranks differing in lt_algo alone) passed gemm_h200_1x4096x4096's misleading
+  // prior through the check and the search took 162 evaluations to within 2% against 37 with 0
+  // (seeds 0..19; bench/results/search_replay-2026-12-06b.md).
+  std::size_t prior_check_given = 0;
   // A space of at most this many legal configs is searched by the surrogate strategy's cost
   // model (search/surrogate.h) instead of the tree; 0: never. The tree needs many results per
   // fork before its values mean anything, which a space of 19-135 configs cannot give: on the
