@@ -148,6 +148,20 @@ SPACES = [
     ("attention_prefill_h200_512_b8_fp16", "attune attention_prefill family, fp16, causal, 512 "
      "tokens, batch 8, head 128, 32 query heads over 8 KV heads",
      ["--op", "attention_prefill", "--shape", "512x8x128x32x8", "--dtype", "fp16"], [], 90),
+    # Head-64 prefill cells recorded to pick attention_prefill's head-64 first guesses (2026-12-06,
+    # on the card the device tool lent): a tuning set, not held out (SPACES_ONLY=the four below).
+    ("attention_prefill_h100_256_h64_b8", "attune attention_prefill family, bf16, causal, 256 "
+     "tokens, batch 8, head 64, 32 query heads over 8 KV heads",
+     ["--op", "attention_prefill", "--shape", "256x8x64x32x8", "--dtype", "bf16"], [], 90),
+    ("attention_prefill_h100_1024_h64_b4", "attune attention_prefill family, bf16, causal, 1024 "
+     "tokens, batch 4, head 64, 16 query heads over 4 KV heads",
+     ["--op", "attention_prefill", "--shape", "1024x4x64x16x4", "--dtype", "bf16"], [], 90),
+    ("attention_prefill_h100_512_h64_b2", "attune attention_prefill family, bf16, causal, 512 "
+     "tokens, batch 2, head 64, 32 query heads over 8 KV heads",
+     ["--op", "attention_prefill", "--shape", "512x2x64x32x8", "--dtype", "bf16"], [], 90),
+    ("attention_prefill_h100_2048_h64", "attune attention_prefill family, bf16, causal, 2048 "
+     "tokens, batch 1, head 64, 16 query heads over 16 KV heads",
+     ["--op", "attention_prefill", "--shape", "2048x1x64x16x16", "--dtype", "bf16"], [], 90),
 ]
 
 
