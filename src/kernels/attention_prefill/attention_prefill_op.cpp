@@ -113,18 +113,29 @@ OpWork attention_prefill_work(const Problem& p) {
 }
 
 // First guesses (OpSignature::seed_configs): the configs that were fastest where the whole space
-// was measured. Two consumer warpgroups of 64-key tiles with 4 stages and the overlap won at 6 of
-// 10 bench cells on the H200 (seq 128-1024 at every batch; bench/results/attention_prefill-h200-
-// 2026-12-02.md) and at seq 512 on an H100; 128-key tiles with 3 stages at seq 4096 on both; one
-// consumer with two blocks per SM at seq 128 x 16 x 32 heads on an H100 (h100-2026-12-06b.md).
-// Long prompts try the 128-key tiles first. A guess the space refuses (a 128-key tile past twice
-// a short prompt) is left out.
+// was measured. Head 128: two consumer warpgroups of 64-key tiles with 4 stages and the overlap
+// won at 6 of 10 bench cells on the H200 (seq 128-1024 at every batch; bench/results/
+// attention_prefill-h200-2026-12-02.md) and at seq 512 on an H100; 128-key tiles with 3 stages
+// at seq 4096 on both; one consumer with two blocks per SM at seq 128 x 16 x 32 heads on an H100
+// (h100-2026-12-06b.md). Long prompts try the 128-key tiles first. Head 64: one consumer wins on
+// every head-64 space brute-forced on an H100 (bench/spaces/attention_prefill_h100_*_h64*: 64-key
+// tiles with 4 stages and the overlap at 256 and 512 tokens, 128-key tiles with 3 stages and two
+// blocks per SM at 1024 and 2048). A guess the space refuses (a 128-key tile past twice a short
+// prompt, or blocks_per_sm on a space recorded before it) is left out.
 std::vector<std::string> attention_prefill_seeds(const Problem& p) {
+  const std::int64_t seq = *p.int_attr("seq");
+  if (*p.int_attr("head") == 64) {
+    const std::string short_tiles = "kernel=wgmma,block_n=64,consumers=1,stages=4,overlap=1",
+                      long_tiles =
+                          "kernel=wgmma,block_n=128,consumers=1,stages=3,overlap=1,blocks_per_sm=2";
+    if (seq >= 1024) return {long_tiles, short_tiles};
+    return {short_tiles, long_tiles};
+  }
   const std::string short_tiles = "kernel=wgmma,block_n=64,consumers=2,stages=4,overlap=1",
                     long_tiles = "kernel=wgmma,block_n=128,consumers=2,stages=3,overlap=1",
                     two_blocks =
                         "kernel=wgmma,block_n=64,consumers=1,stages=2,overlap=1,blocks_per_sm=2";
-  if (*p.int_attr("seq") >= 2048) return {long_tiles, short_tiles, two_blocks};
+  if (seq >= 2048) return {long_tiles, short_tiles, two_blocks};
   return {short_tiles, long_tiles, two_blocks};
 }
 
