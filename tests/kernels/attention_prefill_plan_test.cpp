@@ -89,34 +89,45 @@ TEST(AttentionPrefillPlan, TwoBlocksPerSmBudgetTheRegistersForTwoOneConsumerBloc
   }
 }
 
-// The first guesses are wgmma configs of the space, each planned: long prompts' 128-key tiles
-// first past 2048 tokens, 64-key tiles first below; a prompt too short for a 128-key tile leaves
-// that guess out.
+// The first guesses are wgmma configs of the space, each planned, in an order that follows the
+// head size and the prompt: head 128 takes two consumers of 128-key tiles first from 2048 tokens,
+// 64-key tiles below, and two blocks per SM last; head 64 one consumer, 128-key tiles with two
+// blocks per SM first from 1024 tokens. A prompt too short for a 128-key tile leaves those out.
 TEST(AttentionPrefillPlan, TheFirstGuessesAreWgmmaConfigsOfTheSpace) {
   ASSERT_NE(attention_prefill_op().seed_configs, nullptr);
-  for (const char* spec : {"attention_prefill:seq=4096,batch=1,head=128,q_heads=32,kv_heads=8",
-                           "attention_prefill:seq=512,batch=8,head=128,q_heads=16,kv_heads=8",
-                           "attention_prefill:seq=33,batch=2,head=64,q_heads=8,kv_heads=2"}) {
-    SCOPED_TRACE(spec);
-    const Problem p = problem(spec);
+  struct Case {
+    const char* spec;
+    std::vector<std::string> expected;  // block_n/consumers/blocks_per_sm of each guess
+  };
+  const Case cases[] = {
+      {"attention_prefill:seq=4096,batch=1,head=128,q_heads=32,kv_heads=8",
+       {"128/2/1", "64/2/1", "64/1/2"}},
+      {"attention_prefill:seq=512,batch=8,head=128,q_heads=16,kv_heads=8",
+       {"64/2/1", "128/2/1", "64/1/2"}},
+      {"attention_prefill:seq=2048,batch=1,head=64,q_heads=16,kv_heads=16",
+       {"128/1/2", "128/2/1", "64/1/1"}},
+      {"attention_prefill:seq=512,batch=2,head=64,q_heads=32,kv_heads=8", {"64/1/1", "128/1/2"}},
+      {"attention_prefill:seq=33,batch=2,head=64,q_heads=8,kv_heads=2", {"64/1/1"}},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.spec);
+    const Problem p = problem(k.spec);
     auto space = attention_prefill_op().space(p);
     ASSERT_TRUE(space.ok());
-    std::vector<Config> guesses;
+    std::vector<std::string> got;
     for (const std::string& seed : attention_prefill_op().seed_configs(p)) {
       auto pt = space->point_over_baseline(*Config::parse(seed));
       ASSERT_TRUE(pt.ok()) << seed;
-      if (space->prefix_legal(*pt)) guesses.push_back(space->config(*pt));
-    }
-    const bool long_prompt = std::string(spec).find("seq=4096") != std::string::npos,
-               tiny = std::string(spec).find("seq=33,") != std::string::npos;
-    ASSERT_EQ(guesses.size(), tiny ? 2u : 3u);
-    EXPECT_EQ(guesses[0].get("block_n")->as_int(), long_prompt ? 128 : 64);
-    EXPECT_EQ(guesses.back().get("blocks_per_sm")->as_int(), 2);
-    for (const Config& c : guesses) {
+      if (!space->prefix_legal(*pt)) continue;
+      const Config c = space->config(*pt);
       EXPECT_EQ(c.get("kernel")->as_word(), "wgmma") << c.text();
       EXPECT_TRUE(space->point(c).ok()) << c.text();
       EXPECT_TRUE(plan_attention_prefill(p, c).ok()) << c.text();
+      got.push_back(std::to_string(c.get("block_n")->as_int()) + "/" +
+                    std::to_string(c.get("consumers")->as_int()) + "/" +
+                    std::to_string(c.get("blocks_per_sm")->as_int()));
     }
+    EXPECT_EQ(got, k.expected);
   }
 }
 

@@ -120,21 +120,22 @@ OpWork attention_prefill_work(const Problem& p) {
 // (h100-2026-12-06b.md). Long prompts try the 128-key tiles first. Head 64: one consumer wins on
 // every head-64 space brute-forced on an H100 (bench/spaces/attention_prefill_h100_*_h64*: 64-key
 // tiles with 4 stages and the overlap at 256 and 512 tokens, 128-key tiles with 3 stages and two
-// blocks per SM at 1024 and 2048). A guess the space refuses (a 128-key tile past twice a short
+// blocks per SM at 1024 and 2048, where two consumers of 128-key tiles, head 128's long-prompt
+// guess, come second). A guess the space refuses (a 128-key tile past twice a short
 // prompt, or blocks_per_sm on a space recorded before it) is left out.
 std::vector<std::string> attention_prefill_seeds(const Problem& p) {
   const std::int64_t seq = *p.int_attr("seq");
-  if (*p.int_attr("head") == 64) {
-    const std::string short_tiles = "kernel=wgmma,block_n=64,consumers=1,stages=4,overlap=1",
-                      long_tiles =
-                          "kernel=wgmma,block_n=128,consumers=1,stages=3,overlap=1,blocks_per_sm=2";
-    if (seq >= 1024) return {long_tiles, short_tiles};
-    return {short_tiles, long_tiles};
-  }
   const std::string short_tiles = "kernel=wgmma,block_n=64,consumers=2,stages=4,overlap=1",
                     long_tiles = "kernel=wgmma,block_n=128,consumers=2,stages=3,overlap=1",
                     two_blocks =
                         "kernel=wgmma,block_n=64,consumers=1,stages=2,overlap=1,blocks_per_sm=2";
+  if (*p.int_attr("head") == 64) {
+    const std::string one_short = "kernel=wgmma,block_n=64,consumers=1,stages=4,overlap=1",
+                      one_long =
+                          "kernel=wgmma,block_n=128,consumers=1,stages=3,overlap=1,blocks_per_sm=2";
+    if (seq >= 1024) return {one_long, long_tiles, one_short};
+    return {one_short, one_long};
+  }
   if (seq >= 2048) return {long_tiles, short_tiles, two_blocks};
   return {short_tiles, long_tiles, two_blocks};
 }
