@@ -207,6 +207,9 @@ def main():
     ap.add_argument("outdir")
     ap.add_argument("--deadline", type=float, default=540, help="seconds for the whole run")
     ap.add_argument("--only", default="", help="comma-separated names")
+    ap.add_argument("--card", default="h200",
+                    help="the card in the files' names: a space named X_h200_Y is written as "
+                         "X_CARD_Y (the same shapes recorded on another GPU)")
     a = ap.parse_args()
     os.makedirs(a.outdir, exist_ok=True)
     db = os.path.join(a.outdir, "spaces.db")
@@ -219,6 +222,7 @@ def main():
     for name, what, tune_args, export_args, limit in SPACES:
         if only and name not in only:
             continue
+        name = name.replace("_h200", f"_{a.card}")
         left = a.deadline - (time.time() - start)
         if left < 20:
             log.append(f"| {name} | | | | | skipped: the run's deadline | |")
