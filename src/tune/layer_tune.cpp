@@ -13,6 +13,7 @@
 
 #include "core/hash.h"
 #include "core/layer_problem.h"
+#include "core/op.h"
 
 namespace attune {
 

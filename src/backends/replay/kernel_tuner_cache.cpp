@@ -357,16 +357,18 @@ Result<RecordedSpace> parse_kernel_tuner_cache(std::string_view json_text) {
     rs.results.push_back(std::move(r));
   }
 
-  // Baseline: the config attune started from when it recorded the space (`attune_baseline`, the
-  // op's or the spec's default, so that a replay proposes what a real run proposes first), else
-  // the first option of every knob if recorded with a time, else the first config recorded with
-  // a time, else the first recorded config (a space where everything failed).
+  // The problem attune recorded the space from (bench/spaces/record.py), if it did.
   if (j.contains("attune_recorded")) {
     const json& r = j["attune_recorded"];
     if (!r.is_object() || (r.contains("problem") && !r["problem"].is_string()))
       return bad("'attune_recorded' must be an object whose 'problem' is a string");
     if (r.contains("problem")) rs.attune_problem = r["problem"].get<std::string>();
   }
+
+  // Baseline: the config attune started from when it recorded the space (`attune_baseline`, the
+  // op's or the spec's default, so that a replay proposes what a real run proposes first), else
+  // the first option of every knob if recorded with a time, else the first config recorded with
+  // a time, else the first recorded config (a space where everything failed).
   std::optional<std::size_t> named;
   if (j.contains("attune_baseline")) {
     const json& b = j["attune_baseline"];
