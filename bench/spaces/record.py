@@ -165,7 +165,7 @@ SPACES = [
 ]
 
 
-def gemm_restrictions(m, k):
+def gemm_restrictions(m, n_out, k):
     """The gemm family's constraints (src/kernels/gemm/gemm_family.cpp) as Kernel Tuner
     restrictions, so its simulation mode builds the space from them: a restriction that only
     says "is in the cache" makes it enumerate the product of all 21 knobs (~1e11)."""
@@ -197,6 +197,26 @@ def gemm_restrictions(m, k):
         "kernel != 'tiled' or (tl_bm // tl_wm) * (tl_bn // tl_wn) <= 64 * 64",
         "kernel != 'tiled' or tl_stages * (tl_bm + tl_bn) * tl_bk * 2 <= 232448",
         f"kernel != 'tiled' or tl_split == 1 or ({k} + tl_bk - 1) // tl_bk >= 2 * tl_split",
+    ]
+    # The wgmma kernel (src/kernels/gemm/gemm_op.cpp's gemm_wgmma_constraints and the split and
+    # TMA-store ones; no silu_mul here). Shared memory: the ring and, under a K split, the fp32
+    # partial tile each fit with the TMA store's staging and the mbarriers (227 KiB).
+    for name, v in [("wg_bm", 128), ("wg_bn", 128), ("wg_stages", 4), ("wg_tiles", 1),
+                  ("wg_cluster", 1), ("wg_split", 1), ("wg_tma_store", 0)]:
+        only("wgmma", name, v)
+    r += [
+        f"kernel != 'wgmma' or {k} % 8 == 0",
+        f"kernel != 'wgmma' or wg_cluster == 1 or {m} > wg_bm",
+        f"kernel != 'wgmma' or wg_bm == 64 or {m} > 64",
+        f"kernel != 'wgmma' or wg_tiles == 1 or "
+        f"(({m} + wg_bm - 1) // wg_bm) * (({n_out} + wg_bn - 1) // wg_bn) >= 2 * wg_tiles",
+        "wg_split == 1 or wg_tiles == 1",
+        "wg_split == 1 or wg_cluster == 1",
+        f"wg_tma_store == 0 or (wg_split == 1 and wg_bn % 64 == 0 and {n_out} % 8 == 0)",
+        "kernel != 'wgmma' or 1024 + wg_stages * (wg_bm + wg_bn) * 128 + "
+        "wg_tma_store * (wg_bm // 64) * 16384 + 16 * wg_stages <= 232448",
+        "kernel != 'wgmma' or wg_split == 1 or 1024 + wg_bm * wg_bn * 4 + 16 * wg_stages <= 232448",
+        f"kernel != 'wgmma' or wg_split == 1 or ({k} + 63) // 64 >= 2 * wg_split",
     ]
     return r
 
@@ -259,8 +279,8 @@ def main():
         cache["attune_recorded"] = {"what": what, "problem": problem, "command": " ".join(cmd),
                                     "date": f"{datetime.datetime.utcnow():%Y-%m-%d}"}
         if tune_args[:2] == ["--op", "gemm"]:
-            m, _, k = (int(x) for x in tune_args[3].split("x"))
-            cache["attune_recorded"]["kernel_tuner_restrictions"] = gemm_restrictions(m, k)
+            m, n, k = (int(x) for x in tune_args[3].split("x"))
+            cache["attune_recorded"]["kernel_tuner_restrictions"] = gemm_restrictions(m, n, k)
         cache["cache"] = configs
         with gzip.open(out + ".gz", "wt") as f:
             json.dump(cache, f)
