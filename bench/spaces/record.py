@@ -202,7 +202,7 @@ def gemm_restrictions(m, n_out, k):
     # TMA-store ones; no silu_mul here). Shared memory: the ring and, under a K split, the fp32
     # partial tile each fit with the TMA store's staging and the mbarriers (227 KiB).
     for name, v in [("wg_bm", 128), ("wg_bn", 128), ("wg_stages", 4), ("wg_tiles", 1),
-                  ("wg_cluster", 1), ("wg_split", 1), ("wg_tma_store", 0)]:
+                    ("wg_cluster", 1), ("wg_split", 1), ("wg_tma_store", 0)]:
         only("wgmma", name, v)
     r += [
         f"kernel != 'wgmma' or {k} % 8 == 0",
