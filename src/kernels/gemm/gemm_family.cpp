@@ -75,14 +75,6 @@ class GemmFamily final : public OpFamily {
     return Status::success();
   }
 
-  // A plan's workspace (split-K partials), grown as candidates need it.
-  Status ensure_workspace(std::size_t bytes) {
-    if (data_.workspace.bytes() >= bytes) return Status::success();
-    data_.workspace = DeviceBuffer{};
-    ATTUNE_ASSIGN(data_.workspace, DeviceBuffer::alloc(bytes));
-    return Status::success();
-  }
-
   // The float64 reference of C: the product, and under silu_mul=1 SiLU(gate) * up of it.
   Status reference(CudaEnv& env, const GemmShape& s) {
     ATTUNE_TRY(data_.product.run(env, s, data_.a.ptr(), data_.b.ptr(), data_.bias.ptr()));
@@ -111,14 +103,12 @@ class GemmFamily final : public OpFamily {
     args.bias = data_.bias.ptr();
     args.rows = static_cast<int>(s.m);
     cublasLtMatmulAlgo_t algo{};
-    PreparedPlan prepared;
+    ReadyPlan ready;
     const bool native = !std::holds_alternative<LtPlan>(plan);
     if (native) {  // attune's kernels, or silu_mul=1's split form (a chain)
-      ATTUNE_ASSIGN(auto refused, prepare_plan(env, lt_, plan, &prepared));
+      ATTUNE_ASSIGN(auto refused, ready_plan(env, lt_, plan, data_.workspace, args, &ready));
       if (refused) return *refused;
-      ATTUNE_TRY(ensure_workspace(prepared.workspace_bytes));
-      args.workspace = data_.workspace.ptr();
-      launch = plan_launcher(lt_, plan, prepared, args);
+      launch = ready.launch;
     } else {
       LtChoice found = choose_lt_algo(lt_, *data_.lt, std::get<LtPlan>(plan));
       if (!found.algo) return Outcome::failed(Verdict::kUnsupported, found.refusal);
