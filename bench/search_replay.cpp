@@ -238,6 +238,7 @@ Row run_variant(const std::string& label, const std::string& variant,
                 const Args& a) {
   Row row{label, variant, {}, {}, {}, dst.points.size()};
   double optimum = *dst.optimum_us();
+  const std::vector<Point> first = first_points(dst, "mcts", a);
   for (int seed = a.first_seed; seed < a.first_seed + a.seeds; ++seed) {
     std::unique_ptr<Strategy> s;
     prior::PriorOptions po;
@@ -255,8 +256,7 @@ Row run_variant(const std::string& label, const std::string& variant,
       s = make("mcts", dst.space, static_cast<std::uint64_t>(seed), a);
     }
     auto run_start = std::chrono::steady_clock::now();
-    auto t =
-        search::run_strategy(*s, dst.space, evaluator(dst), a.budget, first_points(dst, "mcts", a));
+    auto t = search::run_strategy(*s, dst.space, evaluator(dst), a.budget, first);
     if (!t) {
       std::cerr << "search_replay: " << t.error().message() << "\n";
       std::exit(1);
@@ -395,6 +395,7 @@ std::string run_prior_from_others(const std::map<std::string, replay::RecordedSp
       auto info = strategy_info(name);
       if (!info || !info->takes_prior) continue;
       Row row{dst_name, name + " + prior from others", {}, {}, {}, dst.points.size()};
+      const std::vector<Point> first = first_points(dst, name, a);
       for (int seed = a.first_seed; seed < a.first_seed + a.seeds; ++seed) {
         StrategyOptions so{static_cast<std::uint64_t>(seed)};
         for (const auto& [key, value] : a.settings)
@@ -404,8 +405,7 @@ std::string run_prior_from_others(const std::map<std::string, replay::RecordedSp
           std::cerr << "search_replay: " << s.error().message() << "\n";
           std::exit(2);
         }
-        auto t = search::run_strategy(**s, dst.space, evaluator(dst), a.budget,
-                                      first_points(dst, name, a));
+        auto t = search::run_strategy(**s, dst.space, evaluator(dst), a.budget, first);
         if (!t) {
           std::cerr << "search_replay: " << dst_name << ": " << t.error().message() << "\n";
           std::exit(1);
@@ -646,10 +646,10 @@ int main(int argc, char** argv) {
     double optimum = *space.optimum_us();
     for (const auto& strategy : a.strategies) {
       Row row{name, strategy, {}, {}, {}, space.points.size()};
+      const std::vector<Point> first = first_points(space, strategy, a);
       for (int seed = a.first_seed; seed < a.first_seed + a.seeds; ++seed) {
         auto s = make(strategy, space.space, static_cast<std::uint64_t>(seed), a, &space);
-        auto t = search::run_strategy(*s, space.space, evaluator(space), a.budget,
-                                      first_points(space, strategy, a));
+        auto t = search::run_strategy(*s, space.space, evaluator(space), a.budget, first);
         if (!t) {
           std::cerr << "search_replay: " << name << ": " << t.error().message() << "\n";
           return 1;
