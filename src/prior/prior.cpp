@@ -50,6 +50,29 @@ Result<DMatrix> make_matrix(const std::vector<float>& data, std::size_t nrow, st
   return DMatrix(h);
 }
 
+// The order of the model's feature columns. XGBoost takes, of two splits with the same gain,
+// the one on the earlier column, and with few problems behind a prior a device's features and a
+// problem's often part its rows alike: on bench/spaces, the rope prior for rope_h200_4x1024 had
+// rows of one other H200 problem (a decode step) and of the same prefill problem on an H100, and
+// in plain name order ("ctx:device.id" before "ctx:problem.seq") it learned the device, so it
+// predicted the decode step's optimum for the prefill (the search needed 20 evaluations to within
+// 2% over seeds 100..119, against 2 with the device last;
+// bench/results/search_replay-2026-12-06d.md). So the device's features come last: the rows'
+// problem wins a tie, the device still parts rows of one problem measured on two devices.
+struct SchemaLess {
+  bool device_last;
+  bool operator()(const std::string& a, const std::string& b) const {
+    if (device_last) {
+      const bool da = a.starts_with("ctx:device."), db = b.starts_with("ctx:device.");
+      if (da != db) return db;
+    }
+    return a < b;
+  }
+};
+SchemaLess schema_less(bool device_last) {
+  return SchemaLess{device_last};
+}
+
 }  // namespace
 
 Context make_context(const Problem& problem, const DeviceFingerprint& device) {
@@ -138,14 +161,17 @@ struct Prior::State {
   std::uint64_t seen = 0;
   std::size_t since_fit = 0;
   std::size_t next_refit = 0;
-  std::vector<std::string> schema;  // feature names of the trained model
+  std::vector<std::string> schema;  // feature names of the trained model, in schema_less order
+  // The schema's order: the device's features last (version 2 of the reservoir), or plain name
+  // order (version 1, a checkpoint saved before; its next fit takes version 2's).
+  bool device_last = true;
   Booster booster;
   bool quarantined = false;
   double calibration = 0;
   std::uint64_t generation = 0;
 
   std::size_t feature(const std::string& name) const {
-    auto it = std::lower_bound(schema.begin(), schema.end(), name);
+    auto it = std::lower_bound(schema.begin(), schema.end(), name, schema_less(device_last));
     return it != schema.end() && *it == name ? static_cast<std::size_t>(it - schema.begin())
                                              : schema.size();
   }
@@ -228,6 +254,8 @@ Status Prior::fit() {
     for (const auto& c : r.context_features) names.insert("ctx:" + c.first);
   }
   s.schema.assign(names.begin(), names.end());
+  s.device_last = true;
+  std::sort(s.schema.begin(), s.schema.end(), schema_less(true));
   const std::size_t ncol = s.schema.size();
 
   // Per context, the failure target; per (context, depth, prefix), the best target below it.
@@ -434,7 +462,8 @@ Result<Checkpoint> Prior::save() const {
                     {"ok", r.ok},
                     {"y", r.log_us}});
   // The refit schedule is not saved: it belongs to the search that loads the prior.
-  json res = {{"version", 1}, {"schema", s.schema}, {"seen", s.seen}, {"rows", rows}};
+  json res = {
+      {"version", s.device_last ? 2 : 1}, {"schema", s.schema}, {"seen", s.seen}, {"rows", rows}};
   c.reservoir = res.dump();
   c.rows = static_cast<std::int64_t>(s.reservoir.size());
   c.calibration = s.calibration;
@@ -446,8 +475,10 @@ Result<Prior> Prior::load(const Checkpoint& c, PriorOptions options) {
   Prior p(options);
   State& s = *p.s_;
   json j = json::parse(c.reservoir.empty() ? "{}" : c.reservoir, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("version", 0) != 1)
-    return Error::corrupt("prior checkpoint: the reservoir is not a version-1 JSON document");
+  const int version = j.is_object() ? j.value("version", 0) : 0;
+  if (j.is_discarded() || (version != 1 && version != 2))
+    return Error::corrupt("prior checkpoint: the reservoir is not a version-1 or -2 JSON document");
+  s.device_last = version == 2;
   try {
     s.schema = j.at("schema").get<std::vector<std::string>>();
     s.seen = j.at("seen").get<std::uint64_t>();
@@ -463,7 +494,7 @@ Result<Prior> Prior::load(const Checkpoint& c, PriorOptions options) {
   } catch (const json::exception& e) {
     return Error::corrupt(std::string("prior checkpoint: ") + e.what());
   }
-  if (!std::is_sorted(s.schema.begin(), s.schema.end()))
+  if (!std::is_sorted(s.schema.begin(), s.schema.end(), schema_less(s.device_last)))
     return Error::corrupt("prior checkpoint: the feature schema is not sorted");
   if (!c.model.empty()) {
     BoosterHandle raw = nullptr;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace attune::prior {
 namespace {
@@ -97,6 +98,41 @@ TEST(Prior, LearnsWhichForkLeadsToTheFastConfigs) {
   EXPECT_EQ(scorer({5, 2}, {0, 1, 2}), leaf);
   EXPECT_GT(leaf[1], leaf[0]);
   EXPECT_GT(leaf[1], leaf[2]);
+}
+
+// Rows of a prefill on one device and of a decode step on another part alike by the device and
+// by the problem's sequence length. Asked about the prefill on the second device, the prior must
+// follow the problem (the prefill's landscape), not the device it shares with the decode step:
+// XGBoost breaks a tie of gains by column order, and the device's features come last.
+TEST(Prior, APrefillOnAnotherDeviceFollowsTheProblemNotTheDevice) {
+  Space s = Space::make({{"x",
+                          {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
+                           17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32},
+                          0}})
+                .value();
+  auto device = [](const char* name) {
+    DeviceFingerprint d;
+    d.backend = "replay";
+    d.name = name;
+    return d;
+  };
+  const Problem prefill("rope", {{"seq", "1024"}}), decode("rope", {{"seq", "1"}});
+  const Context prefill_a = make_context(prefill, device("a")),
+                decode_b = make_context(decode, device("b")),
+                prefill_b = make_context(prefill, device("b"));
+  PriorOptions o;
+  o.first_refit = 0;
+  Prior p(o);
+  for (std::uint32_t x = 0; x < 32; ++x) {
+    // The prefill is fastest at x = 32, the decode step at x = 1.
+    p.add(make_row(s, {x}, prefill_a, Verdict::kOk, 10.0 + 5 * (31 - x)));
+    p.add(make_row(s, {x}, decode_b, Verdict::kOk, 1.0 + 0.5 * x));
+  }
+  ASSERT_TRUE(p.fit().ok());
+  ASSERT_TRUE(p.usable()) << "calibration " << p.calibration();
+  auto v = p.predictor(s, prefill_b)({{0}, {31}});
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_LT(v[1], v[0]) << "x=32 " << v[1] << ", x=1 " << v[0];
 }
 
 // predictor(): the model's log time of full configs, ranking the fast one first; nothing from a
@@ -220,6 +256,33 @@ TEST(Prior, CheckpointRoundTripsAndDamageIsRefused) {
   bad = *c;
   bad.reservoir = "[]";
   EXPECT_FALSE(Prior::load(bad));
+}
+
+// The reservoir's version 2 keeps the device's features last in the schema; a version-1
+// checkpoint (plain name order, saved before) still loads, and its next fit saves version 2.
+TEST(Prior, ACheckpointInTheOldFeatureOrderStillLoads) {
+  Space s = grid_space();
+  auto c = trained().save();
+  ASSERT_TRUE(c) << c.error().message();
+  auto j = nlohmann::json::parse(c->reservoir);
+  EXPECT_EQ(j.at("version"), 2);
+  auto schema = j.at("schema").get<std::vector<std::string>>();
+  ASSERT_EQ(schema.back().rfind("ctx:device.", 0), 0u) << schema.back();
+  std::sort(schema.begin(), schema.end());  // version 1's order: "ctx:device.*" first
+  j["schema"] = schema;
+  Checkpoint wrong = *c;
+  wrong.reservoir = j.dump();  // version 2 in version 1's order
+  auto r = Prior::load(wrong);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().kind(), Error::Kind::kCorrupt);
+  j["version"] = 1;
+  Checkpoint old = *c;
+  old.reservoir = j.dump();
+  auto q = Prior::load(old);
+  ASSERT_TRUE(q) << q.error().message();
+  EXPECT_EQ(nlohmann::json::parse(q->save()->reservoir).at("version"), 1);
+  ASSERT_TRUE(q->fit().ok());
+  EXPECT_EQ(nlohmann::json::parse(q->save()->reservoir).at("version"), 2);
 }
 
 }  // namespace
