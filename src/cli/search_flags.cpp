@@ -34,11 +34,6 @@ void add_search_flags(CLI::App* sub, SearchFlags* f) {
                   "rank-regime time")
       ->check(finite_number())
       ->capture_default_str();
-  sub->add_option(
-         "--confirm", f->confirm,
-         "measure the best candidate again after the search and keep that time (the best of many "
-         "near-equal measurements is biased low); up to this many candidates; 0: never")
-      ->capture_default_str();
   sub->add_option("--anchor-every", f->anchor_every,
                   "re-measure the baseline after this many new candidates to catch drift; 0: never")
       ->capture_default_str();
@@ -85,7 +80,6 @@ Result<TuneOptions> search_options(const SearchFlags& f, const GlobalOptions& g)
   if (f.max_candidates < 0) return bad("--max-candidates must be >= 0 (0: no limit)");
   if (f.timeout_s < 0) return bad("--timeout must be positive (seconds)");
   if (f.deploy_band < 0) return bad("--deploy-band must be >= 0 (a fraction: 0.5 is 50%)");
-  if (f.confirm < 0) return bad("--confirm must be >= 0 (0 turns the confirmation off)");
   if (f.anchor_every < 0) return bad("--anchor-every must be >= 0 (0 turns the drift check off)");
   if (f.backoff_s < 0) return bad("--backoff must be >= 0 seconds");
   if (f.backoff_max_rounds < 0) return bad("--backoff-max-rounds must be >= 0");
@@ -98,7 +92,6 @@ Result<TuneOptions> search_options(const SearchFlags& f, const GlobalOptions& g)
   if (f.max_candidates > 0) o.max_candidates = f.max_candidates;
   o.arguments = nlohmann::json(g.argv).dump();
   o.deploy_band = f.deploy_band;
-  o.confirm = f.confirm;
   o.drift.anchor_every = f.anchor_every;
   o.drift.backoff_s = f.backoff_s;
   o.drift.max_rounds = f.backoff_max_rounds;

@@ -27,7 +27,6 @@ struct SearchFlags {
   std::vector<std::string> pins;
   std::vector<std::string> strategy_options;  // NAME=VALUE
   double deploy_band = 0.5;
-  int confirm = 3;  // TuneOptions::confirm
   int anchor_every = 8;
   double backoff_s = 1.0;
   int backoff_max_rounds = 12;

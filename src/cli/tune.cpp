@@ -434,11 +434,6 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
                   "rank-regime time")
       ->check(finite_number())
       ->capture_default_str();
-  sub->add_option(
-         "--confirm", f->search.confirm,
-         "measure the best candidate again after the search and keep that time (the best of many "
-         "near-equal measurements is biased low); up to this many candidates; 0: never")
-      ->capture_default_str();
   sub->add_option("--anchor-every", f->search.anchor_every,
                   "re-measure the baseline after this many new candidates to catch drift; 0: never")
       ->capture_default_str();

@@ -233,8 +233,7 @@ json health_json(const std::vector<const MeasurementRow*>& rows,
   for (const MeasurementRow* r : rows) {
     const auto t = epoch_s(r->created_at);
     const double ts = t && t0 ? *t - *t0 : 0;
-    // A row replaced by its config's confirmation is no drift event.
-    if (!r->discarded.empty() && r->discarded != kReplacedByConfirmation) {
+    if (!r->discarded.empty()) {
       auto name = names.count(r->problem_key) ? names.at(r->problem_key) : r->problem_key;
       if (events.empty() || events.back().reason != r->discarded || events.back().problem != name)
         events.push_back({name, r->discarded, ts, 0});

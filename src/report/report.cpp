@@ -106,12 +106,6 @@ nlohmann::json report_json(const TuneReport& r, const ReportOptions& options) {
     pj["evaluated"] = p.evaluated;
     pj["measured"] = p.measured;
     pj["replayed"] = p.replayed;
-    pj["confirmations"] = p.confirmations;
-    // The search's own deploy time of the best when it was measured again after the search (its
-    // median_us is the later measurement's); null when it was not (an identical re-run's).
-    pj["best_search_median_us"] = p.best && p.best->search_deploy_us
-                                      ? nlohmann::json(*p.best->search_deploy_us)
-                                      : nlohmann::json(nullptr);
     pj["space_size"] = p.space_size;
     pj["best_at"] = p.best_at > 0 ? nlohmann::json(p.best_at) : nlohmann::json(nullptr);
     pj["first_guesses"] = p.seeded_first;
@@ -176,12 +170,6 @@ std::string report_text(const TuneReport& r, const ReportOptions& options) {
       if (p.speedup > 0) out += fmt::format("  speedup   {:.3f}x\n", p.speedup);
       if (p.best_at > 0)
         out += fmt::format("  best found at evaluation {} of {}\n", p.best_at, p.evaluated);
-      if (p.best->search_deploy_us)
-        out += fmt::format("  measured again after the search: {} (the search's {}{})\n",
-                           us(p.best->deploy_us), us(p.best->search_deploy_us),
-                           p.confirmations > 1
-                               ? fmt::format("; {} candidates measured again", p.confirmations)
-                               : "");
       if (m && !m->objective.empty()) {
         // The search ranked by time; the objective is a strictly monotonic function of it
         // (checked when the spec was loaded), so its best is this same config.

@@ -71,11 +71,6 @@ struct MeasurementRow {
   double cost_s = 0;
 };
 
-// The reason a row is discarded when the tuner measured its config again after the search
-// (TuneOptions::confirm): the row was not wrong, a later one replaces it. Every other reason is
-// the drift guard's.
-inline constexpr const char* kReplacedByConfirmation = "measured again after the search (confirm)";
-
 // Filter for listing rows; empty fields match everything.
 struct MeasurementQuery {
   std::string problem;  // a structural key, a problem name, or an op

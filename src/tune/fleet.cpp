@@ -21,7 +21,6 @@ std::string work_options_json(const TuneOptions& o, double timeout_s) {
   j["strategy_options"] = o.strategy_options;
   j["pins"] = o.pins;
   j["deploy_band"] = o.deploy_band;
-  j["confirm"] = o.confirm;
   j["fresh_search"] = o.fresh_search;
   j["anchor_every"] = o.drift.anchor_every;
   j["backoff_s"] = o.drift.backoff_s;
@@ -46,7 +45,6 @@ Result<TuneOptions> work_options_from_json(const std::string& text, double* time
     o.strategy_options = j.value("strategy_options", o.strategy_options);
     o.pins = j.value("pins", o.pins);
     o.deploy_band = j.value("deploy_band", o.deploy_band);
-    o.confirm = j.value("confirm", o.confirm);
     o.fresh_search = j.value("fresh_search", o.fresh_search);
     o.drift.anchor_every = j.value("anchor_every", o.drift.anchor_every);
     o.drift.backoff_s = j.value("backoff_s", o.drift.backoff_s);

@@ -165,7 +165,6 @@ Result<TuneReport> Tuner::measure(const std::vector<std::pair<Problem, std::vect
   o.fresh_search = true;
   // Every listed config is measured in the deploy regime, whatever its ranking time.
   o.deploy_band = std::numeric_limits<double>::infinity();
-  o.confirm = 0;  // a list is measured, not searched: no best of many to measure again
   o.drift = options.drift;
   o.interrupted = options.interrupted;
   o.arguments = options.arguments;
@@ -206,15 +205,14 @@ Error Tuner::interruption(const Problem& problem, const Config& config) const {
 }
 
 Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Regime regime,
-                                bool* replayed, std::int64_t* row_id, bool* held, bool fresh,
-                                double carried_s) {
+                                bool* replayed, std::int64_t* row_id, bool* held) {
   *row_id = 0;
   if (held) *held = false;
   const std::string hash = config.hash_hex();
   const ClaimKey key{device_.key(), problem.structural_key(), backend_.name(), regime, hash};
   // Concurrent tuners of one problem split the work: a config is claimed before it is measured,
   // and one another live run holds is answered from the store once that run has recorded it.
-  while (!fresh) {
+  while (true) {
     ATTUNE_ASSIGN(auto stored,
                   store_.find(key.device_key, key.problem_key, key.backend, regime, hash));
     if (stored) {
@@ -248,7 +246,7 @@ Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Re
     if (interrupted()) return interruption(problem, config);
     // Not the candidate's outcome: the backend lost its reference (Backend::reference_lost).
     if (backend_.baseline_is_reference() && backend_.reference_lost(problem)) {
-      if (!fresh) ATTUNE_TRY(store_.release(key, run_id_));
+      ATTUNE_TRY(store_.release(key, run_id_));
       return o;
     }
   }
@@ -262,10 +260,10 @@ Result<Outcome> Tuner::evaluate(const Problem& problem, const Config& config, Re
   row.regime = regime;
   row.outcome = o;
   const auto now = clock_.now();
-  row.cost_s = std::chrono::duration<double>(now - mark_).count() + carried_s;
+  row.cost_s = std::chrono::duration<double>(now - mark_).count();
   mark_ = now;
   ATTUNE_ASSIGN(*row_id, store_.record(row));
-  if (!fresh) ATTUNE_TRY(store_.release(key, run_id_));
+  ATTUNE_TRY(store_.release(key, run_id_));
   return o;
 }
 
@@ -443,59 +441,6 @@ class Tuner::ProblemSearch {
             problem_.name(), guard_.pending_count());
       else
         ATTUNE_TRY(check_anchor());
-    }
-    if (!reference_lost()) ATTUNE_TRY(confirm_best());
-    return Status::success();
-  }
-
-  // TuneOptions::confirm: the best candidate measured in this run is measured again in the deploy
-  // regime, until the best is one measured again or answered from the store. The new row replaces
-  // the search's, which is discarded with the reason (one kept row per config and regime, as
-  // ever; a table and a re-run take the new one, charged what both cost). One that fails now is
-  // no longer a candidate. Taken past the time limit too: a few measurements of configs built.
-  // Only where the search ranks by another regime (kRank): a backend measured in deploy alone
-  // ranks by these very times, so an identical re-run, replaying a changed time, would search
-  // differently; where the search ranks by the rank regime, a re-run replays the same rank times
-  // and takes the same path.
-  Status confirm_best() {
-    if (regimes_.ranking() != Regime::kRank) return Status::success();
-    std::set<std::size_t> confirmed;
-    for (int n = 0; n < options_.confirm; ++n) {
-      std::optional<std::size_t> best;
-      for (std::size_t i = 0; i < results_.size(); ++i) {
-        const CandidateResult& c = results_[i];
-        if (dropped_.count(i) || c.verdict != Verdict::kOk || !c.deploy_us) continue;
-        if (!best || ranks_before(c, results_[*best])) best = i;
-      }
-      if (!best || confirmed.count(*best) || results_[*best].replayed) return Status::success();
-      if (t_.interrupted()) return t_.interruption(problem_, anchor_);
-      CandidateResult& c = results_[*best];
-      ATTUNE_ASSIGN(const Config config, space_.parse(c.config));
-      ATTUNE_ASSIGN(std::optional<MeasurementRow> searched,
-                    t_.store_.find(t_.device_.key(), problem_.structural_key(), t_.backend_.name(),
-                                   Regime::kDeploy, config.hash_hex()));
-      bool replayed = false;
-      std::int64_t id = 0;
-      ATTUNE_ASSIGN(Outcome o,
-                    t_.evaluate(problem_, config, Regime::kDeploy, &replayed, &id, nullptr,
-                                /*fresh=*/true, searched ? searched->cost_s : 0));
-      if (reference_lost()) return Status::success();
-      if (searched && id) ATTUNE_TRY(t_.store_.discard({searched->id}, kReplacedByConfirmation));
-      confirmed.insert(*best);
-      ++rep_.confirmations;
-      if (!c.search_deploy_us) c.search_deploy_us = c.deploy_us;
-      if (o.verdict == Verdict::kOk && o.measurement) {
-        c.deploy_us = o.measurement->median_us;
-        c.deploy_noise = o.measurement->noise;
-        c.deploy_check = o.check;
-        c.deploy_parts_us = o.measurement->parts_us;
-        c.deploy_parts_floor_us = o.measurement->parts_floor_us;
-      } else {
-        c.verdict = o.verdict;
-        c.message = "measured again after the search: " + o.message;
-        c.deploy_us.reset();
-        c.rank_us.reset();
-      }
     }
     return Status::success();
   }

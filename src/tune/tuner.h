@@ -43,16 +43,6 @@ struct TuneOptions {
   // on the H200, 8 of 45 decode shapes had their deploy-fastest cuBLASLt algorithm 13-17% slower
   // warm, and searched deploy winners were up to 35% slower warm than the warm best.
   double deploy_band = 0.5;
-  // After the search, the best candidate measured in this run is measured again in the deploy
-  // regime, and that time is the one the report and the table keep; if another candidate of this
-  // run is then faster, it is measured again too, up to this many times in all (0: never); only
-  // where the search ranks by the rank regime (not a backend measured in deploy alone). The
-  // best of many near-equal candidates is the one whose measurement happened to come out low:
-  // on an H100, each of four grid tunes' winner of a 2 us SiLU * mul and RMSNorm took 0.03-0.22
-  // us (mean 0.12, 6%) longer in the other three runs' measurements, where any one config's
-  // times varied by 0.07 us between runs (bench/results/h100-2026-12-06-session31.md), and
-  // `attune verify`, which measures the table's rows afresh, failed such rows by 0.42 us.
-  int confirm = 3;
   // Knob values every searched config must have (the baseline is measured regardless): narrows
   // a search to part of the space, e.g. kernel=cublaslt.
   std::map<std::string, std::string> pins;
@@ -100,9 +90,6 @@ struct CandidateResult {
   // A chain's steps in its graph and the graph's floor (Measurement::parts_us, parts_floor_us).
   std::vector<double> deploy_parts_us;
   double deploy_parts_floor_us = 0;
-  // The search's deploy time of a candidate measured again after the search (its confirmation,
-  // TuneOptions::confirm); deploy_us is then the confirmation's.
-  std::optional<double> search_deploy_us;
 };
 
 struct ProblemReport {
@@ -129,7 +116,6 @@ struct ProblemReport {
   std::int64_t evaluated = 0;
   std::int64_t measured = 0;
   std::int64_t replayed = 0;
-  std::int64_t confirmations = 0;  // deploy measurements taken again after the search (confirm)
   std::map<Verdict, std::int64_t> verdicts;
   std::vector<CandidateResult> rejected;  // every candidate that did not pass, with its reason
   // Every candidate of the problem in visit order, passing or not, less those discarded for drift
@@ -238,11 +224,8 @@ class Tuner {
   // (not stored when the backend lost its reference meanwhile). row_id: the stored row when it
   // was measured now, else 0. A config another live run has claimed is waited for, or, with
   // `held`, left to it: *held is set and the outcome is empty.
-  // fresh: measured whatever the store holds (a confirmation, TuneOptions::confirm), its row
-  // charged carried_s more than its own time (what the row it replaces cost).
   Result<Outcome> evaluate(const Problem& problem, const Config& config, Regime regime,
-                           bool* replayed, std::int64_t* row_id, bool* held = nullptr,
-                           bool fresh = false, double carried_s = 0);
+                           bool* replayed, std::int64_t* row_id, bool* held = nullptr);
   // Whether the run was asked to stop (TuneOptions::interrupted), and the error that unwinds a
   // problem's search to its report.
   bool interrupted() const { return interrupted_ && interrupted_->load(); }

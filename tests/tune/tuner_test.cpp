@@ -49,58 +49,6 @@ TEST_F(TunerTest, SecondIdenticalRunMeasuresNothingAndReportsTheSame) {
   EXPECT_EQ(a.speedup, b.speedup);
 }
 
-// TuneOptions::confirm: the best is measured again after the search; its new row is the one kept
-// (the search's is discarded with the reason), the report's best time is it, and an identical
-// re-run replays it and measures nothing.
-TEST_F(TunerTest, TheBestIsMeasuredAgainAfterTheSearchAndThatTimeIsKept) {
-  TuneOptions o;
-  o.strategy = "grid";
-  o.patience = 0;
-  ProblemReport r = tune("rmsnorm", o);
-  ASSERT_TRUE(r.best && r.best->deploy_us && r.best->search_deploy_us);
-  EXPECT_GE(r.confirmations, 1);
-  EXPECT_LE(r.confirmations, 3);
-  MeasurementQuery q;
-  q.problem = r.problem.structural_key();
-  q.regime = Regime::kDeploy;
-  auto kept = store->measurements(q);
-  ASSERT_TRUE(kept.ok());
-  int best_rows = 0;
-  for (const auto& row : *kept)
-    if (row.config == r.best->config) {
-      ++best_rows;
-      EXPECT_EQ(row.outcome.measurement->median_us, *r.best->deploy_us);
-    }
-  EXPECT_EQ(best_rows, 1);
-  q.include_discarded = true;
-  auto all = store->measurements(q);
-  ASSERT_TRUE(all.ok());
-  EXPECT_EQ(all->size(), kept->size() + static_cast<std::size_t>(r.confirmations));
-  bool searched = false;
-  for (const auto& row : *all)
-    if (row.config == r.best->config && !row.discarded.empty()) {
-      searched = true;
-      EXPECT_NE(row.discarded.find("measured again after the search"), std::string::npos);
-      EXPECT_EQ(row.outcome.measurement->median_us, *r.best->search_deploy_us);
-    }
-  EXPECT_TRUE(searched);
-
-  ProblemReport again = tune("rmsnorm", o);
-  EXPECT_EQ(again.measured, 0);
-  EXPECT_EQ(again.confirmations, 0);
-  ASSERT_TRUE(again.best);
-  EXPECT_EQ(again.best->config, r.best->config);
-  EXPECT_EQ(again.best->deploy_us, r.best->deploy_us);
-
-  // confirm = 0: the search's time stands.
-  store = std::move(*SqliteStore::open(dir.file("off.db")));
-  o.confirm = 0;
-  ProblemReport off = tune("rmsnorm", o);
-  EXPECT_EQ(off.confirmations, 0);
-  ASSERT_TRUE(off.best);
-  EXPECT_FALSE(off.best->search_deploy_us);
-}
-
 TEST_F(TunerTest, BaselineFirstAndBestIsTheFastestDeployTime) {
   TuneOptions o;
   o.strategy = "grid";
@@ -1035,8 +983,6 @@ TEST_F(DeployOnlyTest, EachCandidateIsMeasuredOnceInDeployAndTiesGoToFewerChange
     EXPECT_EQ(r.evaluated, 6);
     EXPECT_EQ(backend.executions[Regime::kDeploy], 6);
     EXPECT_EQ(backend.executions[Regime::kRank], 0);
-    // Ranked by these deploy times: the best is not measured again (TuneOptions::confirm).
-    EXPECT_EQ(r.confirmations, 0);
     ASSERT_TRUE(r.best);
     // Whichever of the two 5 us configs the seed visits first, the one changing one knob wins,
     // though its text sorts after the other's.
