@@ -248,14 +248,13 @@ Status Prior::fit() {
   s.since_fit = 0;
   if (s.reservoir.size() < s.o.min_rows) return Status::success();  // stays as it is (cold)
 
-  std::set<std::string> names;
+  std::set<std::string, SchemaLess> names(schema_less(true));
   for (const auto& r : s.reservoir) {
     for (const auto& k : r.knobs) names.insert("knob:" + k.first);
     for (const auto& c : r.context_features) names.insert("ctx:" + c.first);
   }
   s.schema.assign(names.begin(), names.end());
   s.device_last = true;
-  std::sort(s.schema.begin(), s.schema.end(), schema_less(true));
   const std::size_t ncol = s.schema.size();
 
   // Per context, the failure target; per (context, depth, prefix), the best target below it.
