@@ -91,8 +91,9 @@ TEST(AttentionPrefillPlan, TwoBlocksPerSmBudgetTheRegistersForTwoOneConsumerBloc
 
 // The first guesses are wgmma configs of the space, each planned, in an order that follows the
 // head size and the prompt: head 128 takes two consumers of 128-key tiles first from 2048 tokens,
-// 64-key tiles below, and two blocks per SM last; head 64 one consumer, 128-key tiles with two
-// blocks per SM first from 1024 tokens. A prompt too short for a 128-key tile leaves those out.
+// 64-key tiles below, and two blocks per SM last, and below 256 blocks of two consumers one
+// consumer of 64-key tiles second; head 64 one consumer, 128-key tiles with two blocks per SM
+// first from 1024 tokens. A prompt too short for a 128-key tile leaves those out.
 TEST(AttentionPrefillPlan, TheFirstGuessesAreWgmmaConfigsOfTheSpace) {
   ASSERT_NE(attention_prefill_op().seed_configs, nullptr);
   struct Case {
@@ -103,6 +104,11 @@ TEST(AttentionPrefillPlan, TheFirstGuessesAreWgmmaConfigsOfTheSpace) {
       {"attention_prefill:seq=4096,batch=1,head=128,q_heads=32,kv_heads=8",
        {"128/2/1", "64/2/1", "64/1/2"}},
       {"attention_prefill:seq=512,batch=8,head=128,q_heads=16,kv_heads=8",
+       {"64/2/1", "128/2/1", "64/1/2"}},
+      // 1024 tokens x 16 heads: 128 blocks of two consumers; 1000 x 2 x 16: 256.
+      {"attention_prefill:seq=1024,batch=1,head=128,q_heads=16,kv_heads=8",
+       {"64/2/1", "64/1/1", "128/2/1", "64/1/2"}},
+      {"attention_prefill:seq=1000,batch=2,head=128,q_heads=16,kv_heads=8",
        {"64/2/1", "128/2/1", "64/1/2"}},
       {"attention_prefill:seq=2048,batch=1,head=64,q_heads=16,kv_heads=16",
        {"128/1/2", "128/2/1", "64/1/1"}},

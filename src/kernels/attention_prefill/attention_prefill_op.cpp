@@ -121,22 +121,30 @@ OpWork attention_prefill_work(const Problem& p) {
 // every head-64 space brute-forced on an H100 (bench/spaces/attention_prefill_h100_*_h64*: 64-key
 // tiles with 4 stages and the overlap at 256 and 512 tokens, 128-key tiles with 3 stages and two
 // blocks per SM at 1024 and 2048, where two consumers of 128-key tiles, head 128's long-prompt
-// guess, come second). A guess the space refuses (a 128-key tile past twice a short
-// prompt, or blocks_per_sm on a space recorded before it) is left out.
+// guess, come second). Head 128 with few blocks of two consumers (128 query rows each; fewer
+// than 256, two per SM of a 128-SM-class GPU) tries one consumer of the short tiles second: half
+// the rows per block, twice the blocks, and causal attention's uneven blocks spread over more SMs
+// (it won at 1024 tokens x 16 heads on an H100 and an H200, 128 blocks of two consumers, and the
+// 1 x 128 layer's tunes chose one consumer; search_replay-2026-12-06e.md). A guess the space
+// refuses (a 128-key tile past twice a short prompt, or blocks_per_sm on a space recorded before
+// it) is left out.
 std::vector<std::string> attention_prefill_seeds(const Problem& p) {
   const std::int64_t seq = *p.int_attr("seq");
+  const std::int64_t two_consumer_blocks =
+      *p.int_attr("batch") * *p.int_attr("q_heads") * ((seq + 127) / 128);
   const std::string short_tiles = "kernel=wgmma,block_n=64,consumers=2,stages=4,overlap=1",
                     long_tiles = "kernel=wgmma,block_n=128,consumers=2,stages=3,overlap=1",
+                    one_short = "kernel=wgmma,block_n=64,consumers=1,stages=4,overlap=1",
                     two_blocks =
                         "kernel=wgmma,block_n=64,consumers=1,stages=2,overlap=1,blocks_per_sm=2";
   if (*p.int_attr("head") == 64) {
-    const std::string one_short = "kernel=wgmma,block_n=64,consumers=1,stages=4,overlap=1",
-                      one_long =
-                          "kernel=wgmma,block_n=128,consumers=1,stages=3,overlap=1,blocks_per_sm=2";
+    const std::string one_long =
+        "kernel=wgmma,block_n=128,consumers=1,stages=3,overlap=1,blocks_per_sm=2";
     if (seq >= 1024) return {one_long, long_tiles, one_short};
     return {one_short, one_long};
   }
   if (seq >= 2048) return {long_tiles, short_tiles, two_blocks};
+  if (two_consumer_blocks < 256) return {short_tiles, one_short, long_tiles, two_blocks};
   return {short_tiles, long_tiles, two_blocks};
 }
 
