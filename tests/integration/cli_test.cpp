@@ -260,6 +260,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"verify attune.db", "not a complete JSON document"},
         BadInput{"verify --band 0 attune.db", "--band must be a positive fraction"},
         BadInput{"verify --band-floor-us -1 attune.db", "--band-floor-us must be >= 0"},
+        BadInput{"verify --retries -1 attune.db", "--retries: Value -1 not in range 0 to 100"},
         BadInput{"tune --backend sim --problem rmsnorm --device 1",
                  "has 1 device (index 0), not device 1"},
         BadInput{"device --backend sim --device 3", "has 1 device (index 0), not device 3"},
