@@ -106,6 +106,38 @@ def best_us(text):
 
 
 lines_out, worst, slower, unmatched, best_slower = [], None, [], [], []
+total = len(dtypes) * len(heads) * len(kvs) * len(batches)
+
+
+def report(final):
+    """sweep_sdpa.md from the cells timed so far (printed too when final)."""
+    n = len(lines_out)
+    met = n - len(slower) - len(unmatched)
+    text = "\n".join([
+        f"# bench/sweep_sdpa  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        *([] if final else [f"partial: {n} of {total} cells timed so far (the run had not ended)"]),
+        f"device: {props.name}; torch {torch.__version__}; rows {rows_path}; {samples} samples per SDPA "
+        f"backend; {time.time() - t0:.0f} s",
+        "attune us: what libattune-rt dispatches at the cell (the covering row's config, its deploy time at the "
+        "point as the sweep measured it; or the split baseline where no row covers the cell). SDPA backends: "
+        "bench/sdpa_timing.py, the same regime. ratio = attune / best SDPA (<= 1: no slower). cell's best: "
+        "the fastest config the sweep measured at the cell (deploy regime), what a table without the "
+        "compression into a default per group would dispatch; its ratio likewise.",
+        "", "| cell | attune us | row | baseline us | flash us | efficient us | cudnn us | math us | best SDPA | ratio "
+        "| cell's best us | its ratio | config |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|", *lines_out, "",
+        f"No slower than the best SDPA backend: {met} of {n} cells"
+        + (f"; worst ratio {worst[0]:.2f} ({worst[1]})" if worst else ""),
+        f"The cell's best measured config no slower: {n - len(best_slower) - len(unmatched)} of {n} cells"
+        + (f" (slower: {', '.join(best_slower)})" if best_slower else ""),
+        *(["Slower:"] + [f"- {s}" for s in slower] if slower else []),
+        *([f"Not compared (no attune time or no SDPA backend ran): {', '.join(unmatched)}"] if unmatched else []),
+    ])
+    if final:
+        print(text)
+    open(os.path.join(out_dir, "sweep_sdpa.md"), "w").write(text + "\n")
+
+
 t0 = time.time()
 for dtype in dtypes:
     for head in heads:
@@ -137,27 +169,9 @@ for dtype in dtypes:
                 lines_out.append(f"| {cell} | {fmt(us)} | {kind} | {fmt(base)} | {cols} | {best or '-'} | "
                                  f"{fmt(ratio)} | {fmt(cell_best)} | {fmt(best_ratio)} | {config} |")
                 print(lines_out[-1], flush=True)
+                # The report is rewritten after every cell, so a call that runs out of time still
+                # leaves every cell it timed in sweep_sdpa.md.
+                report(final=False)
 
-n = len(lines_out)
-met = n - len(slower) - len(unmatched)
-text = "\n".join([
-    f"# bench/sweep_sdpa  {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
-    f"device: {props.name}; torch {torch.__version__}; rows {rows_path}; {samples} samples per SDPA backend; "
-    f"{time.time() - t0:.0f} s",
-    "attune us: what libattune-rt dispatches at the cell (the covering row's config, its deploy time at the "
-    "point as the sweep measured it; or the split baseline where no row covers the cell). SDPA backends: "
-    "bench/sdpa_timing.py, the same regime. ratio = attune / best SDPA (<= 1: no slower). cell's best: "
-    "the fastest config the sweep measured at the cell (deploy regime), what a table without the "
-    "compression into a default per group would dispatch; its ratio likewise.",
-    "", "| cell | attune us | row | baseline us | flash us | efficient us | cudnn us | math us | best SDPA | ratio "
-    "| cell's best us | its ratio | config |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|", *lines_out, "",
-    f"No slower than the best SDPA backend: {met} of {n} cells"
-    + (f"; worst ratio {worst[0]:.2f} ({worst[1]})" if worst else ""),
-    f"The cell's best measured config no slower: {n - len(best_slower) - len(unmatched)} of {n} cells"
-    + (f" (slower: {', '.join(best_slower)})" if best_slower else ""),
-    *(["Slower:"] + [f"- {s}" for s in slower] if slower else []),
-    *([f"Not compared (no attune time or no SDPA backend ran): {', '.join(unmatched)}"] if unmatched else []),
-])
-print(text)
-open(os.path.join(out_dir, "sweep_sdpa.md"), "w").write(text + "\n")
+report(final=True)
+
