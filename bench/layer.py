@@ -191,6 +191,7 @@ def summarize_tune(report, r):
     kernels = report.get("kernels") or []
     t.update({
         "elapsed_s": run_.get("elapsed_s"),
+        "check_s": run_.get("check_s"),
         "interrupted": run_.get("interrupted"),
         "device": (report.get("device") or {}).get("name"),
         "winner": report.get("winner"),
@@ -415,7 +416,13 @@ def shape_md(s, res):
     line = "- attune's tuning wall time: "
     if num(tw):
         line += f"{tw:.1f} s" + (" (stopped at its cap: a partial tune)" if tune.get("timed_out") or tune.get("interrupted") else "")
-        line += f" ({tune.get('measured', '?')} candidates measured, {tune.get('problems_tuned', '?')} problems searched)"
+        line += f" ({tune.get('measured', '?')} candidates measured, {tune.get('problems_tuned', '?')} problems searched"
+        # Where the wall time went past the searches' limit (the report's run.elapsed_s and
+        # run.check_s; the rest is start-up, planning and exit).
+        el, ck = tune.get("elapsed_s"), tune.get("check_s")
+        if num(el) and num(ck):
+            line += f"; searches {el:.1f} s, assembled check {ck:.1f} s, the rest {tw - el - ck:.1f} s"
+        line += ")"
     else:
         line += us(None, tune_why)
     line += "; max-autotune's compile: " + (f"{mat_c:.1f} s" if num(mat_c) else us(None, mat_why))

@@ -413,9 +413,12 @@ Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
     gr.total_us = total;
     if (!report.winner || total < *report.groupings[*report.winner].total_us) report.winner = g;
   }
-  if (report.winner && !report.interrupted)
+  if (report.winner && !report.interrupted) {
+    const auto check_start = std::chrono::steady_clock::now();
     ATTUNE_TRY(check_assembled(report, devices.front(), make_lane, options, locked));
-  else
+    report.check_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
+  } else
     report.assembled.note = report.interrupted ? "not measured: the run was interrupted"
                                                : "not measured: no grouping was scored";
   return Status::success();

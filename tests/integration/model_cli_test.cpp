@@ -82,6 +82,9 @@ TEST(ModelCli, ALayerIsTunedInTwoLevelsAndARerunMeasuresNothing) {
               1e-9 * a["total_us"].get<double>());
   EXPECT_LT(std::abs(a["assembled"]["gap"].get<double>()), 0.05) << a["assembled"].dump();
   EXPECT_FALSE(a["assembled"]["replayed"].get<bool>());
+  // The run's clock in two parts: the searches, then the assembled check.
+  EXPECT_GT(a["run"]["elapsed_s"].get<double>(), 0);
+  EXPECT_GT(a["run"]["check_s"].get<double>(), 0);
   int measured = 0;
   for (const auto& k : a["kernels"]) measured += k["measured"].get<int>();
   EXPECT_GT(measured, 0);
