@@ -418,9 +418,10 @@ Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
     ATTUNE_TRY(check_assembled(report, devices.front(), make_lane, options, locked));
     report.check_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
-  } else
+  } else {
     report.assembled.note = report.interrupted ? "not measured: the run was interrupted"
                                                : "not measured: no grouping was scored";
+  }
   return Status::success();
 }
 
