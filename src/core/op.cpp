@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -108,15 +109,20 @@ Result<Problem> problem_from_shape(const std::string& op, const std::string& sha
   return Error::invalid_argument("--shape is understood for --op " + list + ", not '" + op + "'");
 }
 
-std::vector<Config> first_guesses(const Problem& problem, const Space& space) {
+std::vector<Config> first_guesses(const Problem& problem, const Space& space,
+                                  const std::map<std::string, std::string>& pins) {
   std::vector<Config> out;
   const OpSignature* op = find_op(problem.op());
   if (!op || !op->seed_configs) return out;
+  std::set<Point> seen;
   for (const std::string& overrides : op->seed_configs(problem)) {
     auto set = Config::parse(overrides);
     if (!set.ok()) continue;
-    auto p = space.point_over_baseline(*set);
-    if (p.ok() && space.prefix_legal(*p)) out.push_back(space.config(*p));
+    std::vector<Config::Entry> entries = set->entries();
+    for (const auto& [name, value] : pins)
+      if (space.index_of(name) && !set->get(name)) entries.emplace_back(name, Value::parse(value));
+    auto p = space.point_over_baseline(Config(std::move(entries)));
+    if (p.ok() && space.prefix_legal(*p) && seen.insert(*p).second) out.push_back(space.config(*p));
   }
   return out;
 }

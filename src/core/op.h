@@ -91,10 +91,14 @@ Result<Problem> problem_from_shape(const std::string& op, const std::string& sha
                                    const std::string& dtype);
 
 // The op's first guesses at a resolved problem (OpSignature::seed_configs) as configs of its
-// space, in the op's order: each is the baseline with the knobs it names set; one naming a knob
-// this space lacks, or giving an illegal config, is left out. The tuner evaluates them right
-// after the baseline (and a sweep's warm start); a layer tune hands their builds to the backend
-// first; bench/search_replay replays them on a space the op recorded.
-std::vector<Config> first_guesses(const Problem& problem, const Space& space);
+// space, in the op's order, each once: a guess is the baseline with the knobs it names set, and a
+// pinned knob (`--pin`) the guess does not name takes its pinned value instead of the baseline's.
+// One naming a knob this space lacks (a space recorded before the knob existed), or giving an
+// illegal config, is left out (the tuner also leaves out one naming a pinned knob with another
+// value). The tuner evaluates them right after the baseline (and a sweep's warm start); a layer
+// tune hands their builds to the backend first; bench/search_replay replays them on a space the
+// op recorded.
+std::vector<Config> first_guesses(const Problem& problem, const Space& space,
+                                  const std::map<std::string, std::string>& pins = {});
 
 }  // namespace attune

@@ -519,15 +519,16 @@ class Tuner::ProblemSearch {
   // A warm start: the winners of this problem's group that the run tuned before it.
   Status visit_warm() { return visit_first(t_.warm_, &rep_.warm_first); }
 
-  // The op's first guesses at this problem (first_guesses). Not under grid, which walks the
-  // space in its order (and whose shards are disjoint).
+  // The op's first guesses at this problem (first_guesses), with the run's pins applied. Not
+  // under grid, which walks the space in its order (and whose shards are disjoint).
   Status visit_seeds() {
     if (options_.strategy == "grid") return Status::success();
     return visit_first(seed_texts(), &rep_.seeded_first);
   }
   std::vector<std::string> seed_texts() const {
     std::vector<std::string> texts;
-    for (const Config& c : first_guesses(problem_, space_)) texts.push_back(c.text());
+    for (const Config& c : first_guesses(problem_, space_, options_.pins))
+      texts.push_back(c.text());
     return texts;
   }
 

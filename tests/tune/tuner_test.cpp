@@ -263,6 +263,31 @@ TEST(FirstGuesses, GemmTriesCublasLtsOtherRanks) {
   EXPECT_TRUE(first_guesses(*norm, *find_op("rmsnorm")->space(*norm)).empty());
 }
 
+// A pin on a knob a first guess does not name holds in the guess instead of the baseline's
+// value: with two blocks per SM pinned, head 64's one-consumer guess of short tiles (which leaves
+// blocks_per_sm at the baseline's 1) is tried with two; a guess naming a pinned knob with another
+// value is still left out.
+TEST_F(TunerTest, APinOnAKnobTheGuessesDoNotNameKeepsThem) {
+  TuneOptions o;
+  o.strategy = "random";
+  o.seed = 4;
+  o.fresh_search = true;
+  o.max_candidates = 10;
+  o.patience = 0;
+  o.pins = {{"blocks_per_sm", "2"}};
+  const std::string spec =
+      "attention_prefill:seq=512,batch=2,head=64,q_heads=32,kv_heads=8,dtype=bf16";
+  ProblemReport r = tune(spec, o);
+  EXPECT_EQ(r.seeded_first, 2);
+  ASSERT_GE(r.results.size(), 3u);
+  EXPECT_EQ(r.results[1].config,
+            "kernel=wgmma,block_n=64,consumers=1,stages=4,overlap=1,blocks_per_sm=2");
+  EXPECT_EQ(r.results[2].config,
+            "kernel=wgmma,block_n=128,consumers=1,stages=3,overlap=1,blocks_per_sm=2");
+  o.pins = {{"stages", "2"}};
+  EXPECT_EQ(tune(spec, o).seeded_first, 0);
+}
+
 TEST_F(TunerTest, IdenticalProblemsAreTunedOnce) {
   Tuner t(*store, sim, runner);
   Problem a = *sim.resolve("rmsnorm"), b = *sim.resolve("rmsnorm:rows=4096");
