@@ -44,8 +44,13 @@ json layer_report_json(const LayerTuneReport& r) {
   json j;
   j["report_version"] = 2;
   j["device"] = r.device;
-  j["run"] = {{"strategy", r.strategy},       {"seed", r.seed},           {"devices", r.devices},
-              {"interrupted", r.interrupted}, {"elapsed_s", r.elapsed_s}, {"check_s", r.check_s}};
+  j["run"] = {{"strategy", r.strategy},
+              {"seed", r.seed},
+              {"devices", r.devices},
+              {"interrupted", r.interrupted},
+              {"elapsed_s", r.elapsed_s},
+              {"check_s", r.check_s},
+              {"check_reserve_s", r.check_reserve_s}};
   const LayerRequest& q = r.request;
   j["model"] = {{"name", q.model.name},
                 {"config", q.model_path},

@@ -36,6 +36,10 @@ double time_share(double limit_s, double elapsed_s, std::size_t devices, std::si
   return std::max(kLateShare, std::min(left, share));
 }
 
+double check_reserve(double limit_s) {
+  return std::min({5.0, std::max(1.0, 0.05 * limit_s), 0.2 * limit_s});
+}
+
 double estimated_us(const Problem& problem, const graph::OpLookup& ops) {
   constexpr double kLaunchUs = 3;
   constexpr double kBytesPerUs = 3e6;  // 3 TB/s
@@ -264,6 +268,7 @@ Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
   report.strategy = options.strategy;
   report.seed = options.seed;
   report.devices = devices;
+  if (options.time_limit_s) report.check_reserve_s = check_reserve(*options.time_limit_s);
 
   // Forms of one problem share its search: one unit of work per problem.
   std::vector<ProblemWork> work;
@@ -331,7 +336,7 @@ Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
         queue.pop_front();
         if (options.time_limit_s)
           o.time_limit_s = time_share(
-              *options.time_limit_s,
+              *options.time_limit_s - report.check_reserve_s,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() +
                   charged_s / static_cast<double>(devices.size()),
               devices.size(), queue.size() + 1, weight[i], weights_left);

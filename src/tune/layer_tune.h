@@ -118,8 +118,9 @@ struct LayerTuneReport {
   std::int64_t problems_tuned = 0;    // distinct problems searched (forms share one)
   AssembledCheck assembled;
   bool interrupted = false;
-  double elapsed_s = 0;  // the inner searches' wall time, from the start of tune_layers
-  double check_s = 0;    // the assembled check's wall time, after the searches
+  double elapsed_s = 0;        // the inner searches' wall time, from the start of tune_layers
+  double check_s = 0;          // the assembled check's wall time, after the searches
+  double check_reserve_s = 0;  // what --time-limit kept back from the searches for the check
 };
 
 // The groupings of the request's layers, lowered with `ops` and resolved by `backend`; invalid
@@ -131,8 +132,9 @@ Result<LayerTuneReport> plan_layers(const LayerRequest& request, Backend& backen
 
 // Tunes a plan_layers() report's kernels on `devices` (indexes the backend enumerates; one
 // thread each, lanes made by `make_lane`), scores its groupings and runs the assembled check on
-// the first device. options.time_limit_s bounds the whole tune: each problem is given an equal
-// part of what is left when it starts (past the limit, enough to measure its baseline).
+// the first device. options.time_limit_s bounds the whole tune: the searches get it less
+// check_reserve(), each problem its time_share() of what is left when it starts (past the limit,
+// enough to measure its baseline).
 Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
                    const LaneFactory& make_lane, const TuneOptions& options,
                    const TuneObserver& observer = {});
@@ -144,6 +146,14 @@ Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
 // most what is left; past the limit a moment, enough for the baseline.
 double time_share(double limit_s, double elapsed_s, std::size_t devices, std::size_t problems_left,
                   double weight = 1, double weights_left = 0);
+
+// What a layer tune's --time-limit keeps back from its searches for the assembled check after
+// them, so the limit bounds the tune and not only its searches: 5% of the limit, at least 1 s, at
+// most 5 s, and never more than a fifth of it. On the H200 an 8 x 512 layer's check and the
+// process around the searches took 1.2 s (31.4 s in all at --time-limit 30, the searches 30.2;
+// bench/results/layer-h200-2026-12-04h.md). A function of the limit alone, so an identical
+// re-run shares out the same time.
+double check_reserve(double limit_s);
 
 // A problem's weight in that share: what it is likely to cost before any of it is timed, a
 // launch plus its op's least bytes at 3 TB/s or its arithmetic at 600 TFLOP/s, whichever is

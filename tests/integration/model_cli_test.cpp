@@ -85,6 +85,7 @@ TEST(ModelCli, ALayerIsTunedInTwoLevelsAndARerunMeasuresNothing) {
   // The run's clock in two parts: the searches, then the assembled check.
   EXPECT_GT(a["run"]["elapsed_s"].get<double>(), 0);
   EXPECT_GT(a["run"]["check_s"].get<double>(), 0);
+  EXPECT_EQ(a["run"]["check_reserve_s"].get<double>(), 0);  // no --time-limit, nothing kept back
   int measured = 0;
   for (const auto& k : a["kernels"]) measured += k["measured"].get<int>();
   EXPECT_GT(measured, 0);
@@ -134,6 +135,8 @@ TEST(ModelCli, ATimeLimitBoundsTheWholeLayerTune) {
     EXPECT_LE(k["evaluated"].get<int>(), 1) << k.dump();
   }
   EXPECT_EQ(limited, j["kernels"].size());
+  // The searches' share of the limit left out what the assembled check is given.
+  EXPECT_DOUBLE_EQ(j["run"]["check_reserve_s"].get<double>(), 0.0002);
   EXPECT_FALSE(j["winner"].is_null());
   EXPECT_TRUE(j["assembled"]["measured"].get<bool>()) << j["assembled"].dump();
 }

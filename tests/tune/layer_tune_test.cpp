@@ -213,6 +213,15 @@ TEST(LayerTimeShare, TheLimitIsSharedByTheProblemsLeft) {
   EXPECT_DOUBLE_EQ(time_share(100, 120, 1, 2), 0.001);  // past it: the baseline alone
 }
 
+// The searches stop early enough for the assembled check to fit the limit: 5% of it, at least 1 s,
+// at most 5 s, never more than a fifth.
+TEST(LayerTimeShare, TheAssembledCheckHasItsReserve) {
+  EXPECT_DOUBLE_EQ(check_reserve(30), 1.5);
+  EXPECT_DOUBLE_EQ(check_reserve(10), 1);
+  EXPECT_DOUBLE_EQ(check_reserve(600), 5);
+  EXPECT_DOUBLE_EQ(check_reserve(2), 0.4);
+}
+
 TEST(LayerTimeShare, HalfInEqualPartsHalfByWeight) {
   // Two problems left of weights 3 and 1: 100 x (1/4 + 3/8), then what is left all to the last.
   EXPECT_DOUBLE_EQ(time_share(100, 0, 1, 2, 3, 4), 62.5);
