@@ -344,7 +344,10 @@ Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
       }
       bool interrupted = false;
       double charged = 0;
+      const auto problem_start = std::chrono::steady_clock::now();
       Status st = search_problem(work[i], report.kernels, *lane, o, locked, &interrupted, &charged);
+      const double problem_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - problem_start).count();
       std::lock_guard<std::mutex> lock(mu);
       charged_s += charged;
       if (!st.ok()) {
@@ -359,9 +362,11 @@ Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
       work[i].done = true;
       work[i].device = device;
       ++finished;
-      spdlog::info("[{}/{}] {} on device {}: {} evaluated, {} measured now", finished, work.size(),
-                   work[i].problem.name(), device, work[i].report.evaluated,
-                   work[i].report.measured);
+      // Its wall time beside its share of the limit: where a tune goes past --time-limit.
+      spdlog::info("[{}/{}] {} on device {}: {} evaluated, {} measured now, {:.2f} s{}", finished,
+                   work.size(), work[i].problem.name(), device, work[i].report.evaluated,
+                   work[i].report.measured, problem_s,
+                   o.time_limit_s ? fmt::format(" (its share {:.2f} s)", *o.time_limit_s) : "");
       if (interrupted) stop = true;
     }
   };
