@@ -495,6 +495,34 @@ TEST_F(TunerTest, ATimeLimitEndsAtACandidateBoundaryWithEveryProblemReported) {
   EXPECT_EQ(r2->problems[1].evaluated, 0);
 }
 
+// A search does not start a candidate it does not expect to finish within its share of the
+// limit (the median of its candidates' costs so far): with every candidate costing 1 s, a 10.5 s
+// limit ends after 10 s, not at the first boundary past it (11 s).
+TEST_F(TunerTest, ATimeLimitDoesNotStartACandidateThatWouldNotFinishInIt) {
+  struct RankCost final : CandidateRunner {
+    RankCost(CandidateRunner& inner, platform::FakeClock& clock) : inner(inner), clock(clock) {}
+    Outcome run(const Problem& p, const Config& c, Regime r) override {
+      if (r == Regime::kRank) clock.advance(std::chrono::duration<double>(1.0));
+      return inner.run(p, c, r);
+    }
+    CandidateRunner& inner;
+    platform::FakeClock& clock;
+  };
+  platform::FakeClock clock;
+  RankCost timed(runner, clock);
+  TuneOptions o;
+  o.strategy = "grid";
+  o.patience = 0;
+  o.drift.anchor_every = 0;
+  o.time_limit_s = 10.5;
+  auto r = Tuner(*store, sim, timed, clock).run({*sim.resolve("gemm")}, o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const ProblemReport& p = r->problems.at(0);
+  EXPECT_EQ(p.stopped_by, "time_limit");
+  EXPECT_EQ(p.evaluated, 10);
+  EXPECT_LE(r->elapsed_s, 10.5);
+}
+
 // A replay is charged what its row cost when measured: an identical re-run with the same limit
 // replays up to where the first run stopped and measures nothing, and a larger limit searches on
 // (on the H200 a decode layer's re-run after `--time-limit 18` measured 291 new candidates).
