@@ -162,6 +162,15 @@ SPACES = [
     ("attention_prefill_h100_2048_h64", "attune attention_prefill family, bf16, causal, 2048 "
      "tokens, batch 1, head 64, 16 query heads over 16 KV heads",
      ["--op", "attention_prefill", "--shape", "2048x1x64x16x16", "--dtype", "bf16"], [], 90),
+    # Head-64 prompts with few blocks, with blocks_per_sm: attention_prefill_h200_1024_h64's shape
+    # again (its 2026-12-03 recording predates the knob) and 1 x 16 heads x 6 row blocks of 128.
+    # Recorded on an H100 on 2026-12-06 (SPACES_CARD=h100; bench/results/spaces-h100-2026-12-06b.md).
+    ("attention_prefill_h200_1024_h64_b2", "attune attention_prefill family, bf16, causal, 1024 "
+     "tokens, batch 2, head 64, 8 query heads over 2 KV heads; with blocks_per_sm",
+     ["--op", "attention_prefill", "--shape", "1024x2x64x8x2", "--dtype", "bf16"], [], 120),
+    ("attention_prefill_h200_768_h64_q16", "attune attention_prefill family, bf16, causal, 768 "
+     "tokens, batch 1, head 64, 16 query heads over 4 KV heads",
+     ["--op", "attention_prefill", "--shape", "768x1x64x16x4", "--dtype", "bf16"], [], 120),
 ]
 
 

@@ -113,6 +113,10 @@ TEST(AttentionPrefillPlan, TheFirstGuessesAreWgmmaConfigsOfTheSpace) {
       {"attention_prefill:seq=2048,batch=1,head=64,q_heads=16,kv_heads=16",
        {"128/1/2", "128/2/1", "64/1/1"}},
       {"attention_prefill:seq=512,batch=2,head=64,q_heads=32,kv_heads=8", {"64/1/1", "128/1/2"}},
+      // Head 64 with fewer than 256 blocks of two consumers (2 x 8 x 8 = 128): one block per SM
+      // first; a short prompt refuses the 128-key tiles and keeps the short ones.
+      {"attention_prefill:seq=1024,batch=2,head=64,q_heads=8,kv_heads=2",
+       {"128/1/1", "128/1/1", "128/1/2", "64/1/1"}},
       {"attention_prefill:seq=33,batch=2,head=64,q_heads=8,kv_heads=2", {"64/1/1"}},
   };
   for (const Case& k : cases) {

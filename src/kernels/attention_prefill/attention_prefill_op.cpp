@@ -125,7 +125,11 @@ OpWork attention_prefill_work(const Problem& p) {
 // than 256, two per SM of a 128-SM-class GPU) tries one consumer of the short tiles second: half
 // the rows per block, twice the blocks, and causal attention's uneven blocks spread over more SMs
 // (it won at 1024 tokens x 16 heads on an H100 and an H200, 128 blocks of two consumers, and the
-// 1 x 128 layer's tunes chose one consumer; search_replay-2026-12-06e.md). A guess the space
+// 1 x 128 layer's tunes chose one consumer; search_replay-2026-12-06e.md). Head 64 with as few
+// blocks (fewer than 256 of two consumers) tries one consumer of 128-key tiles at one block per
+// SM first, with and without the overlap: two blocks per SM were 16-22% slower on the two such
+// H100 spaces (1024 tokens x 2 x 8 heads, 768 x 1 x 16), and the overlap's absence 0-3% faster;
+// the H200's 1024 x 2 x 8 space agrees (search_replay-2026-12-06f.md). A guess the space
 // refuses (a 128-key tile past twice a short prompt, or blocks_per_sm on a space recorded before
 // it) is left out.
 std::vector<std::string> attention_prefill_seeds(const Problem& p) {
@@ -140,6 +144,10 @@ std::vector<std::string> attention_prefill_seeds(const Problem& p) {
   if (*p.int_attr("head") == 64) {
     const std::string one_long =
         "kernel=wgmma,block_n=128,consumers=1,stages=3,overlap=1,blocks_per_sm=2";
+    // Few blocks: one block per SM, whose register budget two per SM would halve for nothing.
+    if (two_consumer_blocks < 256)
+      return {"kernel=wgmma,block_n=128,consumers=1,stages=3,overlap=1",
+              "kernel=wgmma,block_n=128,consumers=1,stages=2,overlap=0", one_long, one_short};
     if (seq >= 1024) return {one_long, long_tiles, one_short};
     return {one_short, one_long};
   }
