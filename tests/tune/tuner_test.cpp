@@ -31,6 +31,17 @@ struct TunerTest : ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.error().message();
     return r->problems.at(0);
   }
+
+  // A random search from scratch of at most `candidates` configs, no patience.
+  static TuneOptions fresh_random_search(std::int64_t candidates) {
+    TuneOptions o;
+    o.strategy = "random";
+    o.seed = 4;
+    o.fresh_search = true;
+    o.max_candidates = candidates;
+    o.patience = 0;
+    return o;
+  }
 };
 
 TEST_F(TunerTest, SecondIdenticalRunMeasuresNothingAndReportsTheSame) {
@@ -127,12 +138,7 @@ TEST_F(TunerTest, AWarmStartEvaluatesTheGroupsEarlierWinnersFirst) {
 // strategy proposes: attention_decode at one sequence of 8 KV heads over a deep cache gets mma
 // configs of 8 and 16 splits (64 and 128 blocks), the split count its search found late.
 TEST_F(TunerTest, TheOpsFirstGuessesComeRightAfterTheBaseline) {
-  TuneOptions o;
-  o.strategy = "random";
-  o.seed = 4;
-  o.fresh_search = true;
-  o.max_candidates = 6;
-  o.patience = 0;
+  TuneOptions o = fresh_random_search(6);
   ProblemReport r = tune(
       "attention_decode:batch=1,kv=16384,head=256,q_heads=32,kv_heads=8,q_len=1,dtype=bf16", o);
   ASSERT_TRUE(r.baseline);
@@ -268,12 +274,7 @@ TEST(FirstGuesses, GemmTriesCublasLtsOtherRanks) {
 // blocks_per_sm at the baseline's 1) is tried with two; a guess naming a pinned knob with another
 // value is still left out.
 TEST_F(TunerTest, APinOnAKnobTheGuessesDoNotNameKeepsThem) {
-  TuneOptions o;
-  o.strategy = "random";
-  o.seed = 4;
-  o.fresh_search = true;
-  o.max_candidates = 10;
-  o.patience = 0;
+  TuneOptions o = fresh_random_search(10);
   o.pins = {{"blocks_per_sm", "2"}};
   const std::string spec =
       "attention_prefill:seq=512,batch=2,head=64,q_heads=32,kv_heads=8,dtype=bf16";
