@@ -171,6 +171,46 @@ SPACES = [
     ("attention_prefill_h200_768_h64_q16", "attune attention_prefill family, bf16, causal, 768 "
      "tokens, batch 1, head 64, 16 query heads over 4 KV heads",
      ["--op", "attention_prefill", "--shape", "768x1x64x16x4", "--dtype", "bf16"], [], 120),
+    # An eighth held-out set, named 2026-12-06 (session 34) before any of it was recorded and
+    # before any change to the search made after the misses of search_replay-2026-12-06f.md
+    # (transpose_h100, silu_mul_h100_2048x14336): new shapes of the small-space families those
+    # misses come from (silu_mul, transpose, rmsnorm, vector_add, rope) and of the tree's
+    # (attention_decode), SPACES_ONLY=the ten below.
+    ("silu_mul_h200_4096x3072", "attune silu_mul family, bf16, 4096 rows, inter 3072 "
+     "(Qwen3-0.6B's MLP activation in a prefill of 8 x 512 tokens)",
+     ["--op", "silu_mul", "--shape", "4096x3072", "--dtype", "bf16"], [], 90),
+    ("silu_mul_h200_64x12288_fp16", "attune silu_mul family, fp16, 64 rows, inter 12288 "
+     "(Qwen3-8B's MLP activation in a batch-64 decode step)",
+     ["--op", "silu_mul", "--shape", "64x12288", "--dtype", "fp16"], [], 60),
+    ("rmsnorm_h200_4096x1024", "attune rmsnorm family, bf16, 4096 rows x 1024 (Qwen3-0.6B, a "
+     "prefill of 8 x 512 tokens)", ["--op", "rmsnorm", "--shape", "4096x1024", "--dtype", "bf16"],
+     [], 60),
+    ("rmsnorm_h200_32x4096_fp16", "attune rmsnorm family, fp16, 32 rows x 4096",
+     ["--op", "rmsnorm", "--shape", "32x4096", "--dtype", "fp16"], [], 60),
+    ("transpose_h200_8191x1023", "examples/user-kernel/transpose.cu, 8191 x 1023 float32 (a user "
+     "kernel; --problem rows=8191 --problem cols=1023)",
+     ["--kernel", f"{EXAMPLES}/transpose.cu", "--spec", f"{EXAMPLES}/transpose.yaml",
+      "--problem", "rows=8191", "--problem", "cols=1023"],
+     ["--spec", f"{EXAMPLES}/transpose.yaml", "--kernel", f"{EXAMPLES}/transpose.cu"], 60),
+    ("transpose_h200_2048x2048", "examples/user-kernel/transpose.cu, 2048 x 2048 float32 (a user "
+     "kernel; every tile divides it)",
+     ["--kernel", f"{EXAMPLES}/transpose.cu", "--spec", f"{EXAMPLES}/transpose.yaml",
+      "--problem", "rows=2048", "--problem", "cols=2048"],
+     ["--spec", f"{EXAMPLES}/transpose.yaml", "--kernel", f"{EXAMPLES}/transpose.cu"], 60),
+    ("vector_add_h200_1m", "examples/user-kernel/vector_add.cu, n = 1,000,003 (a user kernel)",
+     ["--kernel", f"{EXAMPLES}/vector_add.cu", "--spec", f"{EXAMPLES}/vector_add.yaml",
+      "--problem", "n=1000003"],
+     ["--spec", f"{EXAMPLES}/vector_add.yaml", "--kernel", f"{EXAMPLES}/vector_add.cu"], 60),
+    ("rope_h200_2x2048_qknorm", "attune rope family, bf16, batch 2 x 2048 tokens, 32 query heads "
+     "over 8 KV heads, head 128, theta 1000000, with q/k norm (Qwen3-8B's prefill)",
+     ["--problem", "rope:batch=2,seq=2048,kv=2048,q_heads=32,kv_heads=8,head=128,theta=1000000,"
+      "qk_norm=1,dtype=bf16"], [], 90),
+    ("attention_decode_h200_b32_kv2048_fp16", "attune attention_decode family, fp16, batch 32, "
+     "KV 2048, head 128, 32 query heads over 8 KV heads, 1 new token",
+     ["--op", "attention_decode", "--shape", "32x2048x128x32x8x1", "--dtype", "fp16"], [], 150),
+    ("attention_prefill_h200_4096_h128", "attune attention_prefill family, bf16, causal, 4096 "
+     "tokens, batch 1, head 128, 32 query heads over 8 KV heads (issue 16's prefill target shape)",
+     ["--op", "attention_prefill", "--shape", "4096x1x128x32x8", "--dtype", "bf16"], [], 120),
 ]
 
 

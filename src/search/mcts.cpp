@@ -388,7 +388,13 @@ OptionList<O> build_mcts_option_list() {
       .template add<std::size_t>("small_space_cold_every", &MctsOptions::small_space_cold_every,
                                  at_least(0),
                                  "with a prior, every this-many-th proposal of a small space's "
-                                 "cost model ignores the prior; 0: never");
+                                 "cost model ignores the prior; 0: never")
+      .template add<double>("small_space_pairs", &MctsOptions::small_space_pairs, at_least(0),
+                            "a small space's cost model also fits option pairs, at this many "
+                            "times the ridge penalty; 0: no pairs")
+      .template add<double>("small_space_explore", &MctsOptions::small_space_explore, at_least(0),
+                            "a small space's cost model proposes by its prediction less this "
+                            "many times its uncertainty; 0: the prediction alone");
 }
 }  // namespace
 
@@ -415,6 +421,8 @@ Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts,
     so.skip_lone_prior_led = mcts.small_space_skip_lone_prior_led;
     so.log_cap = mcts.small_space_log_cap;
     so.cold_every = mcts.small_space_cold_every;
+    so.pairs = mcts.small_space_pairs;
+    so.explore = mcts.small_space_explore;
     so.prior = std::move(mcts.predict);
     small_ = std::make_unique<Surrogate>(space, options.seed, so, name_);
   } else {

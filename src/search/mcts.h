@@ -144,6 +144,11 @@ struct MctsOptions {
   // attention_prefill_h200_1024_fp16 10/11/10/9 against 12, attention_prefill_h200_768_h64_b4 8
   // against 8, rmsnorm_h200_16x4096 5/7/5/6 against 8 (bench/results/search_replay-2026-12-04g.md).
   std::size_t small_space_cold_every = 0;
+  // A small space's surrogate also fits option pairs at this many times the ridge penalty
+  // (SurrogateOptions::pairs); 0: no pairs.
+  double small_space_pairs = 0;
+  // A small space's surrogate proposes by a lower confidence bound (SurrogateOptions::explore).
+  double small_space_explore = 0;
   ChildScores prior;  // empty: a cold (uniform) prior
   // The prior's predicted log latency of full points (StrategyContext::predict): a small space's
   // surrogate ranks its first proposals by it (SurrogateOptions::prior). Empty: none.

@@ -25,6 +25,7 @@ struct Surrogate::State {
   std::vector<Point> points;  // every legal config, in enumeration order (baseline first)
   std::unordered_map<Point, std::size_t, PointHasher> row;
   Eigen::MatrixXd features;  // one row per point
+  Eigen::VectorXd penalty;   // the ridge penalty of each feature
   std::vector<bool> proposed;
   std::vector<bool> observed;
   std::vector<bool> lone;       // the only legal config holding one of its options
@@ -43,8 +44,22 @@ struct Surrogate::State {
     }
     std::size_t width = 0;
     for (const auto& k : space.knobs()) width += k.options.size() + 2;
+    const std::size_t main_width = width;
+    // The option pairs some legal config holds, each a column after the main features.
+    std::unordered_map<std::uint64_t, std::size_t> pair_col;
+    auto pair_key = [](std::size_t k, std::uint32_t a, std::size_t l, std::uint32_t b) {
+      return (static_cast<std::uint64_t>(k) << 48) | (static_cast<std::uint64_t>(a) << 32) |
+             (static_cast<std::uint64_t>(l) << 16) | b;
+    };
+    if (o.pairs > 0)
+      for (const auto& p : points)
+        for (std::size_t k = 0; k < space.depth(); ++k)
+          for (std::size_t l = k + 1; l < space.depth(); ++l)
+            if (pair_col.emplace(pair_key(k, p[k], l, p[l]), width).second) ++width;
     features = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(points.size()),
                                      static_cast<Eigen::Index>(width));
+    penalty = Eigen::VectorXd::Constant(static_cast<Eigen::Index>(width), o.ridge);
+    penalty.tail(static_cast<Eigen::Index>(width - main_width)).array() = o.ridge * o.pairs;
     for (std::size_t i = 0; i < points.size(); ++i) {
       std::size_t col = 0;
       for (std::size_t k = 0; k < space.depth(); ++k) {
@@ -58,6 +73,11 @@ struct Surrogate::State {
         features(r, static_cast<Eigen::Index>(col + n + 1)) = t * t;
         col += n + 2;
       }
+      if (o.pairs > 0)
+        for (std::size_t k = 0; k < space.depth(); ++k)
+          for (std::size_t l = k + 1; l < space.depth(); ++l)
+            features(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(pair_col.at(pair_key(
+                                                       k, points[i][k], l, points[i][l])))) = 1.0;
     }
     lone.assign(points.size(), false);
     for (std::size_t k = 0; k < space.depth(); ++k) {
@@ -153,9 +173,18 @@ struct Surrogate::State {
         y(r) = target(rr) - mean;
       }
       Eigen::MatrixXd gram = a.transpose() * a;
-      gram.diagonal().array() += o.ridge;
-      const Eigen::VectorXd w = gram.ldlt().solve(a.transpose() * y);
+      gram.diagonal() += penalty;
+      const auto solver = gram.ldlt();
+      const Eigen::VectorXd w = solver.solve(a.transpose() * y);
       predicted = features * w;
+      if (o.explore > 0 && m > 1) {
+        // Posterior variance of each prediction, x' (A'A + P)^-1 x, times the results' spread.
+        const Eigen::MatrixXd solved = solver.solve(features.transpose());
+        const double spread = std::sqrt(y.squaredNorm() / static_cast<double>(m));
+        for (Eigen::Index i = 0; i < features.rows(); ++i)
+          predicted(i) -=
+              o.explore * spread * std::sqrt(std::max(0.0, features.row(i).dot(solved.col(i))));
+      }
     }
     if (with_prior)
       predicted +=
@@ -254,7 +283,13 @@ const OptionList<SurrogateOptions>& surrogate_option_list() {
                "skip_lone for the cold turns of a search with a prior; 0: never")
           .add("cover_stuck", &SurrogateOptions::cover_stuck, at_least(0),
                "once this many results all hold one option of a knob, the model proposes a "
-               "config holding another; 0: never");
+               "config holding another; 0: never")
+          .add("explore", &SurrogateOptions::explore, at_least(0),
+               "each model proposal is the lowest predicted log time less this many times the "
+               "model's uncertainty of it; 0: the prediction alone")
+          .add("pairs", &SurrogateOptions::pairs, at_least(0),
+               "the cost model also fits each pair of options of two knobs, at this many times "
+               "the ridge penalty; 0: no pairs");
   return list;
 }
 

@@ -83,6 +83,16 @@ struct SurrogateOptions {
   // its first results learns nothing of a knob it never varies, and the model, which cannot
   // represent that knob's untried options, may enumerate the corner before it leaves it. 0: never.
   std::size_t cover_stuck = 0;
+  // The model also holds one feature per pair of options of two knobs that some legal config
+  // holds together, with this many times the ridge penalty of the main features, so that an
+  // option that is slow beside one option of another knob and fast beside others is not judged
+  // by its first result alone; 0: no pairs (an additive model).
+  double pairs = 0;
+  // Each model proposal is the config with the lowest predicted log time less this many times
+  // the model's uncertainty of it (the ridge posterior's standard deviation, in units of the
+  // fitted results' spread): a lower confidence bound, so that a config unlike every result so
+  // far is tried before one the model has all but measured. 0: the prediction alone.
+  double explore = 0;
 };
 
 class Surrogate final : public Strategy {
