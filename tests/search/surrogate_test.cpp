@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <functional>
+#include <iostream>
 
 #include <gtest/gtest.h>
 
@@ -477,6 +478,52 @@ TEST(Surrogate, CoveringDrawsHoldOptionsNotYetProposed) {
       for (std::size_t i = 0; i < s.knobs()[k].options.size(); ++i)
         EXPECT_TRUE(held[k][i] || (*base)[k] == i) << "knob " << k << " option " << i;
   }
+}
+
+// Two knobs that act together (a block's work is their product: the time is best where their
+// positions sum to 4, and there along the diagonal), and a third alone: 5 x 5 x 5 configs, the
+// optimum a=2,b=2,c=2. An additive model charges each option with the partner it happened to be
+// measured beside.
+Evaluation product_time(const Point& p) {
+  const double sum = static_cast<double>(p[0]) + static_cast<double>(p[1]) - 4;
+  const double skew = std::abs(static_cast<double>(p[0]) - static_cast<double>(p[1]));
+  const double c = static_cast<double>(p[2]) - 2;
+  return {Verdict::kOk, 10 * (1 + 0.4 * sum * sum) * (1 + 0.03 * skew) * (1 + 0.08 * c * c)};
+}
+
+std::size_t product_evaluations(const SurrogateOptions& o) {
+  Space s = Space::make(
+                {{"a", {1, 2, 4, 8, 16}, 0}, {"b", {1, 2, 4, 8, 16}, 0}, {"c", {0, 1, 2, 3, 4}, 0}})
+                .value();
+  std::size_t total = 0;
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    Surrogate sur(s, seed, o);
+    total += evaluations_to_optimum(sur, s, product_time);
+  }
+  return total;
+}
+
+// Option pairs let the model represent two knobs acting together. Measured: 454 evaluations to the
+// optimum over the 20 seeds with pairs, 479 without.
+TEST(Surrogate, OptionPairsFitTwoKnobsThatActTogether) {
+  SurrogateOptions additive, paired;
+  paired.pairs = 1;
+  const std::size_t without = product_evaluations(additive), with = product_evaluations(paired);
+  std::cerr << "pairs: " << with << " evaluations over 20 seeds, without: " << without << "\n";
+  EXPECT_LT(with, without);
+}
+
+// A lower confidence bound tries configs unlike the results so far before the model has all but
+// measured its favourite's neighbourhood. Measured (with pairs): 385 evaluations over the 20 seeds
+// with explore 0.5, 454 without.
+TEST(Surrogate, AnUncertaintyBonusFindsTheOptimumSooner) {
+  SurrogateOptions greedy, bounded;
+  greedy.pairs = bounded.pairs = 1;
+  bounded.explore = 0.5;
+  const std::size_t without = product_evaluations(greedy), with = product_evaluations(bounded);
+  std::cerr << "explore 0.5: " << with << " evaluations over 20 seeds, without: " << without
+            << "\n";
+  EXPECT_LT(with, without);
 }
 
 TEST(CountUpTo, StopsCountingPastTheLimit) {
