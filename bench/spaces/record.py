@@ -312,8 +312,10 @@ def main():
             continue
         problem = p.get("problem", "")
         out = os.path.join(a.outdir, f"{name}.json")
+        # By structural key: a user kernel's problems are named after the kernel at every size.
         e = subprocess.run([a.attune, "--db", db, "export", "--format", "kernel-tuner",
-                            "--problem", problem, *export_args, "-o", out],
+                            "--problem", p.get("structural_key") or problem, *export_args,
+                            "-o", out],
                            capture_output=True, text=True)
         if e.returncode != 0:
             log.append(f"| {name} | {p.get('evaluated')} | | {p.get('space_size')} | {wall:.0f} | "

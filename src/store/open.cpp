@@ -26,6 +26,20 @@ std::string url_scheme(const std::string& url) {
 
 }  // namespace
 
+Result<std::optional<ProblemRecord>> one_problem(const std::string& key_or_name,
+                                                 std::vector<ProblemRecord> found) {
+  if (found.empty()) return std::optional<ProblemRecord>{};
+  if (found.size() > 1 && found.front().key != key_or_name) {
+    std::string which;
+    for (const auto& r : found)
+      which += (which.empty() ? "" : ", ") + r.key + " (" + r.problem.text() + ")";
+    return Error::invalid_argument("'" + key_or_name + "' names " + std::to_string(found.size()) +
+                                   " problems in the database: " + which +
+                                   "; give one's structural key");
+  }
+  return std::optional<ProblemRecord>(std::move(found.front()));
+}
+
 std::string device_kind(const DeviceFingerprint& device) {
   return device.backend + ":" + device.name;
 }

@@ -185,7 +185,8 @@ class Store {
   // Insert or refresh by structural key: the name is the newest one given; a non-empty payload
   // replaces the stored one, an empty one keeps it.
   virtual Status put_problem(const Problem& problem, const std::string& payload = "") = 0;
-  // By structural key or by name; a key match wins over a name match.
+  // By structural key or by name; a key match wins over a name match, and a name that several
+  // problems share (a user kernel tuned at two sizes) is an invalid_argument naming their keys.
   virtual Result<std::optional<ProblemRecord>> find_problem(const std::string& key_or_name) = 0;
   // By name, without payloads (a recorded space can be large; find_problem carries it).
   virtual Result<std::vector<ProblemRecord>> problems() = 0;
@@ -262,6 +263,11 @@ class Store {
 // What a work item's device may name besides a key: every device of this backend and name, e.g.
 // "sim:attune simulated GPU" or "cuda:NVIDIA H200".
 std::string device_kind(const DeviceFingerprint& device);
+
+// find_problem's answer from the problems whose key or name is `key_or_name`, key matches first
+// (defined in store/open.cpp).
+Result<std::optional<ProblemRecord>> one_problem(const std::string& key_or_name,
+                                                 std::vector<ProblemRecord> found);
 
 // Opens the store a --db text names, picking the implementation by its scheme: "PATH" or
 // "sqlite:PATH" (SQLite; created if absent when create_if_missing; "sqlite:///abs/a.db" is

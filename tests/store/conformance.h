@@ -282,6 +282,20 @@ TYPED_TEST_P(StoreConformance, ProblemsAreFoundByKeyOrNameAndRefreshedByKey) {
   EXPECT_EQ(keys, (std::set<std::string>{p.structural_key(), q.structural_key()}));
   // By name.
   EXPECT_LE((*all)[0].problem.name(), (*all)[1].problem.name());
+
+  // A name two problems share (one kernel at two sizes) finds neither: it names both keys.
+  Problem r = *Problem::parse("rmsnorm:rows=16,hidden=64");
+  Problem t = *Problem::parse("rmsnorm:rows=32,hidden=64");
+  r.set_name("norm");
+  t.set_name("norm");
+  ASSERT_TRUE(s.put_problem(r).ok());
+  ASSERT_TRUE(s.put_problem(t).ok());
+  auto shared = s.find_problem("norm");
+  ASSERT_FALSE(shared.ok());
+  EXPECT_NE(shared.error().message().find(r.structural_key()), std::string::npos)
+      << shared.error().message();
+  EXPECT_NE(shared.error().message().find(t.structural_key()), std::string::npos);
+  EXPECT_EQ((**s.find_problem(t.structural_key())).key, t.structural_key());
 }
 
 TYPED_TEST_P(StoreConformance, EveryFieldOfAMeasurementReadsBackAsWritten) {

@@ -488,11 +488,14 @@ Result<std::optional<ProblemRecord>> PostgresStore::find_problem(const std::stri
     pqxx::nontransaction tx(*conn_);
     auto rows = exec(tx,
                      "SELECT key, text, name, payload FROM problems WHERE key = $1 OR name = $1 "
-                     "ORDER BY key = $1 DESC LIMIT 1",
+                     "ORDER BY key = $1 DESC, key",
                      Params().add(key_or_name));
-    if (rows.empty()) return std::optional<ProblemRecord>{};
-    ATTUNE_ASSIGN(ProblemRecord r, read_problem(rows[0]));
-    return std::optional<ProblemRecord>(std::move(r));
+    std::vector<ProblemRecord> found;
+    for (const auto& row : rows) {
+      ATTUNE_ASSIGN(ProblemRecord r, read_problem(row));
+      found.push_back(std::move(r));
+    }
+    return one_problem(key_or_name, std::move(found));
   });
 }
 

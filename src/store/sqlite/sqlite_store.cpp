@@ -590,13 +590,17 @@ Result<ProblemRecord> read_problem(const Stmt& s) {
 
 Result<std::optional<ProblemRecord>> SqliteStore::find_problem(const std::string& key_or_name) {
   ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT key, text, name, payload FROM problems "
-                                    "WHERE key = ?1 OR name = ?1 ORDER BY key = ?1 DESC LIMIT 1",
+                                    "WHERE key = ?1 OR name = ?1 ORDER BY key = ?1 DESC, key",
                                     "looking up a problem"));
   s.bind(1, key_or_name);
-  ATTUNE_ASSIGN(bool row, s.step());
-  if (!row) return std::optional<ProblemRecord>{};
-  ATTUNE_ASSIGN(ProblemRecord r, read_problem(s));
-  return std::optional<ProblemRecord>(std::move(r));
+  std::vector<ProblemRecord> found;
+  while (true) {
+    ATTUNE_ASSIGN(bool row, s.step());
+    if (!row) break;
+    ATTUNE_ASSIGN(ProblemRecord r, read_problem(s));
+    found.push_back(std::move(r));
+  }
+  return one_problem(key_or_name, std::move(found));
 }
 
 Result<std::vector<ProblemRecord>> SqliteStore::problems() {
