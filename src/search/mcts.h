@@ -145,9 +145,12 @@ struct MctsOptions {
   // against 8, rmsnorm_h200_16x4096 5/7/5/6 against 8 (bench/results/search_replay-2026-12-04g.md).
   std::size_t small_space_cold_every = 0;
   // A small space's surrogate also fits option pairs at this many times the ridge penalty
-  // (SurrogateOptions::pairs); 0: no pairs.
+  // (SurrogateOptions::pairs), and proposes by a lower confidence bound this many posterior
+  // standard deviations under its prediction (SurrogateOptions::explore); 0: neither. Not used by
+  // mcts_repair: pairs 1 with explore 0.5 met issue 15's targets on all 52 design spaces with
+  // Kernel Tuner figures (seeds 0..19; the default 50), but on the held-out set 8 on 7 of 10 cold
+  // and 6 of 10 with the prior against the default's 5 and 7 (search_replay-2026-12-06g.md).
   double small_space_pairs = 0;
-  // A small space's surrogate proposes by a lower confidence bound (SurrogateOptions::explore).
   double small_space_explore = 0;
   ChildScores prior;  // empty: a cold (uniform) prior
   // The prior's predicted log latency of full points (StrategyContext::predict): a small space's
