@@ -148,8 +148,8 @@ struct MctsOptions {
   // (SurrogateOptions::pairs), and proposes by a lower confidence bound this many posterior
   // standard deviations under its prediction (SurrogateOptions::explore); 0: neither. Not used by
   // mcts_repair: pairs 1 with explore 0.5 met issue 15's targets on all 52 design spaces with
-  // Kernel Tuner figures (seeds 0..19; the default 50), but on the held-out set 8 on 7 of 10 cold
-  // and 6 of 10 with the prior against the default's 5 and 7 (search_replay-2026-12-06g.md).
+  // Kernel Tuner figures (seeds 0..19; the default 50), but on the held-out set 8 on 6 of 10 cold
+  // and 5 of 10 with the prior against the default's 6 and 6 (search_replay-2026-12-06g.md).
   double small_space_pairs = 0;
   double small_space_explore = 0;
   ChildScores prior;  // empty: a cold (uniform) prior
