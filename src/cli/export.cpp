@@ -483,7 +483,8 @@ Command add_export_command(CLI::App& app, GlobalOptions& g) {
                   "attune sweep's JSON rows (shards concatenated; - for stdin) as the tuned table, "
                   "instead of the database's");
   sub->add_option("--problem", f->problem,
-                  "kernel-tuner: the problem to export (name or structural key)");
+                  "kernel-tuner: the problem to export (name or structural key; a name several "
+                  "problems share, as a user kernel tuned at two sizes, is refused)");
   sub->add_option(
       "--spec", f->spec,
       "kernel-tuner: a user kernel's spec (YAML), so tune_params lists its whole space");

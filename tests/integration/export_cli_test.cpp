@@ -162,6 +162,30 @@ TEST(ExportCli, SeveralDevicesGetOneFileEach) {
   EXPECT_NE(one.out.find(b.key()), std::string::npos);
 }
 
+// A user kernel's problems are named after the kernel at every size: a Kernel Tuner export by that
+// name must not pick one of them silently.
+TEST(ExportCli, ANameTwoProblemsShareIsRefusedNamingBothKeys) {
+  TempDir dir;
+  Problem small = *Problem::parse("user:kernel=transpose_tiled,rows=2048,cols=2048");
+  Problem large = *Problem::parse("user:kernel=transpose_tiled,rows=8191,cols=1023");
+  {
+    auto store = SqliteStore::open(dir.file("attune.db"));
+    ASSERT_TRUE(store.ok());
+    for (Problem* p : {&small, &large}) {
+      p->set_name("transpose_tiled");
+      ASSERT_TRUE((*store)->put_problem(*p).ok());
+    }
+  }
+  auto r =
+      run_attune("export --format kernel-tuner --problem transpose_tiled -o out.json", dir.path());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("names 2 problems"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(small.structural_key()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(large.structural_key()), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir.file("out.json")));
+}
+
 using testing::BadInput;
 
 class ExportBadInput : public ::testing::TestWithParam<BadInput> {};
