@@ -394,7 +394,11 @@ OptionList<O> build_mcts_option_list() {
                             "times the ridge penalty; 0: no pairs")
       .template add<double>("small_space_explore", &MctsOptions::small_space_explore, at_least(0),
                             "a small space's cost model proposes by its prediction less this "
-                            "many times its uncertainty; 0: the prediction alone");
+                            "many times its uncertainty, without a prior; 0: the prediction "
+                            "alone")
+      .template add<double>("small_space_explore_prior_led",
+                            &MctsOptions::small_space_explore_prior_led, at_least(0),
+                            "small_space_explore for a search with a prior");
 }
 }  // namespace
 
@@ -423,6 +427,7 @@ Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts,
     so.cold_every = mcts.small_space_cold_every;
     so.pairs = mcts.small_space_pairs;
     so.explore = mcts.small_space_explore;
+    so.explore_prior_led = mcts.small_space_explore_prior_led;
     so.prior = std::move(mcts.predict);
     small_ = std::make_unique<Surrogate>(space, options.seed, so, name_);
   } else {

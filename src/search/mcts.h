@@ -152,7 +152,8 @@ struct MctsOptions {
   // and 5 of 10 with the prior against the default's 6 and 6 (search_replay-2026-12-06g.md).
   double small_space_pairs = 0;
   double small_space_explore = 0;
-  ChildScores prior;  // empty: a cold (uniform) prior
+  double small_space_explore_prior_led = 0;  // with a prior (SurrogateOptions::explore_prior_led)
+  ChildScores prior;                         // empty: a cold (uniform) prior
   // The prior's predicted log latency of full points (StrategyContext::predict): a small space's
   // surrogate ranks its first proposals by it (SurrogateOptions::prior). Empty: none.
   std::function<std::vector<double>(const std::vector<Point>&)> predict;

@@ -177,13 +177,14 @@ struct Surrogate::State {
       const auto solver = gram.ldlt();
       const Eigen::VectorXd w = solver.solve(a.transpose() * y);
       predicted = features * w;
-      if (o.explore > 0 && m > 1) {
+      const double explore = prior.empty() ? o.explore : o.explore_prior_led;
+      if (explore > 0 && m > 1) {
         // Posterior variance of each prediction, x' (A'A + P)^-1 x, times the results' spread.
         const Eigen::MatrixXd solved = solver.solve(features.transpose());
         const double spread = std::sqrt(y.squaredNorm() / static_cast<double>(m));
         for (Eigen::Index i = 0; i < features.rows(); ++i)
           predicted(i) -=
-              o.explore * spread * std::sqrt(std::max(0.0, features.row(i).dot(solved.col(i))));
+              explore * spread * std::sqrt(std::max(0.0, features.row(i).dot(solved.col(i))));
       }
     }
     if (with_prior)
@@ -285,8 +286,10 @@ const OptionList<SurrogateOptions>& surrogate_option_list() {
                "once this many results all hold one option of a knob, the model proposes a "
                "config holding another; 0: never")
           .add("explore", &SurrogateOptions::explore, at_least(0),
-               "each model proposal is the lowest predicted log time less this many times the "
-               "model's uncertainty of it; 0: the prediction alone")
+               "each model proposal of a search without a prior is the lowest predicted log time "
+               "less this many times the model's uncertainty of it; 0: the prediction alone")
+          .add("explore_prior_led", &SurrogateOptions::explore_prior_led, at_least(0),
+               "explore for a search with a prior")
           .add("pairs", &SurrogateOptions::pairs, at_least(0),
                "the cost model also fits each pair of options of two knobs, at this many times "
                "the ridge penalty; 0: no pairs");

@@ -91,8 +91,11 @@ struct SurrogateOptions {
   // Each model proposal is the config with the lowest predicted log time less this many times
   // the model's uncertainty of it (the ridge posterior's standard deviation, in units of the
   // fitted results' spread): a lower confidence bound, so that a config unlike every result so
-  // far is tried before one the model has all but measured. 0: the prediction alone.
+  // far is tried before one the model has all but measured. 0: the prediction alone. For a search
+  // without a prior; explore_prior_led is the same for a search with one (its prior-led and cold
+  // turns alike).
   double explore = 0;
+  double explore_prior_led = 0;
 };
 
 class Surrogate final : public Strategy {
