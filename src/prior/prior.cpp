@@ -88,7 +88,9 @@ Context make_context(const Problem& problem, const DeviceFingerprint& device) {
       std::string part = v.substr(start, x == std::string::npos ? std::string::npos : x - start);
       char* end = nullptr;
       double d = part.empty() ? 0 : std::strtod(part.c_str(), &end);
-      if (part.empty() || *end != '\0')
+      // A hash that reads as a number ("8147e10293847561": digits, one 'e', digits) overflows to
+      // inf, which no model takes: only finite numbers are features.
+      if (part.empty() || *end != '\0' || !std::isfinite(d))
         numeric = false;
       else
         nums.push_back(d);

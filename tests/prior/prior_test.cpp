@@ -64,6 +64,17 @@ TEST(Prior, ContextHasNumericProblemAndDeviceFeatures) {
   EXPECT_NE(gf["device.id"], f["device.id"]);
 }
 
+// A recorded space's digest is hex; one that reads as a number with a huge exponent overflows to
+// inf, which XGBoost refuses ("Input data contains inf or nan"), and the prior could not train.
+TEST(Prior, AHashThatReadsAsAnOverflowingNumberIsNoFeature) {
+  auto c = make_context(Problem("replay", {{"recording", "8147e10293847561"}, {"rows", "16"}}),
+                        DeviceFingerprint{});
+  std::map<std::string, double> f(c.features.begin(), c.features.end());
+  EXPECT_EQ(f.count("problem.recording"), 0u);
+  EXPECT_EQ(f["problem.rows"], 16);
+  for (const auto& [name, v] : c.features) EXPECT_TRUE(std::isfinite(v)) << name;
+}
+
 TEST(Prior, ColdPriorIsUniform) {
   Space s = grid_space();
   Prior p;
