@@ -146,10 +146,13 @@ struct MctsOptions {
   std::size_t small_space_cold_every = 0;
   // A small space's surrogate also fits option pairs at this many times the ridge penalty
   // (SurrogateOptions::pairs), and proposes by a lower confidence bound this many posterior
-  // standard deviations under its prediction (SurrogateOptions::explore); 0: neither. Not used by
-  // mcts_repair: pairs 1 with explore 0.5 met issue 15's targets on all 52 design spaces with
-  // Kernel Tuner figures (seeds 0..19; the default 50), but on the held-out set 8 on 6 of 10 cold
-  // and 5 of 10 with the prior against the default's 6 and 6 (search_replay-2026-12-06g.md).
+  // standard deviations under its prediction (SurrogateOptions::explore; explore_prior_led in a
+  // search with a prior); 0: neither. mcts_repair uses pairs 1 and explore 0.5 without a prior, 0
+  // with one: with the bonus in every search the held-out set 8 met issue 15's targets on 6 of 10
+  // cold and 5 of 10 with the prior against the additive model's 6 and 6
+  // (search_replay-2026-12-06g.md); with it only in cold searches, over the 62 spaces seen then
+  // 58 cold and 56 with the prior against 56 and 55, and on the held-out set 9 7 and 10 against
+  // 7 and 10 (search_replay-2026-12-06h.md).
   double small_space_pairs = 0;
   double small_space_explore = 0;
   double small_space_explore_prior_led = 0;  // with a prior (SurrogateOptions::explore_prior_led)
@@ -180,6 +183,8 @@ struct MctsRepairOptions : MctsOptions {
     small_space_cold_every = 2;
     small_space_skip_lone = 5;
     small_space_skip_lone_prior_led = 8;
+    small_space_pairs = 1;
+    small_space_explore = 0.5;
     prior_check = 20;
   }
 };
