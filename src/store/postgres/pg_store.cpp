@@ -481,6 +481,16 @@ Result<ProblemRecord> read_problem(const pqxx::row& r) {
   p->set_name(pg::text(r[2]));
   return ProblemRecord{*p, pg::text(r[0]), pg::text(r[3])};
 }
+
+// Every row a problems query (key, text, name, payload) returned.
+Result<std::vector<ProblemRecord>> read_problems(const pqxx::result& rows) {
+  std::vector<ProblemRecord> out;
+  for (const auto& row : rows) {
+    ATTUNE_ASSIGN(ProblemRecord r, read_problem(row));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
 }  // namespace
 
 Result<std::optional<ProblemRecord>> PostgresStore::find_problem(const std::string& key_or_name) {
@@ -490,11 +500,7 @@ Result<std::optional<ProblemRecord>> PostgresStore::find_problem(const std::stri
                      "SELECT key, text, name, payload FROM problems WHERE key = $1 OR name = $1 "
                      "ORDER BY key = $1 DESC, key",
                      Params().add(key_or_name));
-    std::vector<ProblemRecord> found;
-    for (const auto& row : rows) {
-      ATTUNE_ASSIGN(ProblemRecord r, read_problem(row));
-      found.push_back(std::move(r));
-    }
+    ATTUNE_ASSIGN(std::vector<ProblemRecord> found, read_problems(rows));
     return one_problem(key_or_name, std::move(found));
   });
 }
@@ -504,12 +510,7 @@ Result<std::vector<ProblemRecord>> PostgresStore::problems() {
     pqxx::nontransaction tx(*conn_);
     auto rows =
         exec(tx, "SELECT key, text, name, '' FROM problems ORDER BY name COLLATE \"C\", key");
-    std::vector<ProblemRecord> out;
-    for (const auto& row : rows) {
-      ATTUNE_ASSIGN(ProblemRecord r, read_problem(row));
-      out.push_back(std::move(r));
-    }
-    return out;
+    return read_problems(rows);
   });
 }
 

@@ -586,26 +586,9 @@ Result<ProblemRecord> read_problem(const Stmt& s) {
   p->set_name(s.text(2));
   return ProblemRecord{*p, s.text(0), s.text(3)};
 }
-}  // namespace
 
-Result<std::optional<ProblemRecord>> SqliteStore::find_problem(const std::string& key_or_name) {
-  ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT key, text, name, payload FROM problems "
-                                    "WHERE key = ?1 OR name = ?1 ORDER BY key = ?1 DESC, key",
-                                    "looking up a problem"));
-  s.bind(1, key_or_name);
-  std::vector<ProblemRecord> found;
-  while (true) {
-    ATTUNE_ASSIGN(bool row, s.step());
-    if (!row) break;
-    ATTUNE_ASSIGN(ProblemRecord r, read_problem(s));
-    found.push_back(std::move(r));
-  }
-  return one_problem(key_or_name, std::move(found));
-}
-
-Result<std::vector<ProblemRecord>> SqliteStore::problems() {
-  ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT key, text, name, '' FROM problems ORDER BY name",
-                                    "listing problems"));
+// Every row a problems query (key, text, name, payload) returns.
+Result<std::vector<ProblemRecord>> read_problems(Stmt& s) {
   std::vector<ProblemRecord> out;
   while (true) {
     ATTUNE_ASSIGN(bool row, s.step());
@@ -614,6 +597,22 @@ Result<std::vector<ProblemRecord>> SqliteStore::problems() {
     out.push_back(std::move(r));
   }
   return out;
+}
+}  // namespace
+
+Result<std::optional<ProblemRecord>> SqliteStore::find_problem(const std::string& key_or_name) {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT key, text, name, payload FROM problems "
+                                    "WHERE key = ?1 OR name = ?1 ORDER BY key = ?1 DESC, key",
+                                    "looking up a problem"));
+  s.bind(1, key_or_name);
+  ATTUNE_ASSIGN(std::vector<ProblemRecord> found, read_problems(s));
+  return one_problem(key_or_name, std::move(found));
+}
+
+Result<std::vector<ProblemRecord>> SqliteStore::problems() {
+  ATTUNE_ASSIGN(Stmt s, db_.prepare("SELECT key, text, name, '' FROM problems ORDER BY name",
+                                    "listing problems"));
+  return read_problems(s);
 }
 
 Result<std::int64_t> SqliteStore::record(MeasurementRow r) {
