@@ -244,6 +244,18 @@ SPACES = [
     ("attention_prefill_h200_2048_b2_fp16", "attune attention_prefill family, fp16, causal, 2048 "
      "tokens, batch 2, head 128, 32 query heads over 8 KV heads",
      ["--op", "attention_prefill", "--shape", "2048x2x128x32x8", "--dtype", "fp16"], [], 120),
+    # A tenth held-out set, named 2026-12-06 (session 35) before either was recorded: large spaces
+    # of a user kernel of the kind the bad cases came from (2-D convolution, seven knobs,
+    # about 2000 configs), which none of the earlier sets has (SPACES_ONLY=the two below).
+    ("convolution_h200_4096_f17", "examples/user-kernel/convolution.cu, a 4096 x 4096 output, "
+     "17 x 17 filter, float32 (a user kernel, Kernel Tuner's convolution problem)",
+     ["--kernel", f"{EXAMPLES}/convolution.cu", "--spec", f"{EXAMPLES}/convolution.yaml"],
+     ["--spec", f"{EXAMPLES}/convolution.yaml", "--kernel", f"{EXAMPLES}/convolution.cu"], 420),
+    ("convolution_h200_2048_f7", "examples/user-kernel/convolution.cu, a 2048 x 2048 output, "
+     "7 x 7 filter, float32 (a user kernel; --problem w=2048,h=2048,fw=7,fh=7)",
+     ["--kernel", f"{EXAMPLES}/convolution.cu", "--spec", f"{EXAMPLES}/convolution.yaml",
+      "--problem", "w=2048", "--problem", "h=2048", "--problem", "fw=7", "--problem", "fh=7"],
+     ["--spec", f"{EXAMPLES}/convolution.yaml", "--kernel", f"{EXAMPLES}/convolution.cu"], 300),
 ]
 
 

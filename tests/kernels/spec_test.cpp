@@ -1,5 +1,6 @@
 #include "kernels/user/spec.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -158,7 +159,7 @@ TEST(UserKernelExample, VectorAddLoadsWithItsSourceFromTheSpecDirectory) {
 }
 
 TEST(UserKernelExample, SpecsNameTheirSourceSoKernelIsOptional) {
-  for (const char* name : {"vector_add.yaml", "transpose.yaml"}) {
+  for (const char* name : {"vector_add.yaml", "transpose.yaml", "convolution.yaml"}) {
     auto spec = load_spec(example(name));
     ASSERT_TRUE(spec.ok()) << spec.error().message();
     EXPECT_FALSE(spec->source.empty());
@@ -198,6 +199,50 @@ TEST(UserKernelExample, TransposeIsTwoDimensionalWithTemplateKnobsAndDynamicShar
   auto ref = instantiate_reference(*spec);
   ASSERT_TRUE(ref.ok()) << ref.error().message();
   EXPECT_EQ(ref->launch.grid, (std::array<std::int64_t, 3>{128, 256, 1}));
+}
+
+bool has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+TEST(UserKernelExample, ConvolutionIsALargeSpaceWithAConstantFilterAndProblemDefines) {
+  auto spec = load_spec(example("convolution.yaml"));
+  ASSERT_TRUE(spec.ok()) << spec.error().message();
+  auto space = make_space(*spec);
+  ASSERT_TRUE(space.ok()) << space.error().message();
+  // 6 x 5 x 3 x 4 x 2 x 2 x 2 = 2880, less blocks outside 64..1024 threads and tiles past 48 KiB
+  // (counted independently in Python from the same rules).
+  EXPECT_EQ(space->count(), 2048u);
+  auto inst = instantiate(*spec, space->config(space->baseline()));
+  ASSERT_TRUE(inst.ok()) << inst.error().message();
+  EXPECT_TRUE(has(inst->compile_options, "-DBLOCK_SIZE_X=32")) << inst->compile_options.size();
+  EXPECT_TRUE(has(inst->compile_options, "-DFILTER_W=17"));
+  EXPECT_EQ(inst->launch.grid, (std::array<std::int64_t, 3>{128, 512, 1}));
+  EXPECT_EQ(inst->launch.shared_memory_bytes, (32 + 16) * (8 + 16) * 4);
+  // The filter is a __constant__ symbol, not a parameter: out, in, w, h.
+  ASSERT_EQ(inst->args.size(), 4u);
+  EXPECT_EQ(inst->args[1].elements, 4112 * 4112);
+  ASSERT_EQ(inst->constant_args.size(), 1u);
+  EXPECT_EQ(inst->constant_args[0].symbol, "d_filter");
+  EXPECT_EQ(inst->constant_args[0].elements, 17 * 17);
+
+  // A copied filter and padding count in the shared memory a config asks for.
+  auto big = space->parse(
+      "block_size_x=128,block_size_y=2,tile_size_x=1,tile_size_y=8,use_padding=1,filter_smem=1,"
+      "unroll_fy=2");
+  ASSERT_TRUE(big.ok()) << big.error().message();
+  auto inst_big = instantiate(*spec, *big);
+  ASSERT_TRUE(inst_big.ok()) << inst_big.error().message();
+  EXPECT_EQ(inst_big->launch.shared_memory_bytes, ((128 + 16 + 1) * (16 + 16) + 17 * 17) * 4);
+
+  // The reference compiles with the problem's filter size too (its __constant__ array's).
+  auto ref = instantiate_reference(*spec);
+  ASSERT_TRUE(ref.ok()) << ref.error().message();
+  EXPECT_TRUE(has(ref->compile_options, "-DFILTER_H=17"));
+  auto gate = gate_tolerance(*spec, 0);
+  ASSERT_TRUE(gate.ok()) << gate.error().message();
+  EXPECT_EQ(gate->reduction_length, 17 * 17);  // an fp32 sum of 289 products
+  EXPECT_EQ(gate->dtype, "fp32");
 }
 
 // ---- bad input: one line naming file:line and what would be right ---------------------------
