@@ -256,6 +256,26 @@ SPACES = [
      ["--kernel", f"{EXAMPLES}/convolution.cu", "--spec", f"{EXAMPLES}/convolution.yaml",
       "--problem", "w=2048", "--problem", "h=2048", "--problem", "fw=7", "--problem", "fh=7"],
      ["--spec", f"{EXAMPLES}/convolution.yaml", "--kernel", f"{EXAMPLES}/convolution.cu"], 300),
+    # An eleventh held-out set, named 2026-12-06 (session 35) after set 10's judgement and before
+    # any of it was recorded, to judge a portfolio of the tree and a genetic algorithm for large
+    # spaces: spaces of more than 256 configs, where mcts_repair searches with its tree
+    # (SPACES_ONLY=the four below).
+    ("convolution_h200_8192_f3", "examples/user-kernel/convolution.cu, an 8192 x 8192 output, "
+     "3 x 3 filter, float32 (a user kernel; --problem w=8192,h=8192,fw=3,fh=3)",
+     ["--kernel", f"{EXAMPLES}/convolution.cu", "--spec", f"{EXAMPLES}/convolution.yaml",
+      "--problem", "w=8192", "--problem", "h=8192", "--problem", "fw=3", "--problem", "fh=3"],
+     ["--spec", f"{EXAMPLES}/convolution.yaml", "--kernel", f"{EXAMPLES}/convolution.cu"], 240),
+    ("convolution_h200_1024x4096_f11", "examples/user-kernel/convolution.cu, a 1024-row x "
+     "4096-column output, 11 x 11 filter, float32 (a user kernel; --problem "
+     "w=4096,h=1024,fw=11,fh=11)",
+     ["--kernel", f"{EXAMPLES}/convolution.cu", "--spec", f"{EXAMPLES}/convolution.yaml",
+      "--problem", "w=4096", "--problem", "h=1024", "--problem", "fw=11", "--problem", "fh=11"],
+     ["--spec", f"{EXAMPLES}/convolution.yaml", "--kernel", f"{EXAMPLES}/convolution.cu"], 200),
+    ("gemm_h200_12x4096x4096", "attune gemm family, bf16, M=12 N=4096 K=4096 (a batch-12 decode "
+     "projection)", ["--op", "gemm", "--shape", "12x4096x4096", "--dtype", "bf16"], [], 200),
+    ("attention_decode_h200_b64_kv1024", "attune attention_decode family, bf16, batch 64, KV "
+     "1024, head 128, 32 query heads over 8 KV heads, 1 new token",
+     ["--op", "attention_decode", "--shape", "64x1024x128x32x8x1", "--dtype", "bf16"], [], 120),
 ]
 
 
