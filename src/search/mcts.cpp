@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/rank.h"
+#include "search/portfolio.h"
 #include "search/surrogate.h"
 #include "search/walk.h"
 
@@ -398,7 +399,16 @@ OptionList<O> build_mcts_option_list() {
                             "alone")
       .template add<double>("small_space_explore_prior_led",
                             &MctsOptions::small_space_explore_prior_led, at_least(0),
-                            "small_space_explore for a search with a prior");
+                            "small_space_explore for a search with a prior")
+      .template add<std::size_t>("large_space_portfolio", &MctsOptions::large_space_portfolio,
+                                 between(0, 1),
+                                 "1: a space larger than small_space is searched by a portfolio "
+                                 "of the tree and a genetic algorithm; 0: the tree alone")
+      .template add<double>("large_space_floor", &MctsOptions::large_space_floor, between(0, 0.5),
+                            "large_space_portfolio: each arm's least share of the proposals")
+      .template add<std::size_t>("large_space_stall", &MctsOptions::large_space_stall, at_least(0),
+                                 "large_space_portfolio: the genetic arm starts once this many "
+                                 "evaluations in a row found no new best");
 }
 }  // namespace
 
@@ -430,6 +440,12 @@ Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts,
     so.explore_prior_led = mcts.small_space_explore_prior_led;
     so.prior = std::move(mcts.predict);
     small_ = std::make_unique<Surrogate>(space, options.seed, so, name_);
+  } else if (mcts.large_space_portfolio) {
+    mcts.large_space_portfolio = 0;  // the portfolio's tree arm is the tree alone
+    PortfolioOptions po;
+    po.floor = mcts.large_space_floor;
+    po.stall = mcts.large_space_stall;
+    large_ = make_portfolio(space, options, po, std::move(mcts));
   } else {
     s_ = std::make_unique<State>(space, options.seed, std::move(mcts));
   }
@@ -437,15 +453,16 @@ Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts,
 Mcts::~Mcts() = default;
 
 std::vector<TreeNode> Mcts::save_state() const {
-  return export_nodes();
+  return large_ ? large_->save_state() : export_nodes();
 }
 
 Status Mcts::load_state(const std::vector<StateNode>& nodes) {
-  return import_nodes(nodes);
+  return large_ ? large_->load_state(nodes) : import_nodes(nodes);
 }
 
 std::optional<Point> Mcts::propose() {
   if (small_) return small_->propose();
+  if (large_) return large_->propose();
   // The baseline first: it anchors speedups and is the rollout's first incumbent.
   if (s_->nodes.empty() || s_->node({}).visits == 0) {
     Point base = s_->space.baseline();
@@ -466,6 +483,7 @@ std::optional<Point> Mcts::propose() {
 
 void Mcts::observe(const Point& point, Verdict verdict, std::optional<double> time_us) {
   if (small_) return small_->observe(point, verdict, time_us);
+  if (large_) return large_->observe(point, verdict, time_us);
   if (point.size() != s_->space.depth()) return;
   const bool given = !s_->proposed.count(point) && point != s_->space.baseline();
   s_->proposed.insert(point);

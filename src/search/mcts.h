@@ -156,7 +156,23 @@ struct MctsOptions {
   double small_space_pairs = 0;
   double small_space_explore = 0;
   double small_space_explore_prior_led = 0;  // with a prior (SurrogateOptions::explore_prior_led)
-  ChildScores prior;                         // empty: a cold (uniform) prior
+  // 1: a space of more than small_space configs is searched by a portfolio of the tree and a
+  // genetic algorithm (search/portfolio.h: the tree alone until it goes large_space_stall
+  // evaluations without a new best, then each proposal's arm drawn by how well its recent
+  // proposals did, neither below large_space_floor), both seeing every result; 0: the tree alone.
+  // The tree's one-knob swap points cannot make a move that needs two knobs at once: on the
+  // held-out convolution_h100_4096_f17 (2048 configs) the optimum's block_size_x=16 is fast only
+  // with use_padding=0 and tile_size_x >= 2, the incumbent held use_padding=1, and 3 of 20 seeds
+  // never reached 2% of the optimum (0 of 20 with a prior fitted on the other convolution size,
+  // where block_size_x=16 is 1.8x slower). mcts_repair uses 1 with floor 0.05 and stall 12:
+  // chosen on the 19 spaces of more than 256 configs seen then (met both targets cold on 19,
+  // against the tree's 17; floors 0.1 and 0.2 cost more on pnpoly and the convolutions, a stall of
+  // 30 missed both convolution spaces), then judged on the held-out set 11: 4 of 4 cold and with
+  // the prior against the tree's 3 and 4 (bench/results/search_replay-2026-12-06i.md).
+  std::size_t large_space_portfolio = 0;
+  double large_space_floor = 0.2;      // the portfolio's PortfolioOptions::floor
+  std::size_t large_space_stall = 12;  // the portfolio's PortfolioOptions::stall
+  ChildScores prior;                   // empty: a cold (uniform) prior
   // The prior's predicted log latency of full points (StrategyContext::predict): a small space's
   // surrogate ranks its first proposals by it (SurrogateOptions::prior). Empty: none.
   std::function<std::vector<double>(const std::vector<Point>&)> predict;
@@ -186,6 +202,8 @@ struct MctsRepairOptions : MctsOptions {
     small_space_pairs = 1;
     small_space_explore = 0.5;
     prior_check = 20;
+    large_space_portfolio = 1;
+    large_space_floor = 0.05;
   }
 };
 const OptionList<MctsRepairOptions>& mcts_repair_option_list();
@@ -211,8 +229,9 @@ class Mcts final : public Strategy {
 
  private:
   struct State;
-  std::unique_ptr<State> s_;         // the tree; null for a small space
+  std::unique_ptr<State> s_;         // the tree; null for a small space or a portfolio
   std::unique_ptr<Strategy> small_;  // a small space's surrogate (MctsOptions::small_space)
+  std::unique_ptr<Strategy> large_;  // a large space's portfolio (large_space_portfolio)
   std::string name_;
 };
 
