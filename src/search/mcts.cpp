@@ -453,11 +453,11 @@ Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts,
 Mcts::~Mcts() = default;
 
 std::vector<TreeNode> Mcts::save_state() const {
-  return large_ ? large_->save_state() : export_nodes();
+  return export_nodes();
 }
 
 Status Mcts::load_state(const std::vector<StateNode>& nodes) {
-  return large_ ? large_->load_state(nodes) : import_nodes(nodes);
+  return import_nodes(nodes);
 }
 
 std::optional<Point> Mcts::propose() {
@@ -503,7 +503,8 @@ std::string prefix_text(const Space& space, const Point& prefix) {
 }  // namespace
 
 std::vector<TreeNode> Mcts::export_nodes() const {
-  if (!s_) return {};  // a small space keeps no tree
+  if (large_) return large_->save_state();  // the portfolio's tree arm
+  if (!s_) return {};                       // a small space keeps no tree
   std::vector<std::pair<Point, const Node*>> rows;
   for (const auto& [p, n] : s_->nodes)
     if (n.visits > 0 || n.closed) rows.emplace_back(p, &n);
@@ -528,6 +529,7 @@ std::vector<TreeNode> Mcts::export_nodes() const {
 }
 
 Status Mcts::import_nodes(const std::vector<TreeNode>& rows) {
+  if (large_) return large_->load_state(rows);  // the portfolio's tree arm
   // A small space keeps no tree: an earlier run's results reach its surrogate as the store
   // answers them.
   if (!s_) return Status::success();

@@ -221,7 +221,8 @@ class Mcts final : public Strategy {
   std::vector<StateNode> save_state() const override;
   Status load_state(const std::vector<StateNode>& nodes) override;
 
-  // The tree's nodes, parents before children, for Store::put_search_nodes.
+  // The tree's nodes (a portfolio's tree arm's), parents before children, for
+  // Store::put_search_nodes.
   std::vector<TreeNode> export_nodes() const;
   // Continues from nodes a previous run exported for the same space. Nodes naming unknown knobs
   // or options (the space changed) are an invalid_argument and nothing is imported.
