@@ -557,12 +557,6 @@ TEST(CountUpTo, StopsCountingPastTheLimit) {
   EXPECT_FALSE(count_up_to(s, 499));
 }
 
-}  // namespace
-}  // namespace attune::search
-
-namespace attune::search {
-namespace {
-
 // A landscape with a two-knob trap, the shape of the held-out convolution_h100_4096_f17 (block
 // width 16 is fastest only without shared-memory padding and with 2+ outputs per thread; with
 // padding it is 2x slower, while padding costs nothing at the other widths): width {16, 32, 48,
