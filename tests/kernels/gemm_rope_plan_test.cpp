@@ -73,7 +73,7 @@ TEST(GemmRopePlan, TheSpaceHasTheSplitFormAsItsOneBaselineAndTilesOfWholeHeads) 
         head);
     auto space = gemm_rope_op().space(p);
     ASSERT_TRUE(space.ok()) << space.error().message();
-    std::size_t split = 0, tiled_configs = 0, wgmma_configs = 0;
+    std::size_t split = 0, tiled_configs = 0, wgmma_configs = 0, staged_configs = 0;
     std::set<std::int64_t> widths, wgmma_widths;
     for (auto e = space->enumerate(); auto pt = e.next();) {
       const Config c = space->config(*pt);
@@ -87,9 +87,11 @@ TEST(GemmRopePlan, TheSpaceHasTheSplitFormAsItsOneBaselineAndTilesOfWholeHeads) 
         const std::int64_t bn = c.get("wg_bn")->as_int();
         wgmma_widths.insert(bn);
         EXPECT_EQ(bn % std::stoi(head), 0) << c.text();
-        EXPECT_LE(
-            gemm_wgmma_shared_bytes(c.get("wg_bm")->as_int(), bn, c.get("wg_stages")->as_int(), 1),
-            kMaxBlockSharedBytes)
+        const bool staged = c.get("wg_staged")->as_int() == 1;
+        staged_configs += staged;
+        EXPECT_LE(gemm_wgmma_shared_bytes(c.get("wg_bm")->as_int(), bn,
+                                          c.get("wg_stages")->as_int(), 1, staged),
+                  kMaxBlockSharedBytes)
             << c.text();
         auto plan = plan_gemm_rope(p, c);
         ASSERT_TRUE(plan.ok()) << c.text() << ": " << plan.error().message();
@@ -110,6 +112,8 @@ TEST(GemmRopePlan, TheSpaceHasTheSplitFormAsItsOneBaselineAndTilesOfWholeHeads) 
     EXPECT_EQ(split, 1u);
     EXPECT_GT(tiled_configs, 50u);
     EXPECT_GE(wgmma_configs, 5u);
+    // wg_staged doubles the wgmma configs: every ring of the space leaves room for the slabs.
+    EXPECT_EQ(2 * staged_configs, wgmma_configs);
     EXPECT_EQ(*wgmma_widths.rbegin(), 256);
     EXPECT_EQ(wgmma_widths.count(64), std::string(head) == "64" ? 1u : 0u);
     EXPECT_EQ(*widths.rbegin(), 256);
@@ -118,7 +122,8 @@ TEST(GemmRopePlan, TheSpaceHasTheSplitFormAsItsOneBaselineAndTilesOfWholeHeads) 
 }
 
 // The first guesses are wgmma configs of the space (the baseline with their knobs set), one
-// consumer warpgroup for a decode step's few tokens, two as well past 64 tokens.
+// consumer warpgroup for a decode step's few tokens, two as well past 64 tokens, where each is
+// also tried with staged stores.
 TEST(GemmRopePlan, TheFirstGuessesAreWgmmaConfigsOfTheSpace) {
   ASSERT_NE(gemm_rope_op().seed_configs, nullptr);
   for (const char* head : {"64", "128", "256"})
@@ -129,7 +134,13 @@ TEST(GemmRopePlan, TheFirstGuessesAreWgmmaConfigsOfTheSpace) {
       auto space = gemm_rope_op().space(p);
       ASSERT_TRUE(space.ok());
       const auto seeds = gemm_rope_op().seed_configs(p);
-      EXPECT_EQ(seeds.size(), std::string(tokens).starts_with("seq=1,") ? 1u : 2u) << p.text();
+      const bool decode = std::string(tokens).starts_with("seq=1,");
+      EXPECT_EQ(seeds.size(), decode ? 1u : 4u) << p.text();
+      // Past 64 tokens, each seed also with the epilogue's staged stores.
+      EXPECT_EQ(std::ranges::count_if(
+                    seeds, [](const std::string& x) { return x.ends_with(",wg_staged=1"); }),
+                decode ? 0 : 2)
+          << p.text();
       for (const std::string& seed : seeds) {
         SCOPED_TRACE(p.text() + " " + seed);
         Config base = *Config::parse(gemm_rope_op().baseline_config);
@@ -214,8 +225,37 @@ TEST(GemmRopePlan, TheWgmmaFormIsOneLaunchWithTensorMaps) {
   EXPECT_TRUE(check_args(*kp).ok());
   EXPECT_TRUE(has_option(kp->build, "-DROPE=1"));
   EXPECT_TRUE(has_option(kp->build, "-DSPLIT=1"));
+  EXPECT_TRUE(has_option(kp->build, "-DROPE_STAGED=0"));
   EXPECT_FALSE(
       plan_gemm_rope(problem(kQwen), *Config::parse("kernel=wgmma,wg_bm=128,wg_bn=64,wg_stages=4"))
+          .ok());
+}
+
+// wg_staged 1: the epilogue's slabs take the TMA store's staging size after the ring (16 KiB a
+// consumer warpgroup), and a ring too deep to leave room for them is refused.
+TEST(GemmRopePlan, TheStagedEpilogueAddsItsSlabsToTheSharedMemory) {
+  const Plan p = planned(kQwen, "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=2,wg_staged=1");
+  const auto* kp = std::get_if<KernelPlan>(&p);
+  ASSERT_NE(kp, nullptr);
+  EXPECT_TRUE(has_option(kp->build, "-DROPE_STAGED=1"));
+  EXPECT_EQ(kp->steps[0].shared_bytes,
+            static_cast<unsigned>(1024 + 2 * 384 * 128 + 2 * 16384 + 16 * 2));
+  // Four stages of 128 x 256 tiles (192 KiB) leave room for the slabs; seven of 128 x 128 (224
+  // KiB) fit alone, not with them.
+  EXPECT_TRUE(
+      plan_gemm_rope(problem(kQwen), *Config::parse("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4,"
+                                                    "wg_staged=1"))
+          .ok());
+  EXPECT_TRUE(
+      plan_gemm_rope(problem(kQwen), *Config::parse("kernel=wgmma,wg_bm=128,wg_bn=128,wg_stages=7"))
+          .ok());
+  EXPECT_FALSE(
+      plan_gemm_rope(problem(kQwen), *Config::parse("kernel=wgmma,wg_bm=128,wg_bn=128,wg_stages=7,"
+                                                    "wg_staged=1"))
+          .ok());
+  EXPECT_FALSE(
+      plan_gemm_rope(problem(kQwen), *Config::parse("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=2,"
+                                                    "wg_staged=2"))
           .ok());
 }
 
@@ -257,7 +297,9 @@ TEST(GemmRopePlan, TheFusedKernelCompilesOnEveryHeadSizeDtypeAndFlag) {
         tail;
     for (const char* config : {"kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=4",
                                "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=2",
-                               "kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=4,wg_cluster=2"}) {
+                               "kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=4,wg_cluster=2",
+                               "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=3,wg_staged=1",
+                               "kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=4,wg_staged=1"}) {
       SCOPED_TRACE(spec + " " + config);
       const Plan p = planned(spec, config);
       const auto& kp = std::get<KernelPlan>(p);

@@ -38,6 +38,11 @@
 //                   its accumulators in registers, a rotation pair being one thread's, and stores
 //                   them to q or the caches (rope.cu's defines, with attune_rope.cuh). BN is a
 //                   multiple of HEAD, so a tile holds whole heads
+//   ROPE_STAGED     1 (ROPE): each consumer warp writes its outputs of one row half (8 rows of
+//                   the tile's BN columns) into its own shared-memory slab first, then stores
+//                   whole head rows from it, 16 bytes a lane: a warp instruction writes two
+//                   256-byte rows instead of eight rows' 16-byte pieces. 0: each thread stores its
+//                   pairs (4 bytes) straight to q and the caches
 // Under SPLIT 1 a block takes tiles blockIdx.x, blockIdx.x + gridDim.x, ... (the launch's grid
 // sets how many each takes, wg_tiles): the producer goes on filling the ring with its next tile
 // while the consumers store the last, so a block past its first tile finds its ring full.
@@ -54,6 +59,9 @@
 #endif
 #ifndef ROPE
 #define ROPE 0
+#endif
+#ifndef ROPE_STAGED
+#define ROPE_STAGED 0
 #endif
 #ifndef TMA_STORE
 #define TMA_STORE 0
@@ -87,7 +95,12 @@ constexpr unsigned kPipeBytes = STAGES * kStageBytes;
 constexpr unsigned kPartialBytes = SPLIT > 1 ? BM* BN * 4 : 0;
 // TMA_STORE's staging: two 64 x 64 buffers of 16-bit outputs per consumer warpgroup.
 constexpr unsigned kStoreBuf = 64 * 128;
-constexpr unsigned kStoreBytes = TMA_STORE ? kConsumers * 2 * kStoreBuf : 0;
+// ROPE_STAGED's slabs: 8 rows of BN 16-bit outputs per consumer warp (at most the TMA store's
+// 16 KiB per consumer warpgroup, which the host allots for both).
+constexpr unsigned kRopeSlab = 8 * BN * 2;
+constexpr unsigned kStoreBytes = TMA_STORE     ? kConsumers * 2 * kStoreBuf
+                                 : ROPE_STAGED ? kConsumers * 4 * kRopeSlab
+                                               : 0;
 constexpr unsigned kBarOffset =
     (kPipeBytes > kPartialBytes ? kPipeBytes : kPartialBytes) + kStoreBytes;
 constexpr int kAcc = BN / 2;  // accumulators per consumer thread
@@ -103,8 +116,10 @@ static_assert(!TMA_STORE ||
 static_assert(!SILU_MUL || N % 16 == 0, "the SiLU * mul epilogue needs N % 16 == 0");
 #if ROPE
 static_assert(SPLIT == 1 && !SILU_MUL && !BIAS, "the RoPE epilogue takes no K split, SiLU or bias");
+static_assert(4 * kRopeSlab <= 2 * kStoreBuf, "a consumer's slabs fit the staging the host allots");
 static_assert(BN % HEAD == 0 && N == kHeads * HEAD, "a block tile holds whole heads of qkv");
 #endif
+static_assert(!ROPE_STAGED || ROPE, "ROPE_STAGED is the RoPE epilogue's");
 
 }  // namespace
 
@@ -265,6 +280,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
     for (int jj = 0; jj < kHalfGroups; ++jj)
 #pragma unroll
       for (int e = 0; e < 2; ++e) inv[jj][e] = inv_freq(8 * jj + 2 * (lane % 4) + e);
+#if ROPE_STAGED
+    // This warp's slab: row lane / 4 holds the row half's BN columns, 16-byte chunk c at c ^ (row
+    // % 8) (the quad's eight rows then write distinct banks, and eight lanes reading eight
+    // consecutive chunks of a row too). 16-byte stores need 16-byte aligned q and caches.
+    const unsigned slab = base + kPipeBytes + (cw * 4 + warp) * kRopeSlab;
+    constexpr int kRowChunks = BN / 8;
+    const bool wide =
+        ((reinterpret_cast<size_t>(q) | reinterpret_cast<size_t>(k) | reinterpret_cast<size_t>(v)) &
+         15) == 0;
+#endif
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int token = m0 + cw * 64 + warp * 16 + lane / 4 + 8 * h;
@@ -281,12 +306,24 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
         const int hd = n0 / HEAD + th;
         if (hd >= kHeads) break;  // uniform: past qkv's last head
         const int g0 = th * kHeadGroups;
+#if ROPE_STAGED
+        // Column col (a multiple of 8) of head th, this thread's pair at it, into the slab.
+        auto store = [&](int col, float a, float b) {
+          const T pair[2] = {static_cast<T>(a), static_cast<T>(b)};
+          const int r = lane / 4, c = th * kHeadGroups + col / 8;
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(slab + r * (BN * 2) +
+                                                         ((c ^ (r & 7)) * 16) + (lane % 4) * 4),
+                       "r"(*reinterpret_cast<const unsigned*>(pair))
+                       : "memory");
+        };
+#else
         T* dst = head_dst(q, k, v, bt, s, pos, hd, seq, kv) + 2 * (lane % 4);
         auto store = [&](int col, float a, float b) {
           if (!live) return;
           const T pair[2] = {static_cast<T>(a), static_cast<T>(b)};
           *reinterpret_cast<unsigned*>(dst + col) = *reinterpret_cast<const unsigned*>(pair);
         };
+#endif
         if (hd >= kQk) {  // a v head: stored as computed
 #pragma unroll
           for (int jj = 0; jj < kHeadGroups; ++jj)
@@ -328,6 +365,34 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
           store(kHalf + 8 * jj, o2[0], o2[1]);
         }
       }
+#if ROPE_STAGED
+      // The slab's 8 rows out, a head row's 16-byte chunks on consecutive lanes (rows past the
+      // last token and heads past qkv's last stay unwritten).
+      __syncwarp();
+#pragma unroll
+      for (int i = lane; i < 8 * kRowChunks; i += 32) {
+        const int r = i / kRowChunks, c = i % kRowChunks, hd = n0 / HEAD + c / kHeadGroups;
+        const int row = m0 + cw * 64 + warp * 16 + r + 8 * h;
+        if (row >= M || hd >= kHeads) continue;
+        const int rb = row / seq, rs = row - rb * seq;
+        T* dst = head_dst(q, k, v, rb, rs, kv - seq + rs, hd, seq, kv) + (c % kHeadGroups) * 8;
+        unsigned x0, x1, x2, x3;
+        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                     : "r"(slab + r * (BN * 2) + ((c ^ (r & 7)) * 16))
+                     : "memory");
+        if (wide) {
+          *reinterpret_cast<uint4*>(dst) = make_uint4(x0, x1, x2, x3);
+        } else {
+          unsigned* d = reinterpret_cast<unsigned*>(dst);
+          d[0] = x0;
+          d[1] = x1;
+          d[2] = x2;
+          d[3] = x3;
+        }
+      }
+      __syncwarp();  // the slab is read before the next row half overwrites it
+#endif
     }
 #else
 

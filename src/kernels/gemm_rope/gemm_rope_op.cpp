@@ -58,11 +58,13 @@ Result<Space> gemm_rope_space(const Problem& p) {
       {{"kernel=wgmma: a block tile holds whole heads (wg_bn a multiple of head)",
         {"kernel", "wg_bn"},
         [wgmma, head](const Assignment& a) { return !wgmma(a) || a.i("wg_bn") % head == 0; }},
-       {"kernel=wgmma: the ring fits a block's 227 KiB",
-        {"kernel", "wg_bm", "wg_bn", "wg_stages"},
+       fixed_unless("wgmma", "wg_staged", 0),
+       {"kernel=wgmma: the ring (and wg_staged's slabs) fit a block's 227 KiB",
+        {"kernel", "wg_bm", "wg_bn", "wg_stages", "wg_staged"},
         [wgmma](const Assignment& a) {
-          return !wgmma(a) || gemm_wgmma_shared_bytes(a.i("wg_bm"), a.i("wg_bn"), a.i("wg_stages"),
-                                                      1) <= kMaxBlockSharedBytes;
+          return !wgmma(a) ||
+                 gemm_wgmma_shared_bytes(a.i("wg_bm"), a.i("wg_bn"), a.i("wg_stages"), 1,
+                                         a.i("wg_staged") == 1) <= kMaxBlockSharedBytes;
         }}});
   return Space::make(
       {Knob{"kernel", {"split", "tiled", "wgmma"}, 0, KnobKind::kStructural},
@@ -71,7 +73,7 @@ Result<Space> gemm_rope_space(const Problem& p) {
        in_place("tl_stages", {3, 2, 4, 5}), in_place("tl_group", {8, 1, 4, 16}),
        in_place("wg_bm", {128, 64}), in_place("wg_bn", {128, 64, 256}),
        in_place("wg_stages", {4, 3, 5, 6, 8}), in_place("wg_tiles", gemm_wgmma_tiles_options()),
-       in_place("wg_cluster", {1, 2})},
+       in_place("wg_cluster", {1, 2}), in_place("wg_staged", {0, 1})},
       std::move(constraints));
 }
 
@@ -95,7 +97,13 @@ std::vector<std::string> gemm_rope_seeds(const Problem& p) {
   const std::int64_t narrow = std::max<std::int64_t>(head, 128);
   out.push_back(
       fmt::format("kernel=wgmma,wg_bm=64,wg_bn={},wg_stages={}", narrow, narrow == 256 ? 4 : 6));
-  if (m > 64) out.push_back("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4");
+  if (m > 64) {
+    // Past 64 tokens the heads the epilogue stores are many: both seeds with the staged stores
+    // too (wg_staged 1).
+    out.push_back("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4");
+    out.push_back(out.front() + ",wg_staged=1");
+    out.push_back("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4,wg_staged=1");
+  }
   return out;
 }
 
@@ -112,7 +120,7 @@ const OpSignature& gemm_rope_op() {
       .max_size = 1 << 24,
       .baseline_config =
           "kernel=split,tl_bm=128,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,"
-          "tl_group=8,wg_bm=128,wg_bn=128,wg_stages=4,wg_tiles=1,wg_cluster=1",
+          "tl_group=8,wg_bm=128,wg_bn=128,wg_stages=4,wg_tiles=1,wg_cluster=1,wg_staged=0",
       // Qwen3-Embedding-0.6B's prefill of 8 x 512 tokens.
       .example_shape = "8x512x512x16x8x128x1000000x1024",
       .runtime_key = 6,

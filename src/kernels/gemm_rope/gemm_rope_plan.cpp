@@ -84,17 +84,22 @@ Result<Plan> plan_tiled_rope(const GemmRopeShape& s, const Config& c) {
 Result<Plan> plan_wgmma_rope(const GemmRopeShape& s, const Config& c) {
   ATTUNE_ASSIGN(WgmmaTile t, wgmma_tile(c));
   t.split = 1;
-  const std::size_t smem = gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, 1);
+  // wg_staged 1: the epilogue's outputs go through shared memory (slabs the size of the TMA
+  // store's staging) and leave as whole head rows; rows written before the knob existed have 0.
+  const std::int64_t staged = knob_or(c, "wg_staged", 0);
+  const std::size_t smem = gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, 1, staged == 1);
   if ((t.bm != 64 && t.bm != 128) || (t.bn != 64 && t.bn != 128 && t.bn != 256) || t.stages < 2 ||
       t.bn % s.rope.head != 0 || smem > kMaxBlockSharedBytes || t.tiles < 1 ||
-      (t.cluster != 1 && t.cluster != 2) || t.tma_store)
+      (t.cluster != 1 && t.cluster != 2) || t.tma_store || (staged != 0 && staged != 1))
     return Error::invalid_argument(fmt::format(
         "gemm_rope config '{}': kernel=wgmma takes wg_bm 64 or 128, wg_bn 64, 128 or 256 and a "
-        "multiple of head ({}), wg_stages >= 2, wg_tiles >= 1, wg_cluster 1 or 2, no TMA store "
-        "(its epilogue stores the heads itself), and at most {} bytes of shared memory ({})",
+        "multiple of head ({}), wg_stages >= 2, wg_tiles >= 1, wg_cluster 1 or 2, wg_staged 0 or "
+        "1, no TMA store (its epilogue stores the heads itself), and at most {} bytes of shared "
+        "memory ({})",
         c.text(), s.rope.head, kMaxBlockSharedBytes, smem));
   GemmShape g{s.m(), s.n(), s.hidden, s.rope.bf16, false, false};
   KernelPlan p = gemm_wgmma_plan(g, t);
+  p.build.options.push_back(fmt::format("-DROPE_STAGED={}", staged));
   add_rope_epilogue(
       p, s, "gemm_wgmma_rope",
       {"q", "k", "v", "tensor_map0", "tensor_map1", "q_norm", "k_norm", "seq", "kv", "eps"});
