@@ -98,11 +98,11 @@ std::vector<std::string> gemm_rope_seeds(const Problem& p) {
   out.push_back(
       fmt::format("kernel=wgmma,wg_bm=64,wg_bn={},wg_stages={}", narrow, narrow == 256 ? 4 : 6));
   if (m > 64) {
-    // Past 64 tokens the heads the epilogue stores are many: both seeds with the staged stores
-    // too (wg_staged 1).
     out.push_back("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4");
-    out.push_back(out.front() + ",wg_staged=1");
-    out.push_back("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4,wg_staged=1");
+    // Past 64 tokens the heads the epilogue stores are many: each seed with the staged stores
+    // too (wg_staged 1).
+    for (std::size_t i = 0, plain = out.size(); i < plain; ++i)
+      out.push_back(out[i] + ",wg_staged=1");
   }
   return out;
 }
