@@ -275,6 +275,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
     // norm. The frequencies of this thread's pair columns are computed once, the angles once per
     // row.
     constexpr int kHeadGroups = HEAD / 8, kHalfGroups = HEAD / 16;
+#if QK_NORM
+    const bool paired =
+        ((reinterpret_cast<size_t>(q_norm) | reinterpret_cast<size_t>(k_norm)) & 3) == 0;
+#endif
     float inv[kHalfGroups][2];
 #pragma unroll
     for (int jj = 0; jj < kHalfGroups; ++jj)
@@ -300,7 +304,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
       for (int jj = 0; jj < kHalfGroups; ++jj)
 #pragma unroll
         for (int e = 0; e < 2; ++e)
-          sincosf(static_cast<float>(pos) * inv[jj][e], &sn[jj][e], &cs[jj][e]);
+          rope_sincos(static_cast<float>(pos) * inv[jj][e], &sn[jj][e], &cs[jj][e]);
 #pragma unroll
       for (int th = 0; th < BN / HEAD; ++th) {
         const int hd = n0 / HEAD + th;
@@ -342,6 +346,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
         ss += __shfl_xor_sync(0xffffffffu, ss, 2);
         scale = rsqrtf(ss / HEAD + eps);
         const T* w = (hd < Q_HEADS ? q_norm : k_norm) + 2 * (lane % 4);
+        // The weights of this thread's pair at column col: one 4-byte load where aligned.
+        auto weights = [&](int col, float& w0, float& w1) {
+          if (paired) {
+            T pair[2];
+            *reinterpret_cast<unsigned*>(pair) = __ldg(reinterpret_cast<const unsigned*>(w + col));
+            w0 = static_cast<float>(pair[0]);
+            w1 = static_cast<float>(pair[1]);
+          } else {
+            w0 = static_cast<float>(w[col]);
+            w1 = static_cast<float>(w[col + 1]);
+          }
+        };
 #else
         (void)q_norm;
         (void)k_norm;
@@ -350,13 +366,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
 #pragma unroll
         for (int jj = 0; jj < kHalfGroups; ++jj) {
           float o1[2], o2[2];
+#if QK_NORM
+          float w1[2], w2[2];
+          weights(8 * jj, w1[0], w1[1]);
+          weights(kHalf + 8 * jj, w2[0], w2[1]);
+#endif
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float x1 = acc[4 * (g0 + jj) + 2 * h + e] * scale,
                   x2 = acc[4 * (g0 + jj + kHalfGroups) + 2 * h + e] * scale;
 #if QK_NORM
-            x1 *= static_cast<float>(w[8 * jj + e]);
-            x2 *= static_cast<float>(w[kHalf + 8 * jj + e]);
+            x1 *= w1[e];
+            x2 *= w2[e];
 #endif
             o1[e] = x1 * cs[jj][e] - x2 * sn[jj][e];
             o2[e] = x2 * cs[jj][e] + x1 * sn[jj][e];
@@ -370,11 +391,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
       // last token and heads past qkv's last stay unwritten).
       __syncwarp();
 #pragma unroll
-      for (int i = lane; i < 8 * kRowChunks; i += 32) {
+      for (int i = lane; i < 8 * kRowChunks; i += 32) {  // BN % 32 == 0: every lane each time
         const int r = i / kRowChunks, c = i % kRowChunks, hd = n0 / HEAD + c / kHeadGroups;
+        // Row r's sequence and position, from its quad (lanes 4 r ... hold row r above).
+        const int rb = __shfl_sync(0xffffffffu, bt, 4 * r), rs = __shfl_sync(0xffffffffu, s, 4 * r);
         const int row = m0 + cw * 64 + warp * 16 + r + 8 * h;
         if (row >= M || hd >= kHeads) continue;
-        const int rb = row / seq, rs = row - rb * seq;
         T* dst = head_dst(q, k, v, rb, rs, kv - seq + rs, hd, seq, kv) + (c % kHeadGroups) * 8;
         unsigned x0, x1, x2, x3;
         asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
