@@ -5,7 +5,9 @@
 namespace {
 
 __device__ __forceinline__ float silu(float g) {
-  return g / (1.f + __expf(-g));
+  // __fdividef, not the IEEE division's dozen instructions: the epilogue runs after the main
+  // loop. A denominator past 2^126 (g below about -87) gives 0, silu's value there in fp32.
+  return __fdividef(g, 1.f + __expf(-g));
 }
 
 // Outputs (v0, v1) at (row, col) and (row, col + 1) of C [Rows x Cols], col even, plus bias[col]
