@@ -45,9 +45,10 @@ std::int64_t gemm_tiled_partial_bytes(std::int64_t bm, std::int64_t bn);
 std::int64_t gemm_tiled_rope_tile_bytes(std::int64_t bm, std::int64_t bn);
 // The wgmma GEMM's shared memory (defined with gemm's signature): its ring, or the fp32 partial
 // tile the ring becomes under a K split, and its mbarriers (gemm_rope's form rotates in registers).
-// With tma_store, the staging buffers of the TMA store too.
+// With tma_store, the staging buffers of the TMA store too, one pair per consumer warpgroup (two
+// under pingpong, whatever bm).
 std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
-                                    std::int64_t split, bool tma_store = false);
+                                    std::int64_t split, bool tma_store, bool pingpong);
 
 // Space constraints gemm's and gemm_rope's spaces share (defined with gemm's signature). A kernel
 // fork's knob: `name` is fixed at `fixed` unless kernel=`kernel`, so each kernel's knobs are free

@@ -139,6 +139,7 @@ KernelPlan gemm_tiled_plan(const GemmShape& s, const TiledTile& t);
 struct WgmmaTile {
   std::int64_t bm = 128, bn = 128, stages = 4, split = 1, tiles = 1, cluster = 1;
   bool tma_store = false;
+  bool pingpong = false;  // two consumer warpgroups taking 64-row tiles in turn (wg_pingpong)
 };
 // A config's wg_* knobs (wg_split, wg_tiles and wg_cluster 1 and wg_tma_store 0 where it has none,
 // as gemm_rope's configs had).

@@ -993,7 +993,8 @@ TEST_F(RuntimeGpu, GemmRopeRowAndBaselineMatchTheGemmThenRope) {
     EXPECT_FALSE(d.tuned) << d.problem;
     EXPECT_EQ(d.config,
               "kernel=split,tl_bm=128,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,tl_group=8,"
-              "wg_bm=128,wg_bn=128,wg_stages=4,wg_tiles=1,wg_cluster=1,wg_staged=0");
+              "wg_bm=128,wg_bn=128,wg_stages=4,wg_tiles=1,wg_cluster=1,wg_staged=0,"
+              "wg_pingpong=0");
   }
 
   rt::Timing timing;

@@ -181,6 +181,18 @@ TEST(KernelSources, WgmmaGemmPlansCompile) {
       {"gemm:bias=0,dtype=fp16,k=1024,m=77,n=1280,silu_mul=1",
        "kernel=wgmma,wg_bm=64,wg_bn=128,wg_stages=5,wg_split=1,wg_cluster=2,wg_tma_store=1", 2 * 10,
        256, 1024 + 5 * 192 * 128 + 2 * 8192 + 80},
+      // Ping-pong consumers: two warpgroups of 64-row tiles (384 threads), each with its staging
+      // buffers; 5 x 5 tiles two to a block.
+      {"gemm:bias=1,dtype=bf16,k=1000,m=300,n=1032",
+       "kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=4,wg_split=1,wg_tiles=2,wg_pingpong=1,"
+       "wg_tma_store=1",
+       13, 384, 1024 + 4 * 320 * 128 + 2 * 2 * 8192 + 64},
+      // ... and under silu_mul in clusters of two blocks: 1 pair of tile rows x 5 columns, two
+      // pairs to a cluster.
+      {"gemm:bias=0,dtype=bf16,k=1000,m=77,n=1056,silu_mul=1",
+       "kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=4,wg_split=1,wg_tiles=2,wg_cluster=2,"
+       "wg_pingpong=1",
+       3 * 2, 384, 1024 + 4 * 320 * 128 + 64},
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(k.config);
@@ -254,6 +266,15 @@ TEST(KernelSources, WgmmaGemmPlansCompile) {
         *Config::parse("kernel=wgmma,wg_bm=128,wg_bn=64,wg_stages=4,wg_split=1,wg_tma_store=1"));
     ASSERT_FALSE(narrow.ok()) << bad;
     EXPECT_NE(narrow.error().message().find("whole 64-column boxes"), std::string::npos);
+  }
+  // Ping-pong consumers take 64-row tiles and no K split.
+  for (const char* bad : {"kernel=wgmma,wg_bm=128,wg_bn=128,wg_stages=4,wg_tiles=2,wg_pingpong=1",
+                          "kernel=wgmma,wg_bm=64,wg_bn=128,wg_stages=4,wg_split=2,wg_pingpong=1"}) {
+    auto pp = kernels::plan_gemm(*Problem::parse("gemm:bias=0,dtype=bf16,k=1024,m=4096,n=4096"),
+                                 *Config::parse(bad));
+    ASSERT_FALSE(pp.ok()) << bad;
+    EXPECT_NE(pp.error().message().find("ping-pong consumers (wg_pingpong 1) only at wg_bm 64"),
+              std::string::npos);
   }
   auto split_cluster = kernels::plan_gemm(
       *Problem::parse("gemm:bias=0,dtype=bf16,k=1024,m=4096,n=4096"),

@@ -73,7 +73,8 @@ TEST(GemmRopePlan, TheSpaceHasTheSplitFormAsItsOneBaselineAndTilesOfWholeHeads) 
         head);
     auto space = gemm_rope_op().space(p);
     ASSERT_TRUE(space.ok()) << space.error().message();
-    std::size_t split = 0, tiled_configs = 0, wgmma_configs = 0, staged_configs = 0;
+    std::size_t split = 0, tiled_configs = 0, wgmma_configs = 0, staged_configs = 0,
+                pingpong_configs = 0, cooperative_configs = 0, cooperative_staged = 0;
     std::set<std::int64_t> widths, wgmma_widths;
     for (auto e = space->enumerate(); auto pt = e.next();) {
       const Config c = space->config(*pt);
@@ -89,8 +90,17 @@ TEST(GemmRopePlan, TheSpaceHasTheSplitFormAsItsOneBaselineAndTilesOfWholeHeads) 
         EXPECT_EQ(bn % std::stoi(head), 0) << c.text();
         const bool staged = c.get("wg_staged")->as_int() == 1;
         staged_configs += staged;
+        const bool pingpong = c.get("wg_pingpong")->as_int() == 1;
+        pingpong_configs += pingpong;
+        cooperative_configs += !pingpong;
+        cooperative_staged += !pingpong && staged;
+        // Ping-pong consumers take 64-row tiles, two or more a block.
+        if (pingpong) {
+          EXPECT_EQ(c.get("wg_bm")->as_int(), 64) << c.text();
+          EXPECT_GE(c.get("wg_tiles")->as_int(), 2) << c.text();
+        }
         EXPECT_LE(gemm_wgmma_shared_bytes(c.get("wg_bm")->as_int(), bn,
-                                          c.get("wg_stages")->as_int(), 1, staged),
+                                          c.get("wg_stages")->as_int(), 1, staged, pingpong),
                   kMaxBlockSharedBytes)
             << c.text();
         auto plan = plan_gemm_rope(p, c);
@@ -112,8 +122,11 @@ TEST(GemmRopePlan, TheSpaceHasTheSplitFormAsItsOneBaselineAndTilesOfWholeHeads) 
     EXPECT_EQ(split, 1u);
     EXPECT_GT(tiled_configs, 50u);
     EXPECT_GE(wgmma_configs, 5u);
-    // wg_staged doubles the wgmma configs: every ring of the space leaves room for the slabs.
-    EXPECT_EQ(2 * staged_configs, wgmma_configs);
+    // wg_staged doubles the cooperative wgmma configs: each of their rings leaves room for the
+    // slabs (ping-pong consumers' two sets of slabs need 16 KiB more than one 64-row consumer's).
+    EXPECT_EQ(2 * cooperative_staged, cooperative_configs);
+    EXPECT_GT(pingpong_configs, 0u);
+    EXPECT_GT(staged_configs, cooperative_staged);
     EXPECT_EQ(*wgmma_widths.rbegin(), 256);
     EXPECT_EQ(wgmma_widths.count(64), std::string(head) == "64" ? 1u : 0u);
     EXPECT_EQ(*widths.rbegin(), 256);
@@ -259,6 +272,24 @@ TEST(GemmRopePlan, TheStagedEpilogueAddsItsSlabsToTheSharedMemory) {
           .ok());
 }
 
+// wg_pingpong 1: two consumer warpgroups (384 threads) take 64-row tiles in turn, each with its
+// own slabs; only at wg_bm 64.
+TEST(GemmRopePlan, PingPongConsumersAreTwoWarpgroupsOf64RowTiles) {
+  const Plan p = planned(kQwen,
+                         "kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=4,wg_tiles=2,wg_pingpong=1,"
+                         "wg_staged=1");
+  const auto* kp = std::get_if<KernelPlan>(&p);
+  ASSERT_NE(kp, nullptr);
+  EXPECT_TRUE(has_option(kp->build, "-DPINGPONG=1"));
+  EXPECT_EQ(kp->steps[0].block.x, 384u);
+  EXPECT_EQ(kp->steps[0].shared_bytes,
+            static_cast<unsigned>(1024 + 4 * 320 * 128 + 2 * 16384 + 16 * 4));
+  EXPECT_FALSE(
+      plan_gemm_rope(problem(kQwen), *Config::parse("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4,"
+                                                    "wg_tiles=2,wg_pingpong=1"))
+          .ok());
+}
+
 TEST(GemmRopePlan, TheFusedKernelCompilesOnEveryHeadSizeDtypeAndFlag) {
   cuda::Compiler c("sm_90a", "");
   const std::string configs[] = {tiled(64, 256, 32, 2, 2, 3, 8), tiled(128, 128, 64, 4, 1, 2, 1),
@@ -299,7 +330,11 @@ TEST(GemmRopePlan, TheFusedKernelCompilesOnEveryHeadSizeDtypeAndFlag) {
                                "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=2",
                                "kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=4,wg_cluster=2",
                                "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=3,wg_staged=1",
-                               "kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=4,wg_staged=1"}) {
+                               "kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=4,wg_staged=1",
+                               "kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=4,wg_tiles=2,"
+                               "wg_pingpong=1,wg_staged=1",
+                               "kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=3,wg_tiles=2,"
+                               "wg_cluster=2,wg_pingpong=1"}) {
       SCOPED_TRACE(spec + " " + config);
       const Plan p = planned(spec, config);
       const auto& kp = std::get<KernelPlan>(p);

@@ -33,13 +33,14 @@ std::int64_t gemm_tiled_rope_tile_bytes(std::int64_t bm, std::int64_t bn) {
 }
 
 std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
-                                    std::int64_t split, bool tma_store) {
+                                    std::int64_t split, bool tma_store, bool pingpong) {
   // 1024 bytes of slack to align the ring, the ring (or the fp32 partial tile it becomes under a
   // K split, whichever is larger), the TMA store's two 64 x 64 16-bit staging buffers per
   // consumer warpgroup, then a full and an empty mbarrier per stage.
   const std::int64_t ring = stages * (bm + bn) * 128;
   const std::int64_t partial = split > 1 ? bm * bn * 4 : 0;
-  const std::int64_t staging = tma_store ? bm / 64 * 2 * 64 * 128 : 0;
+  const std::int64_t consumers = pingpong ? 2 : bm / 64;
+  const std::int64_t staging = tma_store ? consumers * 2 * 64 * 128 : 0;
   return static_cast<std::size_t>(1024 + std::max(ring, partial) + staging + 16 * stages);
 }
 
@@ -86,6 +87,13 @@ std::vector<Constraint> gemm_wgmma_constraints(std::int64_t m, std::int64_t n) {
           fixed_unless("wgmma", "wg_stages", 4),
           fixed_unless("wgmma", "wg_tiles", 1),
           fixed_unless("wgmma", "wg_cluster", 1),
+          fixed_unless("wgmma", "wg_pingpong", 0),
+          {"kernel=wgmma: ping-pong consumers (wg_pingpong 1) take 64-row tiles (wg_bm 64), two "
+           "or more a block (wg_tiles >= 2: one takes a tile while the other stores the last)",
+           {"wg_bm", "wg_tiles", "wg_pingpong"},
+           [](const Assignment& a) {
+             return a.i("wg_pingpong") == 0 || (a.i("wg_bm") == 64 && a.i("wg_tiles") >= 2);
+           }},
           {"kernel=wgmma: a B-sharing cluster (wg_cluster 2) needs two tile rows (M past wg_bm)",
            {"kernel", "wg_bm", "wg_cluster"},
            [m](const Assignment& a) {
@@ -247,6 +255,9 @@ Result<Space> gemm_space(const Problem& p) {
        {"a wgmma K split takes one tile per block (wg_tiles 1)",
         {"wg_split", "wg_tiles"},
         [](const Assignment& a) { return a.i("wg_split") == 1 || a.i("wg_tiles") == 1; }},
+       {"a wgmma K split takes no ping-pong consumers (wg_pingpong 0)",
+        {"wg_split", "wg_pingpong"},
+        [](const Assignment& a) { return a.i("wg_split") == 1 || a.i("wg_pingpong") == 0; }},
        {"a wgmma K split's cluster is its split: wg_cluster 1",
         {"wg_split", "wg_cluster"},
         [](const Assignment& a) { return a.i("wg_split") == 1 || a.i("wg_cluster") == 1; }},
@@ -261,12 +272,12 @@ Result<Space> gemm_space(const Problem& p) {
         }},
        {"the wgmma ring (or a K split's fp32 partial tile) and the TMA store's staging fit a "
         "block's 227 KiB",
-        {"kernel", "wg_bm", "wg_bn", "wg_stages", "wg_split", "wg_tma_store"},
+        {"kernel", "wg_bm", "wg_bn", "wg_stages", "wg_split", "wg_tma_store", "wg_pingpong"},
         [](const Assignment& a) {
           return a["kernel"].as_word() != "wgmma" ||
                  gemm_wgmma_shared_bytes(a.i("wg_bm"), a.i("wg_bn"), a.i("wg_stages"),
-                                         a.i("wg_split"),
-                                         a.i("wg_tma_store") == 1) <= kMaxBlockSharedBytes;
+                                         a.i("wg_split"), a.i("wg_tma_store") == 1,
+                                         a.i("wg_pingpong") == 1) <= kMaxBlockSharedBytes;
         }},
        {"a wgmma K split leaves every split at least two 64-wide K tiles",
         {"kernel", "wg_split"},
@@ -302,7 +313,8 @@ Result<Space> gemm_space(const Problem& p) {
                       knob("wg_split", {1, 2, 4, 8}),
                       knob("wg_tiles", gemm_wgmma_tiles_options()),
                       knob("wg_cluster", {1, 2}),
-                      knob("wg_tma_store", {0, 1})},
+                      knob("wg_tma_store", {0, 1}),
+                      knob("wg_pingpong", {0, 1})},
                      std::move(constraints));
 }
 

@@ -114,11 +114,13 @@ Result<KernelPlan> plan_wgmma(const GemmShape& s, const Config& c) {
   if ((t.bm != 64 && t.bm != 128) || (t.bn != 64 && t.bn != 128 && t.bn != 256) || t.stages < 2 ||
       (t.split != 1 && t.split != 2 && t.split != 4 && t.split != 8) || t.tiles < 1 ||
       (t.cluster != 1 && t.cluster != 2) ||
-      (t.split > 1 && (t.tiles > 1 || t.cluster > 1 || t.tma_store)))
+      (t.split > 1 && (t.tiles > 1 || t.cluster > 1 || t.tma_store)) ||
+      (t.pingpong && (t.bm != 64 || t.split > 1)))
     return Error::invalid_argument(fmt::format(
         "gemm config '{}': kernel=wgmma takes wg_bm 64 or 128, wg_bn 64, 128 or 256, wg_stages "
-        ">= 2, wg_split 1, 2, 4 or 8, wg_tiles >= 1, wg_cluster 1 or 2, and under a K split "
-        "wg_tiles 1, wg_cluster 1 and wg_tma_store 0",
+        ">= 2, wg_split 1, 2, 4 or 8, wg_tiles >= 1, wg_cluster 1 or 2, under a K split "
+        "wg_tiles 1, wg_cluster 1 and wg_tma_store 0, and ping-pong consumers (wg_pingpong 1) "
+        "only at wg_bm 64 without a K split",
         c.text()));
   if (t.tma_store && ((s.silu_mul ? t.bn / 2 : t.bn) % 64 != 0 || s.out_n() % 8 != 0))
     return Error::invalid_argument(fmt::format(
@@ -126,7 +128,8 @@ Result<KernelPlan> plan_wgmma(const GemmShape& s, const Config& c) {
         "multiples: a tile's output columns (wg_bn, half of it under silu_mul) a multiple of 64, "
         "and the output's columns ({}) a multiple of 8",
         c.text(), s.out_n()));
-  const std::size_t shared = gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, t.split, t.tma_store);
+  const std::size_t shared =
+      gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, t.split, t.tma_store, t.pingpong);
   if (shared > kMaxBlockSharedBytes)
     return Error::invalid_argument(
         fmt::format("gemm config '{}': {} bytes of shared memory, more than a block gets ({})",
@@ -176,6 +179,7 @@ Result<WgmmaTile> wgmma_tile(const Config& c) {
   t.tiles = knob_or(c, "wg_tiles", 1);
   t.cluster = knob_or(c, "wg_cluster", 1);
   t.tma_store = knob_or(c, "wg_tma_store", 0) == 1;
+  t.pingpong = knob_or(c, "wg_pingpong", 0) == 1;
   return t;
 }
 
@@ -217,26 +221,27 @@ KernelPlan gemm_wgmma_plan(const GemmShape& s, const WgmmaTile& t) {
       {fmt::format("-DBM={}", t.bm), fmt::format("-DBN={}", t.bn),
        fmt::format("-DSTAGES={}", t.stages), fmt::format("-DSPLIT={}", t.split),
        fmt::format("-DCLUSTER={}", t.cluster), fmt::format("-DTMA_STORE={}", t.tma_store ? 1 : 0),
-       "-DGROUP=8", fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
+       fmt::format("-DPINGPONG={}", t.pingpong ? 1 : 0), "-DGROUP=8",
+       fmt::format("-DBIAS={}", s.bias ? 1 : 0)});
   p.build.name_expressions = {"gemm_wgmma"};
   p.build.headers = {launch_header(),
                      {"attune_cluster.cuh", kClusterHeader},
                      {"attune_wgmma.cuh", kWgmmaHeader},
                      {"attune_gemm_store.cuh", kGemmStoreHeader}};
-  // One producer warpgroup and bm / 64 consumers; under a K split each tile is a cluster of
-  // `split` consecutive blocks. The TMA reads A and B through tensor maps of 64-wide K boxes
-  // (under silu_mul a B box is one half of the tile: its gate rows, or its up rows).
-  // A block takes t.tiles tiles in turn (the kernel strides over them by the grid's size); under
-  // wg_cluster 2 a cluster of two blocks takes t.tiles pairs of tiles (consecutive tile rows),
-  // each block loading half of the pair's B tile for both.
+  // One producer warpgroup and bm / 64 consumers (two under pingpong); under a K split each tile is
+  // a cluster of `split` consecutive blocks. The TMA reads A and B through tensor maps of 64-wide K
+  // boxes (under silu_mul a B box is one half of the tile: its gate rows, or its up rows). A block
+  // takes t.tiles tiles in turn (the kernel strides over them by the grid's size); under wg_cluster
+  // 2 a cluster of two blocks takes t.tiles pairs of tiles (consecutive tile rows), each block
+  // loading half of the pair's B tile for both.
   const unsigned units = ceil_div(ceil_div(s.m, t.bm), t.cluster) * ceil_div(s.n, t.bn);
   const unsigned clusters = ceil_div(units, t.tiles);
-  LaunchStep step{
-      "gemm_wgmma",
-      {static_cast<unsigned>(clusters * t.cluster * t.split)},
-      {static_cast<unsigned>(128 * (t.bm / 64 + 1))},
-      static_cast<unsigned>(gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, t.split, t.tma_store)),
-      {"c", "tensor_map0", "tensor_map1", "bias"}};
+  LaunchStep step{"gemm_wgmma",
+                  {static_cast<unsigned>(clusters * t.cluster * t.split)},
+                  {static_cast<unsigned>(128 * ((t.pingpong ? 2 : t.bm / 64) + 1))},
+                  static_cast<unsigned>(gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, t.split,
+                                                                t.tma_store, t.pingpong)),
+                  {"c", "tensor_map0", "tensor_map1", "bias"}};
   const auto k = static_cast<std::uint64_t>(s.k);
   step.tensor_maps = {
       {"a", static_cast<std::uint64_t>(s.m), k, static_cast<std::uint32_t>(t.bm), 64},

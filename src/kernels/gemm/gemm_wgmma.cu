@@ -43,6 +43,14 @@
 //                   whole head rows from it, 16 bytes a lane: a warp instruction writes two
 //                   256-byte rows instead of eight rows' 16-byte pieces. 0: each thread stores its
 //                   pairs (4 bytes) straight to q and the caches
+//   PINGPONG        1 (BM 64, SPLIT 1): two consumer warpgroups take the block's tiles in turn,
+//                   each a whole 64 x BN tile with its own accumulators: while one multiplies,
+//                   the other runs its epilogue, so the stores, the SiLU or the RoPE of one tile
+//                   hide behind the next tile's MMAs. Their main loops take turns through two
+//                   named barriers (a warpgroup starts its tile's k-tiles once the other has
+//                   finished the previous tile's), which also keeps each one's waits on the
+//                   shared ring at most one phase ahead. 0 (default): the BM / 64 consumer
+//                   warpgroups share each tile, 64 rows each, and store it together
 // Under SPLIT 1 a block takes tiles blockIdx.x, blockIdx.x + gridDim.x, ... (the launch's grid
 // sets how many each takes, wg_tiles): the producer goes on filling the ring with its next tile
 // while the consumers store the last, so a block past its first tile finds its ring full.
@@ -69,6 +77,9 @@
 #ifndef CLUSTER
 #define CLUSTER 1
 #endif
+#ifndef PINGPONG
+#define PINGPONG 0
+#endif
 #define KSPLIT (SPLIT * CLUSTER)
 #include "attune_cluster.cuh"  // CLUSTER_DIMS, cluster_sync, cluster_load
 #define WG_T TNAME
@@ -80,7 +91,9 @@
 
 namespace {
 
-constexpr int kConsumers = BM / 64;
+constexpr int kConsumers = PINGPONG ? 2 : BM / 64;
+// The consumer warpgroups that read one k-tile of the ring (and hand its slot back).
+constexpr int kSlotReaders = PINGPONG ? 1 : kConsumers;
 constexpr int kThreads = 128 * (kConsumers + 1);
 constexpr int kBK = 64;  // one 128-byte swizzled row of 16-bit elements
 constexpr int kKTiles = (K + kBK - 1) / kBK;
@@ -108,6 +121,8 @@ constexpr int kOutN = SILU_MUL ? N / 2 : N;
 static_assert(BM == 64 || BM == 128, "BM is 64 or 128");
 static_assert(BN == 64 || BN == 128 || BN == 256, "BN is 64, 128 or 256");
 static_assert(STAGES >= 2, "at least two stages");
+static_assert(!PINGPONG || (BM == 64 && SPLIT == 1),
+              "ping-pong consumers take 64-row tiles, no K split");
 static_assert(CLUSTER == 1 || (CLUSTER == 2 && SPLIT == 1), "a B-sharing cluster of 2, no K split");
 static_assert(K % 8 == 0, "K must be a multiple of 8");
 static_assert(!TMA_STORE ||
@@ -167,7 +182,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       bar_init(full(s), 1);
-      bar_init(empty(s), 4 * kConsumers * CLUSTER);
+      bar_init(empty(s), 4 * kSlotReaders * CLUSTER);
     }
   }
 #if CLUSTER > 1
@@ -179,7 +194,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
 #endif
 
   if (wg == 0) {
-#if BM == 128
+#if BM == 128 || PINGPONG
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
 #endif
     // The producer, one thread: the block's tiles' K ranges in turn, k-tile `it` of them all
@@ -221,10 +236,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
     return;
   }
 
-#if BM == 128
+#if BM == 128 || PINGPONG
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
 #endif
   const int cw = wg - 1, lane = tid % 32, warp = tid / 32;
+  // The first of this consumer's 64 rows in the tile (under PINGPONG the tile is its own).
+  const int row0 = PINGPONG ? 0 : cw * 64;
   float acc[kAcc];
   auto release = [&](int it) {
     if (lane != 0) return;
@@ -241,7 +258,17 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
 #if TMA_STORE
   int stores = 0;  // boxes this warpgroup has had stored
 #endif
-  for (int pid = unit0; pid < kTiles; pid += blocks) {
+  for (int pid = unit0, b = 0; pid < kTiles; pid += blocks, ++b) {
+#if PINGPONG
+    // The block's b-th tile is consumer b % 2's; the other skips its k-tiles.
+    if (b % 2 != cw) {
+      it += nk;
+      continue;
+    }
+    // Its main loop starts once the other consumer's (tile b - 1) is done: named barrier 3 + cw,
+    // which that consumer arrives on (128 threads) and this one waits on (128).
+    if (b > 0) asm volatile("bar.sync %0, 256;\n" ::"r"(3 + cw) : "memory");
+#endif
     int m0, n0;
     tile_origin(pid, m0, n0);
 #pragma unroll
@@ -249,7 +276,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
     for (int j = 0; j < nk; ++j, ++it) {
       const int s = it % STAGES;
       bar_wait(full(s), (it / STAGES) & 1);
-      const unsigned sa = base + s * kStageBytes + cw * 64 * 128,
+      const unsigned sa = base + s * kStageBytes + row0 * 128,
                      sb = base + s * kStageBytes + kABytes;
       pin<kAcc>(acc);
       wg_fence();
@@ -266,9 +293,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
     pin<kAcc>(acc);
     // The tile's last slot goes back too: the producer may be filling the ring with the next.
     if (nk > 0) release(it - 1);
+#if PINGPONG
+    // The next tile's consumer may start multiplying while this one stores.
+    if (pid + blocks < kTiles) asm volatile("bar.arrive %0, 256;\n" ::"r"(4 - cw) : "memory");
+#endif
 
 #if ROPE
-    // In registers: a consumer thread holds rows r = cw * 64 + 16 warp + lane / 4 + 8 h (h = 0, 1),
+    // In registers: a consumer thread holds rows r = row0 + 16 warp + lane / 4 + 8 h (h = 0, 1),
     // columns 8 j + 2 (lane % 4) + e in acc[4 j + 2 h + e]. A head's rotation pair (i, i + HEAD /
     // 2) is column groups j and j + HEAD / 16 with the same lane and e, so both are this thread's;
     // a row's head is spread over the 4 lanes of a quad (equal lane / 4), whose shuffles sum its
@@ -296,7 +327,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
 #endif
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int token = m0 + cw * 64 + warp * 16 + lane / 4 + 8 * h;
+      const int token = m0 + row0 + warp * 16 + lane / 4 + 8 * h;
       const bool live = token < M;  // a lane past the last token shuffles but stores nothing
       const int t = live ? token : 0, bt = t / seq, s = t - bt * seq, pos = kv - seq + s;
       float cs[kHalfGroups][2], sn[kHalfGroups][2];
@@ -395,7 +426,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
         const int r = i / kRowChunks, c = i % kRowChunks, hd = n0 / HEAD + c / kHeadGroups;
         // Row r's sequence and position, from its quad (lanes 4 r ... hold row r above).
         const int rb = __shfl_sync(0xffffffffu, bt, 4 * r), rs = __shfl_sync(0xffffffffu, s, 4 * r);
-        const int row = m0 + cw * 64 + warp * 16 + r + 8 * h;
+        const int row = m0 + row0 + warp * 16 + r + 8 * h;
         if (row >= M || hd >= kHeads) continue;
         T* dst = head_dst(q, k, v, rb, rs, kv - seq + rs, hd, seq, kv) + (c % kHeadGroups) * 8;
         unsigned x0, x1, x2, x3;
@@ -418,7 +449,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
     }
 #else
 
-    // A consumer thread's outputs: warp w of consumer cw holds rows cw * 64 + 16 w + lane / 4 and
+    // A consumer thread's outputs: warp w of consumer cw holds rows row0 + 16 w + lane / 4 and
     // eight below; accumulators 4 j + 2 h + e are column 8 j + 2 (lane % 4) + e of row half h. A
     // unit u is 16 outputs' columns: groups 2u and 2u + 1, or under SILU_MUL gate group u and its
     // up group u + BN / 16.
@@ -427,7 +458,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
     auto store_unit = [&](int u) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int row = m0 + cw * 64 + warp * 16 + lane / 4 + h * 8;
+        const int row = m0 + row0 + warp * 16 + lane / 4 + h * 8;
         if constexpr (SILU_MUL) {
           const int g = 4 * u + 2 * h, up = 4 * (u + kUnits) + 2 * h;
           store_pair<M, kOutN, BIAS>(c, row, n0 / 2 + u * 8 + (lane % 4) * 2,
@@ -484,7 +515,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
       proxy_fence();  // the writes above, seen by the TMA's async proxy
       sync_consumer();
       if (tid == 0) {
-        tma_store_2d(tma_c, (SILU_MUL ? n0 / 2 : n0) + box * 64, m0 + cw * 64, buf);
+        tma_store_2d(tma_c, (SILU_MUL ? n0 / 2 : n0) + box * 64, m0 + row0, buf);
         bulk_commit();
       }
     }

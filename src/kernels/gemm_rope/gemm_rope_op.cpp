@@ -60,11 +60,12 @@ Result<Space> gemm_rope_space(const Problem& p) {
         [wgmma, head](const Assignment& a) { return !wgmma(a) || a.i("wg_bn") % head == 0; }},
        fixed_unless("wgmma", "wg_staged", 0),
        {"kernel=wgmma: the ring (and wg_staged's slabs) fit a block's 227 KiB",
-        {"kernel", "wg_bm", "wg_bn", "wg_stages", "wg_staged"},
+        {"kernel", "wg_bm", "wg_bn", "wg_stages", "wg_staged", "wg_pingpong"},
         [wgmma](const Assignment& a) {
           return !wgmma(a) ||
                  gemm_wgmma_shared_bytes(a.i("wg_bm"), a.i("wg_bn"), a.i("wg_stages"), 1,
-                                         a.i("wg_staged") == 1) <= kMaxBlockSharedBytes;
+                                         a.i("wg_staged") == 1,
+                                         a.i("wg_pingpong") == 1) <= kMaxBlockSharedBytes;
         }}});
   return Space::make(
       {Knob{"kernel", {"split", "tiled", "wgmma"}, 0, KnobKind::kStructural},
@@ -73,7 +74,8 @@ Result<Space> gemm_rope_space(const Problem& p) {
        in_place("tl_stages", {3, 2, 4, 5}), in_place("tl_group", {8, 1, 4, 16}),
        in_place("wg_bm", {128, 64}), in_place("wg_bn", {128, 64, 256}),
        in_place("wg_stages", {4, 3, 5, 6, 8}), in_place("wg_tiles", gemm_wgmma_tiles_options()),
-       in_place("wg_cluster", {1, 2}), in_place("wg_staged", {0, 1})},
+       in_place("wg_cluster", {1, 2}), in_place("wg_staged", {0, 1}),
+       in_place("wg_pingpong", {0, 1})},
       std::move(constraints));
 }
 
@@ -120,7 +122,8 @@ const OpSignature& gemm_rope_op() {
       .max_size = 1 << 24,
       .baseline_config =
           "kernel=split,tl_bm=128,tl_bn=128,tl_bk=32,tl_wm=2,tl_wn=2,tl_stages=3,"
-          "tl_group=8,wg_bm=128,wg_bn=128,wg_stages=4,wg_tiles=1,wg_cluster=1,wg_staged=0",
+          "tl_group=8,wg_bm=128,wg_bn=128,wg_stages=4,wg_tiles=1,wg_cluster=1,wg_staged=0,"
+          "wg_pingpong=0",
       // Qwen3-Embedding-0.6B's prefill of 8 x 512 tokens.
       .example_shape = "8x512x512x16x8x128x1000000x1024",
       .runtime_key = 6,

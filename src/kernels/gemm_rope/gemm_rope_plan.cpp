@@ -87,15 +87,17 @@ Result<Plan> plan_wgmma_rope(const GemmRopeShape& s, const Config& c) {
   // wg_staged 1: the epilogue's outputs go through shared memory (slabs the size of the TMA
   // store's staging) and leave as whole head rows; rows written before the knob existed have 0.
   const std::int64_t staged = knob_or(c, "wg_staged", 0);
-  const std::size_t smem = gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, 1, staged == 1);
+  const std::size_t smem =
+      gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, 1, staged == 1, t.pingpong);
   if ((t.bm != 64 && t.bm != 128) || (t.bn != 64 && t.bn != 128 && t.bn != 256) || t.stages < 2 ||
       t.bn % s.rope.head != 0 || smem > kMaxBlockSharedBytes || t.tiles < 1 ||
-      (t.cluster != 1 && t.cluster != 2) || t.tma_store || (staged != 0 && staged != 1))
+      (t.cluster != 1 && t.cluster != 2) || t.tma_store || (staged != 0 && staged != 1) ||
+      (t.pingpong && t.bm != 64))
     return Error::invalid_argument(fmt::format(
         "gemm_rope config '{}': kernel=wgmma takes wg_bm 64 or 128, wg_bn 64, 128 or 256 and a "
         "multiple of head ({}), wg_stages >= 2, wg_tiles >= 1, wg_cluster 1 or 2, wg_staged 0 or "
-        "1, no TMA store (its epilogue stores the heads itself), and at most {} bytes of shared "
-        "memory ({})",
+        "1, ping-pong consumers (wg_pingpong 1) only at wg_bm 64, no TMA store (its epilogue "
+        "stores the heads itself), and at most {} bytes of shared memory ({})",
         c.text(), s.rope.head, kMaxBlockSharedBytes, smem));
   GemmShape g{s.m(), s.n(), s.hidden, s.rope.bf16, false, false};
   KernelPlan p = gemm_wgmma_plan(g, t);
