@@ -156,6 +156,10 @@ struct MctsOptions {
   double small_space_pairs = 0;
   double small_space_explore = 0;
   double small_space_explore_prior_led = 0;  // with a prior (SurrogateOptions::explore_prior_led)
+  // With a prior, a small space's model proposals are prior-led or cold by how good each kind's
+  // recent proposals were, neither below this share (SurrogateOptions::turn_floor); 0:
+  // small_space_cold_every decides.
+  double small_space_turn_floor = 0;
   // 1: a space of more than small_space configs is searched by a portfolio of the tree and a
   // genetic algorithm (search/portfolio.h: the tree alone until it goes large_space_stall
   // evaluations without a new best, then each proposal's arm drawn by how well its recent
