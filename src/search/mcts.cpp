@@ -400,6 +400,11 @@ OptionList<O> build_mcts_option_list() {
       .template add<double>("small_space_explore_prior_led",
                             &MctsOptions::small_space_explore_prior_led, at_least(0),
                             "small_space_explore for a search with a prior")
+      .template add<double>("small_space_turn_floor", &MctsOptions::small_space_turn_floor,
+                            between(0, 0.5),
+                            "with a prior, a small space's model proposals are prior-led or cold "
+                            "by how good each kind's recent proposals were, neither below this "
+                            "share; 0: small_space_cold_every decides")
       .template add<std::size_t>("large_space_portfolio", &MctsOptions::large_space_portfolio,
                                  between(0, 1),
                                  "1: a space larger than small_space is searched by a portfolio "
@@ -438,6 +443,7 @@ Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts,
     so.pairs = mcts.small_space_pairs;
     so.explore = mcts.small_space_explore;
     so.explore_prior_led = mcts.small_space_explore_prior_led;
+    so.turn_floor = mcts.small_space_turn_floor;
     so.prior = std::move(mcts.predict);
     small_ = std::make_unique<Surrogate>(space, options.seed, so, name_);
   } else if (mcts.large_space_portfolio) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <unordered_map>
 #include <vector>
 
@@ -35,6 +36,11 @@ struct Surrogate::State {
   std::size_t initial_left;
   std::vector<double> prior;        // predicted log time per point; empty: no prior
   std::size_t model_proposals = 0;  // proposals made by the model with a prior
+  // SurrogateOptions::turn_floor: the turn (0 prior-led, 1 cold) of each pending model proposal,
+  // each turn's most recent qualities, and every ok time so far (sorted) to judge them by.
+  std::unordered_map<std::size_t, int> turn_of;
+  std::deque<double> recent[2];
+  std::vector<double> ok_sorted;
 
   State(const Space& sp, std::uint64_t seed, SurrogateOptions opts)
       : space(sp), rng(seed ^ 0x5a77ULL), o(opts), initial_left(opts.initial_samples) {
@@ -205,7 +211,10 @@ struct Surrogate::State {
     if (ok.empty() && prior.empty()) return random_unproposed();
     // With a prior, every cold_every-th model proposal ignores it (SurrogateOptions::cold_every).
     bool with_prior = !prior.empty();
-    if (with_prior && o.cold_every > 0 && ++model_proposals % o.cold_every == 0) with_prior = false;
+    if (with_prior && o.turn_floor > 0)
+      with_prior = prior_led_turn();
+    else if (with_prior && o.cold_every > 0 && ++model_proposals % o.cold_every == 0)
+      with_prior = false;
     const Eigen::VectorXd predicted = predict(with_prior);
     // The fastest prediction; configs predicted alike (a knob the results do not tell apart)
     // are drawn among at random.
@@ -216,7 +225,24 @@ struct Surrogate::State {
     std::vector<std::size_t> ties;
     for (std::size_t i = 0; i < points.size(); ++i)
       if (allowed[i] && predicted(static_cast<Eigen::Index>(i)) <= best + 1e-9) ties.push_back(i);
-    return take(ties[rng.below(ties.size())]);
+    const std::size_t pick = ties[rng.below(ties.size())];
+    if (!prior.empty() && o.turn_floor > 0) turn_of[pick] = with_prior ? 0 : 1;
+    return take(pick);
+  }
+
+  // Whether the next model proposal of a search with a prior is the prior-led fit's
+  // (SurrogateOptions::turn_floor). The prior's first pick comes before any cold turn.
+  bool prior_led_turn() {
+    if (recent[0].empty()) return true;
+    auto mean = [](const std::deque<double>& v) {
+      if (v.empty()) return 0.5;
+      double sum = 0;
+      for (double x : v) sum += x;
+      return sum / static_cast<double>(v.size());
+    };
+    const double qp = mean(recent[0]), qc = mean(recent[1]);
+    const double share = qp + qc > 0 ? qp / (qp + qc) : 0.5;
+    return rng.real() < o.turn_floor + (1 - 2 * o.turn_floor) * share;
   }
 
   // The unproposed configs the model may propose next: all of them, or, when at least
@@ -255,9 +281,23 @@ struct Surrogate::State {
     }
     if (observed[it->second]) return;
     observed[it->second] = true;
-    if (verdict == Verdict::kOk && time_us && *time_us > 0) {
+    const bool passed = verdict == Verdict::kOk && time_us && *time_us > 0;
+    // Quality: the share of earlier ok results this one beats (1 for the first), 0 if it failed.
+    double quality = 0;
+    if (passed) {
+      auto at = std::lower_bound(ok_sorted.begin(), ok_sorted.end(), *time_us);
+      quality = ok_sorted.empty() ? 1.0
+                                  : static_cast<double>(ok_sorted.end() - at) /
+                                        static_cast<double>(ok_sorted.size());
+      ok_sorted.insert(at, *time_us);
       ok.push_back(it->second);
       log_us.push_back(std::log(*time_us));
+    }
+    if (auto t = turn_of.find(it->second); t != turn_of.end()) {
+      auto& r = recent[t->second];
+      r.push_back(quality);
+      if (r.size() > std::max<std::size_t>(1, o.turn_window)) r.pop_front();
+      turn_of.erase(t);
     }
   }
 };
@@ -290,6 +330,11 @@ const OptionList<SurrogateOptions>& surrogate_option_list() {
                "less this many times the model's uncertainty of it; 0: the prediction alone")
           .add("explore_prior_led", &SurrogateOptions::explore_prior_led, at_least(0),
                "explore for a search with a prior")
+          .add("turn_floor", &SurrogateOptions::turn_floor, between(0, 0.5),
+               "with a prior, each model proposal's turn (prior-led or cold) is drawn by how good "
+               "each turn's recent proposals were, neither below this share; 0: cold_every decides")
+          .add("turn_window", &SurrogateOptions::turn_window, at_least(1),
+               "turn_floor: each turn is judged on this many of its most recent results")
           .add("pairs", &SurrogateOptions::pairs, at_least(0),
                "the cost model also fits each pair of options of two knobs, at this many times "
                "the ridge penalty; 0: no pairs");

@@ -96,6 +96,16 @@ struct SurrogateOptions {
   // turns alike).
   double explore = 0;
   double explore_prior_led = 0;
+  // With a prior, the turn of each model proposal (prior-led fit or cold fit) is drawn by how good
+  // each turn's recent proposals were, instead of every cold_every-th: the prior-led turn with
+  // probability turn_floor + (1 - 2 turn_floor) q_prior / (q_prior + q_cold), where q is the mean
+  // quality of a turn's last turn_window results (the share of the earlier results each beat, 0
+  // for a failure; 0.5 before any), as the portfolio (search/portfolio.h) moves proposals between
+  // its arms. A prior whose picks keep beating the cold fit's leads; one whose picks the cold
+  // fit's beat gives way, and neither turn falls below the floor, so a region the prior dismisses
+  // is still tried. 0: cold_every decides. The window of 8 (half the portfolio's) was not tuned.
+  double turn_floor = 0;
+  std::size_t turn_window = 8;
 };
 
 class Surrogate final : public Strategy {

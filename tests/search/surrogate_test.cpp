@@ -309,9 +309,11 @@ TEST(Surrogate, EverySecondProposalIgnoringAPriorFindsTheRegionThePriorDismisses
     repair += evaluations_to_optimum(**st, s);
   }
   // Measured on the additive model: the 5 seeds took 760 evaluations together led by the prior
-  // alone, 73 alternating. mcts_repair (option pairs since) matches the alternating fit with pairs.
+  // alone, 73 alternating. With option pairs, alternating took 61, and mcts_repair, whose turns are
+  // drawn by how good each kind's proposals were (small_space_turn_floor 0.2), 39: the cold turns'
+  // picks beat the prior-led ones here, so they get more of the turns.
   EXPECT_LE(4 * alternating, prior_led);
-  EXPECT_EQ(repair, alternating);
+  EXPECT_LE(repair, alternating);
 }
 
 // silu_mul_h200_2048x14336's shape (bench/results/search_replay-2026-12-05.md): the baseline is the
@@ -432,6 +434,9 @@ TEST(MctsRepair, APriorLedSearchKeepsItsLoneBaselineInTheColdTurnsLonger) {
     // Measured on the additive model, which mcts_repair used when 8 was chosen: with option pairs
     // (its default since) 8 and 5 took this space 220 and 230 evaluations together.
     o.settings["small_space_pairs"] = "0";
+    // Every second model proposal cold, as when 8 was chosen (small_space_cold_every 2): with
+    // turns drawn by quality (mcts_repair's default since) 8 and 5 took 184 and 220 together.
+    o.settings["small_space_turn_floor"] = "0";
     if (after) o.settings["small_space_skip_lone_prior_led"] = after;
     auto st = make_strategy("mcts_repair", s, o, c);
     EXPECT_TRUE(st.ok());
@@ -447,6 +452,40 @@ TEST(MctsRepair, APriorLedSearchKeepsItsLoneBaselineInTheColdTurnsLonger) {
   // Measured: the 20 seeds took 160 evaluations together with 8 (8 on every seed), 272 with 5
   // (7 or 19 by the seed, as on the recorded space).
   EXPECT_LT(3 * later, 2 * as_cold) << later << " against " << as_cold;
+}
+
+// silu_mul_h200_2048x14336's case (bench/results/search_replay-2026-12-07/): the prior knows the
+// landscape but for one near miss it ranks first (the optimum's neighbour unroll=2, 1.1x, predicted
+// fastest), so the optimum is its second pick. Alternating turns spend every second proposal on a
+// cold fit of the few results, all where the prior led, which draws slow configs; with turns drawn
+// by how good each kind's proposals were (small_space_turn_floor, mcts_repair's default 0.2), the
+// prior-led picks, which keep beating the cold ones, get most turns and the optimum comes sooner.
+TEST(MctsRepair, APriorWhosePicksKeepWinningGetsMostOfASmallSpacesTurns) {
+  Space s = lone_baseline_space();
+  const Point near_miss{1, 3, 0, 1, 0};
+  StrategyContext c;
+  c.predict = [near_miss](const std::vector<Point>& points) {
+    std::vector<double> out;
+    for (const auto& p : points)
+      out.push_back(std::log(*lone_baseline_time(p).time_us) - (p == near_miss ? 0.2 : 0.0));
+    return out;
+  };
+  auto to_optimum = [&](const char* floor, std::uint64_t seed) -> std::size_t {
+    StrategyOptions o{seed};
+    if (floor) o.settings["small_space_turn_floor"] = floor;
+    auto st = make_strategy("mcts_repair", s, o, c);
+    EXPECT_TRUE(st.ok());
+    auto trace = run_strategy(**st, s, lone_baseline_time, 1000);
+    EXPECT_TRUE(trace);
+    return evaluations_to_within(*trace, 10.0, 0.0).value_or(100000);
+  };
+  std::size_t alternating = 0, by_quality = 0;
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    alternating += to_optimum("0", seed);  // every second model proposal cold (cold_every 2)
+    by_quality += to_optimum(nullptr, seed);
+  }
+  // Measured: the 20 seeds took 84 evaluations together by quality, 139 alternating.
+  EXPECT_LT(4 * by_quality, 3 * alternating) << by_quality << " against " << alternating;
 }
 
 // A prior that puts every config with a's first option first leads the search through that
