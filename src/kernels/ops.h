@@ -55,8 +55,9 @@ std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64
 // only under it. The tiled kernel's: its tl_bm, tl_bn, tl_bk, tl_wm, tl_wn, tl_stages and tl_group
 // pinned elsewhere, a block tile under twice the `m` rows, and its warp tiles (multiples of 16 x
 // 16, at most 64 x 64 accumulators). The wgmma kernel's (an m x n output): wg_bm, wg_bn,
-// wg_stages, wg_tiles and wg_cluster pinned elsewhere, a B-sharing cluster only over two tile rows,
-// two consumer warpgroups only past 64 rows, and tiles per block that leave at least two blocks.
+// wg_stages, wg_tiles, wg_cluster and wg_pingpong pinned elsewhere, a B-sharing cluster only over
+// two tile rows, two consumer warpgroups only past 64 rows, ping-pong consumers only on 64-row
+// tiles two or more a block, and tiles per block that leave at least two blocks.
 Constraint fixed_unless(const char* kernel, const char* name, std::int64_t fixed);
 std::vector<Constraint> gemm_tiled_constraints(std::int64_t m);
 std::vector<Constraint> gemm_wgmma_constraints(std::int64_t m, std::int64_t n);
