@@ -49,6 +49,12 @@ std::int64_t gemm_tiled_rope_tile_bytes(std::int64_t bm, std::int64_t bn);
 // under pingpong, whatever bm).
 std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
                                     std::int64_t split, bool tma_store, bool pingpong);
+// gemm_rope's wgmma form (defined with gemm_rope's signature): the GEMM's, its epilogue's slabs
+// where staged (the TMA store's staging size), and with qk_norm the q and k norm weights as fp32
+// (2 head floats) after the mbarriers.
+std::size_t gemm_wgmma_rope_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
+                                         bool staged, bool pingpong, std::int64_t head,
+                                         bool qk_norm);
 
 // Space constraints gemm's and gemm_rope's spaces share (defined with gemm's signature). A kernel
 // fork's knob: `name` is fixed at `fixed` unless kernel=`kernel`, so each kernel's knobs are free

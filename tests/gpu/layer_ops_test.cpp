@@ -100,8 +100,9 @@ TEST(LayerOpsGpu, SiluMulEveryConfigOnOddShapes) {
 // gemm_rope (the QKV projection with RoPE in its epilogue) on odd shapes against the float64
 // projection rotated by rope's reference: token counts that leave partial tiles (231, 5), a hidden
 // size that is not a multiple of the K tile, every head size, both dtypes, with and without the
-// q/k norm, an append into a deeper cache (its old rows kept) and Llama 3.1's scaling. The split
-// baseline and the tiled kernel's tiles, warps, stages and groups, spread over each space.
+// q/k norm, an append into a deeper cache (its old rows kept), positions past 65536 (the fused
+// epilogues' long-angle reduction) and Llama 3.1's scaling. The split baseline and the tiled and
+// wgmma kernels' tiles, warps, stages and groups, spread over each space.
 TEST(LayerOpsGpu, GemmRopeEveryConfigOnOddShapes) {
   ATTUNE_REQUIRE_GPU(cuda);
   EXPECT_GE(every_config_passes(*cuda,
@@ -122,6 +123,11 @@ TEST(LayerOpsGpu, GemmRopeEveryConfigOnOddShapes) {
   EXPECT_GE(every_config_passes(*cuda,
                                 "gemm_rope:batch=2,seq=3,kv=9,q_heads=2,kv_heads=1,head=256,"
                                 "theta=1000000,hidden=136,qk_norm=1",
+                                40),
+            20u);
+  EXPECT_GE(every_config_passes(*cuda,
+                                "gemm_rope:batch=1,seq=3,kv=70001,q_heads=2,kv_heads=1,head=64,"
+                                "theta=10000,hidden=136,qk_norm=1",
                                 40),
             20u);
 }

@@ -99,9 +99,10 @@ TEST(GemmRopePlan, TheSpaceHasTheSplitFormAsItsOneBaselineAndTilesOfWholeHeads) 
           EXPECT_EQ(c.get("wg_bm")->as_int(), 64) << c.text();
           EXPECT_GE(c.get("wg_tiles")->as_int(), 2) << c.text();
         }
-        EXPECT_LE(gemm_wgmma_shared_bytes(c.get("wg_bm")->as_int(), bn,
-                                          c.get("wg_stages")->as_int(), 1, staged, pingpong),
-                  kMaxBlockSharedBytes)
+        EXPECT_LE(
+            gemm_wgmma_rope_shared_bytes(c.get("wg_bm")->as_int(), bn, c.get("wg_stages")->as_int(),
+                                         staged, pingpong, std::stoi(head), p.flag("qk_norm")),
+            kMaxBlockSharedBytes)
             << c.text();
         auto plan = plan_gemm_rope(p, c);
         ASSERT_TRUE(plan.ok()) << c.text() << ": " << plan.error().message();
@@ -223,8 +224,9 @@ TEST(GemmRopePlan, TheWgmmaFormIsOneLaunchWithTensorMaps) {
   EXPECT_EQ(s.kernel, "gemm_wgmma_rope");
   EXPECT_EQ(s.grid.x, 2u * 16u);  // ceil(231 / 128) x 4096 / 256 tiles
   EXPECT_EQ(s.block.x, 384u);     // a producer and two consumer warpgroups
-  // The ring and its mbarriers alone: the epilogue rotates in registers.
-  EXPECT_EQ(s.shared_bytes, static_cast<unsigned>(1024 + 2 * 384 * 128 + 16 * 2));
+  // The ring, its mbarriers and the q and k norm weights as fp32: the epilogue rotates in
+  // registers.
+  EXPECT_EQ(s.shared_bytes, static_cast<unsigned>(1024 + 2 * 384 * 128 + 16 * 2 + 2 * 128 * 4));
   EXPECT_EQ(s.args, (std::vector<std::string>{"q", "k", "v", "tensor_map0", "tensor_map1", "q_norm",
                                               "k_norm", "seq", "kv", "eps"}));
   ASSERT_EQ(s.tensor_maps.size(), 2u);
@@ -252,7 +254,7 @@ TEST(GemmRopePlan, TheStagedEpilogueAddsItsSlabsToTheSharedMemory) {
   ASSERT_NE(kp, nullptr);
   EXPECT_TRUE(has_option(kp->build, "-DROPE_STAGED=1"));
   EXPECT_EQ(kp->steps[0].shared_bytes,
-            static_cast<unsigned>(1024 + 2 * 384 * 128 + 2 * 16384 + 16 * 2));
+            static_cast<unsigned>(1024 + 2 * 384 * 128 + 2 * 16384 + 16 * 2 + 2 * 128 * 4));
   // Four stages of 128 x 256 tiles (192 KiB) leave room for the slabs; seven of 128 x 128 (224
   // KiB) fit alone, not with them.
   EXPECT_TRUE(
@@ -270,6 +272,26 @@ TEST(GemmRopePlan, TheStagedEpilogueAddsItsSlabsToTheSharedMemory) {
       plan_gemm_rope(problem(kQwen), *Config::parse("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=2,"
                                                     "wg_staged=2"))
           .ok());
+  // qk_norm's weights count too: at head 256 (2 KiB of them) those four stages with the slabs no
+  // longer fit, in the plan and in the space alike.
+  const std::string head256 =
+      "gemm_rope:batch=2,seq=300,kv=300,q_heads=8,kv_heads=2,head=256,theta=10000,hidden=1024";
+  const char* deep = "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4,wg_staged=1";
+  for (bool qk_norm : {false, true}) {
+    SCOPED_TRACE(qk_norm);
+    const Problem p = problem(head256 + (qk_norm ? ",qk_norm=1" : ""));
+    EXPECT_EQ(plan_gemm_rope(p, *Config::parse(deep)).ok(), !qk_norm);
+    auto space = gemm_rope_op().space(p);
+    ASSERT_TRUE(space.ok());
+    bool found = false;
+    for (auto e = space->enumerate(); auto pt = e.next();) {
+      const Config c = space->config(*pt);
+      found = found || (c.get("kernel")->as_word() == "wgmma" && c.get("wg_bm")->as_int() == 128 &&
+                        c.get("wg_bn")->as_int() == 256 && c.get("wg_stages")->as_int() == 4 &&
+                        c.get("wg_staged")->as_int() == 1);
+    }
+    EXPECT_EQ(found, !qk_norm);
+  }
 }
 
 // wg_pingpong 1: two consumer warpgroups (384 threads) take 64-row tiles in turn, each with its
@@ -283,7 +305,7 @@ TEST(GemmRopePlan, PingPongConsumersAreTwoWarpgroupsOf64RowTiles) {
   EXPECT_TRUE(has_option(kp->build, "-DPINGPONG=1"));
   EXPECT_EQ(kp->steps[0].block.x, 384u);
   EXPECT_EQ(kp->steps[0].shared_bytes,
-            static_cast<unsigned>(1024 + 4 * 320 * 128 + 2 * 16384 + 16 * 4));
+            static_cast<unsigned>(1024 + 4 * 320 * 128 + 2 * 16384 + 16 * 4 + 2 * 128 * 4));
   EXPECT_FALSE(
       plan_gemm_rope(problem(kQwen), *Config::parse("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4,"
                                                     "wg_tiles=2,wg_pingpong=1"))

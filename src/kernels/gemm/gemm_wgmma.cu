@@ -185,6 +185,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
       bar_init(empty(s), 4 * kSlotReaders * CLUSTER);
     }
   }
+#if ROPE && QK_NORM
+  // The q and k norm weights as fp32, once a block, after the mbarriers (the host allots 2 HEAD
+  // floats there): the epilogue then reads a thread's pair of them with one shared load, where
+  // global loads of 16-bit pairs, aligned or not, took two code paths and their conversions.
+  float* const norm_w =
+      reinterpret_cast<float*>(smem_raw + (base - raw) + kBarOffset + 16 * STAGES);
+  for (int i = threadIdx.x; i < 2 * HEAD; i += kThreads)
+    norm_w[i] = static_cast<float>(i < HEAD ? q_norm[i] : k_norm[i - HEAD]);
+#endif
 #if CLUSTER > 1
   // Both blocks' mbarriers are initialized before either's TMA or consumers reach the other's.
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -306,10 +315,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
     // norm. The frequencies of this thread's pair columns are computed once, the angles once per
     // row.
     constexpr int kHeadGroups = HEAD / 8, kHalfGroups = HEAD / 16;
-#if QK_NORM
-    const bool paired =
-        ((reinterpret_cast<size_t>(q_norm) | reinterpret_cast<size_t>(k_norm)) & 3) == 0;
-#endif
     float inv[kHalfGroups][2];
 #pragma unroll
     for (int jj = 0; jj < kHalfGroups; ++jj)
@@ -367,27 +372,24 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
         }
         float scale = 1.f;
 #if QK_NORM
-        float ss = 0.f;
+        // Four partial sums: one running sum made a chain of kHeadGroups dependent adds, a wait
+        // the epilogue's two warps a scheduler could not hide.
+        float part[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
         for (int jj = 0; jj < kHeadGroups; ++jj) {
           const float a = acc[4 * (g0 + jj) + 2 * h], b = acc[4 * (g0 + jj) + 2 * h + 1];
-          ss += a * a + b * b;
+          part[jj % 4] = fmaf(a, a, fmaf(b, b, part[jj % 4]));
         }
+        float ss = (part[0] + part[1]) + (part[2] + part[3]);
         ss += __shfl_xor_sync(0xffffffffu, ss, 1);
         ss += __shfl_xor_sync(0xffffffffu, ss, 2);
         scale = rsqrtf(ss / HEAD + eps);
-        const T* w = (hd < Q_HEADS ? q_norm : k_norm) + 2 * (lane % 4);
-        // The weights of this thread's pair at column col: one 4-byte load where aligned.
+        const float* w = norm_w + (hd < Q_HEADS ? 0 : HEAD) + 2 * (lane % 4);
+        // The weights of this thread's pair at column col (even: 8-byte aligned).
         auto weights = [&](int col, float& w0, float& w1) {
-          if (paired) {
-            T pair[2];
-            *reinterpret_cast<unsigned*>(pair) = __ldg(reinterpret_cast<const unsigned*>(w + col));
-            w0 = static_cast<float>(pair[0]);
-            w1 = static_cast<float>(pair[1]);
-          } else {
-            w0 = static_cast<float>(w[col]);
-            w1 = static_cast<float>(w[col + 1]);
-          }
+          const float2 pair = *reinterpret_cast<const float2*>(w + col);
+          w0 = pair.x;
+          w1 = pair.y;
         };
 #else
         (void)q_norm;

@@ -14,6 +14,13 @@
 
 namespace attune::kernels {
 
+std::size_t gemm_wgmma_rope_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
+                                         bool staged, bool pingpong, std::int64_t head,
+                                         bool qk_norm) {
+  return gemm_wgmma_shared_bytes(bm, bn, stages, 1, staged, pingpong) +
+         (qk_norm ? static_cast<std::size_t>(2 * head) * sizeof(float) : 0);
+}
+
 namespace {
 
 Status check_gemm_rope(const Problem& p) {
@@ -30,6 +37,7 @@ Status check_gemm_rope(const Problem& p) {
 // split baseline is one config.
 Result<Space> gemm_rope_space(const Problem& p) {
   const std::int64_t head = *p.int_attr("head"), m = *p.int_attr("batch") * *p.int_attr("seq");
+  const bool qk_norm = p.flag("qk_norm");
   auto tiled = [](const Assignment& a) { return a["kernel"].as_word() == "tiled"; };
   auto wgmma = [](const Assignment& a) { return a["kernel"].as_word() == "wgmma"; };
   auto in_place = [](const char* name, std::vector<Value> options) {
@@ -59,13 +67,13 @@ Result<Space> gemm_rope_space(const Problem& p) {
         {"kernel", "wg_bn"},
         [wgmma, head](const Assignment& a) { return !wgmma(a) || a.i("wg_bn") % head == 0; }},
        fixed_unless("wgmma", "wg_staged", 0),
-       {"kernel=wgmma: the ring (and wg_staged's slabs) fit a block's 227 KiB",
+       {"kernel=wgmma: the ring (and wg_staged's slabs, qk_norm's weights) fit a block's 227 KiB",
         {"kernel", "wg_bm", "wg_bn", "wg_stages", "wg_staged", "wg_pingpong"},
-        [wgmma](const Assignment& a) {
+        [wgmma, head, qk_norm](const Assignment& a) {
           return !wgmma(a) ||
-                 gemm_wgmma_shared_bytes(a.i("wg_bm"), a.i("wg_bn"), a.i("wg_stages"), 1,
-                                         a.i("wg_staged") == 1,
-                                         a.i("wg_pingpong") == 1) <= kMaxBlockSharedBytes;
+                 gemm_wgmma_rope_shared_bytes(a.i("wg_bm"), a.i("wg_bn"), a.i("wg_stages"),
+                                              a.i("wg_staged") == 1, a.i("wg_pingpong") == 1, head,
+                                              qk_norm) <= kMaxBlockSharedBytes;
         }}});
   return Space::make(
       {Knob{"kernel", {"split", "tiled", "wgmma"}, 0, KnobKind::kStructural},

@@ -87,8 +87,8 @@ Result<Plan> plan_wgmma_rope(const GemmRopeShape& s, const Config& c) {
   // wg_staged 1: the epilogue's outputs go through shared memory (slabs the size of the TMA
   // store's staging) and leave as whole head rows; rows written before the knob existed have 0.
   const std::int64_t staged = knob_or(c, "wg_staged", 0);
-  const std::size_t smem =
-      gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, 1, staged == 1, t.pingpong);
+  const std::size_t smem = gemm_wgmma_rope_shared_bytes(t.bm, t.bn, t.stages, staged == 1,
+                                                        t.pingpong, s.rope.head, s.rope.qk_norm);
   if ((t.bm != 64 && t.bm != 128) || (t.bn != 64 && t.bn != 128 && t.bn != 256) || t.stages < 2 ||
       t.bn % s.rope.head != 0 || smem > kMaxBlockSharedBytes || t.tiles < 1 ||
       (t.cluster != 1 && t.cluster != 2) || t.tma_store || (staged != 0 && staged != 1) ||

@@ -48,16 +48,22 @@ __device__ __forceinline__ T* head_dst(T* q, T* k, T* v, int b, int s, int pos, 
 // the GEMM epilogues, where the rotation runs after the main loop instead of behind memory: x
 // less k 2 pi in three fp32 parts (exact for |k| < 2^16 and the first part's 8 bits), then the
 // SFU's sin and cos of the rest in [-pi, pi] (absolute error about 2^-21), about a fifth of
-// sincosf's instructions. Past |x| = 2^16 (positions past 65536 at frequency 1), sincosf.
+// sincosf's instructions. Past |x| = 2^16 (positions past 65536 at frequency 1) the reduction runs
+// in fp64 (x and k exact there, 2 pi's rounding about 2^-53 of k 2 pi), a few instructions where
+// sincosf would inline its long-argument reduction (about 80 instructions and a local-memory
+// table) at every call: with 16-32 calls per epilogue that code alone cost the fused GEMM its
+// instruction cache (Nsight Compute, H100: "no instruction" stalls 25x the plain GEMM's).
 __device__ __forceinline__ void rope_sincos(float x, float* sn, float* cs) {
+  float r;
   if (fabsf(x) > 65536.f) {
-    sincosf(x, sn, cs);
-    return;
+    const double k = rint(static_cast<double>(x) * 0.15915494309189535);
+    r = static_cast<float>(fma(-k, 6.283185307179586, static_cast<double>(x)));
+  } else {
+    const float k = rintf(x * 0.159154943091895336f);
+    r = fmaf(-k, 6.28125f, x);
+    r = fmaf(-k, 1.9353071693331003e-3f, r);
+    r = fmaf(-k, 1.0253131677018246e-11f, r);
   }
-  const float k = rintf(x * 0.159154943091895336f);
-  float r = fmaf(-k, 6.28125f, x);
-  r = fmaf(-k, 1.9353071693331003e-3f, r);
-  r = fmaf(-k, 1.0253131677018246e-11f, r);
   __sincosf(r, sn, cs);
 }
 
