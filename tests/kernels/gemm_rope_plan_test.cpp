@@ -150,6 +150,11 @@ TEST(GemmRopePlan, TheFirstGuessesAreWgmmaConfigsOfTheSpace) {
       const auto seeds = gemm_rope_op().seed_configs(p);
       const bool decode = std::string(tokens).starts_with("seq=1,");
       EXPECT_EQ(seeds.size(), decode ? 1u : 4u) << p.text();
+      // The first: 64-row tiles as narrow as the head allows, the deepest ring that fits with the
+      // staged slabs (eight 24 KiB stages at 128 columns, five 40 KiB ones at 256).
+      const bool wide = std::string(head) == "256";
+      EXPECT_EQ(seeds.at(0), std::string("kernel=wgmma,wg_bm=64,wg_bn=") +
+                                 (wide ? "256,wg_stages=5" : "128,wg_stages=8"));
       // Past 64 tokens, each seed also with the epilogue's staged stores.
       EXPECT_EQ(std::ranges::count_if(
                     seeds, [](const std::string& x) { return x.ends_with(",wg_staged=1"); }),

@@ -97,16 +97,24 @@ OpWork gemm_rope_work(const Problem& p) {
 
 // First guesses (OpSignature::seed_configs): the wgmma form, whose GEMM measured within 0.87-1.06x
 // of cuBLASLt's at the 1 x 128 layer's shapes on the H200 where the tiled kernel took 1.6-2.3x as
-// long (bench/results/layer-h200-2026-12-04h.md), at the deepest rings that fit: one consumer
-// warpgroup and whole-head tiles as narrow as the head allows (the most blocks for few tokens),
-// then, past 64 tokens, two consumers and 256-wide tiles. A layer tune gives each kernel a few
+// long (bench/results/layer-h200-2026-12-04h.md): one consumer warpgroup and whole-head tiles as
+// narrow as the head allows (the most blocks for few tokens) at the deepest ring that fits with
+// the staged slabs (at 1 x 128 tokens on an H100, 64 x 128 tiles took 8.02 us with eight stages
+// against 8.74 with six, bench/results/rope-epilogue-size-h100-2026-12-07.md), then, past 64
+// tokens, two consumers and 256-wide tiles at four stages. A layer tune gives each kernel a few
 // seconds; in grid order or from the split baseline a search would reach these late.
 std::vector<std::string> gemm_rope_seeds(const Problem& p) {
   const std::int64_t head = *p.int_attr("head"), m = *p.int_attr("batch") * *p.int_attr("seq");
   std::vector<std::string> out;
   const std::int64_t narrow = std::max<std::int64_t>(head, 128);
-  out.push_back(
-      fmt::format("kernel=wgmma,wg_bm=64,wg_bn={},wg_stages={}", narrow, narrow == 256 ? 4 : 6));
+  std::int64_t stages = 4;
+  for (std::int64_t s : {8, 6, 5})
+    if (gemm_wgmma_rope_shared_bytes(64, narrow, s, true, false, head, p.flag("qk_norm")) <=
+        kMaxBlockSharedBytes) {
+      stages = s;
+      break;
+    }
+  out.push_back(fmt::format("kernel=wgmma,wg_bm=64,wg_bn={},wg_stages={}", narrow, stages));
   if (m > 64) {
     out.push_back("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4");
     // Past 64 tokens the heads the epilogue stores are many: each seed with the staged stores
