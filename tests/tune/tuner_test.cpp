@@ -247,11 +247,48 @@ TEST(FirstGuesses, GemmTriesCublasLtsOtherRanks) {
   ASSERT_EQ(silu_guesses.size(), 2u);
   EXPECT_EQ(wgmma(silu_guesses[0]), "wgmma 128 256 4 6 1 ");  // 768 tiles, 128 blocks
   EXPECT_EQ(wgmma(silu_guesses[1]), "wgmma 128 256 4 6 0 ");
-  // At 128 rows (the 1 x 128 layer) cuBLASLt's ranks alone; an output row of 1030 bf16 is no
-  // 16-byte multiple, so no TMA store.
+  // At 128 rows (the 1 x 128 layer) the wgmma kernel's three tile shapes after cuBLASLt's ranks,
+  // each at the deepest ring that fits, split where its tiles are few (blocks up to 64).
+  auto few = [](const Config& c) {
+    std::string out;
+    for (const char* k : {"wg_bm", "wg_bn", "wg_stages", "wg_split", "wg_tma_store"})
+      out += c.get(k)->text() + " ";
+    return out;
+  };
   auto small = Problem::parse("gemm:m=128,n=4096,k=1024,bias=0,dtype=bf16");
   ASSERT_TRUE(small);
-  EXPECT_EQ(first_guesses(*small, *op->space(*small)).size(), 7u);
+  const std::vector<Config> small_guesses = first_guesses(*small, *op->space(*small));
+  ASSERT_EQ(small_guesses.size(), 10u);
+  EXPECT_EQ(few(small_guesses[7]), "64 128 8 1 1 ");  // 64 tiles
+  EXPECT_EQ(few(small_guesses[8]), "64 64 8 1 1 ");   // 128 tiles
+  EXPECT_EQ(few(small_guesses[9]), "128 64 8 1 1 ");
+  auto o_proj = Problem::parse("gemm:m=128,n=1024,k=2048,bias=0,dtype=bf16");
+  ASSERT_TRUE(o_proj);
+  const std::vector<Config> o_guesses = first_guesses(*o_proj, *op->space(*o_proj));
+  ASSERT_EQ(o_guesses.size(), 10u);
+  EXPECT_EQ(few(o_guesses[7]), "64 128 8 4 0 ");  // 16 tiles, 64 blocks
+  EXPECT_EQ(few(o_guesses[8]), "64 64 8 2 0 ");   // 32 tiles
+  EXPECT_EQ(few(o_guesses[9]), "128 64 8 4 0 ");
+  // Under SiLU * mul no cuBLASLt rank; a 64-wide tile's 32 output columns take no TMA store.
+  auto gate_up = Problem::parse("gemm:m=128,n=6144,k=1024,bias=0,silu_mul=1,dtype=bf16");
+  ASSERT_TRUE(gate_up);
+  const std::vector<Config> gate_guesses = first_guesses(*gate_up, *op->space(*gate_up));
+  ASSERT_EQ(gate_guesses.size(), 3u);
+  EXPECT_EQ(few(gate_guesses[0]), "64 128 8 1 1 ");
+  EXPECT_EQ(few(gate_guesses[1]), "64 64 8 1 0 ");
+  // A K of three 64-wide tiles is not split (every split takes two), however few the tiles; at 64
+  // rows the space refuses 128-row tiles.
+  auto short_k = Problem::parse("gemm:m=64,n=128,k=192,bias=0,dtype=bf16");
+  ASSERT_TRUE(short_k);
+  const std::vector<Config> short_guesses = first_guesses(*short_k, *op->space(*short_k));
+  ASSERT_EQ(short_guesses.size(), 9u);
+  EXPECT_EQ(few(short_guesses[7]), "64 128 8 1 1 ");
+  EXPECT_EQ(few(short_guesses[8]), "64 64 8 1 1 ");
+  // At the skinny kernels' rows, cuBLASLt's ranks alone.
+  auto skinny = Problem::parse("gemm:m=16,n=4096,k=1024,bias=0,dtype=bf16");
+  ASSERT_TRUE(skinny);
+  EXPECT_EQ(first_guesses(*skinny, *op->space(*skinny)).size(), 7u);
+  // An output row of 1030 bf16 is no 16-byte multiple, so no TMA store.
   auto odd = Problem::parse("gemm:m=4096,n=1030,k=1024,bias=0,dtype=bf16");
   ASSERT_TRUE(odd);
   const std::vector<Config> odd_guesses = first_guesses(*odd, *op->space(*odd));

@@ -327,6 +327,38 @@ OpWork gemm_work(const Problem& p) {
   return OpWork{2 * elems, 2 * m * n * k};
 }
 
+// With few rows the weights' read is all a GEMM does, and it is done by few blocks: at 128 rows
+// on an H100 (bench/results/gemm-few-rows-h100-2026-12-07.md) every tile shape was fastest at the
+// deepest ring that fits (8 stages: 64 x 64 tiles 4.35 us with the L2 warm at 128 x 4096 x 1024,
+// against 4.60 at four; the SiLU * mul form at n 6144 7.09 us in the deploy regime against
+// cuBLASLt and the SiLU kernel's 8.99), and a K split paid where it brought the blocks to about 64
+// and lost past it (64 x 128 tiles at 128 x 1024 x 2048: 16 tiles took 7.72 us unsplit, 5.48 at
+// split 4 (64 blocks), 9.44 at split 8; 64 x 64 tiles at 128 x 4096 x 1024: 4.35 unsplit (128
+// blocks), 9.81 at split 2). So each tile shape at its deepest ring, with the largest split up to
+// 4 that keeps its blocks at or under 64 and every split two K tiles, storing through the TMA
+// where the output allows it.
+std::vector<std::string> gemm_few_rows_seeds(std::int64_t m, std::int64_t n, std::int64_t k,
+                                             bool silu) {
+  std::vector<std::string> out;
+  const std::int64_t out_n = silu ? n / 2 : n, k_tiles = (k + 63) / 64;
+  for (const auto& [bm, bn] :
+       {std::pair<std::int64_t, std::int64_t>{64, 128}, {64, 64}, {128, 64}}) {
+    const std::int64_t tiles = (m + bm - 1) / bm * ((n + bn - 1) / bn);
+    std::int64_t split = 1;
+    for (std::int64_t s : {2, 4})
+      if (tiles * s <= 64 && k_tiles >= 2 * s) split = s;
+    const bool tma_store = split == 1 && (silu ? bn / 2 : bn) % 64 == 0 && out_n % 8 == 0;
+    for (std::int64_t stages : {8, 6, 5, 4})
+      if (gemm_wgmma_shared_bytes(bm, bn, stages, split, tma_store, false) <=
+          kMaxBlockSharedBytes) {
+        out.push_back(fmt::format("kernel=wgmma,wg_bm={},wg_bn={},wg_stages={},wg_split={}{}", bm,
+                                  bn, stages, split, tma_store ? ",wg_tma_store=1" : ""));
+        break;
+      }
+  }
+  return out;
+}
+
 // First guesses (OpSignature::seed_configs): cuBLASLt's other heuristic ranks, ahead of the
 // search. They cost a measurement and no compile (a few tens of ms each, where a candidate of
 // attune's own kernels waits for NVRTC), and a tuned rank other than cuBLASLt's first is often the
@@ -341,6 +373,7 @@ OpWork gemm_work(const Problem& p) {
 // and, under silu_mul at n = 6144, the straight form at six 86.4 us against cuBLASLt and the SiLU
 // kernel's 99.1 (bench/results/wgmma-store-h100-2026-12-05.md); a search reaches them late (they
 // are a few of the space's thousands of configs) and each costs an NVRTC compile.
+// Between the skinny kernels' 16 rows and 256, the wgmma kernel instead (gemm_few_rows_seeds).
 std::vector<std::string> gemm_seeds(const Problem& p) {
   std::vector<std::string> out;
   const bool silu = p.flag("silu_mul");
@@ -348,7 +381,12 @@ std::vector<std::string> gemm_seeds(const Problem& p) {
     for (int rank = 1; rank < 8; ++rank)
       out.push_back(fmt::format("kernel=cublaslt,lt_algo={}", rank));
   const std::int64_t m = *p.int_attr("m"), n = *p.int_attr("n");
-  if (m < 256) return out;
+  if (m < 256) {
+    if (m > kSkinnyMaxM)
+      for (std::string& s : gemm_few_rows_seeds(m, n, *p.int_attr("k"), silu))
+        out.push_back(std::move(s));
+    return out;
+  }
   const std::string wgmma = fmt::format("kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4,wg_tiles={}",
                                         gemm_wgmma_one_wave_tiles(m, n));
   if ((silu ? n / 2 : n) % 8 == 0) out.push_back(wgmma + ",wg_tma_store=1");
