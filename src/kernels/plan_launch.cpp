@@ -58,8 +58,10 @@ Status check_step(const LaunchStep& step) {
 // before sm_90): its blocks may be scheduled while that kernel finishes, and wait for it at their
 // first line (attune_grid_dependency, launch_header()). In a CUDA graph the edge between the two
 // becomes a programmatic one. Off by default: on the H200 it saved nothing measurable on the tuned
-// Qwen3-Embedding layer (40.3 against 40.4 us at 1 x 128 tokens; bench/layer.py times it both
-// ways, bench/results/layer-h200-2026-12-05b.md).
+// Qwen3-Embedding layer (40.3 against 40.4 us at 1 x 128 tokens, cuBLASLt's GEMMs;
+// bench/results/layer-h200-2026-12-05b.md), on an H100 3.8% there with three of the four GEMMs
+// attune's kernels (bench/results/gemm-few-rows-h100-2026-12-07.md); bench/layer.py times it both
+// ways.
 bool dependent_launch() {
   static const bool on = [] {
     const char* e = std::getenv("ATTUNE_DEPENDENT_LAUNCH");
