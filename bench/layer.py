@@ -203,6 +203,8 @@ def summarize_tune(report, r):
         "measured": sum(int(k.get("measured") or 0) for k in kernels),
         "replayed": sum(int(k.get("replayed") or 0) for k in kernels),
         "evaluated": sum(int(k.get("evaluated") or 0) for k in kernels),
+        # A problem's forms share its search: its re-timed configs once per problem.
+        "retimed": {k.get("problem"): k.get("retimed") or [] for k in kernels},
         "winner_kernels": [
             {"op": k.get("op"), "problem": k.get("problem"), "form": k.get("form"),
              "nodes": k.get("nodes"), "count": k.get("count_in_winner"),
@@ -441,6 +443,15 @@ def shape_md(s, res):
         line += f"not measured ({rerun.get('error') or 'not run'})"
     line += ". Target: under 10 s" + (": " + verdict(rw < 10.0) if num(rw) else "")
     L.append(line)
+    # The best few configs of each search timed again (attune tune --retime-best): how far the
+    # first times, each the fastest of many noisy timings, read low.
+    again = [t for ts in (tune.get("retimed") or {}).values() for t in ts
+             if num(t.get("first_us")) and num(t.get("again_us")) and t["first_us"] > 0]
+    if again:
+        ch = sorted(100 * (t["again_us"] / t["first_us"] - 1) for t in again)
+        L.append(f"- timed again after the searches: {len(again)} configs of "
+                 f"{sum(1 for ts in tune['retimed'].values() if ts)} problems; new time against "
+                 f"the first: median {ch[len(ch) // 2]:+.1f}%, from {ch[0]:+.1f}% to {ch[-1]:+.1f}%")
     gap = asm.get("gap")
     line = "- assembled-graph gap: "
     if asm.get("measured") and num(gap):

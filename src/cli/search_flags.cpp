@@ -34,6 +34,11 @@ void add_search_flags(CLI::App* sub, SearchFlags* f) {
                   "rank-regime time")
       ->check(finite_number())
       ->capture_default_str();
+  sub->add_option("--retime-best", f->retime_best,
+                  "after the search, time the configs with the best deploy times again until the "
+                  "best N are all re-timed, and keep the new times (a minimum of noisy timings "
+                  "reads low); 0: never")
+      ->capture_default_str();
   sub->add_option("--anchor-every", f->anchor_every,
                   "re-measure the baseline after this many new candidates to catch drift; 0: never")
       ->capture_default_str();
@@ -81,6 +86,7 @@ Result<TuneOptions> search_options(const SearchFlags& f, const GlobalOptions& g)
   if (f.timeout_s < 0) return bad("--timeout must be positive (seconds)");
   if (f.deploy_band < 0) return bad("--deploy-band must be >= 0 (a fraction: 0.5 is 50%)");
   if (f.anchor_every < 0) return bad("--anchor-every must be >= 0 (0 turns the drift check off)");
+  if (f.retime_best < 0) return bad("--retime-best must be >= 0 (0 turns re-timing off)");
   if (f.backoff_s < 0) return bad("--backoff must be >= 0 seconds");
   if (f.backoff_max_rounds < 0) return bad("--backoff-max-rounds must be >= 0");
   if (f.backoff_max_wait_s < 0) return bad("--backoff-max-wait must be >= 0 seconds");
@@ -92,6 +98,7 @@ Result<TuneOptions> search_options(const SearchFlags& f, const GlobalOptions& g)
   if (f.max_candidates > 0) o.max_candidates = f.max_candidates;
   o.arguments = nlohmann::json(g.argv).dump();
   o.deploy_band = f.deploy_band;
+  o.retime_best = f.retime_best;
   o.drift.anchor_every = f.anchor_every;
   o.drift.backoff_s = f.backoff_s;
   o.drift.max_rounds = f.backoff_max_rounds;

@@ -27,6 +27,7 @@ struct SearchFlags {
   std::vector<std::string> pins;
   std::vector<std::string> strategy_options;  // NAME=VALUE
   double deploy_band = 0.5;
+  int retime_best = TuneOptions{}.retime_best;
   int anchor_every = 8;
   double backoff_s = 1.0;
   int backoff_max_rounds = 12;

@@ -106,6 +106,10 @@ nlohmann::json report_json(const TuneReport& r, const ReportOptions& options) {
     pj["evaluated"] = p.evaluated;
     pj["measured"] = p.measured;
     pj["replayed"] = p.replayed;
+    pj["retimed"] = nlohmann::json::array();
+    for (const auto& r : p.retimed)
+      pj["retimed"].push_back(
+          {{"config", r.config}, {"first_us", r.first_us}, {"again_us", r.again_us}});
     pj["space_size"] = p.space_size;
     pj["best_at"] = p.best_at > 0 ? nlohmann::json(p.best_at) : nlohmann::json(nullptr);
     pj["first_guesses"] = p.seeded_first;
@@ -170,6 +174,13 @@ std::string report_text(const TuneReport& r, const ReportOptions& options) {
       if (p.speedup > 0) out += fmt::format("  speedup   {:.3f}x\n", p.speedup);
       if (p.best_at > 0)
         out += fmt::format("  best found at evaluation {} of {}\n", p.best_at, p.evaluated);
+      if (!p.retimed.empty()) {
+        std::string times;
+        for (const auto& r : p.retimed)
+          times +=
+              fmt::format("{}{:.2f} -> {:.2f}", times.empty() ? "" : ", ", r.first_us, r.again_us);
+        out += fmt::format("  timed again (us, first -> again): {}\n", times);
+      }
       if (m && !m->objective.empty()) {
         // The search ranked by time; the objective is a strictly monotonic function of it
         // (checked when the spec was loaded), so its best is this same config.

@@ -393,6 +393,7 @@ Status tune_layers(LayerTuneReport& report, const std::vector<int>& devices,
       kr.evaluated = w.report.evaluated;
       kr.measured = w.report.measured;
       kr.replayed = w.report.replayed;
+      kr.retimed = w.report.retimed;
       kr.stopped_by = w.done ? w.report.stopped_by : "interrupted";
       auto b = w.best.find(k);
       if (b != w.best.end()) {

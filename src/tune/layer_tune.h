@@ -58,6 +58,7 @@ struct KernelResult {
   int device = -1;      // the device whose thread ran its problem's inner search
   // Its problem's inner search (shared by the problem's forms).
   std::int64_t evaluated = 0, measured = 0, replayed = 0;
+  std::vector<ProblemReport::Retimed> retimed;  // its problem's configs timed again after it
   std::string stopped_by;
 };
 

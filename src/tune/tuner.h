@@ -73,6 +73,13 @@ struct TuneOptions {
   // by more than drift_bound, the candidates measured since the last clean anchor are discarded
   // in the store and measured again after the back-off.
   measure::DriftPolicy drift;
+  // After the search, the configs with the best few deploy times are timed again in the deploy
+  // regime and keep the new times (their first rows discarded, "re-timed"), until the best
+  // retime_best are all re-timed: each first time was the fastest of many near-equal timings, so
+  // low by its noise (a winner's curse). On an H100, `attune verify` re-timed ~2 us RMSNorm rows
+  // 10-19% slower than recorded (bench/results/gemm-few-rows-h100-2026-12-07.md). A re-run finds
+  // them re-timed and measures nothing. 0: off.
+  int retime_best = 3;
 };
 
 // One evaluated candidate as the report shows it.
@@ -116,6 +123,13 @@ struct ProblemReport {
   std::int64_t evaluated = 0;
   std::int64_t measured = 0;
   std::int64_t replayed = 0;
+  // The configs this run timed again after the search (TuneOptions::retime_best), in that order:
+  // the deploy time the search had recorded and the new one, which replaces it.
+  struct Retimed {
+    std::string config;
+    double first_us = 0, again_us = 0;
+  };
+  std::vector<Retimed> retimed;
   std::map<Verdict, std::int64_t> verdicts;
   std::vector<CandidateResult> rejected;  // every candidate that did not pass, with its reason
   // Every candidate of the problem in visit order, passing or not, less those discarded for drift

@@ -499,6 +499,7 @@ TEST_F(TunerTest, ATimeLimitEndsAtACandidateBoundaryWithEveryProblemReported) {
   o.strategy = "grid";
   o.patience = 0;
   o.drift.anchor_every = 0;
+  o.retime_best = 0;  // its deploy timings, as dear here as a candidate's, would halve the search
   o.time_limit_s = 20;
   Tuner t(*store, sim, timed, clock);
   auto r = t.run({*sim.resolve("rmsnorm"), *sim.resolve("gemm"),
@@ -559,6 +560,9 @@ TEST_F(TunerTest, ATimeLimitDoesNotStartACandidateThatWouldNotFinishInIt) {
   EXPECT_EQ(p.stopped_by, "time_limit");
   EXPECT_EQ(p.evaluated, 10);
   EXPECT_LE(r->elapsed_s, 10.5);
+  // Deploy timings cost nothing here, so the search left them no time and the best three were
+  // still timed again within the limit.
+  EXPECT_EQ(p.retimed.size(), 3u);
 }
 
 // A replay is charged what its row cost when measured: an identical re-run with the same limit
@@ -570,6 +574,10 @@ TEST_F(TunerTest, AnIdenticalReRunWithTheSameTimeLimitMeasuresNothing) {
   o.seed = 3;
   o.patience = 0;
   o.drift.anchor_every = 0;
+  // A re-timed config's replay is charged its second deploy timing, not both: the 24 s run's
+  // bound below would move by the first run's re-timings (TheBestFewAreTimedAgain... re-runs with
+  // them).
+  o.retime_best = 0;
   o.time_limit_s = 12;
   const Problem p = *sim.resolve("gemm");
   platform::FakeClock clock;
@@ -602,6 +610,98 @@ TEST_F(TunerTest, AnIdenticalReRunWithTheSameTimeLimitMeasuresNothing) {
   EXPECT_GT(more->problems.at(0).measured, 3);
   EXPECT_GE(more->problems.at(0).replayed, a.evaluated);
   EXPECT_LE(clock3.now() - platform::FakeClock().now(), std::chrono::seconds(12 + 2));
+}
+
+// After the search the configs with the best deploy times are timed again and keep the new
+// times: a runner whose second deploy timing of a config reads 10% slower (as the minimum of many
+// noisy timings reads low) moves every re-timed config's time, the report's best among them. The
+// first rows stay in the database as discarded; an identical re-run measures nothing, times
+// nothing again and reports the same best; with --retime-best 0 nothing is timed again.
+TEST_F(TunerTest, TheBestFewAreTimedAgainAfterTheSearchAndKeepTheNewTimes) {
+  struct SlowerTheSecondTime final : CandidateRunner {
+    explicit SlowerTheSecondTime(CandidateRunner& inner) : inner(inner) {}
+    Outcome run(const Problem& p, const Config& c, Regime r) override {
+      Outcome o = inner.run(p, c, r);
+      if (r == Regime::kDeploy && !seen.insert(c.text()).second && o.measurement)
+        o.measurement->median_us *= 1.1;
+      if (r == Regime::kDeploy) ++deploys;
+      return o;
+    }
+    CandidateRunner& inner;
+    std::set<std::string> seen;
+    int deploys = 0;
+  };
+  TuneOptions o = fresh_random_search(25);
+  o.drift.anchor_every = 0;
+  const Problem gemm = *sim.resolve("gemm");
+  SlowerTheSecondTime slower(runner);
+  auto r = Tuner(*store, sim, slower).run({gemm}, o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const ProblemReport& p = r->problems.at(0);
+  ASSERT_GE(p.retimed.size(), 3u);
+  std::map<std::string, double> again;
+  for (const auto& t : p.retimed) {
+    EXPECT_NEAR(t.again_us, 1.1 * t.first_us, 1e-9 * t.first_us) << t.config;
+    again[t.config] = t.again_us;
+  }
+  ASSERT_TRUE(p.best);
+  ASSERT_TRUE(again.count(p.best->config));
+  EXPECT_EQ(*p.best->deploy_us, again[p.best->config]);
+  // Nothing outside the re-timed ones is faster than the best's new time.
+  for (const CandidateResult& c : p.results)
+    if (c.verdict == Verdict::kOk && c.deploy_us && !again.count(c.config)) {
+      EXPECT_GE(*c.deploy_us, *p.best->deploy_us) << c.config;
+    }
+  // In the database: each re-timed config's first deploy row discarded with the reason, its new
+  // one live (what tables export).
+  MeasurementQuery q;
+  q.regime = Regime::kDeploy;
+  q.include_discarded = true;
+  auto rows = store->measurements(q);
+  ASSERT_TRUE(rows.ok());
+  std::map<std::string, int> discarded, live;
+  for (const auto& row : *rows) {
+    if (!again.count(row.config)) continue;
+    if (row.discarded.empty()) {
+      ++live[row.config];
+      EXPECT_EQ(row.outcome.measurement->median_us, again[row.config]);
+    } else {
+      EXPECT_EQ(row.discarded, "re-timed after the search");
+      ++discarded[row.config];
+    }
+  }
+  for (const auto& [config, us] : again) {
+    EXPECT_EQ(discarded[config], 1) << config;
+    EXPECT_EQ(live[config], 1) << config;
+  }
+
+  // The same run again: answered from the store, nothing timed again.
+  SlowerTheSecondTime fresh(runner);
+  TuneOptions same = o;
+  same.fresh_search = false;
+  auto rerun = Tuner(*store, sim, fresh).run({gemm}, same);
+  ASSERT_TRUE(rerun.ok()) << rerun.error().message();
+  const ProblemReport& b = rerun->problems.at(0);
+  EXPECT_EQ(fresh.deploys, 0);
+  EXPECT_TRUE(b.retimed.empty());
+  ASSERT_TRUE(b.best);
+  EXPECT_EQ(b.best->config, p.best->config);
+  EXPECT_EQ(*b.best->deploy_us, *p.best->deploy_us);
+
+  // Off: one deploy row a config.
+  testing::TempDir other;
+  auto off_store = std::move(*SqliteStore::open(other.file("off.db")));
+  SlowerTheSecondTime off_runner(runner);
+  o.retime_best = 0;
+  auto off = Tuner(*off_store, sim, off_runner).run({gemm}, o);
+  ASSERT_TRUE(off.ok()) << off.error().message();
+  EXPECT_TRUE(off->problems.at(0).retimed.empty());
+  MeasurementQuery all;
+  all.include_discarded = true;
+  auto off_rows = off_store->measurements(all);
+  ASSERT_TRUE(off_rows.ok());
+  EXPECT_FALSE(off_rows->empty());
+  for (const auto& row : *off_rows) EXPECT_TRUE(row.discarded.empty());
 }
 
 // On the H200 (limit 60 s), gemm m=3000 n=3072 k=3072 drifted at its first anchor check and its
@@ -1072,7 +1172,8 @@ TEST_F(DeployOnlyTest, EachCandidateIsMeasuredOnceInDeployAndTiesGoToFewerChange
     o.seed = seed;
     ProblemReport r = tune(o);
     EXPECT_EQ(r.evaluated, 6);
-    EXPECT_EQ(backend.executions[Regime::kDeploy], 6);
+    // Each candidate once in the search, then the best three again (retime_best).
+    EXPECT_EQ(backend.executions[Regime::kDeploy], 6 + 3);
     EXPECT_EQ(backend.executions[Regime::kRank], 0);
     ASSERT_TRUE(r.best);
     // Whichever of the two 5 us configs the seed visits first, the one changing one knob wins,
@@ -1109,7 +1210,8 @@ TEST_F(DeployOnlyTest, ALostReferenceStopsTheProblemAndRecordsNothing) {
   EXPECT_EQ(r.stopped_by, "baseline_failed");
   EXPECT_EQ(r.evaluated, 2);  // both answered from the store
   EXPECT_EQ(r.measured, 0);
-  EXPECT_EQ(backend.executions[Regime::kDeploy], 3);  // two in the first run, one now
+  // Two in the first run's search and both again after it, one now.
+  EXPECT_EQ(backend.executions[Regime::kDeploy], 2 + 2 + 1);
   auto rows = store->measurements({});
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ(rows->size(), 2u);
