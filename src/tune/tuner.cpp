@@ -671,19 +671,26 @@ class Tuner::ProblemSearch {
     deploy_costs_.push_back(std::chrono::duration<double>(t_.budget_now() - before).count());
     if (id) rows->push_back(id);
     c.replayed = c.replayed && replayed;
-    if (dep.verdict == Verdict::kOk && dep.measurement) {
-      c.deploy_us = dep.measurement->median_us;
-      c.deploy_noise = dep.measurement->noise;
-      c.deploy_check = dep.check;
-      c.deploy_parts_us = dep.measurement->parts_us;
-      c.deploy_parts_floor_us = dep.measurement->parts_floor_us;
-    } else {
-      // Passing warm but failing in the production path is a failure.
-      c.verdict = dep.verdict;
-      c.message = "deploy regime: " + dep.message;
-      c.rank_us.reset();
-    }
+    // Passing warm but failing in the production path is a failure.
+    take_deploy(c, dep, "deploy regime: ");
     return c;
+  }
+
+  // A deploy-regime outcome into the candidate's result: its time, noise, check and parts, or,
+  // failing, the candidate fails with the outcome's message after `why`.
+  static void take_deploy(CandidateResult& c, const Outcome& o, const std::string& why) {
+    if (o.verdict == Verdict::kOk && o.measurement) {
+      c.deploy_us = o.measurement->median_us;
+      c.deploy_noise = o.measurement->noise;
+      c.deploy_check = o.check;
+      c.deploy_parts_us = o.measurement->parts_us;
+      c.deploy_parts_floor_us = o.measurement->parts_floor_us;
+      return;
+    }
+    c.verdict = o.verdict;
+    c.message = why + o.message;
+    c.deploy_us.reset();
+    c.rank_us.reset();
   }
 
   // Takes a result into the run: the strategy learns it, patience counts it. A point measured
@@ -764,19 +771,8 @@ class Tuner::ProblemSearch {
         ATTUNE_ASSIGN(Outcome o, t_.evaluate(problem_, config, Regime::kDeploy, &replayed, &id));
         if (reference_lost()) return Status::success();
         const double first_us = *c.deploy_us;
-        if (o.verdict == Verdict::kOk && o.measurement) {
-          c.deploy_us = o.measurement->median_us;
-          c.deploy_noise = o.measurement->noise;
-          c.deploy_check = o.check;
-          c.deploy_parts_us = o.measurement->parts_us;
-          c.deploy_parts_floor_us = o.measurement->parts_floor_us;
-        } else {
-          // Passing once and failing when timed again is a failure: slow-but-correct wins.
-          c.verdict = o.verdict;
-          c.message = "deploy regime, timed again: " + o.message;
-          c.deploy_us.reset();
-          c.rank_us.reset();
-        }
+        // Passing once and failing when timed again is a failure: slow-but-correct wins.
+        take_deploy(c, o, "deploy regime, timed again: ");
         rep_.retimed.push_back({c.config, first_us, c.deploy_us.value_or(0)});
         spdlog::info("{}: timed again {}: {:.3f} us, first {:.3f}", problem_.name(), c.config,
                      c.deploy_us.value_or(0), first_us);

@@ -255,35 +255,32 @@ TEST(FirstGuesses, GemmTriesCublasLtsOtherRanks) {
       out += c.get(k)->text() + " ";
     return out;
   };
-  auto small = Problem::parse("gemm:m=128,n=4096,k=1024,bias=0,dtype=bf16");
-  ASSERT_TRUE(small);
-  const std::vector<Config> small_guesses = first_guesses(*small, *op->space(*small));
-  ASSERT_EQ(small_guesses.size(), 10u);
-  EXPECT_EQ(few(small_guesses[7]), "64 128 8 1 1 ");  // 64 tiles
-  EXPECT_EQ(few(small_guesses[8]), "64 64 8 1 1 ");   // 128 tiles
-  EXPECT_EQ(few(small_guesses[9]), "128 64 8 1 1 ");
-  auto o_proj = Problem::parse("gemm:m=128,n=1024,k=2048,bias=0,dtype=bf16");
-  ASSERT_TRUE(o_proj);
-  const std::vector<Config> o_guesses = first_guesses(*o_proj, *op->space(*o_proj));
-  ASSERT_EQ(o_guesses.size(), 10u);
-  EXPECT_EQ(few(o_guesses[7]), "64 128 8 4 0 ");  // 16 tiles, 64 blocks
-  EXPECT_EQ(few(o_guesses[8]), "64 64 8 2 0 ");   // 32 tiles
-  EXPECT_EQ(few(o_guesses[9]), "128 64 8 4 0 ");
+  // The wgmma guesses of a problem (after cuBLASLt's ranks), and how many guesses in all.
+  auto wgmma_guesses = [&](const char* spec, std::size_t* all) {
+    auto p = Problem::parse(spec);
+    std::vector<std::string> out;
+    if (!p.ok()) return out;
+    const std::vector<Config> g = first_guesses(*p, *op->space(*p));
+    *all = g.size();
+    for (const Config& c : g)
+      if (c.get("kernel")->as_word() == "wgmma") out.push_back(few(c));
+    return out;
+  };
+  std::size_t all = 0;
+  EXPECT_EQ(wgmma_guesses("gemm:m=128,n=4096,k=1024,bias=0,dtype=bf16", &all),
+            (std::vector<std::string>{"64 128 8 1 1 ", "64 64 8 1 1 ", "128 64 8 1 1 "}));
+  EXPECT_EQ(all, 10u);  // 64 and 128 tiles: unsplit
+  EXPECT_EQ(wgmma_guesses("gemm:m=128,n=1024,k=2048,bias=0,dtype=bf16", &all),
+            (std::vector<std::string>{"64 128 8 4 0 ", "64 64 8 2 0 ", "128 64 8 4 0 "}));
+  EXPECT_EQ(all, 10u);  // 16, 32 and 16 tiles: split to 64 blocks
   // Under SiLU * mul no cuBLASLt rank; a 64-wide tile's 32 output columns take no TMA store.
-  auto gate_up = Problem::parse("gemm:m=128,n=6144,k=1024,bias=0,silu_mul=1,dtype=bf16");
-  ASSERT_TRUE(gate_up);
-  const std::vector<Config> gate_guesses = first_guesses(*gate_up, *op->space(*gate_up));
-  ASSERT_EQ(gate_guesses.size(), 3u);
-  EXPECT_EQ(few(gate_guesses[0]), "64 128 8 1 1 ");
-  EXPECT_EQ(few(gate_guesses[1]), "64 64 8 1 0 ");
+  EXPECT_EQ(wgmma_guesses("gemm:m=128,n=6144,k=1024,bias=0,silu_mul=1,dtype=bf16", &all),
+            (std::vector<std::string>{"64 128 8 1 1 ", "64 64 8 1 0 ", "128 64 8 1 0 "}));
+  EXPECT_EQ(all, 3u);
   // A K of three 64-wide tiles is not split (every split takes two), however few the tiles; at 64
   // rows the space refuses 128-row tiles.
-  auto short_k = Problem::parse("gemm:m=64,n=128,k=192,bias=0,dtype=bf16");
-  ASSERT_TRUE(short_k);
-  const std::vector<Config> short_guesses = first_guesses(*short_k, *op->space(*short_k));
-  ASSERT_EQ(short_guesses.size(), 9u);
-  EXPECT_EQ(few(short_guesses[7]), "64 128 8 1 1 ");
-  EXPECT_EQ(few(short_guesses[8]), "64 64 8 1 1 ");
+  EXPECT_EQ(wgmma_guesses("gemm:m=64,n=128,k=192,bias=0,dtype=bf16", &all),
+            (std::vector<std::string>{"64 128 8 1 1 ", "64 64 8 1 1 "}));
   // At the skinny kernels' rows, cuBLASLt's ranks alone.
   auto skinny = Problem::parse("gemm:m=16,n=4096,k=1024,bias=0,dtype=bf16");
   ASSERT_TRUE(skinny);
