@@ -443,8 +443,8 @@ def shape_md(s, res):
         line += f"not measured ({rerun.get('error') or 'not run'})"
     line += ". Target: under 10 s" + (": " + verdict(rw < 10.0) if num(rw) else "")
     L.append(line)
-    # The best few configs of each search timed again (attune tune --retime-best): how far the
-    # first times, each the fastest of many noisy timings, read low.
+    # The best few configs of each search timed again (attune tune --retime-best N): how far the
+    # second timings moved from the first.
     again = [t for ts in (tune.get("retimed") or {}).values() for t in ts
              if num(t.get("first_us")) and num(t.get("again_us")) and t["first_us"] > 0]
     if again:

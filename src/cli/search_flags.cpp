@@ -36,8 +36,8 @@ void add_search_flags(CLI::App* sub, SearchFlags* f) {
       ->capture_default_str();
   sub->add_option("--retime-best", f->retime_best,
                   "after the search, time the configs with the best deploy times again until the "
-                  "best N are all re-timed, and keep the new times (a minimum of noisy timings "
-                  "reads low); 0: never")
+                  "best N are all re-timed, and keep the new times (their first rows stay in "
+                  "the database, discarded); 0: never")
       ->capture_default_str();
   sub->add_option("--anchor-every", f->anchor_every,
                   "re-measure the baseline after this many new candidates to catch drift; 0: never")

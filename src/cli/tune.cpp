@@ -436,8 +436,8 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
       ->capture_default_str();
   sub->add_option("--retime-best", f->search.retime_best,
                   "after the search, time the configs with the best deploy times again until the "
-                  "best N are all re-timed, and keep the new times (a minimum of noisy timings "
-                  "reads low); 0: never")
+                  "best N are all re-timed, and keep the new times (their first rows stay in "
+                  "the database, discarded); 0: never")
       ->capture_default_str();
   sub->add_option("--anchor-every", f->search.anchor_every,
                   "re-measure the baseline after this many new candidates to catch drift; 0: never")

@@ -496,7 +496,6 @@ TEST_F(TunerTest, ATimeLimitEndsAtACandidateBoundaryWithEveryProblemReported) {
   o.strategy = "grid";
   o.patience = 0;
   o.drift.anchor_every = 0;
-  o.retime_best = 0;  // its deploy timings, as dear here as a candidate's, would halve the search
   o.time_limit_s = 20;
   Tuner t(*store, sim, timed, clock);
   auto r = t.run({*sim.resolve("rmsnorm"), *sim.resolve("gemm"),
@@ -551,6 +550,7 @@ TEST_F(TunerTest, ATimeLimitDoesNotStartACandidateThatWouldNotFinishInIt) {
   o.patience = 0;
   o.drift.anchor_every = 0;
   o.time_limit_s = 10.5;
+  o.retime_best = 3;
   auto r = Tuner(*store, sim, timed, clock).run({*sim.resolve("gemm")}, o);
   ASSERT_TRUE(r.ok()) << r.error().message();
   const ProblemReport& p = r->problems.at(0);
@@ -571,10 +571,6 @@ TEST_F(TunerTest, AnIdenticalReRunWithTheSameTimeLimitMeasuresNothing) {
   o.seed = 3;
   o.patience = 0;
   o.drift.anchor_every = 0;
-  // A re-timed config's replay is charged its second deploy timing, not both: the 24 s run's
-  // bound below would move by the first run's re-timings (TheBestFewAreTimedAgain... re-runs with
-  // them).
-  o.retime_best = 0;
   o.time_limit_s = 12;
   const Problem p = *sim.resolve("gemm");
   platform::FakeClock clock;
@@ -630,6 +626,7 @@ TEST_F(TunerTest, TheBestFewAreTimedAgainAfterTheSearchAndKeepTheNewTimes) {
   };
   TuneOptions o = fresh_random_search(25);
   o.drift.anchor_every = 0;
+  o.retime_best = 3;
   const Problem gemm = *sim.resolve("gemm");
   SlowerTheSecondTime slower(runner);
   auto r = Tuner(*store, sim, slower).run({gemm}, o);
@@ -1169,8 +1166,7 @@ TEST_F(DeployOnlyTest, EachCandidateIsMeasuredOnceInDeployAndTiesGoToFewerChange
     o.seed = seed;
     ProblemReport r = tune(o);
     EXPECT_EQ(r.evaluated, 6);
-    // Each candidate once in the search, then the best three again (retime_best).
-    EXPECT_EQ(backend.executions[Regime::kDeploy], 6 + 3);
+    EXPECT_EQ(backend.executions[Regime::kDeploy], 6);
     EXPECT_EQ(backend.executions[Regime::kRank], 0);
     ASSERT_TRUE(r.best);
     // Whichever of the two 5 us configs the seed visits first, the one changing one knob wins,
@@ -1207,8 +1203,7 @@ TEST_F(DeployOnlyTest, ALostReferenceStopsTheProblemAndRecordsNothing) {
   EXPECT_EQ(r.stopped_by, "baseline_failed");
   EXPECT_EQ(r.evaluated, 2);  // both answered from the store
   EXPECT_EQ(r.measured, 0);
-  // Two in the first run's search and both again after it, one now.
-  EXPECT_EQ(backend.executions[Regime::kDeploy], 2 + 2 + 1);
+  EXPECT_EQ(backend.executions[Regime::kDeploy], 3);  // two in the first run, one now
   auto rows = store->measurements({});
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ(rows->size(), 2u);
