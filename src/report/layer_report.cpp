@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "report/report.h"
+
 namespace attune {
 
 namespace {
@@ -76,10 +78,7 @@ json layer_report_json(const LayerTuneReport& r) {
               {"replayed", kr.replayed},
               {"stopped_by", kr.stopped_by}};
     e["count_in_winner"] = winner_counts.count(k) ? winner_counts[k] : 0;
-    e["retimed"] = json::array();
-    for (const auto& t : kr.retimed)
-      e["retimed"].push_back(
-          {{"config", t.config}, {"first_us", t.first_us}, {"again_us", t.again_us}});
+    e["retimed"] = retimed_json(kr.retimed);
     if (!kr.kernel.note.empty()) e["note"] = kr.kernel.note;
     if (kr.best) {
       e["best"] = {{"config", kr.best->config},

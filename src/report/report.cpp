@@ -69,6 +69,13 @@ std::string continued_text(const ProblemReport& p, const std::string& strategy) 
 
 }  // namespace
 
+nlohmann::json retimed_json(const std::vector<ProblemReport::Retimed>& retimed) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& t : retimed)
+    out.push_back({{"config", t.config}, {"first_us", t.first_us}, {"again_us", t.again_us}});
+  return out;
+}
+
 nlohmann::json report_json(const TuneReport& r, const ReportOptions& options) {
   nlohmann::json j;
   j["device"] = r.device;
@@ -106,10 +113,7 @@ nlohmann::json report_json(const TuneReport& r, const ReportOptions& options) {
     pj["evaluated"] = p.evaluated;
     pj["measured"] = p.measured;
     pj["replayed"] = p.replayed;
-    pj["retimed"] = nlohmann::json::array();
-    for (const auto& r : p.retimed)
-      pj["retimed"].push_back(
-          {{"config", r.config}, {"first_us", r.first_us}, {"again_us", r.again_us}});
+    pj["retimed"] = retimed_json(p.retimed);
     pj["space_size"] = p.space_size;
     pj["best_at"] = p.best_at > 0 ? nlohmann::json(p.best_at) : nlohmann::json(nullptr);
     pj["first_guesses"] = p.seeded_first;

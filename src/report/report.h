@@ -30,6 +30,9 @@ struct ReportOptions {
 };
 
 nlohmann::json report_json(const TuneReport& report, const ReportOptions& options = {});
+// A search's configs timed again after it (ProblemReport::retimed), as both JSON reports list
+// them: config, first_us, again_us.
+nlohmann::json retimed_json(const std::vector<ProblemReport::Retimed>& retimed);
 std::string report_text(const TuneReport& report, const ReportOptions& options = {});
 
 }  // namespace attune
