@@ -69,9 +69,10 @@ SHAPES = [
      "earlier": None},
 ]
 PEERS = ["eager", "compile", "max-autotune"]
-# The fork examples/layer runs as it is (libattune-rt has no separate residual add); silu_mul and
-# rope follow the tune's winner (--silu-mul kernel|epilogue, --rope kernel|epilogue), and rope's
-# separate form (q/k norm kernels, then RoPE) runs as the kernel form.
+# The fork examples/layer runs as it is (libattune-rt has no separate residual add); silu_mul,
+# rope and norm follow the tune's winner (--silu-mul kernel|epilogue, --rope kernel|epilogue,
+# --norm kernel|gemm), and rope's separate form (q/k norm kernels, then RoPE) runs as the kernel
+# form.
 EXAMPLE_GROUPING = {"residual": {"fused"}, "rope": {"kernel", "epilogue"}}
 
 
@@ -253,6 +254,8 @@ def example_cmd(s, ctx, table=None, winner=None):
         cmd += ["--silu-mul", "epilogue"]
     if (winner or {}).get("rope") == "epilogue":
         cmd += ["--rope", "epilogue"]
+    if (winner or {}).get("norm") == "gemm":
+        cmd += ["--norm", "gemm"]
     return cmd + (["--table", table] if table else [])
 
 

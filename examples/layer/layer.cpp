@@ -11,7 +11,14 @@
 //                              (epilogue: gemm_silu_mul [rows, inter] -> gemm down)
 //
 // The layer's output is the down projection; its residual add is the next layer's first RMSNorm,
-// as in the tuned grouping. After the warm-up has compiled and loaded every kernel, the whole
+// as in the tuned grouping. With --norm gemm (the tune's norm=gemm grouping) no RMSNorm runs: the
+// norms' weights are folded into the QKV and gate/up weights once at setup, those GEMMs scale
+// each row of the residual stream by its reciprocal RMS (gemm_fused's rms_norm), and the O and
+// down projections add their output to the stream in place (gemm_fused's residual):
+//
+//   gemm qkv (rms) -> rope -> attention -> gemm o (+= x) -> gemm gate_up (rms, SiLU * mul
+//   epilogue or kernel) -> gemm down (+= x) After the warm-up has compiled and loaded every kernel,
+//   the whole
 // layer (--layers N times, sharing weights and KV cache) is captured as one CUDA graph, the
 // assembled form the tune's gap check measures, and each replay is timed with CUDA events after
 // an L2 flush by reads outside the timed region (bench/layer_torch.py flushes its PyTorch peers
@@ -23,7 +30,8 @@
 //   qwen3-embedding-0.6b|qwen3-0.6b|qwen3-8b|llama-3.1-8b]
 //         [--hidden H --inter I --q-heads Q --kv-heads KV --head D --theta T --qk-norm 0|1]
 //         [--batch B --tokens T | --decode --batch B --kv L]
-//         [--silu-mul kernel|epilogue] [--rope kernel|epilogue] [--layers 1] [--steps 200]
+//         [--silu-mul kernel|epilogue] [--rope kernel|epilogue] [--norm kernel|gemm]
+//         [--layers 1] [--steps 200]
 //         [--warmup 10]
 //         [--flush-mib 256]
 //
@@ -109,6 +117,21 @@ struct Buffer {
     }
     check(cudaMemcpy(p, host.data(), host.size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
   }
+  // Multiplies column j of this [n / cols, cols] matrix by g[j] (bf16, rounded): a norm's weight
+  // folded into the GEMM after it, once, as a model loader would.
+  void fold_columns(const Buffer& g, std::size_t cols) {
+    std::vector<std::uint16_t> w(n), gw(cols);
+    check(cudaMemcpy(w.data(), p, n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    check(cudaMemcpy(gw.data(), g.p, cols * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    auto f = [](std::uint16_t b) {
+      const std::uint32_t bits = std::uint32_t{b} << 16;
+      float v = 0;
+      std::memcpy(&v, &bits, sizeof v);
+      return v;
+    };
+    for (std::size_t i = 0; i < n; ++i) w[i] = to_bf16(f(w[i]) * f(gw[i % cols]));
+    check(cudaMemcpy(p, w.data(), n * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+  }
   ~Buffer() { cudaFree(p); }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -129,7 +152,7 @@ int main(int argc, char** argv) {
   std::optional<int> hidden, inter, q_heads, kv_heads, head, qk_norm;
   std::optional<std::int64_t> theta;
   int batch = 1, tokens = 128, kv = 2048, layers = 1, steps = 200, warmup = 10, flush_mib = 256;
-  bool decode = false, silu_epilogue = false, rope_epilogue = false;
+  bool decode = false, silu_epilogue = false, rope_epilogue = false, norm_gemm = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -187,6 +210,10 @@ int main(int argc, char** argv) {
       const std::string v = value();
       if (v != "kernel" && v != "epilogue") die("--rope is kernel or epilogue, not '" + v + "'");
       rope_epilogue = v == "epilogue";
+    } else if (a == "--norm") {
+      const std::string v = value();
+      if (v != "kernel" && v != "gemm") die("--norm is kernel or gemm, not '" + v + "'");
+      norm_gemm = v == "gemm";
     } else
       die("unknown flag " + a + " (see the comment at the top of examples/layer/layer.cpp)");
   }
@@ -210,6 +237,8 @@ int main(int argc, char** argv) {
   if (m.head != 64 && m.head != 128 && (decode ? m.head != 256 : true))
     die("--head is 64 or 128 (256 for a decode step): what libattune-rt's attention covers");
   if (batch < 1 || steps < 1 || layers < 1) die("--batch, --steps and --layers must be positive");
+  if (norm_gemm && rope_epilogue)
+    die("--norm gemm takes --rope kernel: the QKV GEMM's RoPE epilogue has no folded norm");
   if (decode ? kv < 1 : (tokens < 1 || tokens > 16384))
     die(decode ? "--kv must be positive" : "--tokens must be 1 .. 16384");
 
@@ -237,6 +266,10 @@ int main(int argc, char** argv) {
       k_norm(n(d), 0.1f, 4, 1.0f);
   Buffer w_qkv(n(qkv_n * h), w(h), 5), w_o(n(h * q_dim), w(q_dim), 6),
       w_gate_up(n(2 * std::int64_t{m.inter} * h), w(h), 7), w_down(n(h * m.inter), w(m.inter), 8);
+  if (norm_gemm) {
+    w_qkv.fold_columns(ln_in, n(h));
+    w_gate_up.fold_columns(ln_post, n(h));
+  }
   Buffer x0(n(rows * h), 1.0f, 9), resid0(n(rows * h), 1.0f, 10);
   Buffer x(n(rows * h), 1.0f, 9), resid(n(rows * h), 1.0f, 10), normed(n(rows * h), 1.0f, 11),
       qkv(n(rows * qkv_n), 1.0f, 12), q(n(rows * q_dim), 1.0f, 13), k_cache(n(cache), 1.0f, 14),
@@ -277,7 +310,44 @@ int main(int argc, char** argv) {
                                 "post_norm",  "gate_up_proj", "silu_mul", "down_proj"};
   constexpr int kKernels = 9;
   const attune::rt::Dispatch* dispatched[kKernels] = {};
+  // --norm gemm: x is the residual stream, normed by the GEMMs that read it and added to in
+  // place by those that write it.
+  auto run_layer_folded = [&](bool first) {
+    const attune::rt::Dispatch* got[kKernels] = {};
+    using Fusion = attune::rt::Runtime::GemmFusion;
+    check(rt->gemm_fused(rows, qkv_n, h, dtype, x.p, w_qkv.p, qkv.p, Fusion{true, nullptr, false},
+                         stream, &got[1]),
+          "gemm qkv (rms)");
+    check(rt->rope(
+              batch, seq, cache_len, m.q_heads, m.kv_heads, d, m.theta, dtype, q.p, k_cache.p,
+              v_cache.p, qkv.p, m.qk_norm ? q_norm.p : nullptr, m.qk_norm ? k_norm.p : nullptr,
+              m.llama3_scaling ? attune::rt::RopeScaling::kLlama3 : attune::rt::RopeScaling::kPlain,
+              stream, &got[2]),
+          "rope");
+    if (decode)
+      check(rt->attention_decode(batch, cache_len, d, m.q_heads, m.kv_heads, 1, dtype, attn.p, q.p,
+                                 k_cache.p, v_cache.p, stream, &got[3]),
+            "attention_decode");
+    else
+      check(rt->attention_prefill(seq, batch, d, m.q_heads, m.kv_heads, dtype, attn.p, q.p,
+                                  k_cache.p, v_cache.p, stream, &got[3]),
+            "attention_prefill");
+    check(rt->gemm_fused(rows, h, q_dim, dtype, attn.p, w_o.p, x.p, Fusion{false, x.p, false},
+                         stream, &got[4]),
+          "gemm o (+= x)");
+    const std::int64_t gu_n = 2 * std::int64_t{m.inter};
+    check(rt->gemm_fused(rows, gu_n, h, dtype, x.p, w_gate_up.p, silu_epilogue ? act.p : gate_up.p,
+                         Fusion{true, nullptr, silu_epilogue}, stream, &got[6]),
+          "gemm gate_up (rms)");
+    if (!silu_epilogue)
+      check(rt->silu_mul(rows, m.inter, dtype, act.p, gate_up.p, stream, &got[7]), "silu_mul");
+    check(rt->gemm_fused(rows, h, m.inter, dtype, act.p, w_down.p, x.p, Fusion{false, x.p, false},
+                         stream, &got[8]),
+          "gemm down (+= x)");
+    if (first) std::copy(got, got + kKernels, dispatched);
+  };
   auto run_layer = [&](bool first) {
+    if (norm_gemm) return run_layer_folded(first);
     const attune::rt::Dispatch* got[kKernels] = {};
     // h = x + resid (the previous layer's output and residual stream), normed = norm(h) * w.
     check(rt->rmsnorm(rows, h, dtype, normed.p, resid.p, x.p, resid.p, ln_in.p, stream, &got[0]),
@@ -376,13 +446,14 @@ int main(int argc, char** argv) {
           : "prefill batch " + std::to_string(batch) + " x " + std::to_string(tokens) + " tokens";
   std::printf(
       "model %s (hidden %d, inter %d, %d q heads, %d kv heads, head %d, theta %lld, qk_norm %d%s), "
-      "%s, %d layer%s, bf16, one CUDA graph, %s before each replay, table %s\n",
+      "%s, %d layer%s, bf16, one CUDA graph, %s before each replay, norms %s, table %s\n",
       m.name.c_str(), m.hidden, m.inter, m.q_heads, m.kv_heads, m.head,
       static_cast<long long>(m.theta), m.qk_norm ? 1 : 0,
       m.llama3_scaling ? ", llama3 rope scaling" : "", shape.c_str(), layers,
       layers == 1 ? "" : "s (sharing weights and KV cache)",
       flush_mib > 0 ? ("L2 flushed by reading " + std::to_string(flush_mib) + " MiB").c_str()
                     : "no L2 flush",
+      norm_gemm ? "folded into the GEMMs" : "as kernels",
       table.empty() ? "(none: baselines)" : table.c_str());
   if (!decode && seq > 1 && m.q_heads > 1)
     std::printf(

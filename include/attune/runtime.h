@@ -96,6 +96,23 @@ class ATTUNE_RT_API Runtime {
   Status gemm_silu_mul(std::int64_t m, std::int64_t inter, std::int64_t k, DType dtype,
                        const void* a, const void* w, void* c, void* stream,
                        const Dispatch** dispatched = nullptr);
+  // A projection with its neighbours in a decoder layer folded in (gemm's rms_norm, residual and
+  // silu_mul flags; `attune tune --model`'s norm=gemm grouping):
+  //   rms_norm: each row of a is scaled by 1 / sqrt(mean(row^2) + 1e-6) (the RMSNorm before the
+  //             projection, with no kernel of its own); its weight g is folded into w beforehand,
+  //             once when the weights load: w[j, k] * g[k]
+  //   residual: c = ... + residual, a matrix [m, n] (may be c itself: the residual stream)
+  //   silu_mul: w [n, k] is the gate's n / 2 rows then the up's, c [m, n / 2] as gemm_silu_mul's
+  // Without a table row it runs the split form: an RMSNorm kernel, cuBLASLt's matmul (its residual
+  // as beta = 1), the SiLU * mul kernel.
+  struct GemmFusion {
+    bool rms_norm = false;
+    const void* residual = nullptr;
+    bool silu_mul = false;
+  };
+  Status gemm_fused(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a,
+                    const void* w, void* c, const GemmFusion& fusion, void* stream,
+                    const Dispatch** dispatched = nullptr);
   // y = norm(h) * w with h = x, or h = x + r written to h_out when r is given.
   Status rmsnorm(std::int64_t rows, std::int64_t hidden, DType dtype, void* y, void* h_out,
                  const void* x, const void* r, const void* w, void* stream,

@@ -140,6 +140,15 @@ ATTUNE_RT_API int attune_rt_gemm_silu_mul(attune_rt* rt, int64_t m, int64_t inte
                                           int dtype, const void* a, const void* w, void* c,
                                           void* stream, const attune_rt_dispatch** dispatched);
 
+/* A projection with its layer neighbours folded in (Runtime::gemm_fused): rms_norm (0|1): each
+ * row of a scaled by rsqrt(mean(row^2) + 1e-6), the norm's weight folded into w's columns
+ * beforehand; residual (may be NULL): c = ... + residual [m, n] (may be c); silu_mul (0|1): w is
+ * the gate's n / 2 rows then the up's, c [m, n / 2]. Pointers 16-byte aligned. */
+ATTUNE_RT_API int attune_rt_gemm_fused(attune_rt* rt, int64_t m, int64_t n, int64_t k, int dtype,
+                                       const void* a, const void* w, void* c, int rms_norm,
+                                       const void* residual, int silu_mul, void* stream,
+                                       const attune_rt_dispatch** dispatched);
+
 /* RMSNorm over `rows` rows of `hidden`: y = h * rsqrt(mean(h^2) + 1e-6) * w, where h = x, or with
  * a residual (r not NULL) h = x + r, which is also written to h_out (required then). */
 ATTUNE_RT_API int attune_rt_rmsnorm(attune_rt* rt, int64_t rows, int64_t hidden, int dtype, void* y,

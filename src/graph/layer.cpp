@@ -120,6 +120,12 @@ std::vector<Fork> layer_forks(const ModelConfig& m) {
                    {"flash", "split"},
                    "flash: scores, softmax and values in one fused kernel; split: a scores GEMM, a "
                    "softmax kernel and a value GEMM"});
+  forks.push_back({"norm",
+                   {"kernel", "gemm"},
+                   "kernel: each RMSNorm its own kernel; gemm: folded into the GEMM after it (the "
+                   "GEMM scales each row by its reciprocal RMS, the norm's weight folded into the "
+                   "GEMM's weights), its residual add (residual=fused) in the epilogue of the GEMM "
+                   "before it"});
   return forks;
 }
 
@@ -177,7 +183,9 @@ constexpr const char* kSiluMulOp = "silu_mul";  // SiLU(gate) * up
 // The QKV GEMM with RoPE (and the q/k norm, by rope's flags) in its epilogue.
 constexpr const char* kGemmRopeOp = "gemm_rope";
 constexpr const char* kSiluMulEpilogueFlag = "silu_mul";  // a gemm flag
-constexpr const char* kResidualFlag = "residual";         // an rmsnorm flag
+constexpr const char* kResidualFlag = "residual";         // an rmsnorm flag, and a gemm flag
+// gemm's RMSNorm folded in: rows of A scaled by their reciprocal RMS (norm=gemm).
+constexpr const char* kRmsNormFlag = "rms_norm";
 // Attention's split and fused forms are its family's kernel=... knob (split: the chain of a
 // scores GEMM, a softmax kernel and a value GEMM).
 constexpr const char* kAttentionFormKnob = "kernel";
@@ -249,10 +257,23 @@ class Lowerer {
     const bool silu_epilogue = gr.at("silu_mul") == "epilogue";
     const bool flash = gr.at("attention") == "flash";
     const bool qk = g_.model.qk_norm;
+    // norm=gemm: no RMSNorm kernel. Each norm is its GEMM's rms_norm flag; a fused residual add
+    // is the residual flag of the GEMM that produces the addend: o_proj's for the attention
+    // residual, and down_proj's for the MLP's, which opens the next layer (its input_residual)
+    // or, after the last, feeds the model's final norm. So every layer's down_proj adds (layer
+    // 0's too, for layer 1), and a layer past the first lists its input_residual under its own
+    // down_proj, the same kernel as the previous layer's: every layer lowers to the same
+    // kernels.
+    const bool folded = gr.at("norm") == "gemm";
+    auto with = [](std::vector<std::string> flags, bool on, const char* flag) {
+      if (on) flags.push_back(flag);
+      return flags;
+    };
 
     auto norm = [&](const std::string& name, const std::string& residual_node) {
       const bool residual = has(residual_node);
       if (residual && !fused_residual) kernel(kAddOp, residual_node, {residual_node});
+      if (folded) return;  // in the GEMMs around it
       if (residual && fused_residual)
         kernel("rmsnorm", name, {residual_node, name}, {kResidualFlag});
       else
@@ -282,9 +303,12 @@ class Lowerer {
       std::vector<std::string> nodes{"qkv_proj"};
       if (qk) nodes.insert(nodes.end(), {"q_norm", "k_norm"});
       nodes.push_back("rope");
-      std::vector<std::string> flags = rope_flags;
+      if (folded) nodes.push_back("input_norm");
+      std::vector<std::string> flags = with(rope_flags, folded, kRmsNormFlag);
       if (qk) flags.push_back(kRopeNormFlag);
       kernel(kGemmRopeOp, "rope", nodes, flags);
+    } else if (folded) {
+      kernel("gemm", "qkv_proj", {"qkv_proj", "input_norm"}, {kRmsNormFlag});
     } else {
       kernel("gemm", "qkv_proj", {"qkv_proj"});
     }
@@ -307,15 +331,29 @@ class Lowerer {
            Form{kAttentionFormKnob, {kAttentionSplit}, flash},
            flash ? "one fused kernel; its slice carries the scores' producer"
                  : "the split chain (scores GEMM, softmax, value GEMM) timed as one slice");
-    kernel("gemm", "o_proj", {"o_proj"});
+    const bool o_residual = folded && fused_residual;
+    if (o_residual)
+      kernel("gemm", "o_proj", {"o_proj", "attention_residual"}, {kResidualFlag});
+    else
+      kernel("gemm", "o_proj", {"o_proj"});
     norm("post_attention_norm", "attention_residual");
+    std::vector<std::string> gate_up_nodes{"gate_up_proj"};
+    if (folded) gate_up_nodes.push_back("post_attention_norm");
     if (silu_epilogue) {
-      kernel("gemm", "gate_up_proj", {"gate_up_proj", "silu_mul"}, {kSiluMulEpilogueFlag});
+      gate_up_nodes.push_back("silu_mul");
+      kernel("gemm", "gate_up_proj", gate_up_nodes,
+             with({kSiluMulEpilogueFlag}, folded, kRmsNormFlag));
     } else {
-      kernel("gemm", "gate_up_proj", {"gate_up_proj"});
+      kernel("gemm", "gate_up_proj", gate_up_nodes, with({}, folded, kRmsNormFlag));
       kernel(kSiluMulOp, "silu_mul", {"silu_mul"});
     }
-    kernel("gemm", "down_proj", {"down_proj"});
+    if (folded && fused_residual) {
+      std::vector<std::string> nodes{"down_proj"};
+      if (has("input_residual")) nodes.push_back("input_residual");
+      kernel("gemm", "down_proj", nodes, {kResidualFlag});
+    } else {
+      kernel("gemm", "down_proj", {"down_proj"});
+    }
     if (!out_.available()) out_.kernels.clear();
     return std::move(out_);
   }

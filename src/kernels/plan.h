@@ -37,8 +37,10 @@ inline constexpr std::size_t kMaxTensorMaps = 3;
 
 // One kernel launch of a plan. `args` names the kernel's parameters in order; a launcher binds
 // each name to a device pointer or a scalar:
-//   gemm:    c, a, b, bias (device pointers), workspace (device pointer, plan.workspace_bytes),
-//            rows (int: m; read by silu_mul's kernel in the split form of gemm silu_mul=1),
+//   gemm:    c, a, b, bias, r (residual=1's addend, C's shape) (device pointers), workspace
+//            (device pointer, plan.workspace_bytes), rows (int: m; read by silu_mul's kernel in
+//            the split form of gemm silu_mul=1, and by rms_norm=1's row kernel), eps (float:
+//            rms_norm=1's epsilon),
 //            tensor_map0, tensor_map1, tensor_map2 (the wgmma kernel's maps of a, b and, under
 //            wg_tma_store 1, c, by value)
 //   rmsnorm: y, h, x, r, w (device pointers), rows (int), eps (float)
@@ -57,6 +59,9 @@ struct LaunchStep {
   unsigned shared_bytes = 0;  // dynamic shared memory
   std::vector<std::string> args;
   std::vector<TensorMap2d> tensor_maps;
+  // Where the step's "workspace" argument points: this many bytes into the plan's workspace (a
+  // chain whose steps pass each other buffers in one workspace).
+  std::size_t workspace_offset = 0;
 };
 
 // The NVRTC header every plan kernel's source includes, "attune_launch.cuh" (from
@@ -92,6 +97,8 @@ struct LtMatmul {
     std::size_t offset = 0;
     std::int64_t stride = 0;
   } a, b, c;
+  // C += this operand's matrix (cuBLASLt's beta 1, C read from it), [m, n] like C; arg "": none.
+  Operand residual;
   // The workspace cuBLASLt may use: bytes at this offset into the plan's workspace.
   std::size_t workspace_offset = 0, workspace_bytes = 0;
 };
@@ -116,6 +123,8 @@ struct GemmShape {
   bool bf16 = true;
   bool bias = false;
   bool silu_mul = false;  // SiLU(gate) * up in the epilogue: C has n / 2 columns (gemm_op.cpp)
+  bool rms_norm = false;  // each row of A scaled by its reciprocal RMS (gemm_op.cpp)
+  bool residual = false;  // C = ... + R, R (arg r) of C's shape
   std::int64_t out_n() const { return silu_mul ? n / 2 : n; }  // C's columns
 };
 Result<GemmShape> gemm_shape(const Problem& problem);

@@ -105,10 +105,12 @@ CUresult enqueue(cublasLtHandle_t h, const ChainPlan& plan, const ChainLaunch& l
     };
     void* ws = reinterpret_cast<void*>(args.workspace + mm.workspace_offset);
     void* c = at(mm.c);
+    const bool residual = !mm.residual.arg.empty();
     const cublasStatus_t st =
         cublasLtMatmul(h, lt.problem.desc.get(), &one, at(mm.b), lt.problem.a.get(), at(mm.a),
-                       lt.problem.b.get(), &zero, c, lt.problem.c.get(), c, lt.problem.c.get(),
-                       &lt.algo, ws, mm.workspace_bytes, reinterpret_cast<cudaStream_t>(stream));
+                       lt.problem.b.get(), residual ? &one : &zero, residual ? at(mm.residual) : c,
+                       lt.problem.c.get(), c, lt.problem.c.get(), &lt.algo, ws, mm.workspace_bytes,
+                       reinterpret_cast<cudaStream_t>(stream));
     if (st != CUBLAS_STATUS_SUCCESS) return CUDA_ERROR_LAUNCH_FAILED;
   }
   return CUDA_SUCCESS;

@@ -106,8 +106,8 @@ Status check_args(const ChainPlan& plan) {
       continue;
     }
     const auto& mm = std::get<LtMatmul>(step);
-    for (const auto* op : {&mm.a, &mm.b, &mm.c})
-      if (!pointer_arg(op->arg, probe))
+    for (const auto* op : {&mm.a, &mm.b, &mm.c, &mm.residual})
+      if ((op != &mm.residual || !op->arg.empty()) && !pointer_arg(op->arg, probe))
         return Error::internal("a matmul step names an unknown pointer argument '" + op->arg + "'");
   }
   return Status::success();
@@ -141,7 +141,8 @@ CUresult launch_step(const LaunchStep& s, CUfunction fn, PlanArgs& args, CUstrea
   if (CUresult rc = encode_tensor_maps(s, args); rc != CUDA_SUCCESS) return rc;
   void* params[kMaxArgs];
   std::size_t n = 0;
-  for (const auto& name : s.args) params[n++] = bind(name, args);
+  CUdeviceptr workspace = args.workspace + s.workspace_offset;
+  for (const auto& name : s.args) params[n++] = name == "workspace" ? &workspace : bind(name, args);
   return launch(fn, s, stream, params);
 }
 
@@ -160,6 +161,9 @@ Result<PlanBinding> bind_args(const KernelPlan& plan) {
   const char* base = reinterpret_cast<const char*>(&probe);
   PlanBinding b;
   for (const auto& step : plan.steps) {
+    if (step.workspace_offset != 0)
+      return Error::internal("plan step " + step.kernel +
+                             ": a workspace offset is a chain's, which enqueue(ChainPlan) binds");
     auto& offs = b.offsets.emplace_back();
     for (const auto& name : step.args)
       offs.push_back(static_cast<std::size_t>(static_cast<const char*>(bind(name, probe)) - base));

@@ -239,6 +239,37 @@ TEST(CudaGpu, GemmWgmmaEveryTileStageAndSplit) {
   }
 }
 
+// gemm's folded forms on odd shapes (tails on every side, both dtypes): every wgmma config with the
+// RMSNorm folded in (alone, under SiLU * mul, with a residual) and with a residual (K splits
+// included), and the cuBLASLt baseline's split form of each, pass the gate against the float64
+// reference (row scale from A in float64, the residual added after).
+TEST(CudaGpu, GemmRmsNormAndResidualEveryWgmmaConfigAndTheBaseline) {
+  ATTUNE_REQUIRE_GPU(cuda);
+  for (const char* spec :
+       {"gemm:m=133,n=1031,k=2056,residual=1", "gemm:m=77,n=1056,k=1000,silu_mul=1,rms_norm=1",
+        "gemm:m=301,n=1288,k=1032,rms_norm=1,residual=1,dtype=fp16",
+        "gemm:m=5,n=333,k=1032,rms_norm=1"}) {
+    SCOPED_TRACE(spec);
+    auto p = cuda->resolve(spec);
+    ASSERT_TRUE(p.ok()) << p.error().message();
+    const Outcome base = cuda->execute(
+        *p, *Config::parse("kernel=cublaslt,lt_algo=0,lt_split=0,lt_tile=0"), Regime::kRank);
+    EXPECT_EQ(base.verdict, Verdict::kOk) << "baseline: " << base.message;
+    const std::vector<Config> configs = configs_where(
+        *cuda, *p, [](const Config& c) { return c.get("kernel")->as_word() == "wgmma"; });
+    for (const Config& c : configs) cuda->prepare(*p, c);
+    std::size_t ran = 0;
+    for (const Config& c : configs) {
+      if (cuda->can_implement(*p, c)) continue;
+      Outcome o = cuda->execute(*p, c, Regime::kRank);
+      EXPECT_EQ(o.verdict, Verdict::kOk) << c.text() << ": " << o.message;
+      ++ran;
+    }
+    std::cout << spec << ": " << ran << " of " << configs.size() << " wgmma configs ran\n";
+    EXPECT_GE(ran, 20u);
+  }
+}
+
 // attention_decode on odd shapes: every head size in both dtypes, caches of 1, 7, 1000 and 4097
 // keys, 1-8 new tokens, GQA ratios 1, 4 and 8, batch 1 and 3. The split baseline and a seeded
 // sample of flash configs and of tensor-core (kernel=mma) ones (splits that do not divide the

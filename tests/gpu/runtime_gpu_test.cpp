@@ -715,6 +715,92 @@ rt::Dispatch run_gemm_silu_mul(rt::Runtime& runtime, std::int64_t m, std::int64_
   return *d;
 }
 
+// Runs gemm_fused (rms_norm: rows of a scaled by their reciprocal RMS; residual: c += a . w^T in
+// place, c holding the residual on entry; silu_mul: w the gate's rows then the up's) through the
+// C API and checks it against a float64 CPU reference; returns the dispatched config.
+std::string run_gemm_fused(attune_rt* rt, std::int64_t m, std::int64_t n, std::int64_t k, bool rms,
+                           bool residual, bool silu, std::mt19937& rng) {
+  const auto mm = static_cast<std::size_t>(m), nn = static_cast<std::size_t>(n),
+             kk = static_cast<std::size_t>(k), out_n = silu ? nn / 2 : nn;
+  auto a = random_bits(mm * kk, true, rng), w = random_bits(nn * kk, true, rng),
+       c0 = random_bits(mm * out_n, true, rng);
+  Buffer da(mm * kk, &a), dw(nn * kk, &w), dc(mm * out_n, residual ? &c0 : nullptr);
+  const attune_rt_dispatch* d = nullptr;
+  EXPECT_EQ(attune_rt_gemm_fused(rt, m, n, k, ATTUNE_RT_BF16, da.p(), dw.p(), dc.p(), rms ? 1 : 0,
+                                 residual ? dc.p() : nullptr, silu ? 1 : 0, nullptr, &d),
+            ATTUNE_RT_OK)
+      << attune_rt_last_error();
+  if (!d) return "";
+  std::vector<double> want(mm * out_n);
+  for (std::size_t i = 0; i < mm; ++i) {
+    double ss = 0;
+    for (std::size_t p = 0; p < kk; ++p) ss += std::pow(to_double(a[i * kk + p], true), 2);
+    const double scale = rms ? 1.0 / std::sqrt(ss / static_cast<double>(kk) + 1e-6) : 1.0;
+    auto dot = [&](std::size_t row) {
+      double acc = 0;
+      for (std::size_t p = 0; p < kk; ++p)
+        acc += to_double(a[i * kk + p], true) * to_double(w[row * kk + p], true);
+      return acc * scale;
+    };
+    for (std::size_t j = 0; j < out_n; ++j) {
+      double v = silu ? dot(j) / (1 + std::exp(-dot(j))) * dot(out_n + j) : dot(j);
+      if (residual) v += to_double(c0[i * out_n + j], true);
+      want[i * out_n + j] = v;
+    }
+  }
+  expect_close(dc.get(), want, true, std::string(d->problem) + " (" + d->config + ")");
+  return d->config;
+}
+
+// A decoder layer's folded projections through the runtime (attune tune's norm=gemm grouping):
+// wgmma rows with the RMSNorm folded in (with SiLU * mul, and with a residual), a K-split wgmma
+// row adding the residual in place, and on misses the split baseline (the row kernel, cuBLASLt,
+// its beta = 1 residual, the SiLU * mul kernel), all against float64; the verify hook times a
+// row; a residual under SiLU * mul is refused.
+TEST_F(RuntimeGpu, GemmFusedRowsAndTheSplitBaseline) {
+  constexpr const char* kRms = "kernel=wgmma,wg_bm=64,wg_bn=128,wg_stages=6,wg_split=1";
+  constexpr const char* kRmsSilu =
+      "kernel=wgmma,wg_bm=128,wg_bn=128,wg_stages=4,wg_split=1,wg_tma_store=1";
+  constexpr const char* kResidual = "kernel=wgmma,wg_bm=64,wg_bn=128,wg_stages=8,wg_split=4";
+  constexpr const char* kBoth =
+      "kernel=wgmma,wg_bm=64,wg_bn=64,wg_stages=4,wg_split=1,wg_tiles=2,wg_pingpong=1";
+  table::Table t;
+  t.attune_version = "gpu-test";
+  t.device = device_;
+  table::OpTable g{"gemm", "bf16", {}, {}};
+  g.rows.push_back(row("gemm:bias=0,dtype=bf16,k=1000,m=77,n=520,rms_norm=1", kRms));
+  g.rows.push_back(
+      row("gemm:bias=0,dtype=bf16,k=512,m=130,n=1040,rms_norm=1,silu_mul=1", kRmsSilu));
+  g.rows.push_back(row("gemm:bias=0,dtype=bf16,k=2048,m=128,n=264,residual=1", kResidual));
+  g.rows.push_back(row("gemm:bias=0,dtype=bf16,k=256,m=200,n=136,residual=1,rms_norm=1", kBoth));
+  t.ops.push_back(g);
+  const std::string path = write_table(t, "gemm-fused.json");
+  attune_rt* rt = nullptr;
+  ASSERT_EQ(attune_rt_open(path.c_str(), -1, &rt), ATTUNE_RT_OK) << attune_rt_last_error();
+  std::mt19937 rng(17);
+  EXPECT_EQ(run_gemm_fused(rt, 77, 520, 1000, true, false, false, rng), kRms);
+  EXPECT_EQ(run_gemm_fused(rt, 130, 1040, 512, true, false, true, rng), kRmsSilu);
+  EXPECT_EQ(run_gemm_fused(rt, 128, 264, 2048, false, true, false, rng), kResidual);
+  EXPECT_EQ(run_gemm_fused(rt, 200, 136, 256, true, true, false, rng), kBoth);
+  // Misses: the split form (with SiLU * mul, with a residual, and a residual alone: cuBLASLt).
+  const std::string baseline = "kernel=cublaslt,lt_algo=0,lt_split=0,lt_tile=0";
+  EXPECT_EQ(run_gemm_fused(rt, 9, 1002, 264, true, false, true, rng), baseline);
+  EXPECT_EQ(run_gemm_fused(rt, 33, 520, 1000, true, true, false, rng), baseline);
+  EXPECT_EQ(run_gemm_fused(rt, 33, 520, 1000, false, true, false, rng), baseline);
+
+  attune_rt_timing timing{};
+  EXPECT_EQ(
+      attune_rt_time_problem(rt, "gemm:bias=0,dtype=bf16,k=2048,m=128,n=264,residual=1", &timing),
+      ATTUNE_RT_OK)
+      << attune_rt_last_error();
+  EXPECT_GT(timing.median_us, 0);
+  Buffer x(64 * 64, nullptr);
+  EXPECT_EQ(attune_rt_gemm_fused(rt, 8, 64, 64, ATTUNE_RT_BF16, x.p(), x.p(), x.p(), 0, x.p(), 1,
+                                 nullptr, nullptr),
+            ATTUNE_RT_INVALID_ARGUMENT);
+  attune_rt_close(rt);
+}
+
 // gemm with SiLU * mul in its epilogue through the runtime: a tensor-core skinny row with a K
 // split (one launch), the split baseline on a miss (cuBLASLt's matmul, then silu_mul's kernel),
 // both against float64; the verify hook times the row through the same entry point.

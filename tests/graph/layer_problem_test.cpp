@@ -23,9 +23,11 @@ std::vector<LayerStep> qwen_layer_steps() {
   m.qk_norm = true;
   m.dtype = "bf16";
   const graph::LayerGraph g = graph::build_layer(m, 1, graph::LayerShape{false, 8, 512, 0});
-  const graph::Lowering l = graph::lower(
-      g,
-      {{"residual", "fused"}, {"rope", "kernel"}, {"silu_mul", "kernel"}, {"attention", "flash"}});
+  const graph::Lowering l = graph::lower(g, {{"residual", "fused"},
+                                             {"rope", "kernel"},
+                                             {"silu_mul", "kernel"},
+                                             {"attention", "flash"},
+                                             {"norm", "kernel"}});
   EXPECT_TRUE(l.available()) << l.unavailable;
   std::vector<LayerStep> steps;
   int i = 0;

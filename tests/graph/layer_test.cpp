@@ -105,18 +105,23 @@ TEST(LayerGraph, ShapesAreCheckedInOneLine) {
 
 TEST(LayerForks, GroupingsAreTheProductOfTheForks) {
   const auto forks = layer_forks(qwen_embedding());
-  ASSERT_EQ(forks.size(), 4u);
+  ASSERT_EQ(forks.size(), 5u);
   const auto all = all_groupings(forks);
-  EXPECT_EQ(all.size(), 2u * 3u * 2u * 2u);
+  EXPECT_EQ(all.size(), 2u * 3u * 2u * 2u * 2u);
   std::set<std::string> texts;
   for (const auto& g : all) texts.insert(grouping_text(g));
   EXPECT_EQ(texts.size(), all.size());
   // Without a q/k norm, RoPE has no norm to leave out.
-  EXPECT_EQ(all_groupings(layer_forks(llama())).size(), 2u * 2u * 2u * 2u);
+  EXPECT_EQ(all_groupings(layer_forks(llama())).size(), 2u * 2u * 2u * 2u * 2u);
 }
 
-Grouping grouping(std::string residual, std::string rope, std::string silu, std::string attn) {
-  return {{"residual", residual}, {"rope", rope}, {"silu_mul", silu}, {"attention", attn}};
+Grouping grouping(std::string residual, std::string rope, std::string silu, std::string attn,
+                  std::string norm = "kernel") {
+  return {{"residual", residual},
+          {"rope", rope},
+          {"silu_mul", silu},
+          {"attention", attn},
+          {"norm", norm}};
 }
 
 std::vector<std::string> texts(const Lowering& l) {
@@ -246,6 +251,61 @@ TEST(Lowering, AFormNoRegisteredOpImplementsIsUnavailableNotFaked) {
   // An unknown option is refused, not lowered.
   EXPECT_FALSE(
       lower(g, grouping("fused", "kernel", "kernel", "fast"), with_new_families).available());
+}
+
+// norm=gemm: no RMSNorm kernel. The QKV and gate/up GEMMs take the norms (rms_norm=1), o_proj
+// the attention residual (residual=1), and down_proj the MLP's residual: layer 0's as every
+// layer's (it opens the next layer), a later layer listing its own input_residual there, so
+// layers 0 and 1 lower to the same kernels. RoPE in the QKV epilogue has no folded norm
+// (gemm_rope has no rms_norm flag), and without a residual add kernel the separate residual is
+// unavailable too.
+TEST(Lowering, NormsFoldIntoTheirGemms) {
+  const LayerGraph g0 = build_layer(qwen_embedding(), 0, prefill(1, 128));
+  const LayerGraph g1 = build_layer(qwen_embedding(), 1, prefill(1, 128));
+  const Lowering l0 =
+      lower(g0, grouping("fused", "kernel", "epilogue", "flash", "gemm"), with_new_families);
+  const Lowering l1 =
+      lower(g1, grouping("fused", "kernel", "epilogue", "flash", "gemm"), with_new_families);
+  ASSERT_TRUE(l0.available()) << l0.unavailable;
+  ASSERT_TRUE(l1.available()) << l1.unavailable;
+  EXPECT_EQ(texts(l0),
+            (std::vector<std::string>{
+                "gemm:bias=0,dtype=bf16,k=1024,m=128,n=4096,rms_norm=1",
+                "rope:batch=1,dtype=bf16,head=128,kv=128,kv_heads=8,llama3_scaling=0,q_heads=16,"
+                "qk_norm=1,seq=128,theta=1000000",
+                "attention_prefill:batch=1,dtype=bf16,head=128,kv_heads=8,q_heads=16,seq=128 "
+                "kernel!=split",
+                "gemm:bias=0,dtype=bf16,k=2048,m=128,n=1024,residual=1",
+                "gemm:bias=0,dtype=bf16,k=1024,m=128,n=6144,rms_norm=1,silu_mul=1",
+                "gemm:bias=0,dtype=bf16,k=3072,m=128,n=1024,residual=1"}));
+  EXPECT_EQ(texts(l1), texts(l0));
+  EXPECT_EQ(l0.kernels[0].nodes, (std::vector<std::string>{"qkv_proj", "input_norm"}));
+  EXPECT_EQ(l0.kernels[3].nodes, (std::vector<std::string>{"o_proj", "attention_residual"}));
+  EXPECT_EQ(l0.kernels[4].nodes,
+            (std::vector<std::string>{"gate_up_proj", "post_attention_norm", "silu_mul"}));
+  EXPECT_EQ(l1.kernels[5].nodes, (std::vector<std::string>{"down_proj", "input_residual"}));
+  // Each node of either layer is computed by exactly one kernel.
+  for (const auto* pair : {&g0, &g1}) {
+    const Lowering& l = pair == &g0 ? l0 : l1;
+    std::multiset<std::string> covered;
+    for (const Kernel& k : l.kernels) covered.insert(k.nodes.begin(), k.nodes.end());
+    for (const Node& n : pair->nodes) EXPECT_EQ(covered.count(n.name), 1u) << n.name;
+    EXPECT_EQ(covered.size(), pair->nodes.size());
+  }
+  // SiLU * mul as its own kernel: the gate/up GEMM still folds the norm.
+  const Lowering k =
+      lower(g0, grouping("fused", "kernel", "kernel", "flash", "gemm"), with_new_families);
+  ASSERT_TRUE(k.available()) << k.unavailable;
+  EXPECT_EQ(texts(k)[4], "gemm:bias=0,dtype=bf16,k=1024,m=128,n=6144,rms_norm=1");
+  EXPECT_EQ(k.kernels[5].problem.op(), "silu_mul");
+  const Lowering rope =
+      lower(g0, grouping("fused", "epilogue", "kernel", "flash", "gemm"), with_new_families);
+  EXPECT_FALSE(rope.available());
+  EXPECT_NE(rope.unavailable.find("op 'gemm_rope' has no flag 'rms_norm'"), std::string::npos)
+      << rope.unavailable;
+  EXPECT_FALSE(
+      lower(g1, grouping("separate", "kernel", "kernel", "flash", "gemm"), with_new_families)
+          .available());
 }
 
 // The registered families slot in by name: with RoPE and SiLU*mul registered, a Qwen3 layer

@@ -214,9 +214,9 @@ TEST(KernelSources, WgmmaGemmPlansCompile) {
     const auto& tb = kp.steps[0].tensor_maps[1];
     const bool tma_store = config.get("wg_tma_store") && config.get("wg_tma_store")->as_int() == 1;
     const std::vector<std::string> args =
-        tma_store
-            ? std::vector<std::string>{"c", "tensor_map0", "tensor_map1", "tensor_map2", "bias"}
-            : std::vector<std::string>{"c", "tensor_map0", "tensor_map1", "bias"};
+        tma_store ? std::vector<std::string>{"c",    "tensor_map0", "tensor_map1", "tensor_map2",
+                                             "bias", "r",           "eps"}
+                  : std::vector<std::string>{"c", "tensor_map0", "tensor_map1", "bias", "r", "eps"};
     EXPECT_EQ(kp.steps[0].args, args);
     EXPECT_EQ(ta.arg, "a");
     EXPECT_EQ(ta.rows, static_cast<std::uint64_t>(shape.m));
@@ -387,6 +387,86 @@ TEST(KernelSources, GemmSiluMulPlansCompile) {
   EXPECT_FALSE(
       kernels::plan_gemm(*Problem::parse("gemm:bias=0,dtype=bf16,k=1024,m=8,n=6144,silu_mul=1"),
                          *Config::parse("kernel=cublaslt,lt_algo=2,lt_split=0,lt_tile=0"))
+          .ok());
+}
+
+// gemm with an RMSNorm folded in (rms_norm=1) and a residual added (residual=1): the wgmma kernel
+// compiles with both epilogues (straight stores, the TMA store, a K split under residual alone,
+// the SiLU * mul form under rms_norm) and takes the residual and epsilon after the bias;
+// cuBLASLt's rms_norm form is the split chain (the weightless row kernel into the workspace, the
+// matmul from there, under silu_mul its kernel), its residual the matmul's; the other kernels and
+// a K split under rms_norm are refused.
+TEST(KernelSources, GemmRmsNormAndResidualPlansCompile) {
+  cuda::Compiler c("sm_90a", "");
+  expect_builds(c, kernels::kGemmRefSource, {}, "row_rms_scale_ref");
+  expect_builds(c, kernels::kGemmRefSource, {}, "add_residual_ref");
+  const std::pair<const char*, const char*> cases[] = {
+      {"gemm:bias=0,dtype=bf16,k=1024,m=128,n=4096,rms_norm=1",
+       "kernel=wgmma,wg_bm=64,wg_bn=128,wg_stages=8,wg_split=1"},
+      {"gemm:bias=0,dtype=fp16,k=1000,m=77,n=6144,rms_norm=1,silu_mul=1",
+       "kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=4,wg_split=1,wg_tma_store=1"},
+      {"gemm:bias=0,dtype=bf16,k=2048,m=128,n=1024,residual=1",
+       "kernel=wgmma,wg_bm=64,wg_bn=128,wg_stages=8,wg_split=4"},
+      {"gemm:bias=0,dtype=bf16,k=1024,m=300,n=1024,residual=1,rms_norm=1",
+       "kernel=wgmma,wg_bm=128,wg_bn=128,wg_stages=4,wg_split=1,wg_tma_store=1,wg_tiles=2"},
+      {"gemm:bias=0,dtype=bf16,k=1024,m=300,n=2048,rms_norm=1",
+       "kernel=wgmma,wg_bm=64,wg_bn=128,wg_stages=4,wg_split=1,wg_tiles=3,wg_pingpong=1,"
+       "wg_cluster=2"},
+  };
+  for (const auto& [problem, config] : cases) {
+    SCOPED_TRACE(std::string(problem) + " " + config);
+    auto plan = kernels::plan_gemm(*Problem::parse(problem), *Config::parse(config));
+    ASSERT_TRUE(plan.ok()) << plan.error().message();
+    const auto& kp = std::get<kernels::KernelPlan>(*plan);
+    ASSERT_EQ(kp.steps.size(), 1u);
+    const auto& args = kp.steps[0].args;
+    ASSERT_GE(args.size(), 2u);
+    EXPECT_EQ(args[args.size() - 2], "r");
+    EXPECT_EQ(args.back(), "eps");
+    expect_builds(c, kp.build, kp.steps[0].kernel);
+  }
+  for (const char* problem : {"gemm:bias=0,dtype=bf16,k=1024,m=8,n=1024,rms_norm=1",
+                              "gemm:bias=0,dtype=bf16,k=1000,m=8,n=6144,rms_norm=1,silu_mul=1",
+                              "gemm:bias=0,dtype=bf16,k=1024,m=8,n=1024,residual=1,rms_norm=1"}) {
+    SCOPED_TRACE(problem);
+    const Problem p = *Problem::parse(problem);
+    auto lt =
+        kernels::plan_gemm(p, *Config::parse("kernel=cublaslt,lt_algo=0,lt_split=0,lt_tile=0"));
+    ASSERT_TRUE(lt.ok()) << lt.error().message();
+    const auto& chain = std::get<kernels::ChainPlan>(*lt);
+    const bool silu = p.flag("silu_mul");
+    ASSERT_EQ(chain.steps.size(), silu ? 3u : 2u);
+    const auto& norm = std::get<kernels::LaunchStep>(chain.steps[0]);
+    EXPECT_EQ(norm.args[0], "workspace");
+    const auto& mm = std::get<kernels::LtMatmul>(chain.steps[1]);
+    // The matmul reads the scaled A where the row kernel wrote it, and writes past nothing.
+    EXPECT_EQ(mm.a.arg, "workspace");
+    EXPECT_EQ(mm.a.offset, norm.workspace_offset);
+    EXPECT_EQ(mm.c.arg, silu ? "workspace" : "c");
+    EXPECT_EQ(mm.residual.arg, p.flag("residual") ? "r" : "");
+    EXPECT_GE(mm.workspace_offset, norm.workspace_offset + 8u * *p.int_attr("k") * 2);
+    EXPECT_GE(chain.workspace_bytes, mm.workspace_offset + mm.workspace_bytes);
+    for (const auto& step : chain.steps)
+      if (const auto* k = std::get_if<kernels::LaunchStep>(&step))
+        expect_builds(c, chain.build, k->kernel);
+    EXPECT_FALSE(
+        kernels::plan_gemm(p, *Config::parse("kernel=cublaslt,lt_algo=1,lt_split=0,lt_tile=0"))
+            .ok());
+  }
+  // A residual alone keeps cuBLASLt's every variant (beta = 1).
+  auto variant =
+      kernels::plan_gemm(*Problem::parse("gemm:bias=0,dtype=bf16,k=1024,m=8,n=1024,residual=1"),
+                         *Config::parse("kernel=cublaslt,lt_algo=3,lt_split=0,lt_tile=0"));
+  ASSERT_TRUE(variant.ok()) << variant.error().message();
+  EXPECT_TRUE(std::holds_alternative<kernels::LtPlan>(*variant));
+  EXPECT_FALSE(
+      kernels::plan_gemm(*Problem::parse("gemm:bias=0,dtype=bf16,k=1024,m=128,n=1024,rms_norm=1"),
+                         *Config::parse("kernel=wgmma,wg_bm=64,wg_bn=128,wg_stages=8,wg_split=2"))
+          .ok());
+  EXPECT_FALSE(
+      kernels::plan_gemm(
+          *Problem::parse("gemm:bias=0,dtype=bf16,k=1024,m=8,n=1024,residual=1"),
+          *Config::parse("kernel=skinny,sk_warps=4,sk_nb=2,sk_vec=8,sk_unroll=1,sk_split=1"))
           .ok());
 }
 

@@ -28,13 +28,32 @@ TEST(GemmPlan, WgmmaTensorMapsBindToThePlanArgs) {
   auto binding = bind_args(p);
   ASSERT_TRUE(binding.ok()) << binding.error().message();
   const auto& offsets = binding->offsets.at(0);
-  ASSERT_EQ(offsets.size(), 4u);  // c, tensor_map0, tensor_map1, bias
+  ASSERT_EQ(offsets.size(), 6u);  // c, tensor_map0, tensor_map1, bias, r (residual), eps
   EXPECT_EQ(offsets[0], offsetof(PlanArgs, c));
   EXPECT_EQ(offsets[1], offsetof(PlanArgs, tensor_maps));
   EXPECT_EQ(offsets[2], offsetof(PlanArgs, tensor_maps) + sizeof(CUtensorMap));
   EXPECT_EQ(offsets[3], offsetof(PlanArgs, bias));
+  EXPECT_EQ(offsets[4], offsetof(PlanArgs, r));
+  EXPECT_EQ(offsets[5], offsetof(PlanArgs, eps));
   // The maps are the kernel's by-value parameters: 64-byte aligned, as CUtensorMap requires.
   EXPECT_EQ(offsetof(PlanArgs, tensor_maps) % 64, 0u);
+}
+
+// A chain step's workspace offset moves its "workspace" argument (gemm rms_norm=1's split form
+// writes the scaled A behind the product); the bound launches of libattune-rt's kernel plans have
+// no place for one and refuse it.
+TEST(GemmPlan, AWorkspaceOffsetIsAChainsOnly) {
+  auto chain =
+      plan_gemm(*Problem::parse("gemm:bias=0,dtype=bf16,k=1024,m=8,n=6144,rms_norm=1,silu_mul=1"),
+                *Config::parse("kernel=cublaslt,lt_algo=0,lt_split=0,lt_tile=0"));
+  ASSERT_TRUE(chain.ok()) << chain.error().message();
+  const auto& cp = std::get<ChainPlan>(*chain);
+  ASSERT_TRUE(check_args(cp).ok());
+  const auto& norm = std::get<LaunchStep>(cp.steps.front());
+  EXPECT_EQ(norm.workspace_offset, 8u * 6144 * 2);  // behind the [m, n] product
+  KernelPlan p = wgmma_plan();
+  p.steps[0].workspace_offset = 256;
+  EXPECT_FALSE(bind_args(p).ok());
 }
 
 TEST(GemmPlan, TensorMapOfAnUnknownPointerIsRefused) {

@@ -221,8 +221,9 @@ TEST(Ops, ResolveCompletesAndChecksASpecBySignature) {
     auto r = gemm.resolve(*Problem::parse(spec));
     return r.ok() ? std::string() : r.error().message();
   };
-  EXPECT_EQ(bad("gemm:m=1,n=2,k=3,q=1"),
-            "gemm has no attribute 'q' (it has m, n, k, dtype, bias, silu_mul)");
+  EXPECT_EQ(
+      bad("gemm:m=1,n=2,k=3,q=1"),
+      "gemm has no attribute 'q' (it has m, n, k, dtype, bias, silu_mul, rms_norm, residual)");
   EXPECT_EQ(bad("gemm:m=1,n=2"), "gemm needs k=N (a positive integer)");
   EXPECT_EQ(bad("gemm:m=1,n=2,k=0"), "gemm k=0 is out of range");
   EXPECT_EQ(bad("gemm:m=1,n=2,k=2000000"), "gemm k=2000000 is out of range");
@@ -243,6 +244,15 @@ TEST(Ops, ResolveCompletesAndChecksASpecBySignature) {
             "gate's rows, then the up's)");
   EXPECT_EQ(bad("gemm:m=1,n=2,k=3,bias=1,silu_mul=1"),
             "gemm:bias=1,dtype=bf16,k=3,m=1,n=2,silu_mul=1: silu_mul=1 takes no bias");
+  // The folded RMSNorm scales the product's rows (a bias would be scaled too); a residual adds to
+  // a projection's output, not to SiLU * mul's.
+  EXPECT_EQ(bad("gemm:m=1,n=2,k=3,bias=1,rms_norm=1"),
+            "gemm:bias=1,dtype=bf16,k=3,m=1,n=2,rms_norm=1: rms_norm=1 takes no bias (the row "
+            "scale would scale it)");
+  EXPECT_EQ(bad("gemm:m=1,n=2,k=3,residual=1,silu_mul=1"),
+            "gemm:bias=0,dtype=bf16,k=3,m=1,n=2,residual=1,silu_mul=1: residual=1 adds to a "
+            "projection's output, not to SiLU * mul's");
+  EXPECT_EQ(bad("gemm:m=1,n=2,k=3,rms_norm=1,residual=1,silu_mul=0"), "");
 }
 
 // attention_decode's sizes together: what its kernels are written for, refused in one line by

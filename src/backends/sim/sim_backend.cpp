@@ -161,6 +161,10 @@ std::unique_ptr<SimProblem> make_gemm(const OpSignature& op) {
     double t = tiled_gemm_us(M, N, K, bm, bn, knob(c, "block_k"), knob(c, "warps"),
                              knob(c, "stages"), split);
     if (knob(c, "swizzle")) t *= tiles > kSms ? 0.93 : 1.02;
+    // gemm's epilogue flags: a folded RMSNorm sums the A tiles' squares beside the MMAs (a few
+    // percent), a residual reads a matrix of C's shape.
+    if (prob.flag("rms_norm")) t *= 1.04;
+    if (prob.flag("residual")) t += M * N * 2 / kDramBytesPerUs;
     return 3.0 + t * rugged(prob, c, 0.04);
   };
   p->cold = [](const Config& c) { return knob(c, "swizzle") ? 1.04 : 1.09; };

@@ -121,10 +121,11 @@ LtChoice choose_lt_algo(cublasLtHandle_t h, const LtProblem& lt, const LtPlan& p
 
 cublasStatus_t lt_matmul(cublasLtHandle_t h, const LtProblem& lt, const cublasLtMatmulAlgo_t& algo,
                          const void* a, const void* b, void* c, void* workspace,
-                         cudaStream_t stream) {
+                         cudaStream_t stream, const void* residual) {
   static const float one = 1.f, zero = 0.f;
-  return cublasLtMatmul(h, lt.desc.get(), &one, b, lt.a.get(), a, lt.b.get(), &zero, c, lt.c.get(),
-                        c, lt.c.get(), &algo, workspace, kLtWorkspaceBytes, stream);
+  return cublasLtMatmul(h, lt.desc.get(), &one, b, lt.a.get(), a, lt.b.get(),
+                        residual ? &one : &zero, residual ? residual : c, lt.c.get(), c, lt.c.get(),
+                        &algo, workspace, kLtWorkspaceBytes, stream);
 }
 
 }  // namespace attune::kernels

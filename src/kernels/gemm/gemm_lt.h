@@ -47,10 +47,10 @@ struct LtChoice {
 };
 LtChoice choose_lt_algo(cublasLtHandle_t handle, const LtProblem& lt, const LtPlan& plan);
 
-// Enqueues C = A . B^T (+ bias) with `algo`.
+// Enqueues C = A . B^T (+ bias) (+ residual, a matrix of C's shape, where not null) with `algo`.
 cublasStatus_t lt_matmul(cublasLtHandle_t handle, const LtProblem& lt,
                          const cublasLtMatmulAlgo_t& algo, const void* a, const void* b, void* c,
-                         void* workspace, cudaStream_t stream);
+                         void* workspace, cudaStream_t stream, const void* residual = nullptr);
 
 cudaDataType_t lt_type(bool bf16);
 

@@ -5,6 +5,15 @@
 // gate's rows then the up's (N = 2 x the intermediate size, the stacked gate_up_proj weight as
 // it is stored), and C[M, N/2] = silu(A . gate^T) * (A . up^T). Its cuBLASLt baseline is the
 // split form a user without the fusion runs: the matmul, then a SiLU * mul kernel.
+//
+// rms_norm=1 folds an RMSNorm of A into the GEMM: C = diag(r) A . W^T with r[i] = 1 / sqrt(mean_k
+// A[i,k]^2 + eps) (eps the RMSNorm kernels' 1e-6), the norm's weight folded into W's columns once
+// when the weights are loaded (W[n, k] g[k]). attune's wgmma kernel sums each row's squares from
+// the A tiles it already holds and scales its accumulators in the epilogue, so the norm costs no
+// kernel and no pass over A; the cuBLASLt form is the split one, an RMSNorm kernel without weight
+// into a workspace, then the matmul. residual=1 adds a matrix R of C's shape (the residual
+// stream: C = x + A . W^T), in attune's epilogues and as cuBLASLt's beta = 1. A decoder layer
+// with both (graph/layer.cpp, norm=gemm) runs no RMSNorm kernel at all.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -33,7 +42,8 @@ std::int64_t gemm_tiled_rope_tile_bytes(std::int64_t bm, std::int64_t bn) {
 }
 
 std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
-                                    std::int64_t split, bool tma_store, bool pingpong) {
+                                    std::int64_t split, bool tma_store, bool pingpong,
+                                    bool rms_norm) {
   // 1024 bytes of slack to align the ring, the ring (or the fp32 partial tile it becomes under a
   // K split, whichever is larger), the TMA store's two 64 x 64 16-bit staging buffers per
   // consumer warpgroup, then a full and an empty mbarrier per stage.
@@ -41,7 +51,9 @@ std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64
   const std::int64_t partial = split > 1 ? bm * bn * 4 : 0;
   const std::int64_t consumers = pingpong ? 2 : bm / 64;
   const std::int64_t staging = tma_store ? consumers * 2 * 64 * 128 : 0;
-  return static_cast<std::size_t>(1024 + std::max(ring, partial) + staging + 16 * stages);
+  const std::int64_t row_sums = rms_norm ? 32 + 2 * bm * 4 : 0;
+  return static_cast<std::size_t>(1024 + std::max(ring, partial) + staging + 16 * stages +
+                                  row_sums);
 }
 
 Constraint fixed_unless(const char* kernel, const char* name, std::int64_t fixed) {
@@ -130,6 +142,12 @@ std::int64_t gemm_wgmma_one_wave_tiles(std::int64_t m, std::int64_t n) {
 namespace {
 
 Status check_gemm(const Problem& p) {
+  if (p.flag("rms_norm") && p.flag("bias"))
+    return Error::invalid_argument(p.text() +
+                                   ": rms_norm=1 takes no bias (the row scale would scale it)");
+  if (p.flag("residual") && p.flag("silu_mul"))
+    return Error::invalid_argument(
+        p.text() + ": residual=1 adds to a projection's output, not to SiLU * mul's");
   if (!p.flag("silu_mul")) return Status::success();
   if (*p.int_attr("n") % 2 != 0)
     return Error::invalid_argument(p.text() +
@@ -153,18 +171,26 @@ Result<Space> gemm_space(const Problem& p) {
   ATTUNE_ASSIGN(const std::int64_t m, p.int_attr("m"));
   ATTUNE_ASSIGN(const std::int64_t n, p.int_attr("n"));
   ATTUNE_ASSIGN(const std::int64_t k, p.int_attr("k"));
-  const bool silu = p.flag("silu_mul");
+  const bool silu = p.flag("silu_mul"), rms = p.flag("rms_norm"), residual = p.flag("residual");
   // Under silu_mul=1 each output column takes two accumulators (gate and up).
   const std::int64_t acc_per_out = silu ? 2 : 1;
   std::vector<Constraint> constraints{
       fixed_unless("cublaslt", "lt_algo", 0),
       fixed_unless("cublaslt", "lt_split", 0),
       fixed_unless("cublaslt", "lt_tile", 0),
-      {"silu_mul=1's cuBLASLt form (the matmul, then a SiLU * mul kernel) runs cuBLASLt's own "
-       "algorithm",
+      {"silu_mul=1's and rms_norm=1's cuBLASLt forms (the matmul between kernels of their own) "
+       "run cuBLASLt's own algorithm",
        {"lt_algo", "lt_split", "lt_tile"},
-       [silu](const Assignment& a) {
-         return !silu || (a.i("lt_algo") == 0 && a.i("lt_split") == 0 && a.i("lt_tile") == 0);
+       [silu, rms](const Assignment& a) {
+         return !(silu || rms) ||
+                (a.i("lt_algo") == 0 && a.i("lt_split") == 0 && a.i("lt_tile") == 0);
+       }},
+      {"rms_norm=1 and residual=1 are cuBLASLt's and the wgmma kernel's (the skinny and tiled "
+       "kernels have neither)",
+       {"kernel"},
+       [rms, residual](const Assignment& a) {
+         const std::string k = a["kernel"].as_word();
+         return !(rms || residual) || k == "cublaslt" || k == "wgmma";
        }},
       {"the tiled kernel's SiLU * mul epilogue needs N % 16 == 0",
        {"kernel"},
@@ -273,11 +299,16 @@ Result<Space> gemm_space(const Problem& p) {
        {"the wgmma ring (or a K split's fp32 partial tile) and the TMA store's staging fit a "
         "block's 227 KiB",
         {"kernel", "wg_bm", "wg_bn", "wg_stages", "wg_split", "wg_tma_store", "wg_pingpong"},
-        [](const Assignment& a) {
+        [rms](const Assignment& a) {
           return a["kernel"].as_word() != "wgmma" ||
                  gemm_wgmma_shared_bytes(a.i("wg_bm"), a.i("wg_bn"), a.i("wg_stages"),
                                          a.i("wg_split"), a.i("wg_tma_store") == 1,
-                                         a.i("wg_pingpong") == 1) <= kMaxBlockSharedBytes;
+                                         a.i("wg_pingpong") == 1, rms) <= kMaxBlockSharedBytes;
+        }},
+       {"rms_norm=1's wgmma kernel sums each row's squares over the whole of K: no K split",
+        {"kernel", "wg_split"},
+        [rms](const Assignment& a) {
+          return !rms || a["kernel"].as_word() != "wgmma" || a.i("wg_split") == 1;
         }},
        {"a wgmma K split leaves every split at least two 64-wide K tiles",
         {"kernel", "wg_split"},
@@ -323,7 +354,8 @@ OpWork gemm_work(const Problem& p) {
   const double m = static_cast<double>(*p.int_attr("m")), n = static_cast<double>(*p.int_attr("n")),
                k = static_cast<double>(*p.int_attr("k"));
   const double out_n = p.flag("silu_mul") ? n / 2 : n;
-  const double elems = m * k + n * k + m * out_n + (p.flag("bias") ? n : 0);
+  const double elems =
+      m * k + n * k + m * out_n * (p.flag("residual") ? 2 : 1) + (p.flag("bias") ? n : 0);
   return OpWork{2 * elems, 2 * m * n * k};
 }
 
@@ -338,7 +370,7 @@ OpWork gemm_work(const Problem& p) {
 // 4 that keeps its blocks at or under 64 and every split two K tiles, storing through the TMA
 // where the output allows it.
 std::vector<std::string> gemm_few_rows_seeds(std::int64_t m, std::int64_t n, std::int64_t k,
-                                             bool silu) {
+                                             bool silu, bool rms) {
   std::vector<std::string> out;
   const std::int64_t out_n = silu ? n / 2 : n, k_tiles = (k + 63) / 64;
   for (const auto& [bm, bn] :
@@ -346,10 +378,10 @@ std::vector<std::string> gemm_few_rows_seeds(std::int64_t m, std::int64_t n, std
     const std::int64_t tiles = (m + bm - 1) / bm * ((n + bn - 1) / bn);
     std::int64_t split = 1;
     for (std::int64_t s : {2, 4})
-      if (tiles * s <= 64 && k_tiles >= 2 * s) split = s;
+      if (!rms && tiles * s <= 64 && k_tiles >= 2 * s) split = s;
     const bool tma_store = split == 1 && (silu ? bn / 2 : bn) % 64 == 0 && out_n % 8 == 0;
     for (std::int64_t stages : {8, 6, 5, 4})
-      if (gemm_wgmma_shared_bytes(bm, bn, stages, split, tma_store, false) <=
+      if (gemm_wgmma_shared_bytes(bm, bn, stages, split, tma_store, false, rms) <=
           kMaxBlockSharedBytes) {
         out.push_back(fmt::format("kernel=wgmma,wg_bm={},wg_bn={},wg_stages={},wg_split={}{}", bm,
                                   bn, stages, split, tma_store ? ",wg_tma_store=1" : ""));
@@ -376,14 +408,14 @@ std::vector<std::string> gemm_few_rows_seeds(std::int64_t m, std::int64_t n, std
 // Between the skinny kernels' 16 rows and 256, the wgmma kernel instead (gemm_few_rows_seeds).
 std::vector<std::string> gemm_seeds(const Problem& p) {
   std::vector<std::string> out;
-  const bool silu = p.flag("silu_mul");
-  if (!silu)
+  const bool silu = p.flag("silu_mul"), rms = p.flag("rms_norm");
+  if (!silu && !rms)
     for (int rank = 1; rank < 8; ++rank)
       out.push_back(fmt::format("kernel=cublaslt,lt_algo={}", rank));
   const std::int64_t m = *p.int_attr("m"), n = *p.int_attr("n");
   if (m < 256) {
     if (m > kSkinnyMaxM)
-      for (std::string& s : gemm_few_rows_seeds(m, n, *p.int_attr("k"), silu))
+      for (std::string& s : gemm_few_rows_seeds(m, n, *p.int_attr("k"), silu, rms))
         out.push_back(std::move(s));
     return out;
   }
@@ -400,7 +432,7 @@ const OpSignature& gemm_op() {
   static const OpSignature op{.name = "gemm",
                               .sizes = {"m", "n", "k"},
                               .flags = {"bias"},
-                              .optional_flags = {"silu_mul"},
+                              .optional_flags = {"silu_mul", "rms_norm", "residual"},
                               .dtypes = {"bf16", "fp16"},
                               .max_size = 1 << 20,
                               .baseline_config = "kernel=cublaslt,lt_algo=0,lt_split=0,lt_tile=0",

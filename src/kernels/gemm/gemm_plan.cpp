@@ -2,7 +2,9 @@
 // tiled tensor-core kernel (mma.sync) and Hopper's warpgroup-MMA kernel, each with its K split
 // across a thread block cluster. With silu_mul=1 attune's kernels apply SiLU * mul in their
 // epilogue (-DSILU_MUL=1), and cuBLASLt's is the split form: the matmul into the workspace, then
-// silu_mul's kernel.
+// silu_mul's kernel. rms_norm=1 and residual=1 are the wgmma kernel's (-DRMS_NORM, -DRESIDUAL)
+// and cuBLASLt's: residual as its beta = 1, rms_norm as the split form (an RMSNorm kernel
+// without weight into the workspace, then the matmul, then under silu_mul its kernel).
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -19,10 +21,19 @@ extern const char* const kClusterHeader;
 extern const char* const kGemmWgmmaSource;
 extern const char* const kWgmmaHeader;
 extern const char* const kGemmStoreHeader;
+extern const char* const kGemmSplitSource;
 
 namespace {
 
 const std::vector<std::string> kGemmArgs = {"c", "a", "b", "bias"};
+
+// The flags only cuBLASLt and the wgmma kernel implement, refused by the others' plans.
+Status refuse_fused(const GemmShape& s, const char* kernel) {
+  if (!s.rms_norm && !s.residual) return Status::success();
+  return Error::invalid_argument(
+      fmt::format("gemm kernel={} has no {} epilogue (cuBLASLt's and the wgmma kernel's)", kernel,
+                  s.rms_norm ? "rms_norm" : "residual"));
+}
 
 // The defines every gemm source takes first: element type (and its mma name), then the shape.
 std::vector<std::string> shape_defines(const GemmShape& s, bool mma_name) {
@@ -31,6 +42,8 @@ std::vector<std::string> shape_defines(const GemmShape& s, bool mma_name) {
   d.insert(d.end(),
            {fmt::format("-DM={}", s.m), fmt::format("-DN={}", s.n), fmt::format("-DK={}", s.k)});
   if (s.silu_mul) d.push_back("-DSILU_MUL=1");
+  if (s.rms_norm) d.push_back("-DRMS_NORM=1");
+  if (s.residual) d.push_back("-DRESIDUAL=1");
   return d;
 }
 
@@ -57,6 +70,51 @@ Result<Plan> plan_lt_silu_mul(const GemmShape& s) {
   LaunchStep act_step = k.steps.front();
   act_step.args = {"c", "workspace", "rows"};  // silu_mul's (y, x, rows)
   p.steps.push_back(act_step);
+  return Plan{std::move(p)};
+}
+
+// rms_norm=1 by cuBLASLt, the split form a user without the fold runs (gemm_split.cu): an RMSNorm
+// kernel without weight (the weight is folded into B) writes the scaled A into the workspace,
+// then cuBLASLt's own algorithm multiplies it into C (plus the residual under residual=1), or
+// under silu_mul=1 into the workspace, from which a SiLU * mul kernel writes C. Workspace:
+// [product, under silu_mul | scaled A | cuBLASLt's].
+Result<Plan> plan_lt_rms_norm(const GemmShape& s) {
+  auto round = [](std::size_t b) { return (b + 255) / 256 * 256; };
+  const std::size_t product = s.silu_mul ? round(static_cast<std::size_t>(s.m * s.n) * 2) : 0;
+  const std::size_t scaled = round(static_cast<std::size_t>(s.m * s.k) * 2);
+  std::int64_t vec = 8;
+  while (s.k % vec != 0) vec /= 2;
+  ChainPlan p;
+  p.build.source = kGemmSplitSource;
+  p.build.source_name = "gemm_split.cu";
+  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DK={}", s.k),
+                     fmt::format("-DVEC={}", vec)};
+  p.build.name_expressions = {"gemm_row_rms"};
+  p.build.headers = {launch_header()};
+  LaunchStep norm{
+      "gemm_row_rms", {static_cast<unsigned>(s.m)}, {128}, 0, {"workspace", "a", "rows", "eps"}};
+  norm.workspace_offset = product;
+  p.steps.push_back(std::move(norm));
+  std::size_t unused = 0;
+  LtMatmul mm = workspace_product(s.m, s.n, s.k, s.bf16, &unused);
+  mm.a = {"workspace", product, 0};
+  if (!s.silu_mul) mm.c = {"c", 0, 0};
+  if (s.residual) mm.residual = {"r", 0, 0};
+  mm.workspace_offset = product + scaled;
+  p.steps.push_back(mm);
+  p.workspace_bytes = product + scaled + kSplitLtWorkspace;
+  if (s.silu_mul) {
+    const std::int64_t inter = s.n / 2;
+    std::int64_t avec = 8;
+    while (inter % avec != 0) avec /= 2;
+    p.build.options.push_back(fmt::format("-DINTER={}", inter));
+    p.build.name_expressions.push_back("gemm_split_silu_mul");
+    p.steps.push_back(LaunchStep{"gemm_split_silu_mul",
+                                 {ceil_div(s.m * inter, 128 * avec)},
+                                 {128},
+                                 0,
+                                 {"c", "workspace", "rows"}});
+  }
   return Plan{std::move(p)};
 }
 
@@ -128,8 +186,12 @@ Result<KernelPlan> plan_wgmma(const GemmShape& s, const Config& c) {
         "multiples: a tile's output columns (wg_bn, half of it under silu_mul) a multiple of 64, "
         "and the output's columns ({}) a multiple of 8",
         c.text(), s.out_n()));
+  if (s.rms_norm && t.split > 1)
+    return Error::invalid_argument(fmt::format(
+        "gemm config '{}': rms_norm=1 sums each row's squares over the whole of K: wg_split 1",
+        c.text()));
   const std::size_t shared =
-      gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, t.split, t.tma_store, t.pingpong);
+      gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, t.split, t.tma_store, t.pingpong, s.rms_norm);
   if (shared > kMaxBlockSharedBytes)
     return Error::invalid_argument(
         fmt::format("gemm config '{}': {} bytes of shared memory, more than a block gets ({})",
@@ -239,9 +301,9 @@ KernelPlan gemm_wgmma_plan(const GemmShape& s, const WgmmaTile& t) {
   LaunchStep step{"gemm_wgmma",
                   {static_cast<unsigned>(clusters * t.cluster * t.split)},
                   {static_cast<unsigned>(128 * ((t.pingpong ? 2 : t.bm / 64) + 1))},
-                  static_cast<unsigned>(gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, t.split,
-                                                                t.tma_store, t.pingpong)),
-                  {"c", "tensor_map0", "tensor_map1", "bias"}};
+                  static_cast<unsigned>(gemm_wgmma_shared_bytes(
+                      t.bm, t.bn, t.stages, t.split, t.tma_store, t.pingpong, s.rms_norm)),
+                  {"c", "tensor_map0", "tensor_map1", "bias", "r", "eps"}};
   const auto k = static_cast<std::uint64_t>(s.k);
   step.tensor_maps = {
       {"a", static_cast<std::uint64_t>(s.m), k, static_cast<std::uint32_t>(t.bm), 64},
@@ -249,7 +311,7 @@ KernelPlan gemm_wgmma_plan(const GemmShape& s, const WgmmaTile& t) {
        static_cast<std::uint32_t>(s.silu_mul || t.cluster > 1 ? t.bn / 2 : t.bn), 64}};
   // Under wg_tma_store C's map follows, its boxes 64 x 64 of each consumer's rows.
   if (t.tma_store) {
-    step.args = {"c", "tensor_map0", "tensor_map1", "tensor_map2", "bias"};
+    step.args = {"c", "tensor_map0", "tensor_map1", "tensor_map2", "bias", "r", "eps"};
     step.tensor_maps.push_back(
         {"c", static_cast<std::uint64_t>(s.m), static_cast<std::uint64_t>(s.out_n()), 64, 64});
   }
@@ -259,7 +321,8 @@ KernelPlan gemm_wgmma_plan(const GemmShape& s, const WgmmaTile& t) {
 
 Result<GemmShape> gemm_shape(const Problem& p) {
   ATTUNE_ASSIGN(HalfShape h, half_shape(p, gemm_op()));
-  return GemmShape{h.sizes[0], h.sizes[1], h.sizes[2], h.bf16, h.flag, p.flag("silu_mul")};
+  return GemmShape{h.sizes[0], h.sizes[1],         h.sizes[2],         h.bf16,
+                   h.flag,     p.flag("silu_mul"), p.flag("rms_norm"), p.flag("residual")};
 }
 
 Result<Plan> plan_gemm(const Problem& problem, const Config& config) {
@@ -274,13 +337,13 @@ Result<Plan> plan_gemm(const Problem& problem, const Config& config) {
     ATTUNE_ASSIGN(std::int64_t rank, knob(config, "lt_algo"));
     ATTUNE_ASSIGN(std::int64_t split, knob(config, "lt_split"));
     ATTUNE_ASSIGN(std::int64_t tile, knob(config, "lt_tile"));
-    if (s.silu_mul) {
+    if (s.silu_mul || s.rms_norm) {
       if (rank != 0 || split != 0 || tile != 0)
         return Error::invalid_argument(fmt::format(
-            "gemm config '{}': silu_mul=1's cuBLASLt form runs cuBLASLt's own algorithm "
-            "(lt_algo=0, lt_split=0, lt_tile=0)",
+            "gemm config '{}': silu_mul=1's and rms_norm=1's cuBLASLt forms run cuBLASLt's own "
+            "algorithm (lt_algo=0, lt_split=0, lt_tile=0)",
             config.text()));
-      return plan_lt_silu_mul(s);
+      return s.rms_norm ? plan_lt_rms_norm(s) : plan_lt_silu_mul(s);
     }
     lt.algo_rank = static_cast<int>(rank);
     lt.split_k = static_cast<int>(split);
@@ -288,6 +351,7 @@ Result<Plan> plan_gemm(const Problem& problem, const Config& config) {
     return GemmPlan{lt};
   }
   Result<KernelPlan> plan = Error::invalid_argument("");
+  if (k != "wgmma") ATTUNE_TRY(refuse_fused(s, k.c_str()));
   if (k == "skinny")
     plan = plan_skinny(s, config);
   else if (k == "skinny_tc")

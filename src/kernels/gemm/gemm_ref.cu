@@ -1,5 +1,6 @@
 // The GEMM reference for small problems: float64 accumulation, one thread per output, sharing
-// no code with the tuned kernels. C[M,N] = A[M,K] . B[N,K]^T (+ bias). FMT: 0 bf16, 1 fp16.
+// no code with the tuned kernels. C[M,N] = A[M,K] . B[N,K]^T (+ bias), and the epilogues of
+// gemm's flags applied to it below. FMT: 0 bf16, 1 fp16.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -41,4 +42,33 @@ extern "C" __global__ void silu_mul_ref(double* out, const double* in, int m_siz
     const double g = in[row * 2 * half + j], u = in[row * 2 * half + half + j];
     out[i] = g / (1.0 + exp(-g)) * u;
   }
+}
+
+// rms_norm=1: row i of the float64 product c[m, n] times 1 / sqrt(mean_k a[i, k]^2 + eps), the
+// squares summed in float64 from A itself; one block of 256 threads a row.
+extern "C" __global__ void row_rms_scale_ref(double* c, const unsigned short* a, int n_size,
+                                             int k_size, int fmt, double eps) {
+  __shared__ double partial[256];
+  const long row = blockIdx.x;
+  double ss = 0.0;
+  for (int k = threadIdx.x; k < k_size; k += blockDim.x) {
+    const double v = ld(a, row * k_size + k, fmt);
+    ss += v * v;
+  }
+  partial[threadIdx.x] = ss;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (static_cast<int>(threadIdx.x) < s) partial[threadIdx.x] += partial[threadIdx.x + s];
+    __syncthreads();
+  }
+  const double scale = 1.0 / sqrt(partial[0] / k_size + eps);
+  for (int j = threadIdx.x; j < n_size; j += blockDim.x) c[row * n_size + j] *= scale;
+}
+
+// residual=1: out[i] += r[i] (16-bit) over the float64 result.
+extern "C" __global__ void add_residual_ref(double* out, const unsigned short* r,
+                                            unsigned long long count, int fmt) {
+  for (unsigned long long i = blockIdx.x * 1ull * blockDim.x + threadIdx.x; i < count;
+       i += 1ull * gridDim.x * blockDim.x)
+    out[i] += ld(r, static_cast<long>(i), fmt);
 }

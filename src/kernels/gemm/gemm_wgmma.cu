@@ -6,7 +6,7 @@
 // consumer warpgroups each multiply their 64 rows of the A tile with the whole B tile, keeping one
 // MMA group in flight, and hand the slot back through a second mbarrier. The TMA zero-fills what
 // lies past M, N and K. Kernel arguments: c, the tensor maps of A (M x K, box 64 x BM) and B (N x
-// K, box 64 x BN, BN / 2 under SILU_MUL), bias. Defines:
+// K, box 64 x BN, BN / 2 under SILU_MUL), bias, resid (RESIDUAL's), eps (RMS_NORM's). Defines:
 //   T, TNAME        __nv_bfloat16 / bf16 or __half / f16
 //   M, N, K         the shape (K % 8 == 0: the TMA's row stride is a multiple of 16 bytes)
 //   BM, BN          block tile: BM 64 or 128 (one or two consumer warpgroups), BN 64, 128 or 256
@@ -29,6 +29,15 @@
 //                   kernel then takes C's tensor map (box 64 x 64) after B's. 0 (default): each
 //                   thread stores its accumulators' pairs straight to global memory
 //   BIAS            1: add bias[n]
+//   RMS_NORM        1 (SPLIT 1): C's row i is scaled by 1 / sqrt(mean_k A[i,k]^2 + eps) (gemm
+//                   rms_norm=1: an RMSNorm folded into the GEMM, its weight into B). The producer
+//                   warpgroup's warps 1-3, idle otherwise, sum each tile row's squares from the A
+//                   tiles in the ring (a thread a row, holding the slot until it has read it) and
+//                   hand the sums to the consumers through shared memory (two buffers, by tile
+//                   parity, each with a full and an empty mbarrier after the ring's); the
+//                   consumers scale their accumulators before the epilogue. The MMAs' loop does
+//                   no more than without it
+//   RESIDUAL        1: add resid[m, n], a matrix of C's shape (which may be C itself)
 //   SILU_MUL        1: B is the gate's N/2 rows then the up's (N % 16 == 0), and C[M, N/2] =
 //                   silu(gate) * up. A tile's BN columns are BN / 2 outputs: the B tile's first
 //                   BN / 2 rows are their gate rows, the next BN / 2 their up rows, so a thread's
@@ -79,6 +88,12 @@
 #endif
 #ifndef PINGPONG
 #define PINGPONG 0
+#endif
+#ifndef RMS_NORM
+#define RMS_NORM 0
+#endif
+#ifndef RESIDUAL
+#define RESIDUAL 0
 #endif
 #define KSPLIT (SPLIT * CLUSTER)
 #include "attune_cluster.cuh"  // CLUSTER_DIMS, cluster_sync, cluster_load
@@ -135,6 +150,10 @@ static_assert(4 * kRopeSlab <= 2 * kStoreBuf, "a consumer's slabs fit the stagin
 static_assert(BN % HEAD == 0 && N == kHeads * HEAD, "a block tile holds whole heads of qkv");
 #endif
 static_assert(!ROPE_STAGED || ROPE, "ROPE_STAGED is the RoPE epilogue's");
+static_assert(!RMS_NORM || SPLIT == 1, "a row's squares are summed over the whole of K");
+static_assert(!(ROPE && (RMS_NORM || RESIDUAL)),
+              "the RoPE epilogue takes no row scale or residual");
+static_assert(!(RESIDUAL && SILU_MUL), "a residual adds to a projection, not to SiLU * mul");
 
 }  // namespace
 
@@ -150,7 +169,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
 #if TMA_STORE
                const __grid_constant__ TensorMap tma_c,
 #endif
-               const T* __restrict__ bias) {
+               const T* __restrict__ bias, const T* __restrict__ resid, float eps) {
 #endif
   attune_grid_dependency();
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -160,6 +179,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
   const unsigned bars = base + kBarOffset;  // full[STAGES], empty[STAGES]
   auto full = [&](int s) { return bars + 8 * s; };
   auto empty = [&](int s) { return bars + 8 * STAGES + 8 * s; };
+#if RMS_NORM
+  // The row sums' handoff after the ring's mbarriers: full[2], empty[2], then 2 x BM floats.
+  auto ss_full = [&](int p) { return bars + 16 * STAGES + 8 * p; };
+  auto ss_empty = [&](int p) { return bars + 16 * STAGES + 16 + 8 * p; };
+  float* const row_ss =
+      reinterpret_cast<float*>(smem_raw + (base - raw) + kBarOffset + 16 * STAGES + 32);
+  constexpr int kNormWarps = 3;  // the producer warpgroup's warps 1-3
+#endif
 
   // Grouped rasterization of the work units (tiles, or under CLUSTER 2 pairs of tiles); under a
   // K split the SPLIT consecutive blocks of one cluster share a tile, block `split` taking its
@@ -182,8 +209,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       bar_init(full(s), 1);
+#if RMS_NORM
+      bar_init(empty(s), 4 * kSlotReaders * CLUSTER + kNormWarps);  // the norm warps read A too
+#else
       bar_init(empty(s), 4 * kSlotReaders * CLUSTER);
+#endif
     }
+#if RMS_NORM
+    for (int p = 0; p < 2; ++p) {
+      bar_init(ss_full(p), kNormWarps);
+      bar_init(ss_empty(p), 4 * kSlotReaders);
+    }
+#endif
   }
 #if ROPE && QK_NORM
   // The q and k norm weights as fp32, once a block, after the mbarriers (the host allots 2 HEAD
@@ -234,6 +271,53 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
         }
       }
     }
+#if RMS_NORM
+    else if (tid >= 32) {
+      // A norm warp's thread: tile rows nt and nt + 96 (where below BM), every k-tile of the
+      // block's tiles as the consumers take them. Row r of a k-tile's A is the r-th 128-byte line
+      // of the slot, its 16-byte chunk c at c ^ (r % 8): read that way, a warp's 32 rows spread
+      // over every bank.
+      const int nt = tid - 32, lane_w = tid % 32;
+      int it = 0;
+      for (int pid = unit0, b = 0; pid < kTiles; pid += blocks, ++b) {
+        float ss[2] = {0.f, 0.f};
+        for (int j = 0; j < nk; ++j, ++it) {
+          const int s = it % STAGES;
+          bar_wait(full(s), (it / STAGES) & 1);
+          const unsigned sa = base + s * kStageBytes;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = nt + 96 * h;
+            if (r >= BM) continue;
+#pragma unroll
+            for (int c = 0; c < 8; ++c) {
+              unsigned w[4];
+              asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                           : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                           : "r"(sa + r * 128 + ((c ^ (r & 7)) * 16))
+                           : "memory");
+              const T* e = reinterpret_cast<const T*>(w);
+#pragma unroll
+              for (int q = 0; q < 8; ++q) {
+                const float v = static_cast<float>(e[q]);
+                ss[h] = fmaf(v, v, ss[h]);
+              }
+            }
+          }
+          __syncwarp();
+          if (lane_w == 0) bar_arrive(empty(s));  // this block's slot: its A is read
+        }
+        // Tile b's sums into buffer b % 2, once the consumers have read tile b - 2's from it.
+        const int p = b & 1;
+        if (b >= 2) bar_wait(ss_empty(p), ((b >> 1) + 1) & 1);
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          if (nt + 96 * h < BM) row_ss[p * BM + nt + 96 * h] = ss[h];
+        __syncwarp();
+        if (lane_w == 0) bar_arrive(ss_full(p));
+      }
+    }
+#endif
 #if SPLIT > 1
     // The producer takes part in the block's and the cluster's barriers of the reduction below.
     __syncthreads();
@@ -302,6 +386,24 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
     pin<kAcc>(acc);
     // The tile's last slot goes back too: the producer may be filling the ring with the next.
     if (nk > 0) release(it - 1);
+#if RMS_NORM
+    // The tile's row sums (buffer b % 2), each row's scale on its accumulators (4 j + 2 h + e),
+    // and the buffer back to the norm warps.
+    {
+      const int p = b & 1;
+      bar_wait(ss_full(p), (b >> 1) & 1);
+      float rs[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        rs[h] = rsqrtf(row_ss[p * BM + row0 + warp * 16 + lane / 4 + 8 * h] / K + eps);
+      __syncwarp();
+      if (lane == 0) bar_arrive(ss_empty(p));
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) acc[i] *= rs[(i >> 1) & 1];
+    }
+#else
+    (void)eps;
+#endif
 #if PINGPONG
     // The next tile's consumer may start multiplying while this one stores.
     if (pid + blocks < kTiles) asm volatile("bar.arrive %0, 256;\n" ::"r"(4 - cw) : "memory");
@@ -468,8 +570,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
         } else {
 #pragma unroll
           for (int g = 2 * u; g < 2 * u + 2; ++g)
-            store_pair<M, kOutN, BIAS>(c, row, n0 + g * 8 + (lane % 4) * 2, acc[4 * g + 2 * h],
-                                       acc[4 * g + 2 * h + 1], bias);
+            store_pair<M, kOutN, BIAS, T, RESIDUAL>(c, row, n0 + g * 8 + (lane % 4) * 2,
+                                                    acc[4 * g + 2 * h], acc[4 * g + 2 * h + 1],
+                                                    bias, resid);
         }
       }
     };
@@ -504,6 +607,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
               const int col = n0 + og * 8 + (lane % 4) * 2;
               if (col < N) v0 += static_cast<float>(bias[col]);
               if (col + 1 < N) v1 += static_cast<float>(bias[col + 1]);
+            }
+            if constexpr (RESIDUAL) {
+              // Read before the TMA stores the box over it (resid may be c).
+              const int col = n0 + og * 8 + (lane % 4) * 2, row = m0 + row0 + r0 + 8 * h;
+              if (row < M) {
+                const T* q = resid + static_cast<size_t>(row) * N + col;
+                if (col < N) v0 += static_cast<float>(q[0]);
+                if (col + 1 < N) v1 += static_cast<float>(q[1]);
+              }
             }
           }
           const int r = r0 + 8 * h;

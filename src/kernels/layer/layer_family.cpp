@@ -96,10 +96,19 @@ Status wire(Ready& r, std::string* stream) {
     auto it = io.find(role);
     if (it == io.end())
       return Error::invalid_argument("the layer family has no gemm role '" + role + "'");
-    // gate_up_proj with SiLU * mul in its epilogue writes the activation itself.
-    const std::string out = s.silu_mul ? "act" : it->second.second;
+    // gate_up_proj with SiLU * mul in its epilogue writes the activation itself. With its
+    // RMSNorm folded in (rms_norm=1) a projection reads the residual stream itself; with the
+    // residual add in its epilogue (residual=1) it writes the stream's next value: o_proj x2 (as
+    // the attention residual's add would), down_proj the next layer's input.
+    std::string out = s.silu_mul ? "act" : it->second.second;
     a.rows = static_cast<int>(s.m);
-    bind(&PlanArgs::a, it->second.first, n(s.m, s.k));
+    a.eps = static_cast<float>(kRmsnormEps);
+    if (s.residual) {
+      bind(&PlanArgs::r, *stream, n(s.m, s.out_n()));
+      *stream = role == "o_proj" ? "x2" : "x_next";
+      out = *stream;
+    }
+    bind(&PlanArgs::a, s.rms_norm ? *stream : it->second.first, n(s.m, s.k));
     bind(&PlanArgs::b, "weight." + role, n(s.n, s.k));
     bind(&PlanArgs::c, out, n(s.m, s.out_n()));
     if (s.bias) bind(&PlanArgs::bias, "bias." + role, n(s.n));
@@ -310,11 +319,13 @@ class LayerFamily final : public CudaFamily {
       for (const Binding& b : r.bindings) r.args.*(b.field) = tensors_.at(b.tensor).ptr();
       r.args.workspace = workspace_.ptr();
       if (r.lt) {
-        r.go = [this, &r](CUstream st) -> CUresult {
+        const bool residual = r.step.problem.flag("residual");
+        r.go = [this, &r, residual](CUstream st) -> CUresult {
           const cublasStatus_t s =
               lt_matmul(lt_, *r.lt, r.algo, reinterpret_cast<void*>(r.args.a),
                         reinterpret_cast<void*>(r.args.b), reinterpret_cast<void*>(r.args.c),
-                        reinterpret_cast<void*>(lt_workspace_.ptr()), st);
+                        reinterpret_cast<void*>(lt_workspace_.ptr()), st,
+                        residual ? reinterpret_cast<void*>(r.args.r) : nullptr);
           return s == CUBLAS_STATUS_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_LAUNCH_FAILED;
         };
       } else {

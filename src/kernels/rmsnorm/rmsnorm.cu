@@ -6,6 +6,8 @@
 //   VEC             elements per load/store (8 x 16-bit = 16 bytes)
 //   UNROLL          unroll factor of the element loops
 //   RESIDUAL        1: h = x + r is written to h_out and normalized; 0: x is normalized
+//   NO_WEIGHT       1: w is not read (a weight of ones): gemm rms_norm=1's split form, whose
+//                   weight is folded into the GEMM's
 // y[row] = h[row] * rsqrt(mean(h[row]^2) + eps) * w.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -14,6 +16,9 @@
 
 #ifndef RESIDUAL
 #define RESIDUAL 0
+#endif
+#ifndef NO_WEIGHT
+#define NO_WEIGHT 0
 #endif
 
 namespace {
@@ -88,7 +93,11 @@ extern "C" __global__ void __launch_bounds__(THREADS* ROWS_PER_BLOCK)
   for (int it = 0; it < kIters; ++it) {
     const int col = (it * THREADS + t) * VEC;
     if (active && col < HIDDEN) {
+#if NO_WEIGHT
+      (void)w;
+#else
       P wv = *reinterpret_cast<const P*>(w + col);
+#endif
       P out;
       float vals[VEC];
       if constexpr (kKeep) {
@@ -109,7 +118,11 @@ extern "C" __global__ void __launch_bounds__(THREADS* ROWS_PER_BLOCK)
       }
 #pragma unroll
       for (int j = 0; j < VEC; ++j)
+#if NO_WEIGHT
+        out.v[j] = static_cast<T>(vals[j] * scale);
+#else
         out.v[j] = static_cast<T>(vals[j] * scale * static_cast<float>(wv.v[j]));
+#endif
       *reinterpret_cast<P*>(y + base + col) = out;
     }
   }

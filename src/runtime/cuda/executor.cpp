@@ -302,7 +302,9 @@ Status Executor::run(Launch& launch, kernels::PlanArgs& args, CUstream stream) {
     ATTUNE_CUBLASLT(kernels::lt_matmul(lt_, *launch.lt, launch.algo, a, b, c, ws, stream));
     return Status::success();
   }
-  ATTUNE_CUBLASLT(kernels::lt_matmul(lt_, *launch.lt, launch.algo, a, b, c, ws, stream));
+  // A residual (gemm residual=1; args.r is set by no other cuBLASLt call) as cuBLASLt's beta 1.
+  ATTUNE_CUBLASLT(kernels::lt_matmul(lt_, *launch.lt, launch.algo, a, b, c, ws, stream,
+                                     reinterpret_cast<void*>(args.r)));
   return Status::success();
 }
 

@@ -134,6 +134,8 @@ Status Runtime::open(const std::string& table_path, std::unique_ptr<Runtime>* ou
   for (auto [op, flag, bit] :
        {std::tuple{"gemm", "bias", &impl->gemm_bias_bit},
         std::tuple{"gemm", "silu_mul", &impl->gemm_silu_mul_bit},
+        std::tuple{"gemm", "rms_norm", &impl->gemm_rms_norm_bit},
+        std::tuple{"gemm", "residual", &impl->gemm_residual_bit},
         std::tuple{"rope", "qk_norm", &impl->rope_norm_bit},
         std::tuple{"rope", "llama3_scaling", &impl->rope_llama3_bit},
         std::tuple{"gemm_rope", "qk_norm", &impl->gemm_rope_norm_bit},
@@ -213,6 +215,37 @@ Status Runtime::Impl::gemm_silu_mul(std::int64_t m, std::int64_t inter, std::int
   args.b = reinterpret_cast<CUdeviceptr>(w);
   args.c = reinterpret_cast<CUdeviceptr>(c);
   args.rows = static_cast<int>(m);
+  return dispatch(key, args, stream, record);
+}
+
+Status Runtime::Impl::gemm_fused(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype,
+                                 const void* a, const void* w, void* c,
+                                 const Runtime::GemmFusion& f, void* stream,
+                                 const DispatchRecord** record) {
+  if (!size_ok(m) || !size_ok(n) || !size_ok(k))
+    return invalid(
+        fmt::format("gemm_fused: m={}, n={}, k={}: sizes must be 1..{}", m, n, k, INT32_MAX));
+  if (dtype != DType::kBf16 && dtype != DType::kFp16)
+    return invalid("gemm_fused: dtype must be bf16 or fp16");
+  if (!a || !w || !c) return invalid("gemm_fused: a, w and c must be device pointers");
+  if (!aligned16(a) || !aligned16(w) || !aligned16(c) || !aligned16(f.residual))
+    return invalid("gemm_fused: a, w, c and residual must be 16-byte aligned");
+  if (f.silu_mul && n % 2 != 0)
+    return invalid("gemm_fused: silu_mul needs an even n (the gate's rows, then the up's)");
+  if (f.silu_mul && f.residual)
+    return invalid("gemm_fused: a residual adds to a projection, not to SiLU * mul's output");
+  // The problem's flags (bias clear), as check_gemm and the table's rows have them.
+  const std::uint8_t flags = static_cast<std::uint8_t>((f.silu_mul ? gemm_silu_mul_bit : 0) |
+                                                       (f.rms_norm ? gemm_rms_norm_bit : 0) |
+                                                       (f.residual ? gemm_residual_bit : 0));
+  const ShapeKey key{gemm_kind, dtype_of(dtype), flags, {m, n, k}};
+  kernels::PlanArgs args;
+  args.a = reinterpret_cast<CUdeviceptr>(a);
+  args.b = reinterpret_cast<CUdeviceptr>(w);
+  args.c = reinterpret_cast<CUdeviceptr>(c);
+  args.r = reinterpret_cast<CUdeviceptr>(f.residual);
+  args.rows = static_cast<int>(m);
+  args.eps = static_cast<float>(kernels::kRmsnormEps);
   return dispatch(key, args, stream, record);
 }
 
@@ -469,6 +502,16 @@ Status Runtime::gemm_silu_mul(std::int64_t m, std::int64_t inter, std::int64_t k
   return s;
 }
 
+Status Runtime::gemm_fused(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype,
+                           const void* a, const void* w, void* c, const GemmFusion& fusion,
+                           void* stream, const Dispatch** dispatched) {
+  const DispatchRecord* rec = nullptr;
+  Status s =
+      impl_->gemm_fused(m, n, k, dtype, a, w, c, fusion, stream, dispatched ? &rec : nullptr);
+  if (dispatched) *dispatched = rec ? &rec->cpp : nullptr;
+  return s;
+}
+
 Status Runtime::attention_decode(std::int64_t batch, std::int64_t kv, std::int64_t head,
                                  std::int64_t q_heads, std::int64_t kv_heads, std::int64_t q_len,
                                  DType dtype, void* o, const void* q, const void* k, const void* v,
@@ -628,6 +671,18 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
       ATTUNE_ASSIGN(CUdeviceptr b, add(n * k, s.bf16, true));
       ATTUNE_ASSIGN(CUdeviceptr c, add(m * static_cast<std::size_t>(s.out_n()), s.bf16, false));
       const DType dt = s.bf16 ? DType::kBf16 : DType::kFp16;
+      if (s.rms_norm || s.residual) {
+        CUdeviceptr r = 0;
+        if (s.residual) {
+          ATTUNE_ASSIGN(r, add(m * static_cast<std::size_t>(s.out_n()), s.bf16, true));
+        }
+        const Runtime::GemmFusion f{s.rms_norm, reinterpret_cast<const void*>(r), s.silu_mul};
+        call = [=, this](CUstream st) {
+          return self->gemm_fused(s.m, s.n, s.k, dt, reinterpret_cast<void*>(a),
+                                  reinterpret_cast<void*>(b), reinterpret_cast<void*>(c), f, st);
+        };
+        return attune::Status::success();
+      }
       if (s.silu_mul) {
         call = [=, this](CUstream st) {
           return self->gemm_silu_mul(s.m, s.out_n(), s.k, dt, reinterpret_cast<void*>(a),

@@ -185,6 +185,26 @@ ATTUNE_RT_API int attune_rt_gemm_silu_mul(attune_rt* rt, int64_t m, int64_t inte
   });
 }
 
+ATTUNE_RT_API int attune_rt_gemm_fused(attune_rt* rt, int64_t m, int64_t n, int64_t k, int dtype,
+                                       const void* a, const void* w, void* c, int rms_norm,
+                                       const void* residual, int silu_mul, void* stream,
+                                       const attune_rt_dispatch** dispatched) {
+  return guarded([&]() -> int {
+    if (!rt) return fail(Code::kInvalidArgument, "attune_rt_gemm_fused: rt is null");
+    if (!dtype_ok(dtype))
+      return fail(Code::kInvalidArgument,
+                  "attune_rt_gemm_fused: dtype must be ATTUNE_RT_BF16 or ATTUNE_RT_FP16");
+    if ((rms_norm != 0 && rms_norm != 1) || (silu_mul != 0 && silu_mul != 1))
+      return fail(Code::kInvalidArgument, "attune_rt_gemm_fused: rms_norm and silu_mul are 0 or 1");
+    const attune::runtime::DispatchRecord* rec = nullptr;
+    Status s = rt->runtime->impl().gemm_fused(m, n, k, static_cast<DType>(dtype), a, w, c,
+                                              {rms_norm == 1, residual, silu_mul == 1}, stream,
+                                              dispatched ? &rec : nullptr);
+    if (dispatched) *dispatched = rec ? &rec->c : nullptr;
+    return done(s);
+  });
+}
+
 ATTUNE_RT_API int attune_rt_attention_decode(attune_rt* rt, int64_t batch, int64_t kv, int64_t head,
                                              int64_t q_heads, int64_t kv_heads, int64_t q_len,
                                              int dtype, void* o, const void* q, const void* k,

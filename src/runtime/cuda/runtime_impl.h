@@ -21,7 +21,8 @@ struct Runtime::Impl {
   runtime::OpKind gemm_kind{}, rmsnorm_kind{}, attention_decode_kind{}, attention_prefill_kind{},
       rope_kind{}, silu_mul_kind{}, gemm_rope_kind{};
   std::uint8_t gemm_bias_bit = 0, gemm_silu_mul_bit = 0;  // ShapeKey::flags bits of gemm's flags
-  std::uint8_t rope_norm_bit = 0, rope_llama3_bit = 0;    // of rope's
+  std::uint8_t gemm_rms_norm_bit = 0, gemm_residual_bit = 0;
+  std::uint8_t rope_norm_bit = 0, rope_llama3_bit = 0;            // of rope's
   std::uint8_t gemm_rope_norm_bit = 0, gemm_rope_llama3_bit = 0;  // and of gemm_rope's
 
   // The calls behind the public entry points; *record (when given) receives what ran.
@@ -51,6 +52,9 @@ struct Runtime::Impl {
   Status gemm_silu_mul(std::int64_t m, std::int64_t inter, std::int64_t k, DType dtype,
                        const void* a, const void* w, void* c, void* stream,
                        const runtime::DispatchRecord** record);
+  Status gemm_fused(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a,
+                    const void* w, void* c, const Runtime::GemmFusion& fusion, void* stream,
+                    const runtime::DispatchRecord** record);
   Status silu_mul(std::int64_t rows, std::int64_t inter, DType dtype, void* y, const void* gu,
                   void* stream, const runtime::DispatchRecord** record);
   // What the entry points share once their arguments are checked: the Selector's slot for `key`,
