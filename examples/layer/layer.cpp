@@ -310,6 +310,17 @@ int main(int argc, char** argv) {
                                 "post_norm",  "gate_up_proj", "silu_mul", "down_proj"};
   constexpr int kKernels = 9;
   const attune::rt::Dispatch* dispatched[kKernels] = {};
+  // Attention of q against the caches into attn: the table's row says flash or split.
+  auto attention = [&](const attune::rt::Dispatch** got) {
+    if (decode)
+      check(rt->attention_decode(batch, cache_len, d, m.q_heads, m.kv_heads, 1, dtype, attn.p, q.p,
+                                 k_cache.p, v_cache.p, stream, got),
+            "attention_decode");
+    else
+      check(rt->attention_prefill(seq, batch, d, m.q_heads, m.kv_heads, dtype, attn.p, q.p,
+                                  k_cache.p, v_cache.p, stream, got),
+            "attention_prefill");
+  };
   // --norm gemm: x is the residual stream, normed by the GEMMs that read it and added to in
   // place by those that write it.
   auto run_layer_folded = [&](bool first) {
@@ -324,14 +335,7 @@ int main(int argc, char** argv) {
               m.llama3_scaling ? attune::rt::RopeScaling::kLlama3 : attune::rt::RopeScaling::kPlain,
               stream, &got[2]),
           "rope");
-    if (decode)
-      check(rt->attention_decode(batch, cache_len, d, m.q_heads, m.kv_heads, 1, dtype, attn.p, q.p,
-                                 k_cache.p, v_cache.p, stream, &got[3]),
-            "attention_decode");
-    else
-      check(rt->attention_prefill(seq, batch, d, m.q_heads, m.kv_heads, dtype, attn.p, q.p,
-                                  k_cache.p, v_cache.p, stream, &got[3]),
-            "attention_prefill");
+    attention(&got[3]);
     check(rt->gemm_fused(rows, h, q_dim, dtype, attn.p, w_o.p, x.p, Fusion{false, x.p, false},
                          stream, &got[4]),
           "gemm o (+= x)");
@@ -368,14 +372,7 @@ int main(int argc, char** argv) {
                      k_cache.p, v_cache.p, qkv.p, qn, kn, scaling, stream, &got[2]),
             "rope");
     }
-    if (decode)
-      check(rt->attention_decode(batch, cache_len, d, m.q_heads, m.kv_heads, 1, dtype, attn.p, q.p,
-                                 k_cache.p, v_cache.p, stream, &got[3]),
-            "attention_decode");
-    else
-      check(rt->attention_prefill(seq, batch, d, m.q_heads, m.kv_heads, dtype, attn.p, q.p,
-                                  k_cache.p, v_cache.p, stream, &got[3]),
-            "attention_prefill");
+    attention(&got[3]);
     // attn is [batch, q_heads, seq, head], read as [rows, q_heads * head] (see the top comment).
     check(rt->gemm(rows, h, q_dim, dtype, attn.p, w_o.p, x.p, nullptr, stream, &got[4]), "gemm o");
     check(rt->rmsnorm(rows, h, dtype, normed.p, resid.p, x.p, resid.p, ln_post.p, stream, &got[5]),

@@ -209,6 +209,23 @@ TEST(CudaGpu, GemmTiledClusterSplitEveryTileAndWarpLayout) {
   }
 }
 
+// Every wgmma config of gemm problem p (all built first, in parallel) passes the gate; at least
+// 20 of them run on this device.
+void expect_every_wgmma_config_passes(Backend& cuda, const Problem& p, const char* spec) {
+  const std::vector<Config> configs =
+      configs_where(cuda, p, [](const Config& c) { return c.get("kernel")->as_word() == "wgmma"; });
+  for (const Config& c : configs) cuda.prepare(p, c);
+  std::size_t ran = 0;
+  for (const Config& c : configs) {
+    if (cuda.can_implement(p, c)) continue;
+    Outcome o = cuda.execute(p, c, Regime::kRank);
+    EXPECT_EQ(o.verdict, Verdict::kOk) << c.text() << ": " << o.message;
+    ++ran;
+  }
+  std::cout << spec << ": " << ran << " of " << configs.size() << " wgmma configs ran\n";
+  EXPECT_GE(ran, 20u);
+}
+
 // Hopper's warpgroup-MMA GEMM: every block tile, ring depth, K split, tiles per block, B-sharing
 // cluster and store (straight or through the TMA) against the float64 reference, plain with bias,
 // with the SiLU * mul epilogue, in fp16, and at the Qwen3 layer's M = 128, on shapes with tails on
@@ -224,18 +241,7 @@ TEST(CudaGpu, GemmWgmmaEveryTileStageAndSplit) {
     SCOPED_TRACE(spec);
     auto p = cuda->resolve(spec);
     ASSERT_TRUE(p.ok()) << p.error().message();
-    const std::vector<Config> configs = configs_where(
-        *cuda, *p, [](const Config& c) { return c.get("kernel")->as_word() == "wgmma"; });
-    for (const Config& c : configs) cuda->prepare(*p, c);
-    std::size_t ran = 0;
-    for (const Config& c : configs) {
-      if (cuda->can_implement(*p, c)) continue;
-      Outcome o = cuda->execute(*p, c, Regime::kRank);
-      EXPECT_EQ(o.verdict, Verdict::kOk) << c.text() << ": " << o.message;
-      ++ran;
-    }
-    std::cout << spec << ": " << ran << " of " << configs.size() << " wgmma configs ran\n";
-    EXPECT_GE(ran, 20u);
+    expect_every_wgmma_config_passes(*cuda, *p, spec);
   }
 }
 
@@ -255,18 +261,7 @@ TEST(CudaGpu, GemmRmsNormAndResidualEveryWgmmaConfigAndTheBaseline) {
     const Outcome base = cuda->execute(
         *p, *Config::parse("kernel=cublaslt,lt_algo=0,lt_split=0,lt_tile=0"), Regime::kRank);
     EXPECT_EQ(base.verdict, Verdict::kOk) << "baseline: " << base.message;
-    const std::vector<Config> configs = configs_where(
-        *cuda, *p, [](const Config& c) { return c.get("kernel")->as_word() == "wgmma"; });
-    for (const Config& c : configs) cuda->prepare(*p, c);
-    std::size_t ran = 0;
-    for (const Config& c : configs) {
-      if (cuda->can_implement(*p, c)) continue;
-      Outcome o = cuda->execute(*p, c, Regime::kRank);
-      EXPECT_EQ(o.verdict, Verdict::kOk) << c.text() << ": " << o.message;
-      ++ran;
-    }
-    std::cout << spec << ": " << ran << " of " << configs.size() << " wgmma configs ran\n";
-    EXPECT_GE(ran, 20u);
+    expect_every_wgmma_config_passes(*cuda, *p, spec);
   }
 }
 
