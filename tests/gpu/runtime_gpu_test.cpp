@@ -102,12 +102,12 @@ struct Buffer {
 // Every element finite and within 2% of the reference (plus 0.02 absolute): a wrong kernel, a
 // wrong shape or an unwritten element is off by far more.
 void expect_close(const std::vector<std::uint16_t>& got, const std::vector<double>& want, bool bf16,
-                  const std::string& what) {
+                  const std::string& what, double atol = 0.02) {
   ASSERT_EQ(got.size(), want.size());
   std::size_t bad = 0;
   for (std::size_t i = 0; i < got.size(); ++i) {
     const double g = to_double(got[i], bf16);
-    if (!std::isfinite(g) || std::fabs(g - want[i]) > 0.02 * std::fabs(want[i]) + 0.02) {
+    if (!std::isfinite(g) || std::fabs(g - want[i]) > 0.02 * std::fabs(want[i]) + atol) {
       if (++bad <= 3)
         ADD_FAILURE() << what << ": element " << i << " is " << g << ", want " << want[i];
     }
@@ -748,7 +748,13 @@ std::string run_gemm_fused(attune_rt* rt, std::int64_t m, std::int64_t n, std::i
       want[i * out_n + j] = v;
     }
   }
-  expect_close(dc.get(), want, true, std::string(d->problem) + " (" + d->config + ")");
+  // The split form (cuBLASLt's) rounds the normalized A to bf16 before the matmul: each of the k
+  // terms carries a rounding of up to 2^-9 of itself, about 0.03 absolute at k = 1000 on these
+  // unit-RMS rows (measured on an H100: 0.04 at k 1000, 0.08 after SiLU * mul at k 264), where the
+  // wgmma form scales its fp32 accumulators. A missing or wrong row scale is off by O(1).
+  const bool split = rms && std::string(d->config).rfind("kernel=cublaslt", 0) == 0;
+  expect_close(dc.get(), want, true, std::string(d->problem) + " (" + d->config + ")",
+               split ? 0.004 * std::sqrt(static_cast<double>(k)) * (silu ? 2 : 1) : 0.02);
   return d->config;
 }
 

@@ -34,7 +34,8 @@ extern "C" __global__ void __launch_bounds__(kThreads)
   for (int col = threadIdx.x * VEC; col < K; col += kThreads * VEC) {
     const P v = *reinterpret_cast<const P*>(in + col);
 #pragma unroll
-    for (int j = 0; j < VEC; ++j) ss = fmaf(static_cast<float>(v.v[j]), static_cast<float>(v.v[j]), ss);
+    for (int j = 0; j < VEC; ++j)
+      ss = fmaf(static_cast<float>(v.v[j]), static_cast<float>(v.v[j]), ss);
   }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);

@@ -30,13 +30,16 @@
 //                   thread stores its accumulators' pairs straight to global memory
 //   BIAS            1: add bias[n]
 //   RMS_NORM        1 (SPLIT 1): C's row i is scaled by 1 / sqrt(mean_k A[i,k]^2 + eps) (gemm
-//                   rms_norm=1: an RMSNorm folded into the GEMM, its weight into B). The producer
-//                   warpgroup's warps 1-3, idle otherwise, sum each tile row's squares from the A
-//                   tiles in the ring (a thread a row, holding the slot until it has read it) and
-//                   hand the sums to the consumers through shared memory (two buffers, by tile
-//                   parity, each with a full and an empty mbarrier after the ring's); the
-//                   consumers scale their accumulators before the epilogue. The MMAs' loop does
-//                   no more than without it
+//                   rms_norm=1: an RMSNorm folded into the GEMM, its weight into B). The sums of
+//                   squares come from the tensor cores: each k-tile, the consumer also multiplies
+//                   its 64 rows of the A tile by themselves (wgmma m64n64k16, the A tile as both
+//                   operands: it is K-major as B is), in the same commit group as the tile's MMAs,
+//                   so A A^T accumulates in 32 more registers and its diagonal is every row's sum
+//                   of squares in fp32, exactly as an FMA loop would sum the bf16 products. The
+//                   scale multiplies the accumulators before the epilogue. (Summing from shared
+//                   memory with FMAs, in the consumers or in the producer warpgroup's idle warps,
+//                   measured 1.5-2.6 us slower at 128 x 4096 x 1024 on an H100: a chain of
+//                   dependent FMAs per k-tile on the loop's critical path)
 //   RESIDUAL        1: add resid[m, n], a matrix of C's shape (which may be C itself)
 //   SILU_MUL        1: B is the gate's N/2 rows then the up's (N % 16 == 0), and C[M, N/2] =
 //                   silu(gate) * up. A tile's BN columns are BN / 2 outputs: the B tile's first
@@ -179,14 +182,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
   const unsigned bars = base + kBarOffset;  // full[STAGES], empty[STAGES]
   auto full = [&](int s) { return bars + 8 * s; };
   auto empty = [&](int s) { return bars + 8 * STAGES + 8 * s; };
-#if RMS_NORM
-  // The row sums' handoff after the ring's mbarriers: full[2], empty[2], then 2 x BM floats.
-  auto ss_full = [&](int p) { return bars + 16 * STAGES + 8 * p; };
-  auto ss_empty = [&](int p) { return bars + 16 * STAGES + 16 + 8 * p; };
-  float* const row_ss =
-      reinterpret_cast<float*>(smem_raw + (base - raw) + kBarOffset + 16 * STAGES + 32);
-  constexpr int kNormWarps = 3;  // the producer warpgroup's warps 1-3
-#endif
 
   // Grouped rasterization of the work units (tiles, or under CLUSTER 2 pairs of tiles); under a
   // K split the SPLIT consecutive blocks of one cluster share a tile, block `split` taking its
@@ -209,18 +204,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       bar_init(full(s), 1);
-#if RMS_NORM
-      bar_init(empty(s), 4 * kSlotReaders * CLUSTER + kNormWarps);  // the norm warps read A too
-#else
       bar_init(empty(s), 4 * kSlotReaders * CLUSTER);
-#endif
     }
-#if RMS_NORM
-    for (int p = 0; p < 2; ++p) {
-      bar_init(ss_full(p), kNormWarps);
-      bar_init(ss_empty(p), 4 * kSlotReaders);
-    }
-#endif
   }
 #if ROPE && QK_NORM
   // The q and k norm weights as fp32, once a block, after the mbarriers (the host allots 2 HEAD
@@ -271,53 +256,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
         }
       }
     }
-#if RMS_NORM
-    else if (tid >= 32) {
-      // A norm warp's thread: tile rows nt and nt + 96 (where below BM), every k-tile of the
-      // block's tiles as the consumers take them. Row r of a k-tile's A is the r-th 128-byte line
-      // of the slot, its 16-byte chunk c at c ^ (r % 8): read that way, a warp's 32 rows spread
-      // over every bank.
-      const int nt = tid - 32, lane_w = tid % 32;
-      int it = 0;
-      for (int pid = unit0, b = 0; pid < kTiles; pid += blocks, ++b) {
-        float ss[2] = {0.f, 0.f};
-        for (int j = 0; j < nk; ++j, ++it) {
-          const int s = it % STAGES;
-          bar_wait(full(s), (it / STAGES) & 1);
-          const unsigned sa = base + s * kStageBytes;
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = nt + 96 * h;
-            if (r >= BM) continue;
-#pragma unroll
-            for (int c = 0; c < 8; ++c) {
-              unsigned w[4];
-              asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                           : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-                           : "r"(sa + r * 128 + ((c ^ (r & 7)) * 16))
-                           : "memory");
-              const T* e = reinterpret_cast<const T*>(w);
-#pragma unroll
-              for (int q = 0; q < 8; ++q) {
-                const float v = static_cast<float>(e[q]);
-                ss[h] = fmaf(v, v, ss[h]);
-              }
-            }
-          }
-          __syncwarp();
-          if (lane_w == 0) bar_arrive(empty(s));  // this block's slot: its A is read
-        }
-        // Tile b's sums into buffer b % 2, once the consumers have read tile b - 2's from it.
-        const int p = b & 1;
-        if (b >= 2) bar_wait(ss_empty(p), ((b >> 1) + 1) & 1);
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-          if (nt + 96 * h < BM) row_ss[p * BM + nt + 96 * h] = ss[h];
-        __syncwarp();
-        if (lane_w == 0) bar_arrive(ss_full(p));
-      }
-    }
-#endif
 #if SPLIT > 1
     // The producer takes part in the block's and the cluster's barriers of the reduction below.
     __syncthreads();
@@ -366,40 +304,64 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) CLUSTER_DIMS
     tile_origin(pid, m0, n0);
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
+#if RMS_NORM
+    float sq[32];  // this consumer's 64 x 64 block of A A^T, its diagonal the rows' squares
+#pragma unroll
+    for (int i = 0; i < 32; ++i) sq[i] = 0.f;
+#endif
     for (int j = 0; j < nk; ++j, ++it) {
       const int s = it % STAGES;
       bar_wait(full(s), (it / STAGES) & 1);
       const unsigned sa = base + s * kStageBytes + row0 * 128,
                      sb = base + s * kStageBytes + kABytes;
       pin<kAcc>(acc);
+#if RMS_NORM
+      pin<32>(sq);
+#endif
       wg_fence();
 #pragma unroll
       for (int kk = 0; kk < kBK / 16; ++kk)
         mma_ss<BN>(acc, desc(sa + kk * 32, 16, 1024), desc(sb + kk * 32, 16, 1024), 1);
+#if RMS_NORM
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk)
+        mma_ss<64>(sq, desc(sa + kk * 32, 16, 1024), desc(sa + kk * 32, 16, 1024), 1);
+#endif
       wg_commit();
       // k-tile it - 1's group is done once at most this one is in flight: its slot goes back.
       wg_wait<1>();
       pin<kAcc>(acc);
+#if RMS_NORM
+      pin<32>(sq);
+#endif
       if (j > 0) release(it - 1);
     }
     wg_wait<0>();
     pin<kAcc>(acc);
+#if RMS_NORM
+    pin<32>(sq);
+#endif
     // The tile's last slot goes back too: the producer may be filling the ring with the next.
     if (nk > 0) release(it - 1);
 #if RMS_NORM
-    // The tile's row sums (buffer b % 2), each row's scale on its accumulators (4 j + 2 h + e),
-    // and the buffer back to the norm warps.
+    // Row r = 16 warp + lane / 4 + 8 h of the consumer's 64 holds A A^T[r][c] at c = 8 j + 2 (lane
+    // % 4) + e in sq[4 j + 2 h + e]: its diagonal c = r is at j = 2 warp + h, e = (lane / 4) % 2,
+    // in lane (lane & ~3) | (lane / 8) of its quad. Selected over the unrolled j (registers take
+    // constant indices), then shuffled to the quad.
     {
-      const int p = b & 1;
-      bar_wait(ss_full(p), (b >> 1) & 1);
-      float rs[2];
+      const int e = (lane >> 2) & 1, holder = (lane & ~3) | (lane >> 3);
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
-        rs[h] = rsqrtf(row_ss[p * BM + row0 + warp * 16 + lane / 4 + 8 * h] / K + eps);
-      __syncwarp();
-      if (lane == 0) bar_arrive(ss_empty(p));
+      for (int h = 0; h < 2; ++h) {
+        float d = 0.f;
 #pragma unroll
-      for (int i = 0; i < kAcc; ++i) acc[i] *= rs[(i >> 1) & 1];
+        for (int jj = 0; jj < 8; ++jj)
+          if (jj == 2 * warp + h) d = e ? sq[4 * jj + 2 * h + 1] : sq[4 * jj + 2 * h];
+        d = __shfl_sync(0xffffffffu, d, holder);
+        const float rs = rsqrtf(d / K + eps);
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i)
+          if (((i >> 1) & 1) == h) acc[i] *= rs;
+      }
     }
 #else
     (void)eps;
