@@ -46,11 +46,9 @@ std::int64_t gemm_tiled_rope_tile_bytes(std::int64_t bm, std::int64_t bn);
 // The wgmma GEMM's shared memory (defined with gemm's signature): its ring, or the fp32 partial
 // tile the ring becomes under a K split, and its mbarriers (gemm_rope's form rotates in registers).
 // With tma_store, the staging buffers of the TMA store too, one pair per consumer warpgroup (two
-// under pingpong, whatever bm); with rms_norm (gemm rms_norm=1), two fp32 sums of squares per
-// tile row and their four mbarriers after the ring's.
+// under pingpong, whatever bm).
 std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
-                                    std::int64_t split, bool tma_store, bool pingpong,
-                                    bool rms_norm = false);
+                                    std::int64_t split, bool tma_store, bool pingpong);
 // gemm_rope's wgmma form (defined with gemm_rope's signature): the GEMM's, its epilogue's slabs
 // where staged (the TMA store's staging size), and with qk_norm the q and k norm weights as fp32
 // (2 head floats) after the mbarriers.

@@ -8,12 +8,13 @@
 //
 // rms_norm=1 folds an RMSNorm of A into the GEMM: C = diag(r) A . W^T with r[i] = 1 / sqrt(mean_k
 // A[i,k]^2 + eps) (eps the RMSNorm kernels' 1e-6), the norm's weight folded into W's columns once
-// when the weights are loaded (W[n, k] g[k]). attune's wgmma kernel sums each row's squares from
-// the A tiles it already holds and scales its accumulators in the epilogue, so the norm costs no
-// kernel and no pass over A; the cuBLASLt form is the split one, an RMSNorm kernel without weight
-// into a workspace, then the matmul. residual=1 adds a matrix R of C's shape (the residual
-// stream: C = x + A . W^T), in attune's epilogues and as cuBLASLt's beta = 1. A decoder layer
-// with both (graph/layer.cpp, norm=gemm) runs no RMSNorm kernel at all.
+// when the weights are loaded (W[n, k] g[k]). attune's wgmma kernel takes each row's sum of squares
+// from the A tiles it already holds (the diagonal of A A^T, on the tensor cores) and scales its
+// accumulators in the epilogue, so the norm costs no kernel and no pass over A; the cuBLASLt form
+// is the split one, an RMSNorm kernel without weight into a workspace, then the matmul. residual=1
+// adds a matrix R of C's shape (the residual stream: C = x + A . W^T), in attune's epilogues and as
+// cuBLASLt's beta = 1. A decoder layer with both (graph/layer.cpp, norm=gemm) runs no RMSNorm
+// kernel at all.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -42,8 +43,7 @@ std::int64_t gemm_tiled_rope_tile_bytes(std::int64_t bm, std::int64_t bn) {
 }
 
 std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64_t stages,
-                                    std::int64_t split, bool tma_store, bool pingpong,
-                                    bool rms_norm) {
+                                    std::int64_t split, bool tma_store, bool pingpong) {
   // 1024 bytes of slack to align the ring, the ring (or the fp32 partial tile it becomes under a
   // K split, whichever is larger), the TMA store's two 64 x 64 16-bit staging buffers per
   // consumer warpgroup, then a full and an empty mbarrier per stage.
@@ -51,7 +51,6 @@ std::size_t gemm_wgmma_shared_bytes(std::int64_t bm, std::int64_t bn, std::int64
   const std::int64_t partial = split > 1 ? bm * bn * 4 : 0;
   const std::int64_t consumers = pingpong ? 2 : bm / 64;
   const std::int64_t staging = tma_store ? consumers * 2 * 64 * 128 : 0;
-  (void)rms_norm;  // its sums of squares are accumulators (gemm_wgmma.cu), no shared memory
   return static_cast<std::size_t>(1024 + std::max(ring, partial) + staging + 16 * stages);
 }
 
@@ -298,11 +297,11 @@ Result<Space> gemm_space(const Problem& p) {
        {"the wgmma ring (or a K split's fp32 partial tile) and the TMA store's staging fit a "
         "block's 227 KiB",
         {"kernel", "wg_bm", "wg_bn", "wg_stages", "wg_split", "wg_tma_store", "wg_pingpong"},
-        [rms](const Assignment& a) {
+        [](const Assignment& a) {
           return a["kernel"].as_word() != "wgmma" ||
                  gemm_wgmma_shared_bytes(a.i("wg_bm"), a.i("wg_bn"), a.i("wg_stages"),
                                          a.i("wg_split"), a.i("wg_tma_store") == 1,
-                                         a.i("wg_pingpong") == 1, rms) <= kMaxBlockSharedBytes;
+                                         a.i("wg_pingpong") == 1) <= kMaxBlockSharedBytes;
         }},
        {"rms_norm=1's wgmma kernel sums each row's squares over the whole of K: no K split",
         {"kernel", "wg_split"},
@@ -380,7 +379,7 @@ std::vector<std::string> gemm_few_rows_seeds(std::int64_t m, std::int64_t n, std
       if (!rms && tiles * s <= 64 && k_tiles >= 2 * s) split = s;
     const bool tma_store = split == 1 && (silu ? bn / 2 : bn) % 64 == 0 && out_n % 8 == 0;
     for (std::int64_t stages : {8, 6, 5, 4})
-      if (gemm_wgmma_shared_bytes(bm, bn, stages, split, tma_store, false, rms) <=
+      if (gemm_wgmma_shared_bytes(bm, bn, stages, split, tma_store, false) <=
           kMaxBlockSharedBytes) {
         out.push_back(fmt::format("kernel=wgmma,wg_bm={},wg_bn={},wg_stages={},wg_split={}{}", bm,
                                   bn, stages, split, tma_store ? ",wg_tma_store=1" : ""));

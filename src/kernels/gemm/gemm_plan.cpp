@@ -191,7 +191,7 @@ Result<KernelPlan> plan_wgmma(const GemmShape& s, const Config& c) {
         "gemm config '{}': rms_norm=1 sums each row's squares over the whole of K: wg_split 1",
         c.text()));
   const std::size_t shared =
-      gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, t.split, t.tma_store, t.pingpong, s.rms_norm);
+      gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, t.split, t.tma_store, t.pingpong);
   if (shared > kMaxBlockSharedBytes)
     return Error::invalid_argument(
         fmt::format("gemm config '{}': {} bytes of shared memory, more than a block gets ({})",
@@ -301,8 +301,8 @@ KernelPlan gemm_wgmma_plan(const GemmShape& s, const WgmmaTile& t) {
   LaunchStep step{"gemm_wgmma",
                   {static_cast<unsigned>(clusters * t.cluster * t.split)},
                   {static_cast<unsigned>(128 * ((t.pingpong ? 2 : t.bm / 64) + 1))},
-                  static_cast<unsigned>(gemm_wgmma_shared_bytes(
-                      t.bm, t.bn, t.stages, t.split, t.tma_store, t.pingpong, s.rms_norm)),
+                  static_cast<unsigned>(gemm_wgmma_shared_bytes(t.bm, t.bn, t.stages, t.split,
+                                                                t.tma_store, t.pingpong)),
                   {"c", "tensor_map0", "tensor_map1", "bias", "r", "eps"}};
   const auto k = static_cast<std::uint64_t>(s.k);
   step.tensor_maps = {
