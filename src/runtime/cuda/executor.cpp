@@ -294,17 +294,17 @@ Status Executor::run(Launch& launch, kernels::PlanArgs& args, CUstream stream) {
   void* b = reinterpret_cast<void*>(args.b);
   void* c = reinterpret_cast<void*>(args.c);
   void* ws = reinterpret_cast<void*>(args.workspace);
+  // A residual (gemm residual=1; args.r is set by no other cuBLASLt call) is cuBLASLt's beta 1;
+  // a bias is a pointer in the shared descriptor, so setting it and enqueueing hold the lock.
+  void* residual = reinterpret_cast<void*>(args.r);
+  std::unique_lock<std::mutex> lock;
   if (launch.lt_bias) {
-    std::lock_guard lock(launch.lt_mu);
+    lock = std::unique_lock(launch.lt_mu);
     void* bias = reinterpret_cast<void*>(args.bias);
     ATTUNE_CUBLASLT(cublasLtMatmulDescSetAttribute(
         launch.lt->desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-    ATTUNE_CUBLASLT(kernels::lt_matmul(lt_, *launch.lt, launch.algo, a, b, c, ws, stream));
-    return Status::success();
   }
-  // A residual (gemm residual=1; args.r is set by no other cuBLASLt call) as cuBLASLt's beta 1.
-  ATTUNE_CUBLASLT(kernels::lt_matmul(lt_, *launch.lt, launch.algo, a, b, c, ws, stream,
-                                     reinterpret_cast<void*>(args.r)));
+  ATTUNE_CUBLASLT(kernels::lt_matmul(lt_, *launch.lt, launch.algo, a, b, c, ws, stream, residual));
   return Status::success();
 }
 
