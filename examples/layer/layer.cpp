@@ -13,12 +13,15 @@
 // The layer's output is the down projection; its residual add is the next layer's first RMSNorm,
 // as in the tuned grouping. With --norm gemm (the tune's norm=gemm grouping) no RMSNorm runs: the
 // norms' weights are folded into the QKV and gate/up weights once at setup, those GEMMs scale
-// each row of the residual stream by its reciprocal RMS (gemm_fused's rms_norm), and the O and
-// down projections add their output to the stream in place (gemm_fused's residual):
+// each row of the residual stream by its reciprocal RMS (gemm_fused's rms_norm, and with
+// --rope epilogue gemm_rope's), and the O and down projections add their output to the stream in
+// place (gemm_fused's residual):
 //
-//   gemm qkv (rms) -> rope -> attention -> gemm o (+= x) -> gemm gate_up (rms, SiLU * mul
-//   epilogue or kernel) -> gemm down (+= x) After the warm-up has compiled and loaded every kernel,
-//   the whole
+//   gemm qkv (rms) -> rope -> attention -> gemm o (+= x)
+//     (--rope epilogue: gemm_rope (rms, +q/k norm) -> attention -> gemm o (+= x))
+//     -> gemm gate_up (rms; SiLU * mul epilogue or kernel) -> gemm down (+= x)
+//
+// After the warm-up has compiled and loaded every kernel, the whole
 // layer (--layers N times, sharing weights and KV cache) is captured as one CUDA graph, the
 // assembled form the tune's gap check measures, and each replay is timed with CUDA events after
 // an L2 flush by reads outside the timed region (bench/layer_torch.py flushes its PyTorch peers
@@ -237,8 +240,6 @@ int main(int argc, char** argv) {
   if (m.head != 64 && m.head != 128 && (decode ? m.head != 256 : true))
     die("--head is 64 or 128 (256 for a decode step): what libattune-rt's attention covers");
   if (batch < 1 || steps < 1 || layers < 1) die("--batch, --steps and --layers must be positive");
-  if (norm_gemm && rope_epilogue)
-    die("--norm gemm takes --rope kernel: the QKV GEMM's RoPE epilogue has no folded norm");
   if (decode ? kv < 1 : (tokens < 1 || tokens > 16384))
     die(decode ? "--kv must be positive" : "--tokens must be 1 .. 16384");
 
@@ -326,15 +327,23 @@ int main(int argc, char** argv) {
   auto run_layer_folded = [&](bool first) {
     const attune::rt::Dispatch* got[kKernels] = {};
     using Fusion = attune::rt::Runtime::GemmFusion;
-    check(rt->gemm_fused(rows, qkv_n, h, dtype, x.p, w_qkv.p, qkv.p, Fusion{true, nullptr, false},
-                         stream, &got[1]),
-          "gemm qkv (rms)");
-    check(rt->rope(
-              batch, seq, cache_len, m.q_heads, m.kv_heads, d, m.theta, dtype, q.p, k_cache.p,
-              v_cache.p, qkv.p, m.qk_norm ? q_norm.p : nullptr, m.qk_norm ? k_norm.p : nullptr,
-              m.llama3_scaling ? attune::rt::RopeScaling::kLlama3 : attune::rt::RopeScaling::kPlain,
-              stream, &got[2]),
-          "rope");
+    const void* qn = m.qk_norm ? q_norm.p : nullptr;
+    const void* kn = m.qk_norm ? k_norm.p : nullptr;
+    const auto scaling =
+        m.llama3_scaling ? attune::rt::RopeScaling::kLlama3 : attune::rt::RopeScaling::kPlain;
+    if (rope_epilogue) {
+      check(rt->gemm_rope(batch, seq, cache_len, m.q_heads, m.kv_heads, d, m.theta, h, dtype, q.p,
+                          k_cache.p, v_cache.p, x.p, w_qkv.p, qn, kn, scaling,
+                          Fusion{true, nullptr, false}, stream, &got[1]),
+            "gemm_rope (rms)");
+    } else {
+      check(rt->gemm_fused(rows, qkv_n, h, dtype, x.p, w_qkv.p, qkv.p, Fusion{true, nullptr, false},
+                           stream, &got[1]),
+            "gemm qkv (rms)");
+      check(rt->rope(batch, seq, cache_len, m.q_heads, m.kv_heads, d, m.theta, dtype, q.p,
+                     k_cache.p, v_cache.p, qkv.p, qn, kn, scaling, stream, &got[2]),
+            "rope");
+    }
     attention(&got[3]);
     check(rt->gemm_fused(rows, h, q_dim, dtype, attn.p, w_o.p, x.p, Fusion{false, x.p, false},
                          stream, &got[4]),

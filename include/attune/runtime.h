@@ -165,6 +165,16 @@ class ATTUNE_RT_API Runtime {
                    std::int64_t hidden, DType dtype, void* q, void* k_cache, void* v_cache,
                    const void* x, const void* w, const void* q_norm, const void* k_norm,
                    RopeScaling scaling, void* stream, const Dispatch** dispatched = nullptr);
+  // The same with the input RMSNorm folded in (fusion.rms_norm, the only GemmFusion flag it
+  // takes; gemm_rope's rms_norm, `attune tune --model`'s rope=epilogue with norm=gemm): each row
+  // of x scaled by 1 / sqrt(mean(row^2) + 1e-6) first, the norm's weight folded into w's columns
+  // beforehand. Without a table row: an RMSNorm kernel, cuBLASLt's matmul, a RoPE kernel.
+  Status gemm_rope(std::int64_t batch, std::int64_t seq, std::int64_t kv, std::int64_t q_heads,
+                   std::int64_t kv_heads, std::int64_t head, std::int64_t theta,
+                   std::int64_t hidden, DType dtype, void* q, void* k_cache, void* v_cache,
+                   const void* x, const void* w, const void* q_norm, const void* k_norm,
+                   RopeScaling scaling, const GemmFusion& fusion, void* stream,
+                   const Dispatch** dispatched = nullptr);
 
   // The gated MLP's activation on the fused gate/up GEMM's output, contiguous: gu [rows,
   // 2 * inter] (gate, then up), y [rows, inter] = silu(gate) * up, silu(g) = g / (1 + exp(-g)).

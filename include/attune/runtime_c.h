@@ -212,6 +212,17 @@ ATTUNE_RT_API int attune_rt_gemm_rope(attune_rt* rt, int64_t batch, int64_t seq,
                                       const void* q_norm, const void* k_norm, int scaling,
                                       void* stream, const attune_rt_dispatch** dispatched);
 
+/* attune_rt_gemm_rope with the input RMSNorm folded in when rms_norm is 1: each row of x scaled
+ * by rsqrt(mean(row^2) + 1e-6) before the projection, the norm's weight folded into w's columns
+ * beforehand (Runtime::gemm_rope with GemmFusion{rms_norm}). rms_norm 0 is attune_rt_gemm_rope. */
+ATTUNE_RT_API int attune_rt_gemm_rope_fused(attune_rt* rt, int64_t batch, int64_t seq, int64_t kv,
+                                            int64_t q_heads, int64_t kv_heads, int64_t head,
+                                            int64_t theta, int64_t hidden, int dtype, void* q,
+                                            void* k_cache, void* v_cache, const void* x,
+                                            const void* w, const void* q_norm, const void* k_norm,
+                                            int scaling, int rms_norm, void* stream,
+                                            const attune_rt_dispatch** dispatched);
+
 /* The gated MLP's activation on the fused gate/up GEMM's output, contiguous: gu [rows, 2 * inter]
  * (gate, then up), y [rows, inter] = silu(gate) * up with silu(g) = g / (1 + exp(-g)). Pointers
  * 16-byte aligned. */

@@ -69,6 +69,14 @@ struct LaunchStep {
 // the programmatic dependent launch of plan_launch.cpp safe. Every plan's build lists it.
 std::pair<std::string, std::string> launch_header();
 
+// The RMSNorm step of gemm's and gemm_rope's rms_norm=1 split forms (gemm_plan.cpp): gemm_row_rms
+// scales A's m rows (arg "a", "rows" of them) into the plan's workspace at `offset`, where the
+// matmul after it reads them. Its build lists row_rms_header() and row_rms_define(k), k A's row
+// length, and T.
+std::pair<std::string, std::string> row_rms_header();
+std::string row_rms_define(std::int64_t k);
+LaunchStep row_rms_step(std::int64_t m, std::size_t offset);
+
 struct KernelPlan {
   cuda::BuildRequest build;
   std::vector<LaunchStep> steps;  // enqueued in order on one stream
@@ -224,6 +232,7 @@ std::vector<std::string> rope_defines(const RopeShape& s);
 struct GemmRopeShape {
   RopeShape rope;
   std::int64_t hidden = 0;
+  bool rms_norm = false;  // x's rows scaled by their reciprocal RMS first (gemm's rms_norm=1)
   std::int64_t m() const { return rope.tokens(); }             // x's rows
   std::int64_t n() const { return rope.heads() * rope.head; }  // W's rows (qkv's columns)
 };

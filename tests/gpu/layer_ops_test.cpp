@@ -132,5 +132,28 @@ TEST(LayerOpsGpu, GemmRopeEveryConfigOnOddShapes) {
             20u);
 }
 
+// gemm_rope rms_norm=1 (the input RMSNorm folded in: x's rows scaled by their reciprocal RMS
+// before the projection): the split baseline (an RMSNorm kernel, cuBLASLt, RoPE) and the wgmma
+// kernel's configs, one and two consumers, ping-pong, staged stores, on partial tiles, a hidden
+// size off the K tile, both dtypes, with and without the q/k norm.
+TEST(LayerOpsGpu, GemmRopeRmsNormEveryConfigOnOddShapes) {
+  ATTUNE_REQUIRE_GPU(cuda);
+  EXPECT_GE(every_config_passes(*cuda,
+                                "gemm_rope:batch=3,seq=77,kv=77,q_heads=16,kv_heads=8,head=128,"
+                                "theta=1000000,hidden=1032,qk_norm=1,rms_norm=1",
+                                120),
+            100u);
+  EXPECT_GE(every_config_passes(*cuda,
+                                "gemm_rope:batch=5,seq=1,kv=1001,q_heads=8,kv_heads=2,head=128,"
+                                "theta=500000,hidden=520,dtype=fp16,rms_norm=1",
+                                40),
+            30u);
+  EXPECT_GE(every_config_passes(*cuda,
+                                "gemm_rope:batch=1,seq=33,kv=4099,q_heads=4,kv_heads=4,head=64,"
+                                "theta=10000,hidden=264,qk_norm=1,rms_norm=1",
+                                40),
+            30u);
+}
+
 }  // namespace
 }  // namespace attune

@@ -991,8 +991,12 @@ struct GemmRope {
 // gemm_rope through the runtime against what it fuses, run through the same runtime: the
 // projection by gemm() into qkv, then rope(), on the same inputs and the same caches' old rows.
 // The fused call must write the same q and cache rows (to the allowance of qkv's rounding, which
-// only the unfused path does) and leave the old rows as they were; returns what it ran.
-rt::Dispatch run_gemm_rope(rt::Runtime& runtime, const GemmRope& g, std::mt19937& rng) {
+// only the unfused path does) and leave the old rows as they were; returns what it ran. With
+// `rms` both fold the input RMSNorm in: gemm_fused's rms_norm, then rope(), against gemm_rope's
+// (the allowance then also covers the split form's rounding of the normalized x, as
+// GemmFusedRowsAndTheSplitBaseline's).
+rt::Dispatch run_gemm_rope(rt::Runtime& runtime, const GemmRope& g, std::mt19937& rng,
+                           bool rms = false) {
   const Rope& r = g.r;
   const auto tokens = static_cast<std::size_t>(r.batch * r.seq),
              n = static_cast<std::size_t>((r.q_heads + 2 * r.kv_heads) * r.head),
@@ -1012,15 +1016,17 @@ rt::Dispatch run_gemm_rope(rt::Runtime& runtime, const GemmRope& g, std::mt19937
   const rt::RopeScaling scaling = r.llama3 ? rt::RopeScaling::kLlama3 : rt::RopeScaling::kPlain;
   const void* wq = r.qk_norm ? dqn.p() : nullptr;
   const void* wk = r.qk_norm ? dkn.p() : nullptr;
-  rt::Status s = runtime.gemm(static_cast<std::int64_t>(tokens), static_cast<std::int64_t>(n),
-                              g.hidden, dt, dx.p(), dw.p(), qkv.p(), nullptr, nullptr);
+  const rt::Runtime::GemmFusion fusion{rms, nullptr, false};
+  rt::Status s = runtime.gemm_fused(static_cast<std::int64_t>(tokens), static_cast<std::int64_t>(n),
+                                    g.hidden, dt, dx.p(), dw.p(), qkv.p(), fusion, nullptr);
   EXPECT_TRUE(s.ok()) << s.message();
   s = runtime.rope(r.batch, r.seq, r.kv, r.q_heads, r.kv_heads, r.head, r.theta, dt, q1.p(), k1.p(),
                    v1.p(), qkv.p(), wq, wk, scaling, nullptr);
   EXPECT_TRUE(s.ok()) << s.message();
   const rt::Dispatch* d = nullptr;
   s = runtime.gemm_rope(r.batch, r.seq, r.kv, r.q_heads, r.kv_heads, r.head, r.theta, g.hidden, dt,
-                        q2.p(), k2.p(), v2.p(), dx.p(), dw.p(), wq, wk, scaling, nullptr, &d);
+                        q2.p(), k2.p(), v2.p(), dx.p(), dw.p(), wq, wk, scaling, fusion, nullptr,
+                        &d);
   EXPECT_TRUE(s.ok()) << s.message();
   if (!s.ok() || !d) return {};
   auto as_double = [&](const std::vector<std::uint16_t>& v) {
@@ -1028,10 +1034,13 @@ rt::Dispatch run_gemm_rope(rt::Runtime& runtime, const GemmRope& g, std::mt19937
     for (std::size_t i = 0; i < v.size(); ++i) out[i] = to_double(v[i], r.bf16);
     return out;
   };
-  expect_close(q2.get(), as_double(q1.get()), r.bf16, d->problem + " q (" + d->config + ")");
+  const double atol = rms ? 0.004 * std::sqrt(static_cast<double>(g.hidden)) : 0.02;
+  expect_close(q2.get(), as_double(q1.get()), r.bf16, d->problem + " q (" + d->config + ")", atol);
   const auto k_got = k2.get(), v_got = v2.get();
-  expect_close(k_got, as_double(k1.get()), r.bf16, d->problem + " k cache (" + d->config + ")");
-  expect_close(v_got, as_double(v1.get()), r.bf16, d->problem + " v cache (" + d->config + ")");
+  expect_close(k_got, as_double(k1.get()), r.bf16, d->problem + " k cache (" + d->config + ")",
+               atol);
+  expect_close(v_got, as_double(v1.get()), r.bf16, d->problem + " v cache (" + d->config + ")",
+               atol);
   std::size_t touched = 0;
   for (std::size_t i = 0; i < cache_elems; ++i)
     if ((i / head) % static_cast<std::size_t>(r.kv) < static_cast<std::size_t>(r.kv - r.seq) &&
@@ -1062,6 +1071,13 @@ TEST_F(RuntimeGpu, GemmRopeRowAndBaselineMatchTheGemmThenRope) {
       row("gemm_rope:batch=1,dtype=bf16,head=128,hidden=1032,kv=130,kv_heads=2,"
           "q_heads=8,qk_norm=0,seq=130,theta=500000",
           kWgmma));
+  // The input RMSNorm folded in (rms_norm=1): a wgmma row with ping-pong consumers.
+  constexpr const char* kWgmmaRms =
+      "kernel=wgmma,wg_bm=64,wg_bn=128,wg_stages=6,wg_tiles=2,wg_pingpong=1,wg_staged=1";
+  gr.rows.push_back(
+      row("gemm_rope:batch=2,dtype=bf16,head=128,hidden=1032,kv=100,kv_heads=2,"
+          "q_heads=8,qk_norm=1,rms_norm=1,seq=77,theta=1000000",
+          kWgmmaRms));
   t.ops.push_back(gr);
   const std::string path = write_table(t, "gemm-rope.json");
   std::unique_ptr<rt::Runtime> runtime;
@@ -1079,6 +1095,18 @@ TEST_F(RuntimeGpu, GemmRopeRowAndBaselineMatchTheGemmThenRope) {
   EXPECT_TRUE(wgmma.tuned) << wgmma.why;
   EXPECT_EQ(wgmma.config, kWgmma);
   EXPECT_EQ(wgmma.kernels, std::vector<std::string>{"gemm_wgmma_rope"});
+  rt::Dispatch rms =
+      run_gemm_rope(*runtime, {{2, 77, 100, 8, 2, 128, 1000000, true, true}, 1032}, rng, true);
+  EXPECT_TRUE(rms.tuned) << rms.why;
+  EXPECT_EQ(rms.config, kWgmmaRms);
+  // Its miss: the split form with the RMSNorm kernel first.
+  rt::Dispatch rms_miss =
+      run_gemm_rope(*runtime, {{3, 33, 40, 4, 4, 64, 10000, true, false}, 264}, rng, true);
+  EXPECT_FALSE(rms_miss.tuned) << rms_miss.problem;
+  ASSERT_EQ(rms_miss.kernels.size(), 3u);
+  EXPECT_EQ(rms_miss.kernels[0], "gemm_row_rms");
+  EXPECT_EQ(rms_miss.kernels[1].rfind("cublasLtMatmul", 0), 0u) << rms_miss.kernels[1];
+  EXPECT_EQ(rms_miss.kernels[2], "rope_fused");
   for (const GemmRope& miss : {GemmRope{{5, 1, 1001, 8, 2, 64, 500000, false, false, true}, 520},
                                GemmRope{{2, 33, 33, 4, 4, 128, 10000, true, false}, 264}}) {
     rt::Dispatch d = run_gemm_rope(*runtime, miss, rng);

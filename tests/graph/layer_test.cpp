@@ -256,9 +256,9 @@ TEST(Lowering, AFormNoRegisteredOpImplementsIsUnavailableNotFaked) {
 // norm=gemm: no RMSNorm kernel. The QKV and gate/up GEMMs take the norms (rms_norm=1), o_proj
 // the attention residual (residual=1), and down_proj the MLP's residual: layer 0's as every
 // layer's (it opens the next layer), a later layer listing its own input_residual there, so
-// layers 0 and 1 lower to the same kernels. RoPE in the QKV epilogue has no folded norm
-// (gemm_rope has no rms_norm flag), and without a residual add kernel the separate residual is
-// unavailable too.
+// layers 0 and 1 lower to the same kernels. RoPE in the QKV epilogue takes the input norm as
+// gemm_rope's rms_norm flag, and without a residual add kernel the separate residual is
+// unavailable.
 TEST(Lowering, NormsFoldIntoTheirGemms) {
   const LayerGraph g0 = build_layer(qwen_embedding(), 0, prefill(1, 128));
   const LayerGraph g1 = build_layer(qwen_embedding(), 1, prefill(1, 128));
@@ -298,11 +298,32 @@ TEST(Lowering, NormsFoldIntoTheirGemms) {
   ASSERT_TRUE(k.available()) << k.unavailable;
   EXPECT_EQ(texts(k)[4], "gemm:bias=0,dtype=bf16,k=1024,m=128,n=6144,rms_norm=1");
   EXPECT_EQ(k.kernels[5].problem.op(), "silu_mul");
+  // RoPE in the QKV epilogue folds the input norm too: one gemm_rope with rms_norm=1 over
+  // qkv_proj, the q/k norms, rope and input_norm (six kernels with SiLU * mul its own).
   const Lowering rope =
       lower(g0, grouping("fused", "epilogue", "kernel", "flash", "gemm"), with_new_families);
-  EXPECT_FALSE(rope.available());
-  EXPECT_NE(rope.unavailable.find("op 'gemm_rope' has no flag 'rms_norm'"), std::string::npos)
-      << rope.unavailable;
+  ASSERT_TRUE(rope.available()) << rope.unavailable;
+  ASSERT_EQ(rope.kernels.size(), 6u);
+  EXPECT_EQ(rope.kernels[0].problem.op(), "gemm_rope");
+  EXPECT_EQ(*rope.kernels[0].problem.attr("rms_norm"), "1");
+  EXPECT_EQ(*rope.kernels[0].problem.attr("qk_norm"), "1");
+  EXPECT_EQ(rope.kernels[0].nodes,
+            (std::vector<std::string>{"qkv_proj", "q_norm", "k_norm", "rope", "input_norm"}));
+  // A gemm_rope without the flag cannot take the norm: that grouping is unavailable, and says so.
+  static const OpSignature plain_gemm_rope{
+      .name = "gemm_rope",
+      .sizes = {"batch", "seq", "kv", "q_heads", "kv_heads", "head", "theta", "hidden"},
+      .flags = {"qk_norm"},
+      .dtypes = {"bf16"},
+      .max_size = 1 << 24};
+  const Lowering unfolded = lower(g0, grouping("fused", "epilogue", "kernel", "flash", "gemm"),
+                                  [](std::string_view name) -> const OpSignature* {
+                                    if (name == "gemm_rope") return &plain_gemm_rope;
+                                    return with_new_families(name);
+                                  });
+  EXPECT_FALSE(unfolded.available());
+  EXPECT_NE(unfolded.unavailable.find("op 'gemm_rope' has no flag 'rms_norm'"), std::string::npos)
+      << unfolded.unavailable;
   EXPECT_FALSE(
       lower(g1, grouping("separate", "kernel", "kernel", "flash", "gemm"), with_new_families)
           .available());

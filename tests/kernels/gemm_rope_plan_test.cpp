@@ -197,6 +197,69 @@ TEST(GemmRopePlan, TheSplitFormIsCublasLtsMatmulThenRopeReadingTheWorkspace) {
   EXPECT_TRUE(check_args(*chain).ok());
 }
 
+// rms_norm=1 (the input RMSNorm folded in): the split form runs the weightless RMSNorm kernel
+// first into the workspace behind the product, cuBLASLt reads x's scaled rows there and its own
+// workspace moves behind them; the wgmma kernel compiles the row scale in (every variant builds);
+// the tiled kernel has none, so the space leaves it out and its plan refuses it.
+TEST(GemmRopePlan, RmsNormIsTheSplitFormsFirstStepAndTheWgmmaKernelsRowScale) {
+  const std::string spec = std::string(kQwen) + ",rms_norm=1";
+  const Plan p = planned(spec, gemm_rope_op().baseline_config);
+  const auto* chain = std::get_if<ChainPlan>(&p);
+  ASSERT_NE(chain, nullptr);
+  ASSERT_EQ(chain->steps.size(), 3u);
+  const std::size_t product = (3 * 77 * 4096 * 2 + 255) / 256 * 256,
+                    scaled = (3 * 77 * 1024 * 2 + 255) / 256 * 256;
+  const auto& norm = std::get<LaunchStep>(chain->steps[0]);
+  EXPECT_EQ(norm.kernel, "gemm_row_rms");
+  EXPECT_EQ(norm.grid.x, 3u * 77u);
+  EXPECT_EQ(norm.args, (std::vector<std::string>{"workspace", "a", "rows", "eps"}));
+  EXPECT_EQ(norm.workspace_offset, product);
+  const auto& mm = std::get<LtMatmul>(chain->steps[1]);
+  EXPECT_EQ(mm.a.arg, "workspace");
+  EXPECT_EQ(mm.a.offset, product);
+  EXPECT_EQ(mm.c.arg, "workspace");
+  EXPECT_EQ(mm.c.offset, 0u);
+  EXPECT_EQ(mm.workspace_offset, product + scaled);
+  EXPECT_EQ(chain->workspace_bytes, product + scaled + mm.workspace_bytes);
+  EXPECT_EQ(std::get<LaunchStep>(chain->steps[2]).kernel, "rope_fused");
+  EXPECT_TRUE(has_option(chain->build, "-DROW_RMS_K=1024"));
+  EXPECT_TRUE(check_args(*chain).ok());
+  cuda::Compiler c("sm_90a", "");
+  auto split = c.build(chain->build);
+  ASSERT_TRUE(split.ok()) << split.error().message();
+  EXPECT_TRUE(split->ok) << split->log;
+  EXPECT_EQ(split->lowered_names.count("gemm_row_rms"), 1u);
+  EXPECT_EQ(split->lowered_names.count("rope_fused"), 1u);
+  for (const char* config : {"kernel=wgmma,wg_bm=128,wg_bn=256,wg_stages=2",
+                             "kernel=wgmma,wg_bm=64,wg_bn=128,wg_stages=8,wg_staged=1",
+                             "kernel=wgmma,wg_bm=64,wg_bn=256,wg_stages=4,wg_tiles=2,"
+                             "wg_pingpong=1",
+                             "kernel=wgmma,wg_bm=64,wg_bn=128,wg_stages=4,wg_cluster=2"}) {
+    SCOPED_TRACE(config);
+    const Plan w = planned(spec, config);
+    const auto& kp = std::get<KernelPlan>(w);
+    EXPECT_TRUE(has_option(kp.build, "-DRMS_NORM=1"));
+    EXPECT_EQ(kp.steps.front().args.back(), "eps");
+    auto b = c.build(kp.build);
+    ASSERT_TRUE(b.ok()) << b.error().message();
+    EXPECT_TRUE(b->ok) << b->log;
+  }
+  EXPECT_FALSE(has_option(std::get<KernelPlan>(planned(kQwen,
+                                                       "kernel=wgmma,wg_bm=128,wg_bn=256,"
+                                                       "wg_stages=2"))
+                              .build,
+                          "-DRMS_NORM=1"));
+  auto tiled_plan = plan_gemm_rope(problem(spec), *Config::parse(tiled(64, 256, 32, 2, 2, 3, 8)));
+  ASSERT_FALSE(tiled_plan.ok());
+  EXPECT_NE(tiled_plan.error().message().find("no rms_norm"), std::string::npos);
+  auto space = gemm_rope_op().space(problem(spec));
+  ASSERT_TRUE(space.ok()) << space.error().message();
+  std::size_t n = 0;
+  for (auto e = space->enumerate(); auto pt = e.next(); ++n)
+    EXPECT_NE(space->config(*pt).get("kernel")->as_word(), "tiled");
+  EXPECT_GT(n, 100u);
+}
+
 TEST(GemmRopePlan, TheTiledFormIsOneLaunchOfTheGemmWithTheRopeEpilogue) {
   const std::string config = tiled(64, 256, 32, 2, 2, 3, 8);
   const Plan p = planned(kQwen, config);

@@ -505,8 +505,13 @@ std::unique_ptr<SimProblem> make_gemm_rope(const OpSignature& op) {
       const double gemm = std::max((weights + qkv) / (kDramBytesPerUs * 0.8),
                                    2 * m * n * k / (kSms * kPeakFlopsPerSm * 1e-6 * 0.7));
       const double rope = 2 * qkv / (kDramBytesPerUs * 0.6);
-      return (2 * kLaunchUs + gemm + rope) * rugged(prob, c, 0.03);
+      // rms_norm: an RMSNorm kernel first, reading x and writing it scaled.
+      const double norm =
+          prob.flag("rms_norm") ? kLaunchUs + 2 * m * k * 2 / (kDramBytesPerUs * 0.6) : 0.0;
+      return (2 * kLaunchUs + norm + gemm + rope) * rugged(prob, c, 0.03);
     }
+    // rms_norm folded in: the squares summed beside the MMAs (a few percent, as gemm's).
+    const double fold = prob.flag("rms_norm") ? 1.04 : 1.0;
     const double epilogue = qkv / (kDramBytesPerUs * 0.7) + 0.3;
     if (c.get("kernel")->as_word() == "wgmma") {
       // The TMA-fed warpgroup MMA: a consumer warpgroup per 64 rows, 64-wide K tiles, its loads
@@ -514,7 +519,7 @@ std::unique_ptr<SimProblem> make_gemm_rope(const OpSignature& op) {
       const double bm = knob(c, "wg_bm");
       const double t =
           tiled_gemm_us(m, n, k, bm, knob(c, "wg_bn"), 64, 4 * bm / 64, knob(c, "wg_stages"), 1);
-      return (kLaunchUs + 0.8 * t + epilogue) * rugged(prob, c, 0.04);
+      return (kLaunchUs + 0.8 * t * fold + epilogue) * rugged(prob, c, 0.04);
     }
     const double t = tiled_gemm_us(m, n, k, knob(c, "tl_bm"), knob(c, "tl_bn"), knob(c, "tl_bk"),
                                    knob(c, "tl_wm") * knob(c, "tl_wn"), knob(c, "tl_stages"), 1);

@@ -83,16 +83,6 @@ class GemmFamily final : public OpFamily {
   Status reference(CudaEnv& env, const GemmShape& s) {
     ATTUNE_TRY(data_.product.run(env, s, data_.a.ptr(), data_.b.ptr(), data_.bias.ptr()));
     int fmt_id = s.bf16 ? 0 : 1;
-    if (s.rms_norm) {
-      ATTUNE_ASSIGN(CUfunction scale, reference_function(env, kGemmRefSource, "gemm_ref.cu",
-                                                         "row_rms_scale_ref", gemm_op().name));
-      CUdeviceptr c = data_.product.ref(), a = data_.a.ptr();
-      int n = static_cast<int>(s.n), k = static_cast<int>(s.k);
-      double eps = kRmsnormEps;
-      void* args[] = {&c, &a, &n, &k, &fmt_id, &eps};
-      ATTUNE_CU(cuLaunchKernel(scale, static_cast<unsigned>(s.m), 1, 1, 256, 1, 1, 0, env.stream(),
-                               args, nullptr));
-    }
     const unsigned long long count = static_cast<unsigned long long>(s.m * s.out_n());
     if (s.silu_mul) {
       ATTUNE_ASSIGN(CUfunction act, reference_function(env, kGemmRefSource, "gemm_ref.cu",

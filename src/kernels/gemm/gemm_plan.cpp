@@ -22,6 +22,22 @@ extern const char* const kGemmWgmmaSource;
 extern const char* const kWgmmaHeader;
 extern const char* const kGemmStoreHeader;
 extern const char* const kGemmSplitSource;
+extern const char* const kRowRmsHeader;
+
+std::pair<std::string, std::string> row_rms_header() {
+  return {"attune_row_rms.cuh", kRowRmsHeader};
+}
+
+std::string row_rms_define(std::int64_t k) {
+  return fmt::format("-DROW_RMS_K={}", k);
+}
+
+LaunchStep row_rms_step(std::int64_t m, std::size_t offset) {
+  LaunchStep norm{
+      "gemm_row_rms", {static_cast<unsigned>(m)}, {128}, 0, {"workspace", "a", "rows", "eps"}};
+  norm.workspace_offset = offset;
+  return norm;
+}
 
 namespace {
 
@@ -82,19 +98,13 @@ Result<Plan> plan_lt_rms_norm(const GemmShape& s) {
   auto round = [](std::size_t b) { return (b + 255) / 256 * 256; };
   const std::size_t product = s.silu_mul ? round(static_cast<std::size_t>(s.m * s.n) * 2) : 0;
   const std::size_t scaled = round(static_cast<std::size_t>(s.m * s.k) * 2);
-  std::int64_t vec = 8;
-  while (s.k % vec != 0) vec /= 2;
   ChainPlan p;
   p.build.source = kGemmSplitSource;
   p.build.source_name = "gemm_split.cu";
-  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)), fmt::format("-DK={}", s.k),
-                     fmt::format("-DVEC={}", vec)};
+  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)), row_rms_define(s.k)};
   p.build.name_expressions = {"gemm_row_rms"};
-  p.build.headers = {launch_header()};
-  LaunchStep norm{
-      "gemm_row_rms", {static_cast<unsigned>(s.m)}, {128}, 0, {"workspace", "a", "rows", "eps"}};
-  norm.workspace_offset = product;
-  p.steps.push_back(std::move(norm));
+  p.build.headers = {launch_header(), row_rms_header()};
+  p.steps.push_back(row_rms_step(s.m, product));
   std::size_t unused = 0;
   LtMatmul mm = workspace_product(s.m, s.n, s.k, s.bf16, &unused);
   mm.a = {"workspace", product, 0};

@@ -34,6 +34,21 @@ Status GemmReference::prepare(cublasLtHandle_t lt, const GemmShape& s, std::stri
 
 Status GemmReference::run(cuda::CudaEnv& env, const GemmShape& s, CUdeviceptr a, CUdeviceptr b,
                           CUdeviceptr bias) {
+  ATTUNE_TRY(run_product(env, s, a, b, bias));
+  if (!s.rms_norm) return Status::success();
+  ATTUNE_ASSIGN(CUfunction scale,
+                reference_function(env, kGemmRefSource, "gemm_ref.cu", "row_rms_scale_ref", op_));
+  CUdeviceptr c = ref_.ptr();
+  int n = static_cast<int>(s.n), k = static_cast<int>(s.k), fmt_id = s.bf16 ? 0 : 1;
+  double eps = kRmsnormEps;
+  void* args[] = {&c, &a, &n, &k, &fmt_id, &eps};
+  ATTUNE_CU(cuLaunchKernel(scale, static_cast<unsigned>(s.m), 1, 1, 256, 1, 1, 0, env.stream(),
+                           args, nullptr));
+  return Status::success();
+}
+
+Status GemmReference::run_product(cuda::CudaEnv& env, const GemmShape& s, CUdeviceptr a,
+                                  CUdeviceptr b, CUdeviceptr bias) {
   int fmt_id = s.bf16 ? 0 : 1, has_bias = s.bias ? 1 : 0;
   CUdeviceptr ref = ref_.ptr();
   if (!lt_ref_) {

@@ -21,13 +21,17 @@ class GemmReference {
   // Buffers (and cuBLASLt's descriptors, above the float64 kernel's size) for shape s; `op` names
   // the family in errors.
   Status prepare(cublasLtHandle_t lt, const GemmShape& s, std::string op);
-  // Enqueues the product of a, b (and bias, when s.bias) into ref().
+  // Enqueues the product of a, b (and bias, when s.bias) into ref(); under s.rms_norm each row
+  // of it then scaled by 1 / sqrt(mean(a's row^2) + kRmsnormEps).
   Status run(cuda::CudaEnv& env, const GemmShape& s, CUdeviceptr a, CUdeviceptr b,
              CUdeviceptr bias);
   // [m, n] float64.
   CUdeviceptr ref() const { return ref_.ptr(); }
 
  private:
+  Status run_product(cuda::CudaEnv& env, const GemmShape& s, CUdeviceptr a, CUdeviceptr b,
+                     CUdeviceptr bias);
+
   cublasLtHandle_t lt_ = nullptr;
   std::string op_;
   cuda::DeviceBuffer ref_, ref32_, workspace_;

@@ -30,7 +30,9 @@
 //                   thread stores its accumulators' pairs straight to global memory
 //   BIAS            1: add bias[n]
 //   RMS_NORM        1 (SPLIT 1): C's row i is scaled by 1 / sqrt(mean_k A[i,k]^2 + eps) (gemm
-//                   rms_norm=1: an RMSNorm folded into the GEMM, its weight into B). The sums of
+//                   and gemm_rope rms_norm=1: an RMSNorm folded into the GEMM, its weight into
+//                   B; under ROPE before the q/k norm and the rotation, eps shared with QK_NORM's,
+//                   both 1e-6). The sums of
 //                   squares come from the tensor cores: each k-tile, the consumer also multiplies
 //                   its 64 rows of the A tile by themselves (wgmma m64n64k16, the A tile as both
 //                   operands: it is K-major as B is), in the same commit group as the tile's MMAs,
@@ -154,8 +156,7 @@ static_assert(BN % HEAD == 0 && N == kHeads * HEAD, "a block tile holds whole he
 #endif
 static_assert(!ROPE_STAGED || ROPE, "ROPE_STAGED is the RoPE epilogue's");
 static_assert(!RMS_NORM || SPLIT == 1, "a row's squares are summed over the whole of K");
-static_assert(!(ROPE && (RMS_NORM || RESIDUAL)),
-              "the RoPE epilogue takes no row scale or residual");
+static_assert(!(ROPE && RESIDUAL), "the RoPE epilogue takes no residual");
 static_assert(!(RESIDUAL && SILU_MUL), "a residual adds to a projection, not to SiLU * mul");
 
 }  // namespace

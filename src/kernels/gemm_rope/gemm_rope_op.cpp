@@ -4,8 +4,10 @@
 // optional per-head q/k RMSNorm, the rotation of q and k heads at positions kv - seq .. kv - 1, q
 // written [batch, q_heads, seq, head], k and v into the caches [batch, kv_heads, kv, head]),
 // with qkv never written to memory: the fused kernel rotates its fp32 accumulators. Flags as
-// rope's (qk_norm; optional llama3_scaling). Its baseline is the split form a user without the
-// fusion runs: cuBLASLt's matmul into a buffer, then a RoPE kernel.
+// rope's (qk_norm; optional llama3_scaling), and optional rms_norm as gemm's: x's rows scaled by
+// their reciprocal RMS (eps 1e-6) before the projection, the input RMSNorm folded in (its weight
+// into W's columns, by the caller). Its baseline is the split form a user without the fusion runs:
+// (under rms_norm an RMSNorm kernel,) cuBLASLt's matmul into a buffer, then a RoPE kernel.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -37,7 +39,7 @@ Status check_gemm_rope(const Problem& p) {
 // split baseline is one config.
 Result<Space> gemm_rope_space(const Problem& p) {
   const std::int64_t head = *p.int_attr("head"), m = *p.int_attr("batch") * *p.int_attr("seq");
-  const bool qk_norm = p.flag("qk_norm");
+  const bool qk_norm = p.flag("qk_norm"), rms_norm = p.flag("rms_norm");
   auto tiled = [](const Assignment& a) { return a["kernel"].as_word() == "tiled"; };
   auto wgmma = [](const Assignment& a) { return a["kernel"].as_word() == "wgmma"; };
   auto in_place = [](const char* name, std::vector<Value> options) {
@@ -47,7 +49,10 @@ Result<Space> gemm_rope_space(const Problem& p) {
   std::vector<Constraint> constraints = gemm_tiled_constraints(m);
   constraints.insert(
       constraints.end(),
-      {{"kernel=tiled: a block tile holds whole heads (tl_bn a multiple of head)",
+      {{"rms_norm=1: the split form or kernel=wgmma (the tiled kernel has no row scale)",
+        {"kernel"},
+        [tiled, rms_norm](const Assignment& a) { return !rms_norm || !tiled(a); }},
+       {"kernel=tiled: a block tile holds whole heads (tl_bn a multiple of head)",
         {"kernel", "tl_bn"},
         [tiled, head](const Assignment& a) { return !tiled(a) || a.i("tl_bn") % head == 0; }},
        {"kernel=tiled: the pipeline, and the fp32 tile the epilogue rotates in the same memory, "
@@ -132,7 +137,7 @@ const OpSignature& gemm_rope_op() {
       .name = "gemm_rope",
       .sizes = {"batch", "seq", "kv", "q_heads", "kv_heads", "head", "theta", "hidden"},
       .flags = {"qk_norm"},
-      .optional_flags = {"llama3_scaling"},
+      .optional_flags = {"llama3_scaling", "rms_norm"},
       .dtypes = {"bf16", "fp16"},
       // theta is a size, as rope's.
       .max_size = 1 << 24,

@@ -32,6 +32,9 @@ Problem rope_problem(const GemmRopeShape& s) {
 
 // The split form: qkv = x . W^T by cuBLASLt (its own algorithm) into the workspace, then rope's
 // fused kernel with a head's pairs over one warp's lanes, four heads per block, reading qkv there.
+// Under rms_norm=1 an RMSNorm kernel (attune_row_rms.cuh, built with rope's source) first writes
+// the scaled x behind the product, where the matmul reads it. Workspace: [qkv | scaled x, under
+// rms_norm | cuBLASLt's].
 Result<Plan> plan_split(const GemmRopeShape& s) {
   const RopeShape& r = s.rope;
   const std::int64_t groups = std::min<std::int64_t>(4, r.heads());
@@ -42,7 +45,20 @@ Result<Plan> plan_split(const GemmRopeShape& s) {
   KernelPlan& k = std::get<KernelPlan>(rope_plan);
   ChainPlan p;
   p.build = k.build;
-  p.steps.push_back(workspace_product(s.m(), s.n(), s.hidden, r.bf16, &p.workspace_bytes));
+  LtMatmul product = workspace_product(s.m(), s.n(), s.hidden, r.bf16, &p.workspace_bytes);
+  if (s.rms_norm) {
+    // The scaled x goes where cuBLASLt's workspace began, which moves behind it.
+    const std::size_t scaled = static_cast<std::size_t>(s.m() * s.hidden) * 2;
+    const std::size_t at = product.workspace_offset;
+    p.build.options.push_back(row_rms_define(s.hidden));
+    p.build.headers.push_back(row_rms_header());
+    p.build.name_expressions.push_back("gemm_row_rms");
+    p.steps.push_back(row_rms_step(s.m(), at));
+    product.a = {"workspace", at, 0};
+    product.workspace_offset = (at + scaled + 255) / 256 * 256;
+    p.workspace_bytes = product.workspace_offset + product.workspace_bytes;
+  }
+  p.steps.push_back(std::move(product));
   LaunchStep rotate = k.steps.front();
   for (std::string& arg : rotate.args)
     if (arg == "qkv") arg = "workspace";  // the product cuBLASLt wrote
@@ -73,6 +89,11 @@ Result<Plan> plan_tiled_rope(const GemmRopeShape& s, const Config& c) {
         "gemm_rope config '{}': kernel=tiled needs tl_bn a multiple of head ({}) and at most {} "
         "bytes of shared memory ({})",
         c.text(), s.rope.head, kMaxBlockSharedBytes, smem));
+  if (s.rms_norm)
+    return Error::invalid_argument(fmt::format(
+        "gemm_rope config '{}': kernel=tiled has no rms_norm (the wgmma kernel's and the split "
+        "form's)",
+        c.text()));
   GemmShape g{s.m(), s.n(), s.hidden, s.rope.bf16, false, false};
   KernelPlan p = gemm_tiled_plan(g, t);
   add_rope_epilogue(p, s, "gemm_tiled_rope",
@@ -100,6 +121,7 @@ Result<Plan> plan_wgmma_rope(const GemmRopeShape& s, const Config& c) {
         "stores the heads itself), and at most {} bytes of shared memory ({})",
         c.text(), s.rope.head, kMaxBlockSharedBytes, smem));
   GemmShape g{s.m(), s.n(), s.hidden, s.rope.bf16, false, false};
+  g.rms_norm = s.rms_norm;  // -DRMS_NORM=1: the rows' scale before the RoPE epilogue
   KernelPlan p = gemm_wgmma_plan(g, t);
   p.build.options.push_back(fmt::format("-DROPE_STAGED={}", staged));
   add_rope_epilogue(
@@ -117,7 +139,7 @@ Result<GemmRopeShape> gemm_rope_shape(const Problem& p) {
   if (hidden <= 0 || hidden % 8 != 0)
     return Error::invalid_argument("gemm_rope problem " + p.text() +
                                    ": hidden must be a positive multiple of 8");
-  return GemmRopeShape{r, hidden};
+  return GemmRopeShape{r, hidden, p.flag("rms_norm")};
 }
 
 Result<Plan> plan_gemm_rope(const Problem& problem, const Config& config) {

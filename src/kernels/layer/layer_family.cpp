@@ -128,14 +128,16 @@ Status wire(Ready& r, std::string* stream) {
     bind(&PlanArgs::v, "v_cache", n(s.batch, s.kv_heads, s.kv, s.head));
     return Status::success();
   }
-  if (op == "gemm_rope") {  // the QKV projection of xn, rotated into q and the caches
+  // The QKV projection of xn (with the input RMSNorm folded in, rms_norm=1: of the residual
+  // stream), rotated into q and the caches.
+  if (op == "gemm_rope") {
     ATTUNE_ASSIGN(GemmRopeShape g, gemm_rope_shape(p));
     const RopeShape& s = g.rope;
     a.rows = static_cast<int>(s.tokens());
     a.seq = static_cast<int>(s.seq);
     a.kv = static_cast<int>(s.kv);
     a.eps = static_cast<float>(kRopeNormEps);
-    bind(&PlanArgs::a, "xn", n(g.m(), g.hidden));
+    bind(&PlanArgs::a, g.rms_norm ? *stream : "xn", n(g.m(), g.hidden));
     bind(&PlanArgs::b, "weight.qkv_proj", n(g.n(), g.hidden));
     bind(&PlanArgs::q_norm, "weight.q_norm", n(s.head));
     bind(&PlanArgs::k_norm, "weight.k_norm", n(s.head));

@@ -9,6 +9,7 @@
 //                     LLAMA3_HIGH and LLAMA3_ORIGINAL (rope_scaling's four values)
 //   VEC, HEAD_GROUPS, TOKENS   the fused kernel's (absent for the chain's kernels); its head
 //                              blocks are the grid's y
+//   ROW_RMS_K         gemm_rope rms_norm=1's split form: gemm_row_rms (attune_row_rms.cuh) too
 // Token `token` = b * seq + s sits at position pos = kv - seq + s; pair (i, i + HEAD / 2) of a q or
 // k head is rotated by pos * theta^(-2i / HEAD). q goes to [batch, Q_HEADS, seq, HEAD], k and v
 // to the caches [batch, KV_HEADS, kv, HEAD] at row pos; no other cache row is touched.
@@ -18,6 +19,10 @@
 #include "attune_launch.cuh"  // attune_grid_dependency
 
 #include "attune_rope.cuh"  // kHalf, kHeads, kQk, inv_freq, head_dst
+#ifdef ROW_RMS_K
+// gemm_rope rms_norm=1's split form: the RMSNorm of x before cuBLASLt's matmul.
+#include "attune_row_rms.cuh"  // gemm_row_rms
+#endif
 
 #ifdef VEC
 

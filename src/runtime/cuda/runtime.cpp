@@ -139,7 +139,8 @@ Status Runtime::open(const std::string& table_path, std::unique_ptr<Runtime>* ou
         std::tuple{"rope", "qk_norm", &impl->rope_norm_bit},
         std::tuple{"rope", "llama3_scaling", &impl->rope_llama3_bit},
         std::tuple{"gemm_rope", "qk_norm", &impl->gemm_rope_norm_bit},
-        std::tuple{"gemm_rope", "llama3_scaling", &impl->gemm_rope_llama3_bit}}) {
+        std::tuple{"gemm_rope", "llama3_scaling", &impl->gemm_rope_llama3_bit},
+        std::tuple{"gemm_rope", "rms_norm", &impl->gemm_rope_rms_norm_bit}}) {
     auto b = runtime::flag_bit(op, flag);
     if (!b) return to_status(b.error(), Code::kUnsupported);
     *bit = *b;
@@ -416,7 +417,7 @@ Status Runtime::Impl::gemm_rope(std::int64_t batch, std::int64_t seq, std::int64
                                 std::int64_t theta, std::int64_t hidden, DType dtype, void* q,
                                 void* k_cache, void* v_cache, const void* x, const void* w,
                                 const void* q_norm, const void* k_norm, RopeScaling scaling,
-                                void* stream, const DispatchRecord** record) {
+                                bool rms_norm, void* stream, const DispatchRecord** record) {
   // As rope: the op's joint rules at a shape's first call, the per-call ones here.
   for (std::int64_t size : {batch, seq, kv, q_heads, kv_heads, head, theta, hidden})
     if (!size_ok(size))
@@ -440,6 +441,7 @@ Status Runtime::Impl::gemm_rope(std::int64_t batch, std::int64_t seq, std::int64
       !aligned16(w) || !aligned16(q_norm) || !aligned16(k_norm))
     return invalid(
         "gemm_rope: q, k_cache, v_cache, x, w, q_norm and k_norm must be 16-byte aligned");
+  if (rms_norm) flags = static_cast<std::uint8_t>(flags | gemm_rope_rms_norm_bit);
   const ShapeKey key{gemm_rope_kind,
                      dtype_of(dtype),
                      flags,
@@ -570,10 +572,24 @@ Status Runtime::gemm_rope(std::int64_t batch, std::int64_t seq, std::int64_t kv,
                           void* k_cache, void* v_cache, const void* x, const void* w,
                           const void* q_norm, const void* k_norm, RopeScaling scaling, void* stream,
                           const Dispatch** dispatched) {
+  return gemm_rope(batch, seq, kv, q_heads, kv_heads, head, theta, hidden, dtype, q, k_cache,
+                   v_cache, x, w, q_norm, k_norm, scaling, GemmFusion{}, stream, dispatched);
+}
+
+Status Runtime::gemm_rope(std::int64_t batch, std::int64_t seq, std::int64_t kv,
+                          std::int64_t q_heads, std::int64_t kv_heads, std::int64_t head,
+                          std::int64_t theta, std::int64_t hidden, DType dtype, void* q,
+                          void* k_cache, void* v_cache, const void* x, const void* w,
+                          const void* q_norm, const void* k_norm, RopeScaling scaling,
+                          const GemmFusion& fusion, void* stream, const Dispatch** dispatched) {
+  if (fusion.residual || fusion.silu_mul)
+    return invalid(
+        "gemm_rope: of GemmFusion only rms_norm (the RoPE epilogue writes q and the caches: no "
+        "residual or SiLU * mul)");
   const DispatchRecord* rec = nullptr;
-  Status s =
-      impl_->gemm_rope(batch, seq, kv, q_heads, kv_heads, head, theta, hidden, dtype, q, k_cache,
-                       v_cache, x, w, q_norm, k_norm, scaling, stream, dispatched ? &rec : nullptr);
+  Status s = impl_->gemm_rope(batch, seq, kv, q_heads, kv_heads, head, theta, hidden, dtype, q,
+                              k_cache, v_cache, x, w, q_norm, k_norm, scaling, fusion.rms_norm,
+                              stream, dispatched ? &rec : nullptr);
   if (dispatched) *dispatched = rec ? &rec->cpp : nullptr;
   return s;
 }
@@ -762,12 +778,13 @@ Status Runtime::Impl::time(const Problem& problem, Timing* out, const DispatchRe
       const DType dt = s.bf16 ? DType::kBf16 : DType::kFp16;
       const RopeScaling scaling = s.llama3_scaling ? RopeScaling::kLlama3 : RopeScaling::kPlain;
       const std::int64_t hidden = g.hidden;
+      const Runtime::GemmFusion f{g.rms_norm, nullptr, false};
       call = [=, this](CUstream st) {
         return self->gemm_rope(s.batch, s.seq, s.kv, s.q_heads, s.kv_heads, s.head, s.theta, hidden,
                                dt, reinterpret_cast<void*>(b.q), reinterpret_cast<void*>(b.k),
                                reinterpret_cast<void*>(b.v), reinterpret_cast<void*>(x),
                                reinterpret_cast<void*>(w), reinterpret_cast<void*>(b.q_norm),
-                               reinterpret_cast<void*>(b.k_norm), scaling, st);
+                               reinterpret_cast<void*>(b.k_norm), scaling, f, st);
       };
     } else if (silu_mul_op) {
       ATTUNE_ASSIGN(kernels::SiluMulShape s, kernels::silu_mul_shape(problem));

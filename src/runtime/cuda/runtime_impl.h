@@ -24,6 +24,7 @@ struct Runtime::Impl {
   std::uint8_t gemm_rms_norm_bit = 0, gemm_residual_bit = 0;
   std::uint8_t rope_norm_bit = 0, rope_llama3_bit = 0;            // of rope's
   std::uint8_t gemm_rope_norm_bit = 0, gemm_rope_llama3_bit = 0;  // and of gemm_rope's
+  std::uint8_t gemm_rope_rms_norm_bit = 0;
 
   // The calls behind the public entry points; *record (when given) receives what ran.
   Status gemm(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const void* a,
@@ -48,7 +49,8 @@ struct Runtime::Impl {
                    std::int64_t kv_heads, std::int64_t head, std::int64_t theta,
                    std::int64_t hidden, DType dtype, void* q, void* k_cache, void* v_cache,
                    const void* x, const void* w, const void* q_norm, const void* k_norm,
-                   RopeScaling scaling, void* stream, const runtime::DispatchRecord** record);
+                   RopeScaling scaling, bool rms_norm, void* stream,
+                   const runtime::DispatchRecord** record);
   Status gemm_silu_mul(std::int64_t m, std::int64_t inter, std::int64_t k, DType dtype,
                        const void* a, const void* w, void* c, void* stream,
                        const runtime::DispatchRecord** record);
