@@ -94,6 +94,33 @@ int rope_c(const char* what, attune_rt* rt, int64_t batch, int64_t seq, int64_t 
   });
 }
 
+// attune_rt_gemm_rope and attune_rt_gemm_rope_fused, their errors naming `fn`.
+int gemm_rope_c(const char* fn, attune_rt* rt, int64_t batch, int64_t seq, int64_t kv,
+                int64_t q_heads, int64_t kv_heads, int64_t head, int64_t theta, int64_t hidden,
+                int dtype, void* q, void* k_cache, void* v_cache, const void* x, const void* w,
+                const void* q_norm, const void* k_norm, int scaling, int rms_norm, void* stream,
+                const attune_rt_dispatch** dispatched) {
+  return guarded([&]() -> int {
+    const std::string name = fn;
+    if (!rt) return fail(Code::kInvalidArgument, name + ": rt is null");
+    if (!dtype_ok(dtype))
+      return fail(Code::kInvalidArgument,
+                  name + ": dtype must be ATTUNE_RT_BF16 or ATTUNE_RT_FP16");
+    if (scaling != ATTUNE_RT_ROPE_PLAIN && scaling != ATTUNE_RT_ROPE_LLAMA3)
+      return fail(Code::kInvalidArgument,
+                  name + ": scaling must be ATTUNE_RT_ROPE_PLAIN or ATTUNE_RT_ROPE_LLAMA3");
+    if (rms_norm != 0 && rms_norm != 1)
+      return fail(Code::kInvalidArgument, name + ": rms_norm is 0 or 1");
+    const attune::runtime::DispatchRecord* rec = nullptr;
+    Status s = rt->runtime->impl().gemm_rope(
+        batch, seq, kv, q_heads, kv_heads, head, theta, hidden, static_cast<DType>(dtype), q,
+        k_cache, v_cache, x, w, q_norm, k_norm, static_cast<attune::rt::RopeScaling>(scaling),
+        rms_norm == 1, stream, dispatched ? &rec : nullptr);
+    if (dispatched) *dispatched = rec ? &rec->c : nullptr;
+    return done(s);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -268,23 +295,9 @@ ATTUNE_RT_API int attune_rt_gemm_rope(attune_rt* rt, int64_t batch, int64_t seq,
                                       void* k_cache, void* v_cache, const void* x, const void* w,
                                       const void* q_norm, const void* k_norm, int scaling,
                                       void* stream, const attune_rt_dispatch** dispatched) {
-  return guarded([&]() -> int {
-    if (!rt) return fail(Code::kInvalidArgument, "attune_rt_gemm_rope: rt is null");
-    if (!dtype_ok(dtype))
-      return fail(Code::kInvalidArgument,
-                  "attune_rt_gemm_rope: dtype must be ATTUNE_RT_BF16 or ATTUNE_RT_FP16");
-    if (scaling != ATTUNE_RT_ROPE_PLAIN && scaling != ATTUNE_RT_ROPE_LLAMA3)
-      return fail(Code::kInvalidArgument,
-                  "attune_rt_gemm_rope: scaling must be ATTUNE_RT_ROPE_PLAIN or "
-                  "ATTUNE_RT_ROPE_LLAMA3");
-    const attune::runtime::DispatchRecord* rec = nullptr;
-    Status s = rt->runtime->impl().gemm_rope(
-        batch, seq, kv, q_heads, kv_heads, head, theta, hidden, static_cast<DType>(dtype), q,
-        k_cache, v_cache, x, w, q_norm, k_norm, static_cast<attune::rt::RopeScaling>(scaling),
-        false, stream, dispatched ? &rec : nullptr);
-    if (dispatched) *dispatched = rec ? &rec->c : nullptr;
-    return done(s);
-  });
+  return gemm_rope_c("attune_rt_gemm_rope", rt, batch, seq, kv, q_heads, kv_heads, head, theta,
+                     hidden, dtype, q, k_cache, v_cache, x, w, q_norm, k_norm, scaling, 0, stream,
+                     dispatched);
 }
 
 ATTUNE_RT_API int attune_rt_gemm_rope_fused(attune_rt* rt, int64_t batch, int64_t seq, int64_t kv,
@@ -294,25 +307,9 @@ ATTUNE_RT_API int attune_rt_gemm_rope_fused(attune_rt* rt, int64_t batch, int64_
                                             const void* w, const void* q_norm, const void* k_norm,
                                             int scaling, int rms_norm, void* stream,
                                             const attune_rt_dispatch** dispatched) {
-  return guarded([&]() -> int {
-    if (!rt) return fail(Code::kInvalidArgument, "attune_rt_gemm_rope_fused: rt is null");
-    if (!dtype_ok(dtype))
-      return fail(Code::kInvalidArgument,
-                  "attune_rt_gemm_rope_fused: dtype must be ATTUNE_RT_BF16 or ATTUNE_RT_FP16");
-    if (scaling != ATTUNE_RT_ROPE_PLAIN && scaling != ATTUNE_RT_ROPE_LLAMA3)
-      return fail(Code::kInvalidArgument,
-                  "attune_rt_gemm_rope_fused: scaling must be ATTUNE_RT_ROPE_PLAIN or "
-                  "ATTUNE_RT_ROPE_LLAMA3");
-    if (rms_norm != 0 && rms_norm != 1)
-      return fail(Code::kInvalidArgument, "attune_rt_gemm_rope_fused: rms_norm is 0 or 1");
-    const attune::runtime::DispatchRecord* rec = nullptr;
-    Status s = rt->runtime->impl().gemm_rope(
-        batch, seq, kv, q_heads, kv_heads, head, theta, hidden, static_cast<DType>(dtype), q,
-        k_cache, v_cache, x, w, q_norm, k_norm, static_cast<attune::rt::RopeScaling>(scaling),
-        rms_norm == 1, stream, dispatched ? &rec : nullptr);
-    if (dispatched) *dispatched = rec ? &rec->c : nullptr;
-    return done(s);
-  });
+  return gemm_rope_c("attune_rt_gemm_rope_fused", rt, batch, seq, kv, q_heads, kv_heads, head,
+                     theta, hidden, dtype, q, k_cache, v_cache, x, w, q_norm, k_norm, scaling,
+                     rms_norm, stream, dispatched);
 }
 
 ATTUNE_RT_API int attune_rt_silu_mul(attune_rt* rt, int64_t rows, int64_t inter, int dtype, void* y,
