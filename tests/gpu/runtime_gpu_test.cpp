@@ -10,12 +10,15 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "attune/runtime.h"
 #include "attune/runtime_c.h"
@@ -234,6 +237,54 @@ class RuntimeGpu : public ::testing::Test {
   DeviceFingerprint device_;
   fs::path dir_;
 };
+
+// A tuned cuBLASLt row binds to the algorithm the tuner measured: `attune tune` walks cuBLASLt's
+// heuristic algorithms (lt_algo) on a skinny shape, where they differ, and records the variant
+// each chose (its report's best carries cuBLASLt's own description); the runtime, given a row
+// with the best's config, must dispatch the same variant (its dispatch record, the same text).
+// lt_algo is a rank in cuBLASLt's heuristic list, so this fails if the list differs between the
+// tuner's process and the runtime's.
+TEST_F(RuntimeGpu, ACublasLtRowRunsTheAlgorithmTheTunerMeasured) {
+  const char* bin = std::getenv("ATTUNE_BIN");
+  const std::string attune = bin ? bin : ATTUNE_BINARY;
+  if (attune.empty()) GTEST_SKIP() << "no attune binary (ATTUNE_BIN)";
+  const std::string problem = "gemm:bias=0,dtype=bf16,k=4096,m=8,n=6144";
+  const std::string db = (dir_ / "lt.db").string();
+  const std::string cmd = "'" + attune + "' --json --db '" + db + "' tune --problem '" + problem +
+                          "' --pin kernel=cublaslt --pin lt_split=0 --pin lt_tile=0 --strategy "
+                          "grid --patience 0 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  ASSERT_EQ(WEXITSTATUS(pclose(p)), 0) << out;
+  const auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << out;
+  const auto& best = j["problems"][0]["best"];
+  ASSERT_TRUE(best.is_object()) << out;
+  const std::string config = best["config"].get<std::string>();
+  const std::string measured = best.value("message", "");
+  EXPECT_EQ(measured.rfind("cublasLtMatmul algo=", 0), 0u) << measured;
+  std::cout << "tuner: " << config << ": " << measured << "\n";
+
+  table::Table t;
+  t.attune_version = "gpu-test";
+  t.device = device_;
+  table::OpTable g{"gemm", "bf16", {}, {}};
+  g.rows.push_back(row(problem, config));
+  t.ops.push_back(g);
+  std::unique_ptr<rt::Runtime> runtime;
+  rt::Status s = rt::Runtime::open(write_table(t, "lt.json"), &runtime);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::mt19937 rng(77);
+  rt::Dispatch d = run_gemm(*runtime, {8, 6144, 4096, true, false}, rng);
+  EXPECT_TRUE(d.tuned) << d.why;
+  EXPECT_EQ(d.config, config);
+  ASSERT_EQ(d.kernels.size(), 1u);
+  std::cout << "runtime: " << d.kernels[0] << "\n";
+  EXPECT_EQ(d.kernels[0], measured);
+}
 
 TEST_F(RuntimeGpu, RowsRunTheirConfigsAndMissesRunTheBaseline) {
   const std::string path = write_table(hand_made(device_), "table.json");

@@ -6,6 +6,28 @@
 
 namespace attune::kernels {
 
+std::string lt_description(const cublasLtMatmulAlgo_t& algo) {
+  // Each attribute read with its own size (cuBLASLt refuses another): 32 bits, the inner and
+  // cluster shapes 16; a refused read leaves 0.
+  auto get = [&algo]<typename V>(cublasLtMatmulAlgoConfigAttributes_t attr, V v) {
+    size_t written = 0;
+    cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof v, &written);
+    return v;
+  };
+  return fmt::format(
+      "cublasLtMatmul algo={} tile={} stages={} split_k={} reduction={} swizzle={} custom={} "
+      "inner={} cluster={}",
+      get(CUBLASLT_ALGO_CONFIG_ID, std::int32_t{}),
+      get(CUBLASLT_ALGO_CONFIG_TILE_ID, std::uint32_t{}),
+      get(CUBLASLT_ALGO_CONFIG_STAGES_ID, std::uint32_t{}),
+      get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM, std::int32_t{}),
+      get(CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, std::uint32_t{}),
+      get(CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, std::uint32_t{}),
+      get(CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, std::uint32_t{}),
+      get(CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, std::uint16_t{}),
+      get(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, std::uint16_t{}));
+}
+
 cudaDataType_t lt_type(bool bf16) {
   return bf16 ? CUDA_R_16BF : CUDA_R_16F;
 }

@@ -54,4 +54,10 @@ cublasStatus_t lt_matmul(cublasLtHandle_t handle, const LtProblem& lt,
 
 cudaDataType_t lt_type(bool bf16);
 
+// cuBLASLt's own names for an algorithm: its id and the configuration that makes it one variant
+// (tile, stages, split-K, reduction scheme, CTA swizzling, custom option, cluster shape), as the
+// tuner records a cuBLASLt candidate's outcome and libattune-rt's dispatch record shows what ran:
+// the same text in both means the row binds to the variant that was measured.
+std::string lt_description(const cublasLtMatmulAlgo_t& algo);
+
 }  // namespace attune::kernels

@@ -15,23 +15,6 @@ namespace {
 
 std::atomic<std::uint64_t> g_generation{0};
 
-// cuBLASLt's own names for the variant that runs: what a dispatch report can show of a library
-// call.
-std::string lt_description(const cublasLtMatmulAlgo_t& algo) {
-  std::int32_t id = 0, split = 0;
-  std::uint32_t tile = 0, stages = 0;
-  size_t written = 0;
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written);
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile,
-                                       &written);
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages,
-                                       sizeof stages, &written);
-  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof split,
-                                       &written);
-  return fmt::format("cublasLtMatmul algo={} tile={} stages={} split_k={}", id, tile, stages,
-                     split);
-}
-
 // The first lines of a compiler log, enough to say why.
 std::string head(const std::string& log, std::size_t lines = 3) {
   std::size_t pos = 0;
@@ -122,7 +105,7 @@ Result<std::unique_ptr<Launch>> Executor::build_launch(const Problem& problem,
     launch->lt = std::move(ltp);
     launch->lt_bias = s.bias;
     launch->workspace_bytes = kernels::kLtWorkspaceBytes;
-    rec.cpp.kernels = {lt_description(launch->algo)};
+    rec.cpp.kernels = {kernels::lt_description(launch->algo)};
     return launch;
   }
   if (auto* chain = std::get_if<kernels::ChainPlan>(&*plan)) {
@@ -138,7 +121,7 @@ Result<std::unique_ptr<Launch>> Executor::build_launch(const Problem& problem,
     if (!prepared) return none;
     // What runs, in chain order: the kernels by name, the matmuls by cuBLASLt's algorithm.
     for (std::size_t i = 0, k = 0; i < chain->steps.size(); ++i)
-      rec.cpp.kernels.push_back(prepared->lt[i] ? lt_description(prepared->lt[i]->algo)
+      rec.cpp.kernels.push_back(prepared->lt[i] ? kernels::lt_description(prepared->lt[i]->algo)
                                                 : loaded.cpp.kernels[k++]);
     rec.cpp.cache_key = loaded.cpp.cache_key;
     launch->chain_launch = std::move(*prepared);
