@@ -69,14 +69,6 @@ struct LaunchStep {
 // the programmatic dependent launch of plan_launch.cpp safe. Every plan's build lists it.
 std::pair<std::string, std::string> launch_header();
 
-// The RMSNorm step of gemm's and gemm_rope's rms_norm=1 split forms (gemm_plan.cpp): gemm_row_rms
-// scales A's m rows (arg "a", "rows" of them) into the plan's workspace at `offset`, where the
-// matmul after it reads them. Its build lists row_rms_header() and row_rms_define(k), k A's row
-// length, and T.
-std::pair<std::string, std::string> row_rms_header();
-std::string row_rms_define(std::int64_t k);
-LaunchStep row_rms_step(std::int64_t m, std::size_t offset);
-
 struct KernelPlan {
   cuda::BuildRequest build;
   std::vector<LaunchStep> steps;  // enqueued in order on one stream
@@ -125,6 +117,12 @@ struct ChainPlan {
   std::vector<ChainStep> steps;
   std::size_t workspace_bytes = 0;
 };
+
+// The RMSNorm step of gemm's and gemm_rope's rms_norm=1 split forms (gemm_plan.cpp), appended to
+// p with what its build needs (attune_row_rms.cuh, its row length k; the source includes the
+// header, T is the source's): gemm_row_rms scales A's m rows (arg "a", "rows" of them) into the
+// plan's workspace at `offset`, where the matmul after it reads them.
+void add_row_rms_step(ChainPlan& p, std::int64_t m, std::int64_t k, std::size_t offset);
 
 struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0;

@@ -24,19 +24,14 @@ extern const char* const kGemmStoreHeader;
 extern const char* const kGemmSplitSource;
 extern const char* const kRowRmsHeader;
 
-std::pair<std::string, std::string> row_rms_header() {
-  return {"attune_row_rms.cuh", kRowRmsHeader};
-}
-
-std::string row_rms_define(std::int64_t k) {
-  return fmt::format("-DROW_RMS_K={}", k);
-}
-
-LaunchStep row_rms_step(std::int64_t m, std::size_t offset) {
+void add_row_rms_step(ChainPlan& p, std::int64_t m, std::int64_t k, std::size_t offset) {
+  p.build.options.push_back(fmt::format("-DROW_RMS_K={}", k));
+  p.build.headers.push_back({"attune_row_rms.cuh", kRowRmsHeader});
+  p.build.name_expressions.push_back("gemm_row_rms");
   LaunchStep norm{
       "gemm_row_rms", {static_cast<unsigned>(m)}, {128}, 0, {"workspace", "a", "rows", "eps"}};
   norm.workspace_offset = offset;
-  return norm;
+  p.steps.push_back(std::move(norm));
 }
 
 namespace {
@@ -101,10 +96,9 @@ Result<Plan> plan_lt_rms_norm(const GemmShape& s) {
   ChainPlan p;
   p.build.source = kGemmSplitSource;
   p.build.source_name = "gemm_split.cu";
-  p.build.options = {fmt::format("-DT={}", type_of(s.bf16)), row_rms_define(s.k)};
-  p.build.name_expressions = {"gemm_row_rms"};
-  p.build.headers = {launch_header(), row_rms_header()};
-  p.steps.push_back(row_rms_step(s.m, product));
+  p.build.options = {fmt::format("-DT={}", type_of(s.bf16))};
+  p.build.headers = {launch_header()};
+  add_row_rms_step(p, s.m, s.k, product);
   std::size_t unused = 0;
   LtMatmul mm = workspace_product(s.m, s.n, s.k, s.bf16, &unused);
   mm.a = {"workspace", product, 0};

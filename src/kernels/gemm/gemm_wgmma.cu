@@ -32,16 +32,16 @@
 //   RMS_NORM        1 (SPLIT 1): C's row i is scaled by 1 / sqrt(mean_k A[i,k]^2 + eps) (gemm
 //                   and gemm_rope rms_norm=1: an RMSNorm folded into the GEMM, its weight into
 //                   B; under ROPE before the q/k norm and the rotation, eps shared with QK_NORM's,
-//                   both 1e-6). The sums of
-//                   squares come from the tensor cores: each k-tile, the consumer also multiplies
-//                   its 64 rows of the A tile by themselves (wgmma m64n64k16, the A tile as both
-//                   operands: it is K-major as B is), in the same commit group as the tile's MMAs,
-//                   so A A^T accumulates in 32 more registers and its diagonal is every row's sum
-//                   of squares in fp32, exactly as an FMA loop would sum the bf16 products. The
-//                   scale multiplies the accumulators before the epilogue. (Summing from shared
-//                   memory with FMAs, in the consumers or in the producer warpgroup's idle warps,
-//                   measured 1.5-2.6 us slower at 128 x 4096 x 1024 on an H100: a chain of
-//                   dependent FMAs per k-tile on the loop's critical path)
+//                   both 1e-6). The sums of squares come from the tensor cores: each k-tile, the
+//                   consumer also multiplies its 64 rows of the A tile by themselves (wgmma
+//                   m64n64k16, the A tile as both operands: it is K-major as B is), in the same
+//                   commit group as the tile's MMAs, so A A^T accumulates in 32 more registers and
+//                   its diagonal is every row's sum of squares in fp32, exactly as an FMA loop
+//                   would sum the bf16 products. The scale multiplies the accumulators before the
+//                   epilogue. (Summing from shared memory with FMAs, in the consumers or in the
+//                   producer warpgroup's idle warps, measured 1.5-2.6 us slower at 128 x 4096 x
+//                   1024 on an H100: a chain of dependent FMAs per k-tile on the loop's critical
+//                   path)
 //   RESIDUAL        1: add resid[m, n], a matrix of C's shape (which may be C itself)
 //   SILU_MUL        1: B is the gate's N/2 rows then the up's (N % 16 == 0), and C[M, N/2] =
 //                   silu(gate) * up. A tile's BN columns are BN / 2 outputs: the B tile's first

@@ -50,10 +50,7 @@ Result<Plan> plan_split(const GemmRopeShape& s) {
     // The scaled x goes where cuBLASLt's workspace began, which moves behind it.
     const std::size_t scaled = static_cast<std::size_t>(s.m() * s.hidden) * 2;
     const std::size_t at = product.workspace_offset;
-    p.build.options.push_back(row_rms_define(s.hidden));
-    p.build.headers.push_back(row_rms_header());
-    p.build.name_expressions.push_back("gemm_row_rms");
-    p.steps.push_back(row_rms_step(s.m(), at));
+    add_row_rms_step(p, s.m(), s.hidden, at);
     product.a = {"workspace", at, 0};
     product.workspace_offset = (at + scaled + 255) / 256 * 256;
     p.workspace_bytes = product.workspace_offset + product.workspace_bytes;
