@@ -255,6 +255,7 @@ EXAMPLE_VARIANTS = {
     "tuned": (True, False, "tuned"),
     "other-prefetch": (True, False, "other"),
     "prefetch-after-qkv": (True, False, "after-qkv"),
+    "prefetch-side": (True, False, "side"),
     "dependent": (True, True, "tuned"),
 }
 
@@ -328,7 +329,10 @@ def step_example(s, ctx, res):
         chose = bool(((res.get("tune") or {}).get("assembled") or {}).get("prefetch"))
         if prefetch in ("tuned", "other"):
             prefetch = "all" if chose == (prefetch == "tuned") else "none"
-        cmd = example_cmd(s, ctx, tab, winner) + ["--prefetch-weights", prefetch]
+        side = prefetch == "side"
+        prefetch = "all" if side else prefetch
+        cmd = example_cmd(s, ctx, tab, winner) + ["--prefetch-weights", prefetch] + \
+            (["--prefetch-on", "side"] if side else [])
         res[key + "-prefetch"] = prefetch
         r = run(cmd, cap,
                 os.path.join(ctx.out, f"layer-{s['id']}-example-{key}.log"), env)
@@ -425,6 +429,9 @@ def shape_md(s, res):
         (f"attune, tuned, the other prefetch form (--prefetch-weights {res.get('other-prefetch-prefetch', '?')})",
          (res.get("other-prefetch") or {}).get("layer_us"),
          (res.get("other-prefetch") or {}).get("error", "not run")),
+        ("attune, tuned, weights prefetched on a side stream (--prefetch-weights all --prefetch-on side)",
+         (res.get("prefetch-side") or {}).get("layer_us"),
+         (res.get("prefetch-side") or {}).get("error", "not run")),
         ("attune, tuned, weights prefetched but the QKV projection's (--prefetch-weights after-qkv)",
          (res.get("prefetch-after-qkv") or {}).get("layer_us"),
          (res.get("prefetch-after-qkv") or {}).get("error", "not run")),
