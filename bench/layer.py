@@ -247,19 +247,6 @@ def step_tune(s, ctx, res):
     res["db"] = db
 
 
-# examples/layer's runs: name -> (with the tuned table, ATTUNE_DEPENDENT_LAUNCH=1, the weights'
-# L2 prefetch: "tuned" as the tune's assembled check chose, "other" the form it did not choose, or
-# a --prefetch-weights value).
-EXAMPLE_VARIANTS = {
-    "untuned": (False, False, "none"),
-    "tuned": (True, False, "tuned"),
-    "other-prefetch": (True, False, "other"),
-    "prefetch-after-qkv": (True, False, "after-qkv"),
-    "prefetch-side": (True, False, "side"),
-    "dependent": (True, True, "tuned"),
-}
-
-
 def example_cmd(s, ctx, table=None, winner=None):
     cmd = [ctx.layer_bin, "--model", s["example_model"], *shape_flags(s),
            "--steps", str(ctx.samples), "--warmup", "10"]
@@ -290,8 +277,7 @@ def parse_example(r):
 def step_example(s, ctx, res):
     if not ctx.layer_bin or not os.path.exists(ctx.layer_bin):
         why = f"no examples/layer binary ({ctx.layer_bin or 'give --layer-bin'})"
-        for key in EXAMPLE_VARIANTS:
-            res[key] = {"error": why}
+        res["untuned"] = res["tuned"] = res["dependent"] = {"error": why}
         return
     table = None
     cap = ctx.budget.cap(90)
@@ -310,31 +296,21 @@ def step_example(s, ctx, res):
             res["export"]["table"] = table
         else:
             res["export"]["error"] = why_failed(r, "attune export") if r["rc"] else "no table written"
-    # The tuned table again with attune's kernels launched programmatically dependent
-    # (ATTUNE_DEPENDENT_LAUNCH=1) and with the weights' L2 prefetch, to show what each saves in the
-    # same run.
-    for key, (tuned, dependent, prefetch) in EXAMPLE_VARIANTS.items():
-        tab = table if tuned else None
-        if tuned and not table:
+    # "dependent": the tuned table again with attune's kernels launched programmatically dependent
+    # (ATTUNE_DEPENDENT_LAUNCH=1), to show what that saves in the same run.
+    for key, tab in (("untuned", None), ("tuned", table), ("dependent", table)):
+        if key != "untuned" and not table:
             res[key] = {"error": "no table: " + res["export"].get("error", "?")}
             continue
         cap = ctx.budget.cap(120)
         if cap < 10:
             res[key] = {"error": "budget spent before this step"}
             continue
-        env = dict(os.environ, ATTUNE_LOG_TUNED="1") if key == "tuned" else None
-        if dependent:
+        env = dict(os.environ, ATTUNE_LOG_TUNED="1") if tab else None
+        if key == "dependent":
             env = dict(os.environ, ATTUNE_DEPENDENT_LAUNCH="1")
         winner = (res.get("tune") or {}).get("winner")
-        chose = bool(((res.get("tune") or {}).get("assembled") or {}).get("prefetch"))
-        if prefetch in ("tuned", "other"):
-            prefetch = "all" if chose == (prefetch == "tuned") else "none"
-        side = prefetch == "side"
-        prefetch = "all" if side else prefetch
-        cmd = example_cmd(s, ctx, tab, winner) + ["--prefetch-weights", prefetch] + \
-            (["--prefetch-on", "side"] if side else [])
-        res[key + "-prefetch"] = prefetch
-        r = run(cmd, cap,
+        r = run(example_cmd(s, ctx, tab, winner), cap,
                 os.path.join(ctx.out, f"layer-{s['id']}-example-{key}.log"), env)
         res[key] = parse_example(r)
         log(f"{s['id']}: examples/layer {key}: {res[key].get('layer_us', res[key].get('error'))}")
@@ -417,24 +393,12 @@ def shape_md(s, res):
     # The target row is examples/layer: the tuned layer as an application runs it through
     # libattune-rt, timed as the PyTorch peers are. The tune's own figures are the gap's two sides.
     rows = [
-        (f"attune, tuned: examples/layer with the table (--prefetch-weights {res.get('tuned-prefetch', '?')})",
-         (res.get("tuned") or {}).get("layer_us"),
+        ("attune, tuned: examples/layer with the table", (res.get("tuned") or {}).get("layer_us"),
          (res.get("tuned") or {}).get("error", "not run")),
         ("attune, tuned: the assembled graph (tune's check)", asm.get("assembled_us") if asm.get("measured") else None, asm_why),
-        ("attune, tuned: the assembled graph started by the weights' L2 prefetch (tune's check)",
-         asm.get("prefetched_us"), asm_why if not asm.get("measured") else "not measured"),
         ("attune, tuned: sum of isolated kernel times", tune.get("total_us"), tune_why),
         ("attune, tuned, dependent launches (ATTUNE_DEPENDENT_LAUNCH=1)", (res.get("dependent") or {}).get("layer_us"),
          (res.get("dependent") or {}).get("error", "not run")),
-        (f"attune, tuned, the other prefetch form (--prefetch-weights {res.get('other-prefetch-prefetch', '?')})",
-         (res.get("other-prefetch") or {}).get("layer_us"),
-         (res.get("other-prefetch") or {}).get("error", "not run")),
-        ("attune, tuned, weights prefetched on a side stream (--prefetch-weights all --prefetch-on side)",
-         (res.get("prefetch-side") or {}).get("layer_us"),
-         (res.get("prefetch-side") or {}).get("error", "not run")),
-        ("attune, tuned, weights prefetched but the QKV projection's (--prefetch-weights after-qkv)",
-         (res.get("prefetch-after-qkv") or {}).get("layer_us"),
-         (res.get("prefetch-after-qkv") or {}).get("error", "not run")),
         ("attune, untuned: examples/layer without a table", (res.get("untuned") or {}).get("layer_us"),
          (res.get("untuned") or {}).get("error", "not run")),
     ]

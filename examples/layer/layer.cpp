@@ -36,7 +36,7 @@
 //         [--silu-mul kernel|epilogue] [--rope kernel|epilogue] [--norm kernel|gemm]
 //         [--layers 1] [--steps 200]
 //         [--warmup 10]
-//         [--flush-mib 256] [--prefetch-weights none|all|after-qkv] [--prefetch-on stream|side]
+//         [--flush-mib 256]
 //
 // Limits of the stand-in: bf16 only; RMSNorm's eps is the kernels' 1e-6. A prefill's attention
 // output is [batch, q_heads, seq, head] and the O projection reads it as [rows, q_heads * head]: a
@@ -156,8 +156,6 @@ int main(int argc, char** argv) {
   std::optional<std::int64_t> theta;
   int batch = 1, tokens = 128, kv = 2048, layers = 1, steps = 200, warmup = 10, flush_mib = 256;
   bool decode = false, silu_epilogue = false, rope_epilogue = false, norm_gemm = false;
-  std::string prefetch = "none";
-  bool prefetch_side = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -215,14 +213,6 @@ int main(int argc, char** argv) {
       const std::string v = value();
       if (v != "kernel" && v != "epilogue") die("--rope is kernel or epilogue, not '" + v + "'");
       rope_epilogue = v == "epilogue";
-    } else if (a == "--prefetch-weights") {
-      prefetch = value();
-      if (prefetch != "none" && prefetch != "all" && prefetch != "after-qkv")
-        die("--prefetch-weights is none, all or after-qkv, not '" + prefetch + "'");
-    } else if (a == "--prefetch-on") {
-      const std::string v = value();
-      if (v != "stream" && v != "side") die("--prefetch-on is stream or side, not '" + v + "'");
-      prefetch_side = v == "side";
     } else if (a == "--norm") {
       const std::string v = value();
       if (v != "kernel" && v != "gemm") die("--norm is kernel or gemm, not '" + v + "'");
@@ -410,35 +400,8 @@ int main(int argc, char** argv) {
           "gemm down");
     if (first) std::copy(got, got + kKernels, dispatched);
   };
-  // --prefetch-weights: each layer starts with libattune-rt's L2 prefetch of its weights, in the
-  // order its GEMMs read them (after-qkv: all but the QKV projection's, which it reads at once),
-  // enqueued on the layer's stream or, with --prefetch-on side, on a second stream forked from it
-  // and joined at the layer's end, so the first kernel does not wait for the prefetch's launch.
-  std::vector<attune::rt::Runtime::Region> weights;
-  if (prefetch == "all") weights.push_back({w_qkv.p, w_qkv.n * 2});
-  if (prefetch != "none")
-    for (const Buffer* b : {&w_o, &w_gate_up, &w_down}) weights.push_back({b->p, b->n * 2});
-  cudaStream_t side = nullptr;
-  cudaEvent_t fork = nullptr, join = nullptr;
-  if (prefetch_side) {
-    check(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "cudaStreamCreate");
-    check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "cudaEventCreate");
-    check(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate");
-  }
   auto run_model = [&](bool first) {
-    for (int l = 0; l < layers; ++l) {
-      if (!weights.empty() && side) {
-        check(cudaEventRecord(fork, stream), "cudaEventRecord");
-        check(cudaStreamWaitEvent(side, fork, 0), "cudaStreamWaitEvent");
-        check(rt->prefetch_l2(weights.data(), weights.size(), side), "prefetch_l2");
-        check(cudaEventRecord(join, side), "cudaEventRecord");
-      } else if (!weights.empty()) {
-        check(rt->prefetch_l2(weights.data(), weights.size(), stream), "prefetch_l2");
-      }
-      run_layer(first && l == 0);
-      if (!weights.empty() && side)
-        check(cudaStreamWaitEvent(stream, join, 0), "cudaStreamWaitEvent");
-    }
+    for (int l = 0; l < layers; ++l) run_layer(first && l == 0);
   };
   // Each replay starts from the same input and residual stream (restored outside the timing).
   auto restore = [&]() {
@@ -489,8 +452,7 @@ int main(int argc, char** argv) {
           : "prefill batch " + std::to_string(batch) + " x " + std::to_string(tokens) + " tokens";
   std::printf(
       "model %s (hidden %d, inter %d, %d q heads, %d kv heads, head %d, theta %lld, qk_norm %d%s), "
-      "%s, %d layer%s, bf16, one CUDA graph, %s before each replay, norms %s, weights' L2 "
-      "prefetch %s, table %s\n",
+      "%s, %d layer%s, bf16, one CUDA graph, %s before each replay, norms %s, table %s\n",
       m.name.c_str(), m.hidden, m.inter, m.q_heads, m.kv_heads, m.head,
       static_cast<long long>(m.theta), m.qk_norm ? 1 : 0,
       m.llama3_scaling ? ", llama3 rope scaling" : "", shape.c_str(), layers,
@@ -498,7 +460,6 @@ int main(int argc, char** argv) {
       flush_mib > 0 ? ("L2 flushed by reading " + std::to_string(flush_mib) + " MiB").c_str()
                     : "no L2 flush",
       norm_gemm ? "folded into the GEMMs" : "as kernels",
-      (prefetch + (prefetch != "none" && prefetch_side ? " on a side stream" : "")).c_str(),
       table.empty() ? "(none: baselines)" : table.c_str());
   if (!decode && seq > 1 && m.q_heads > 1)
     std::printf(

@@ -181,21 +181,6 @@ class ATTUNE_RT_API Runtime {
   Status silu_mul(std::int64_t rows, std::int64_t inter, DType dtype, void* y, const void* gu,
                   void* stream, const Dispatch** dispatched = nullptr);
 
-  // Brings regions of device memory into L2 ahead of the calls that read them: a layer's weights,
-  // enqueued before the layer, so its GEMMs (latency-bound at few rows, each waiting on HBM for
-  // its weights when it starts) find them in L2, the reads having gone on while the kernels before
-  // them ran. One small kernel on `stream` that asks and exits: it adds its launch to the stream
-  // and waits for nothing. A hint: nothing is written, data written meanwhile stays coherent, and
-  // what does not fit in L2 evicts what came before it (keep the regions of one call under the
-  // device's L2 size, in the order they are read). Regions need no alignment (their ends are
-  // rounded inward to 16 bytes); empty regions are skipped. Not a dispatch: last_dispatch() and
-  // the counters are left as they were.
-  struct Region {
-    const void* p = nullptr;
-    std::size_t bytes = 0;
-  };
-  Status prefetch_l2(const Region* regions, std::size_t count, void* stream);
-
   // What this thread's last successful call on this Runtime ran, or null.
   const Dispatch* last_dispatch() const;
   Counters counters() const;

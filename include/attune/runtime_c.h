@@ -230,13 +230,6 @@ ATTUNE_RT_API int attune_rt_silu_mul(attune_rt* rt, int64_t rows, int64_t inter,
                                      const void* gu, void* stream,
                                      const attune_rt_dispatch** dispatched);
 
-/* Brings `count` regions of device memory (ptrs[i], bytes[i] bytes) into L2 ahead of the calls
- * that read them (a layer's weights, before the layer), as attune::rt::Runtime::prefetch_l2 says
- * (attune/runtime.h): one small kernel enqueued on `stream` that asks and exits; a hint, nothing
- * is written. Not a dispatch: the last dispatch and the counters stay as they were. */
-ATTUNE_RT_API int attune_rt_prefetch_l2(attune_rt* rt, const void* const* ptrs, const size_t* bytes,
-                                        size_t count, void* stream);
-
 /* What the calling thread's last successful call on rt ran, or NULL. */
 ATTUNE_RT_API const attune_rt_dispatch* attune_rt_last_dispatch(const attune_rt* rt);
 ATTUNE_RT_API int attune_rt_counters_get(const attune_rt* rt, attune_rt_counters* out);

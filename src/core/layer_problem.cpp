@@ -79,11 +79,7 @@ Result<std::vector<LayerStep>> layer_steps(const Problem& problem) {
 }
 
 Result<Space> layer_space() {
-  return Space::make({Knob{"run", {Value("graph")}, 0, KnobKind::kInPlace},
-                      Knob{kLayerPrefetchKnob,
-                           {Value(kLayerPrefetchOff), Value(kLayerPrefetchWeights)},
-                           0,
-                           KnobKind::kInPlace}});
+  return Space::make({Knob{"run", {Value("graph")}, 0, KnobKind::kInPlace}});
 }
 
 }  // namespace attune

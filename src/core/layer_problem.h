@@ -35,14 +35,7 @@ struct LayerStep {
 Result<Problem> layer_problem(const std::vector<LayerStep>& steps);
 // The steps of a layer problem, in order; invalid_argument naming what is malformed.
 Result<std::vector<LayerStep>> layer_steps(const Problem& problem);
-// Its space: run=graph (the steps run as one CUDA graph) and prefetch, whether the graph starts
-// with an L2 prefetch of the steps' weights (libattune-rt's Runtime::prefetch_l2, in the order
-// the steps read them): off (the baseline) or weights. A kernel's slice cannot see what the
-// prefetch does (its weights come in while the kernels before it run), so the assembled check
-// measures both and the layer runs the faster.
-inline constexpr const char* kLayerPrefetchKnob = "prefetch";
-inline constexpr const char* kLayerPrefetchOff = "off";
-inline constexpr const char* kLayerPrefetchWeights = "weights";
+// Its space: one knob, run=graph (the steps run as one CUDA graph), the only config.
 Result<Space> layer_space();
 
 }  // namespace attune

@@ -13,7 +13,6 @@
 
 namespace attune::kernels {
 extern const char* const kL2FlushSource;
-extern const char* const kL2PrefetchSource;
 }  // namespace attune::kernels
 
 namespace attune::cuda {
@@ -112,48 +111,6 @@ Status L2Flush::run(CUstream s) {
 
 CUresult L2Flush::lead(CUstream s) const {
   return cuLaunchKernel(lead_, 1, 1, 1, 32, 1, 1, 0, s, nullptr, nullptr);
-}
-
-Result<L2Prefetch> L2Prefetch::create(const Compiler& compiler, int sm_count) {
-  L2Prefetch p;
-  ATTUNE_ASSIGN(BuildResult built,
-                compiler.build(BuildRequest{kernels::kL2PrefetchSource, "l2_prefetch.cu"}));
-  if (!built.ok) return Error::internal("the L2 prefetch kernel did not build: " + built.log);
-  ATTUNE_ASSIGN(p.module_, Module::load(built.cubin));
-  ATTUNE_ASSIGN(p.fn_, p.module_.function("attune_l2_prefetch"));
-  p.max_blocks_ = static_cast<unsigned>(std::max(sm_count, 1));
-  return p;
-}
-
-CUresult L2Prefetch::run(const Region* regions, std::size_t count, CUstream s) const {
-  // The kernel's parameter (kernels/common/l2_prefetch.cu's AttunePrefetchRegions).
-  struct Param {
-    unsigned long long begin[kRegionsPerLaunch];
-    unsigned long long bytes[kRegionsPerLaunch];
-    unsigned count;
-  };
-  constexpr unsigned kThreads = 128;
-  // A block per 128 of the kernel's requests on Hopper (32 KiB each), as many blocks as the device
-  // has SMs at most (before Hopper each thread walks its share line by line).
-  constexpr std::uint64_t chunk = 32ull << 10;
-  for (std::size_t at = 0; at < count; at += kRegionsPerLaunch) {
-    Param param{};
-    std::uint64_t requests = 0;
-    for (std::size_t i = at; i < std::min(count, at + kRegionsPerLaunch); ++i) {
-      param.begin[param.count] = regions[i].begin;
-      param.bytes[param.count] = regions[i].bytes;
-      ++param.count;
-      requests += (regions[i].bytes + chunk - 1) / chunk;
-    }
-    if (requests == 0) continue;
-    const auto blocks = static_cast<unsigned>(
-        std::min<std::uint64_t>(max_blocks_, (requests + kThreads - 1) / kThreads));
-    void* params[] = {&param};
-    if (CUresult rc = cuLaunchKernel(fn_, blocks, 1, 1, kThreads, 1, 1, 0, s, params, nullptr);
-        rc != CUDA_SUCCESS)
-      return rc;
-  }
-  return CUDA_SUCCESS;
 }
 
 Result<Module> Module::load(const std::string& cubin) {

@@ -105,28 +105,6 @@ class L2Flush {
   unsigned blocks_ = 0;
 };
 
-// libattune-rt's L2 prefetch (Runtime::prefetch_l2; kernels/common/l2_prefetch.cu): one launch
-// of a few blocks that ask for regions of global memory to be brought into L2 and exit, the reads
-// going on behind them while the stream's next kernels run.
-class L2Prefetch {
- public:
-  struct Region {
-    CUdeviceptr begin = 0;
-    std::size_t bytes = 0;
-  };
-  // The regions one launch takes (the kernel's parameter holds them by value).
-  static constexpr std::size_t kRegionsPerLaunch = 16;
-
-  static Result<L2Prefetch> create(const Compiler& compiler, int sm_count);
-  // Enqueues the prefetch of `regions` on the stream (one launch per kRegionsPerLaunch of them).
-  CUresult run(const Region* regions, std::size_t count, CUstream s) const;
-
- private:
-  Module module_;
-  CUfunction fn_ = nullptr;
-  unsigned max_blocks_ = 1;
-};
-
 struct TimingOptions {
   SamplingPolicy policy;
   double target_sample_us = 200;  // rank: launches per sample chosen to fill this much time

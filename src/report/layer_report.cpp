@@ -118,8 +118,6 @@ json layer_report_json(const LayerTuneReport& r) {
                     {"isolated_sum_us", optional_number(r.assembled.isolated_sum_us)},
                     {"assembled_us", optional_number(r.assembled.assembled_us)},
                     {"gap", optional_number(r.assembled.gap)},
-                    {"prefetched_us", optional_number(r.assembled.prefetched_us)},
-                    {"prefetch", r.assembled.prefetch},
                     {"note", r.assembled.note}};
   json per_kernel = json::array();
   for (const AssembledCheck::Kernel& k : r.assembled.per_kernel)
@@ -213,15 +211,6 @@ std::string layer_report_text(const LayerTuneReport& r) {
                    *r.assembled.assembled_us, *r.assembled.isolated_sum_us, 100 * *r.assembled.gap,
                    r.assembled.note)
              : fmt::format("assembled graph: {}\n", r.assembled.note);
-  if (r.assembled.measured && r.assembled.prefetched_us)
-    out += fmt::format(
-        "  started by an L2 prefetch of the weights (prefetch=weights): {:.2f} us ({:+.1f}%): "
-        "{}\n",
-        *r.assembled.prefetched_us,
-        100 * (*r.assembled.prefetched_us / *r.assembled.assembled_us - 1),
-        r.assembled.prefetch
-            ? "the layer runs faster with it (libattune-rt's prefetch_l2 before the layer)"
-            : "no faster, the layer runs without it");
   const auto& pk = r.assembled.per_kernel;
   if (r.assembled.measured && r.assembled.graph_floor_us &&
       std::all_of(pk.begin(), pk.end(), [](const auto& k) { return k.in_graph_us.has_value(); })) {

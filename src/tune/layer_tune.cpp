@@ -227,22 +227,13 @@ Status check_assembled(LayerTuneReport& report, int device, const LaneFactory& m
   }
   ATTUNE_ASSIGN(Space space, lane.backend->space(*problem));
   Tuner tuner(*lane.store, *lane.backend, *lane.runner);
-  // Every config of the layer's space: the plain graph (the baseline) and the prefetched one.
-  std::vector<Config> configs;
-  auto points = space.enumerate();
-  while (auto point = points.next()) configs.push_back(space.config(*point));
-  const std::string plain = configs.front().text();
-  const std::vector<std::pair<Problem, std::vector<Config>>> listed = {{*problem, configs}};
+  const std::vector<std::pair<Problem, std::vector<Config>>> listed = {
+      {*problem, {space.config(space.baseline())}}};
   ATTUNE_ASSIGN(TuneReport m, tuner.measure(listed, options, observer));
-  // The plain graph's result (its last, a deploy measurement when there is one), and the
-  // prefetched graph's.
   const CandidateResult* run = nullptr;
-  const CandidateResult* prefetched = nullptr;
   if (!m.problems.empty())
-    for (const CandidateResult& c : m.problems.front().results) {
-      const CandidateResult*& slot = c.config == plain ? run : prefetched;
-      if (!slot || (c.verdict == Verdict::kOk && c.deploy_us)) slot = &c;
-    }
+    for (const CandidateResult& c : m.problems.front().results)
+      if (!run || (c.verdict == Verdict::kOk && c.deploy_us)) run = &c;
   if (!run || run->verdict != Verdict::kOk || !run->deploy_us) {
     a.note = run ? fmt::format("not measured: the assembled layer did not run: {}: {}",
                                to_string(run->verdict), run->message)
@@ -253,11 +244,6 @@ Status check_assembled(LayerTuneReport& report, int device, const LaneFactory& m
   a.assembled_us = *run->deploy_us;
   a.gap = *a.assembled_us / isolated - 1;
   a.replayed = run->replayed;
-  if (prefetched && prefetched->verdict == Verdict::kOk && prefetched->deploy_us) {
-    a.prefetched_us = *prefetched->deploy_us;
-    a.prefetch = *a.prefetched_us < *a.assembled_us;
-    a.replayed = a.replayed && prefetched->replayed;
-  }
   if (run->deploy_parts_us.size() == a.per_kernel.size()) {
     for (std::size_t i = 0; i < a.per_kernel.size(); ++i)
       a.per_kernel[i].in_graph_us = run->deploy_parts_us[i];

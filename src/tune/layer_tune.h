@@ -102,12 +102,6 @@ struct AssembledCheck {
   };
   std::vector<Kernel> per_kernel;
   std::optional<double> graph_floor_us;
-  // The same graph started by an L2 prefetch of the layer's weights (the layer space's
-  // prefetch=weights; libattune-rt's Runtime::prefetch_l2 before the layer): its time when it
-  // ran, and whether it is the faster, the form the layer should run in (assembled_us and gap
-  // stay the plain graph's, the check of the slices).
-  std::optional<double> prefetched_us;
-  bool prefetch = false;
   bool replayed = false;  // answered from the store
   std::string note;       // why it was not measured, or what ran
 };

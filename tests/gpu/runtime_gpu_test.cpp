@@ -14,7 +14,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -425,56 +424,6 @@ TEST_F(RuntimeGpu, CApiRunsAndTimesRows) {
   EXPECT_EQ(h, nullptr);
   EXPECT_NE(std::string(attune_rt_last_error()).find("truncated"), std::string::npos)
       << attune_rt_last_error();
-}
-
-// prefetch_l2 enqueues its kernel and changes nothing a program sees: the regions' bytes (odd
-// starts and lengths, more regions than one launch takes, an empty one), the last dispatch and the
-// counters stay as they were, on a stream and on the legacy stream, through C++ and C; a region
-// without a pointer is refused.
-TEST_F(RuntimeGpu, PrefetchL2ChangesNothingAProgramSees) {
-  std::unique_ptr<rt::Runtime> runtime;
-  ASSERT_TRUE(rt::Runtime::open("", &runtime).ok());
-  std::mt19937 rng(11);
-  rt::Dispatch before = run_gemm(*runtime, {8, 264, 256, true, false}, rng);
-  const rt::Dispatch* last = runtime->last_dispatch();
-  const rt::Counters counted = runtime->counters();
-  std::vector<std::unique_ptr<Buffer>> buffers;
-  std::vector<std::vector<std::uint16_t>> data;
-  std::vector<rt::Runtime::Region> regions;
-  for (std::size_t i = 0; i < 20; ++i) {
-    const std::size_t n = 1000 + 37 * i + (i == 5 ? (3u << 20) : 0);
-    data.push_back(random_bits(n, true, rng));
-    buffers.push_back(std::make_unique<Buffer>(n, &data.back()));
-    const auto* p = static_cast<const char*>(buffers.back()->p());
-    regions.push_back({p + (i % 3), i == 7 ? 0 : n * 2 - (i % 3) - (i % 5)});
-  }
-  CUstream stream = nullptr;
-  ASSERT_EQ(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-  for (void* s : {static_cast<void*>(stream), static_cast<void*>(nullptr)}) {
-    rt::Status st = runtime->prefetch_l2(regions.data(), regions.size(), s);
-    EXPECT_TRUE(st.ok()) << st.message();
-  }
-  EXPECT_TRUE(runtime->prefetch_l2(nullptr, 0, nullptr).ok());
-  rt::Runtime::Region missing{nullptr, 64};
-  EXPECT_EQ(runtime->prefetch_l2(&missing, 1, nullptr).code(), rt::Code::kInvalidArgument);
-  EXPECT_EQ(cuStreamSynchronize(stream), CUDA_SUCCESS);
-  for (std::size_t i = 0; i < buffers.size(); ++i) EXPECT_EQ(buffers[i]->get(), data[i]) << i;
-  EXPECT_EQ(runtime->last_dispatch(), last);
-  EXPECT_EQ(runtime->last_dispatch()->config, before.config);
-  EXPECT_EQ(runtime->counters().hits + runtime->counters().misses, counted.hits + counted.misses);
-  EXPECT_EQ(cuStreamDestroy(stream), CUDA_SUCCESS);
-
-  attune_rt* h = nullptr;
-  ASSERT_EQ(attune_rt_open("", -1, &h), ATTUNE_RT_OK) << attune_rt_last_error();
-  const void* ptrs[] = {buffers[0]->p(), buffers[5]->p()};
-  const size_t bytes[] = {buffers[0]->elements * 2, buffers[5]->elements * 2};
-  EXPECT_EQ(attune_rt_prefetch_l2(h, ptrs, bytes, 2, nullptr), ATTUNE_RT_OK)
-      << attune_rt_last_error();
-  EXPECT_EQ(attune_rt_prefetch_l2(h, nullptr, bytes, 2, nullptr), ATTUNE_RT_INVALID_ARGUMENT);
-  EXPECT_EQ(attune_rt_last_dispatch(h), nullptr);
-  EXPECT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
-  attune_rt_close(h);
-  EXPECT_EQ(buffers[5]->get(), data[5]);
 }
 
 TEST_F(RuntimeGpu, AnotherDevicesTableRunsTheBaselineCorrectly) {

@@ -89,18 +89,11 @@ TEST(LayerProblem, MalformedOnesAreRefused) {
   EXPECT_FALSE(semicolon);
 }
 
-// The plain graph (the baseline, the check of the slices) and the one started by the weights'
-// L2 prefetch.
-TEST(LayerProblem, ItsSpaceIsThePlainGraphAndThePrefetchedOne) {
+TEST(LayerProblem, ItsSpaceIsOneConfig) {
   auto s = layer_space();
   ASSERT_TRUE(s);
-  EXPECT_EQ(s->count(), 2u);
-  EXPECT_EQ(s->config(s->baseline()).text(), "run=graph,prefetch=off");
-  auto all = s->enumerate();
-  all.next();
-  auto other = all.next();
-  ASSERT_TRUE(other);
-  EXPECT_EQ(s->config(*other).text(), "run=graph,prefetch=weights");
+  EXPECT_EQ(s->count(), 1u);
+  EXPECT_EQ(s->config(s->baseline()).text(), "run=graph");
 }
 
 }  // namespace

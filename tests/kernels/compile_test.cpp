@@ -21,7 +21,6 @@ extern const char* const kGemmSkinnyTcSource;
 extern const char* const kGemmRefSource;
 extern const char* const kClusterHeader;
 extern const char* const kL2FlushSource;
-extern const char* const kL2PrefetchSource;
 extern const char* const kAttentionDecodeRefSource;
 extern const char* const kGemmTiledSource;
 extern const char* const kGemmWgmmaSource;
@@ -81,18 +80,6 @@ TEST(KernelSources, CompileForHopper) {
                   {"-DT=__nv_bfloat16", "-DTNAME=\"bf16\"", m, "-DN=1001", "-DK=1000", "-DWARPS=4",
                    "-DNT=2", "-DUNROLL=2", "-DBIAS=1"},
                   "gemm_skinny_tc");
-}
-
-// libattune-rt's L2 prefetch (Runtime::prefetch_l2) builds both ways: bulk prefetches on Hopper,
-// line prefetches before it (the asm of each branch is checked only by the build for its arch).
-TEST(KernelSources, L2PrefetchBuildsForHopperAndBefore) {
-  for (const char* arch : {"sm_90a", "sm_80"}) {
-    SCOPED_TRACE(arch);
-    expect_builds(
-        cuda::Compiler(arch, ""),
-        BuildRequest{kernels::kL2PrefetchSource, "l2_prefetch.cu", {}, {"attune_l2_prefetch"}},
-        "attune_l2_prefetch");
-  }
 }
 
 // The tiled tensor-core GEMM through the same plan the tuner and the runtime launch: every

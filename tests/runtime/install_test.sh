@@ -19,8 +19,7 @@ lib=$(find "$prefix" -name 'libattune-rt.so' | head -1)
 if nm -D --defined-only "$lib" | grep 'attune[0-9]*table\|fmt[0-9]*v' > /dev/null; then
   echo "libattune-rt.so exports internals:"; nm -DC --defined-only "$lib" | grep -v 'attune::rt::\| attune_rt_' | head; exit 1
 fi
-for f in attune_rt_time_problem attune_rt_gemm_silu_mul attune_rt_gemm_fused attune_rt_gemm_rope_fused \
-         attune_rt_prefetch_l2; do
+for f in attune_rt_time_problem attune_rt_gemm_silu_mul attune_rt_gemm_fused attune_rt_gemm_rope_fused; do
   nm -D --defined-only "$lib" | grep " $f\$" > /dev/null || { echo "$f is not exported"; exit 1; }
 done
 

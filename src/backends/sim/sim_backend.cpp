@@ -640,9 +640,6 @@ const std::vector<std::string>& SimBackend::unsimulated_ops() {
   return none;
 }
 
-// What the sim charges for the L2 prefetch kernel of a layer's prefetch=weights.
-constexpr double kSimPrefetchLaunchUs = 2.0;
-
 SimBackend::SimBackend() {
   for (const SimModel& model : kModels)
     if (const OpSignature* op = find_op(model.op)) problems_[op->name] = model.make(*op);
@@ -659,13 +656,9 @@ SimBackend::SimBackend() {
       out.push_back(*true_time_us(step.problem, step.config, Regime::kDeploy));
     return out;
   };
-  layer_->time_us = [this](const Problem& prob, const Config& config) {
+  layer_->time_us = [this](const Problem& prob, const Config&) {
     double sum = 0;
     for (double t : layer_->parts(prob)) sum += t;
-    // prefetch=weights: the sim charges the prefetch kernel's launch and models none of its L2
-    // effect, so on the sim the assembled check keeps prefetch=off.
-    const Value* prefetch = config.get(kLayerPrefetchKnob);
-    if (prefetch && prefetch->text() == kLayerPrefetchWeights) sum += kSimPrefetchLaunchUs;
     return sum;
   };
   layer_->cold = [](const Config&) { return 1.0; };

@@ -6,7 +6,6 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -208,23 +207,10 @@ class LayerFamily final : public CudaFamily {
   }
 
  protected:
-  Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config& config,
-                      Regime regime) override {
+  Result<Outcome> run(CudaEnv& env, const Problem& problem, const Config&, Regime regime) override {
     if (key_ != problem.structural_key()) ATTUNE_TRY(prepare(env, problem));
     if (refused_) return *refused_;
-    // prefetch=weights: the graph starts with the L2 prefetch of the weights, as an application
-    // enqueues libattune-rt's prefetch_l2 before the layer.
-    const Value* knob = config.get(kLayerPrefetchKnob);
-    const bool prefetch = knob && knob->text() == kLayerPrefetchWeights;
-    if (prefetch && !prefetch_) {
-      ATTUNE_ASSIGN(L2Prefetch made, L2Prefetch::create(env.compiler(), env.limits().sm_count));
-      prefetch_ = std::move(made);
-    }
-    const auto start = [this, prefetch](CUstream st) -> CUresult {
-      return prefetch ? prefetch_->run(weights_.data(), weights_.size(), st) : CUDA_SUCCESS;
-    };
-    const auto launch = [this, &start](CUstream st) -> CUresult {
-      if (CUresult rc = start(st); rc != CUDA_SUCCESS) return rc;
+    const auto launch = [this](CUstream st) -> CUresult {
       for (Ready& r : ready_)
         if (CUresult rc = r.go(st); rc != CUDA_SUCCESS) return rc;
       return CUDA_SUCCESS;
@@ -273,12 +259,8 @@ class LayerFamily final : public CudaFamily {
       // without one; the report says so.
       std::vector<std::function<CUresult(CUstream)>> steps;
       for (Ready& r : ready_) steps.emplace_back([&r](CUstream st) { return r.go(st); });
-      // Behind the deploy regime's own lead, as every deploy sample's candidate runs (and the
-      // prefetch, which the floor then holds).
-      const auto lead = [&env, &start](CUstream st) {
-        CUresult rc = env.lead(st);
-        return rc != CUDA_SUCCESS ? rc : start(st);
-      };
+      // Behind the deploy regime's own lead, as every deploy sample's candidate runs.
+      const auto lead = [&env](CUstream st) { return env.lead(st); };
       if (auto t = env.time_prefixes(steps, lead, kPrefixSamples)) {
         m.parts_floor_us = t->front();
         for (std::size_t k = 1; k < t->size(); ++k) m.parts_us.push_back((*t)[k] - (*t)[k - 1]);
@@ -335,13 +317,6 @@ class LayerFamily final : public CudaFamily {
     if (any_lt) {
       ATTUNE_ASSIGN(lt_workspace_, DeviceBuffer::alloc(kLtWorkspaceBytes));
     }
-    // The weights in the order the steps first read them: what prefetch=weights brings in.
-    weights_.clear();
-    std::set<std::string> listed;
-    for (const Ready& r : ready_)
-      for (const Binding& b : r.bindings)
-        if (b.tensor.rfind("weight.", 0) == 0 && listed.insert(b.tensor).second)
-          weights_.push_back({tensors_.at(b.tensor).ptr(), tensors_.at(b.tensor).bytes()});
     for (Ready& r : ready_) {
       for (const Binding& b : r.bindings) r.args.*(b.field) = tensors_.at(b.tensor).ptr();
       r.args.workspace = workspace_.ptr();
@@ -378,8 +353,6 @@ class LayerFamily final : public CudaFamily {
   std::vector<Ready> ready_;  // reserved before filling: plan_launcher keeps references
   std::map<std::string, DeviceBuffer> tensors_;
   DeviceBuffer zeros_, workspace_, lt_workspace_;
-  std::vector<L2Prefetch::Region> weights_;
-  std::optional<L2Prefetch> prefetch_;  // built on the first prefetch=weights run
   Half half_ = Half::kBf16;
 };
 

@@ -261,15 +261,6 @@ Result<CUdeviceptr> Executor::workspace(CUstream stream, std::size_t bytes) {
   return buf.ptr();
 }
 
-Status Executor::prefetch_l2(const cuda::L2Prefetch::Region* regions, std::size_t count,
-                             CUstream stream) {
-  std::call_once(prefetch_once_,
-                 [this] { prefetch_ = cuda::L2Prefetch::create(*compiler_, limits_.sm_count); });
-  if (!prefetch_) return prefetch_.error();
-  ATTUNE_CU(prefetch_->run(regions, count, stream));
-  return Status::success();
-}
-
 Status Executor::run(Launch& launch, kernels::PlanArgs& args, CUstream stream) {
   if (launch.workspace_bytes) {
     ATTUNE_ASSIGN(args.workspace, workspace(stream, launch.workspace_bytes));

@@ -94,10 +94,6 @@ class Executor {
   // Enqueues a prepared launch on `stream`.
   Status run(Launch& launch, kernels::PlanArgs& args, CUstream stream);
 
-  // Enqueues an L2 prefetch of `regions` on `stream` (Runtime::prefetch_l2); the first call builds
-  // and loads its kernel.
-  Status prefetch_l2(const cuda::L2Prefetch::Region* regions, std::size_t count, CUstream stream);
-
  private:
   Executor() = default;
   Status enter_slow(CUcontext current) const;
@@ -136,8 +132,6 @@ class Executor {
   std::map<std::pair<CUstream, std::thread::id>, cuda::DeviceBuffer> workspaces_;
   std::vector<cuda::DeviceBuffer>
       retired_;  // outgrown workspaces: work already enqueued may use them
-  std::once_flag prefetch_once_;
-  Result<cuda::L2Prefetch> prefetch_ = Error::internal("the L2 prefetch kernel is not built yet");
 };
 
 }  // namespace attune::runtime

@@ -602,23 +602,6 @@ Status Runtime::silu_mul(std::int64_t rows, std::int64_t inter, DType dtype, voi
   return s;
 }
 
-Status Runtime::prefetch_l2(const Region* regions, std::size_t count, void* stream) {
-  if (count > 0 && !regions) return invalid("prefetch_l2: regions is null");
-  std::vector<cuda::L2Prefetch::Region> wanted;
-  for (std::size_t i = 0; i < count; ++i) {
-    if (regions[i].bytes == 0) continue;
-    if (!regions[i].p) return invalid(fmt::format("prefetch_l2: region {} has no pointer", i));
-    wanted.push_back({reinterpret_cast<CUdeviceptr>(regions[i].p), regions[i].bytes});
-  }
-  if (wanted.empty()) return Status{};
-  if (attune::Status st = impl_->executor->enter(); !st) return to_status(st.error(), Code::kCuda);
-  if (attune::Status st =
-          impl_->executor->prefetch_l2(wanted.data(), wanted.size(), static_cast<CUstream>(stream));
-      !st)
-    return to_status(st.error(), Code::kCuda);
-  return Status{};
-}
-
 const Dispatch* Runtime::last_dispatch() const {
   const DispatchRecord* r = impl_->last();
   return r ? &r->cpp : nullptr;

@@ -328,18 +328,6 @@ ATTUNE_RT_API int attune_rt_silu_mul(attune_rt* rt, int64_t rows, int64_t inter,
   });
 }
 
-ATTUNE_RT_API int attune_rt_prefetch_l2(attune_rt* rt, const void* const* ptrs, const size_t* bytes,
-                                        size_t count, void* stream) {
-  return guarded([&]() -> int {
-    if (!rt) return fail(Code::kInvalidArgument, "attune_rt_prefetch_l2: rt is null");
-    if (count > 0 && (!ptrs || !bytes))
-      return fail(Code::kInvalidArgument, "attune_rt_prefetch_l2: ptrs and bytes must be given");
-    std::vector<Runtime::Region> regions(count);
-    for (size_t i = 0; i < count; ++i) regions[i] = {ptrs[i], bytes[i]};
-    return done(rt->runtime->prefetch_l2(regions.data(), regions.size(), stream));
-  });
-}
-
 ATTUNE_RT_API int attune_rt_rmsnorm(attune_rt* rt, int64_t rows, int64_t hidden, int dtype, void* y,
                                     void* h_out, const void* x, const void* r, const void* w,
                                     void* stream, const attune_rt_dispatch** dispatched) {
