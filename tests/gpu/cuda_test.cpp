@@ -7,8 +7,6 @@
 #include <set>
 #include <string>
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <cstdlib>
 
@@ -16,6 +14,7 @@
 
 #include "core/op.h"
 #include "gpu/gpu_support.h"
+#include "support/run.h"
 
 namespace attune {
 namespace {
@@ -422,25 +421,18 @@ namespace {
 
 // `attune tune --spec SPEC --strategy grid --patience 0 --json` on a fresh database: the report.
 nlohmann::json tune_spec(const std::string& spec, const std::string& name) {
-  const char* bin = std::getenv("ATTUNE_BIN");
   const char* src = std::getenv("ATTUNE_SOURCE_ROOT");
-  const std::string attune = bin ? bin : ATTUNE_BINARY;
   const std::string root = src ? src : ATTUNE_SOURCE_DIR;
   const std::string db = ::testing::TempDir() + "/" + name + ".db";
   std::remove(db.c_str());
-  const std::string cmd = "'" + attune + "' tune --spec '" + root + "/" + spec +
-                          "' --strategy grid "
-                          "--patience 0 --timeout 10 --backoff 0.2 --json --db '" +
-                          db + "' 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  EXPECT_NE(p, nullptr);
-  if (!p) return {};
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = pclose(p);
-  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
-  return nlohmann::json::parse(out, nullptr, false);
+  const auto r = testing::run_binary(testing::gpu_attune_binary(),
+                                     "tune --spec '" + root + "/" + spec +
+                                         "' --strategy grid --patience 0 --timeout 10 "
+                                         "--backoff 0.2 --json --db '" +
+                                         db + "'",
+                                     ::testing::TempDir());
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  return nlohmann::json::parse(r.out, nullptr, false);
 }
 
 // The user-kernel gate as the device runs it (fills, poison, guards and the comparison on the

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +22,7 @@
 #include "attune/runtime.h"
 #include "attune/runtime_c.h"
 #include "cuda/cuda_device.h"
+#include "support/run.h"
 #include "table/table.h"
 
 namespace attune {
@@ -245,24 +245,20 @@ class RuntimeGpu : public ::testing::Test {
 // lt_algo is a rank in cuBLASLt's heuristic list, so this fails if the list differs between the
 // tuner's process and the runtime's.
 TEST_F(RuntimeGpu, ACublasLtRowRunsTheAlgorithmTheTunerMeasured) {
-  const char* bin = std::getenv("ATTUNE_BIN");
-  const std::string attune = bin ? bin : ATTUNE_BINARY;
+  const std::string attune = testing::gpu_attune_binary();
   if (attune.empty()) GTEST_SKIP() << "no attune binary (ATTUNE_BIN)";
   const std::string problem = "gemm:bias=0,dtype=bf16,k=4096,m=8,n=6144";
   const std::string db = (dir_ / "lt.db").string();
-  const std::string cmd = "'" + attune + "' --json --db '" + db + "' tune --problem '" + problem +
-                          "' --pin kernel=cublaslt --pin lt_split=0 --pin lt_tile=0 --strategy "
-                          "grid --patience 0 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  ASSERT_EQ(WEXITSTATUS(pclose(p)), 0) << out;
-  const auto j = nlohmann::json::parse(out, nullptr, false);
-  ASSERT_TRUE(j.is_object()) << out;
+  const auto r = testing::run_binary(attune,
+                                     "--json --db '" + db + "' tune --problem '" + problem +
+                                         "' --pin kernel=cublaslt --pin lt_split=0 --pin "
+                                         "lt_tile=0 --strategy grid --patience 0",
+                                     dir_.string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
   const auto& best = j["problems"][0]["best"];
-  ASSERT_TRUE(best.is_object()) << out;
+  ASSERT_TRUE(best.is_object()) << r.out;
   const std::string config = best["config"].get<std::string>();
   const std::string measured = best.value("message", "");
   EXPECT_EQ(measured.rfind("cublasLtMatmul algo=", 0), 0u) << measured;

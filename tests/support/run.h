@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -19,19 +20,32 @@ struct RunResult {
   std::string err;
 };
 
-// args is appended to the binary's path as shell words; cwd is the directory to run in; env is
+// Runs `binary` with args appended as shell words; cwd is the directory to run in; env is
 // prepended as shell assignments ("NAME=value ...").
-inline RunResult run_attune(const std::string& args, const std::string& cwd,
-                            const std::string& env = "") {
+inline RunResult run_binary(const std::string& binary, const std::string& args,
+                            const std::string& cwd, const std::string& env = "") {
   std::string out_file = cwd + "/.stdout", err_file = cwd + "/.stderr";
-  std::string cmd = "cd '" + cwd + "' && " + env + " '" + std::string(ATTUNE_BINARY) + "' " + args +
-                    " >'" + out_file + "' 2>'" + err_file + "' </dev/null";
+  std::string cmd = "cd '" + cwd + "' && " + env + " '" + binary + "' " + args + " >'" + out_file +
+                    "' 2>'" + err_file + "' </dev/null";
   int status = std::system(cmd.c_str());
   RunResult r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = read_bytes(out_file);
   r.err = read_bytes(err_file);
   return r;
+}
+
+// This build's attune (ATTUNE_BINARY), as run_binary runs it.
+inline RunResult run_attune(const std::string& args, const std::string& cwd,
+                            const std::string& env = "") {
+  return run_binary(ATTUNE_BINARY, args, cwd, env);
+}
+
+// The attune the GPU tests run: $ATTUNE_BIN (tools/gpu-check gives the installed one), else this
+// build's.
+inline std::string gpu_attune_binary() {
+  const char* bin = std::getenv("ATTUNE_BIN");
+  return bin ? bin : ATTUNE_BINARY;
 }
 
 // Lines of output (newlines counted).
