@@ -15,11 +15,17 @@ change:
   splits=1 at batch 16), `split2` (2 blocks per region), `even` (the K and V cut into exactly as
   many equal contiguous ranges as the GPU has SMs, the balance a stream-K decode would have).
 
-Prints a Markdown table (median of SAMPLES runs, CUDA events; GB/s = bytes of K and V / time) and,
-with --sdpa, cuDNN's SDPA on the same K and V (batch 16, 32 query heads, 8 KV heads, head 128) by
-bench/sdpa_timing's deploy regime.
+- how many blocks a small read needs: `evenxN` (the `even` cut over N blocks per SM).
+
+Prints a Markdown table (median of SAMPLES runs; GB/s = bytes of K and V / time) and, with --sdpa,
+cuDNN's SDPA on the same K and V (batch units / 8, 32 query heads, 8 KV heads, head 128) by
+bench/sdpa_timing's deploy regime. --regime events (the default) times one launch between CUDA
+events; --regime deploy times each kernel as attune's deploy regime and bench/sdpa_timing do (what
+the launch adds to a CUDA graph behind another kernel, L2 flushed before each replay), the regime
+attune's sweep rows and issue 16's targets are measured in: the bare-read ceiling of a decode cell.
 
 usage: python3 bench/read_patterns.py [--units 128] [--keys 16384] [--samples 30] [--sdpa]
+                                      [--regime events|deploy] [--kernels cp16_w8s3,bulk_w8s3]
 """
 import argparse
 import statistics
@@ -230,7 +236,18 @@ def main():
     ap.add_argument("--keys", type=int, default=16384, help="keys per region (head 128, bf16)")
     ap.add_argument("--samples", type=int, default=30)
     ap.add_argument("--sdpa", action="store_true", help="also time cuDNN's SDPA on the same K, V")
+    ap.add_argument("--regime", choices=("events", "deploy"), default="events",
+                    help="events: one launch between CUDA events; deploy: attune's deploy regime")
+    ap.add_argument("--kernels", default="", help="comma-separated subset of the kernels (all)")
     a = ap.parse_args()
+    kernels = a.kernels.split(",") if a.kernels else list(KERNELS)
+    unknown = [n for n in kernels if n not in KERNELS]
+    if unknown:
+        ap.error(f"--kernels: unknown {', '.join(unknown)} (known: {', '.join(KERNELS)})")
+    deploy = None
+    if a.regime == "deploy" or a.sdpa:
+        import torch
+        from sdpa_timing import deploy_us as deploy
 
     dev = cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]
@@ -245,19 +262,31 @@ def main():
 
     layouts = [(f"units ({a.units} blocks)", 0, a.units),
                (f"split2 ({a.units * 2} blocks)", 0, a.units * 2), (f"even ({sms} blocks)", 1, sms)]
+    if a.regime == "deploy":  # small reads: more blocks than SMs
+        layouts += [(f"evenx{n} ({n * sms} blocks)", 1, n * sms) for n in (2, 4)]
 
     start, stop = cp.cuda.Event(), cp.cuda.Event()
     print(f"# bench/read_patterns on {name} ({sms} SMs): K and V {nbytes >> 20} MiB each "
-          f"({a.units} regions x {a.keys} keys x 128 x 2 bytes), median of {a.samples}\n")
+          f"({a.units} regions x {a.keys} keys x 128 x 2 bytes), median of {a.samples}, "
+          f"{a.regime} regime\n")
     print("| kernel | cut | us | GB/s |")
     print("|---|---|---:|---:|")
-    for kname, (warps, stages) in KERNELS.items():
+    for kname in kernels:
+        warps, stages = KERNELS[kname]
         fn = mod.get_function(kname)
         smem = stages * 2 * TILE * warps
         if smem > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = smem
         for lname, layout, grid in layouts:
             args = (k, v, out, cp.int64(tiles), cp.int32(layout))
+            if a.regime == "deploy":
+                def launch(fn=fn, grid=grid, warps=warps, args=args, smem=smem):
+                    # On the stream torch captures into (deploy_us builds CUDA graphs).
+                    with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
+                        fn((grid,), (warps * 32,), args, shared_mem=smem)
+                us = deploy(launch, samples=a.samples)
+                print(f"| {kname} | {lname} | {us:.2f} | {2 * nbytes / us / 1e3:.0f} |", flush=True)
+                continue
             for _ in range(3):
                 fn((grid,), (warps * 32,), args, shared_mem=smem)
             ts = []
@@ -271,8 +300,6 @@ def main():
             print(f"| {kname} | {lname} | {us:.2f} | {2 * nbytes / us / 1e3:.0f} |", flush=True)
 
     if a.sdpa:
-        import torch
-        from sdpa_timing import deploy_us
         from torch.nn.attention import SDPBackend, sdpa_kernel
         from torch.nn.functional import scaled_dot_product_attention as sdpa
         batch, kvh = a.units // 8, 8
@@ -282,7 +309,7 @@ def main():
         for bname, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION),
                                ("flash", SDPBackend.FLASH_ATTENTION)):
             with sdpa_kernel(backend):
-                us = deploy_us(lambda: sdpa(q, kt, vt, enable_gqa=True), samples=a.samples)
+                us = deploy(lambda: sdpa(q, kt, vt, enable_gqa=True), samples=a.samples)
             print(f"| SDPA {bname} (batch {batch}, 32 q heads) | deploy regime | {us:.2f} | "
                   f"{2 * nbytes / us / 1e3:.0f} |")
             # The same call timed as the kernels above are (CUDA events around one launch).
