@@ -179,8 +179,7 @@ TEST(Cli, AttentionPrefillTunesOnTheSimToItsOptimum) {
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out)["problems"][0];
   EXPECT_EQ(j["baseline"]["config"],
-            "kernel=split,block_n=128,consumers=2,stages=2,overlap=1,blocks_per_sm=1,kv_tile=16,"
-            "warps=4,block_rows=16");
+            "kernel=split,block_n=128,consumers=2,stages=2,overlap=1,blocks_per_sm=1");
   SimBackend sim;
   const Problem p =
       *sim.resolve(problem_from_shape("attention_prefill", "4096x1x128x32x8", "")->text());

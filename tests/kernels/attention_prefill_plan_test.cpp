@@ -53,36 +53,6 @@ TEST(AttentionPrefillPlan, WgmmaIsOneLaunchPerHeadRowBlockAndSequence) {
   for (const auto& o : kp.build.options) EXPECT_EQ(o.find("1000"), std::string::npos) << o;
 }
 
-// kernel=mma: attention_decode's mma.sync kernel with the prompt as its own cache, one launch of
-// a block per (16 or 32 rows of a KV head's group, sequence x KV head), no workspace; the prompt's
-// length is the kv argument, so one build serves every length.
-TEST(AttentionPrefillPlan, MmaIsOneLaunchPerRowBlockAndKvHead) {
-  const Plan p = planned("attention_prefill:seq=1000,batch=3,head=128,q_heads=16,kv_heads=4",
-                         "kernel=mma,kv_tile=32,warps=2,block_rows=16");
-  const auto& kp = std::get<KernelPlan>(p);
-  ASSERT_EQ(kp.steps.size(), 1u);
-  const LaunchStep& s = kp.steps[0];
-  EXPECT_EQ(s.kernel, "attn_decode_mma");
-  EXPECT_EQ(s.grid.x, 1u);
-  EXPECT_EQ(s.grid.y, 250u);  // 4 query heads x 1000 tokens in blocks of 16 rows
-  EXPECT_EQ(s.grid.z, 12u);   // sequences x KV heads
-  EXPECT_EQ(s.block.x, 64u);
-  EXPECT_EQ(s.shared_bytes, attention_decode_mma_shared_bytes(128, 32, 2, 16));
-  EXPECT_EQ(s.args, (std::vector<std::string>{"o", "workspace", "q", "k", "v", "kv"}));
-  EXPECT_EQ(kp.workspace_bytes, 0u);
-  for (const char* o : {"-DMMA=1", "-DPREFILL=1", "-DSPLITS=1", "-DCLUSTER=0", "-DGROUP=4",
-                        "-DKV_TILE=32", "-DWARPS=2", "-DMTILES=1", "-DT=__nv_bfloat16"})
-    EXPECT_TRUE(has_option(kp.build, o)) << o;
-  for (const auto& o : kp.build.options) {
-    EXPECT_EQ(o.find("1000"), std::string::npos) << o;
-    EXPECT_EQ(o.find("Q_LEN"), std::string::npos) << o;
-  }
-  const Plan two = planned("attention_prefill:seq=1000,batch=3,head=64,q_heads=16,kv_heads=4",
-                           "kernel=mma,kv_tile=16,warps=8,block_rows=32");
-  EXPECT_EQ(std::get<KernelPlan>(two).steps[0].grid.y, 125u);
-  EXPECT_TRUE(has_option(std::get<KernelPlan>(two).build, "-DMTILES=2"));
-}
-
 TEST(AttentionPrefillPlan, OneConsumerHalvesTheRowBlock) {
   const Plan p =
       planned("attention_prefill:seq=1000,batch=1,head=64,q_heads=8,kv_heads=8,dtype=fp16",
@@ -123,9 +93,8 @@ TEST(AttentionPrefillPlan, TwoBlocksPerSmBudgetTheRegistersForTwoOneConsumerBloc
 // head size and the prompt: head 128 takes two consumers of 128-key tiles first from 2048 tokens,
 // 64-key tiles below, and two blocks per SM last, and below 256 blocks of two consumers one
 // consumer of 64-key tiles second; head 64 one consumer, 128-key tiles with two blocks per SM
-// first from 1024 tokens. A prompt too short for a 128-key tile leaves those out. A prompt of at
-// most 256 tokens tries the mma.sync kernel second.
-TEST(AttentionPrefillPlan, TheFirstGuessesAreFlashConfigsOfTheSpace) {
+// first from 1024 tokens. A prompt too short for a 128-key tile leaves those out.
+TEST(AttentionPrefillPlan, TheFirstGuessesAreWgmmaConfigsOfTheSpace) {
   ASSERT_NE(attention_prefill_op().seed_configs, nullptr);
   struct Case {
     const char* spec;
@@ -148,10 +117,7 @@ TEST(AttentionPrefillPlan, TheFirstGuessesAreFlashConfigsOfTheSpace) {
       // first; a short prompt refuses the 128-key tiles and keeps the short ones.
       {"attention_prefill:seq=1024,batch=2,head=64,q_heads=8,kv_heads=2",
        {"128/1/1", "128/1/1", "128/1/2", "64/1/1"}},
-      {"attention_prefill:seq=33,batch=2,head=64,q_heads=8,kv_heads=2", {"64/1/1", "mma"}},
-      // Qwen3-Embedding-0.6B's layer at 1 x 128 tokens: 16 blocks of two consumers.
-      {"attention_prefill:seq=128,batch=1,head=128,q_heads=16,kv_heads=8",
-       {"64/2/1", "mma", "64/1/1", "128/2/1", "64/1/2"}},
+      {"attention_prefill:seq=33,batch=2,head=64,q_heads=8,kv_heads=2", {"64/1/1"}},
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(k.spec);
@@ -164,14 +130,12 @@ TEST(AttentionPrefillPlan, TheFirstGuessesAreFlashConfigsOfTheSpace) {
       ASSERT_TRUE(pt.ok()) << seed;
       if (!space->prefix_legal(*pt)) continue;
       const Config c = space->config(*pt);
-      const std::string kernel = c.get("kernel")->as_word();
-      EXPECT_TRUE(kernel == "wgmma" || kernel == "mma") << c.text();
+      EXPECT_EQ(c.get("kernel")->as_word(), "wgmma") << c.text();
       EXPECT_TRUE(space->point(c).ok()) << c.text();
       EXPECT_TRUE(plan_attention_prefill(p, c).ok()) << c.text();
-      got.push_back(kernel == "mma" ? kernel
-                                    : std::to_string(c.get("block_n")->as_int()) + "/" +
-                                          std::to_string(c.get("consumers")->as_int()) + "/" +
-                                          std::to_string(c.get("blocks_per_sm")->as_int()));
+      got.push_back(std::to_string(c.get("block_n")->as_int()) + "/" +
+                    std::to_string(c.get("consumers")->as_int()) + "/" +
+                    std::to_string(c.get("blocks_per_sm")->as_int()));
     }
     EXPECT_EQ(got, k.expected);
   }
@@ -231,25 +195,9 @@ TEST(AttentionPrefillPlan, RefusesWhatTheKernelsAreNotWrittenFor) {
   EXPECT_NE(bad.error().message().find("shared memory"), std::string::npos);
   auto unknown = plan_attention_prefill(
       problem("attention_prefill:seq=128,batch=1,head=128,q_heads=8,kv_heads=8"),
-      *Config::parse("kernel=tiled,block_n=128,consumers=2,stages=2,overlap=1"));
+      *Config::parse("kernel=mma,block_n=128,consumers=2,stages=2,overlap=1"));
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.error().message().find("unknown kernel 'tiled'"), std::string::npos);
-  for (const char* config :
-       {"kernel=mma,kv_tile=8,warps=4,block_rows=16", "kernel=mma,kv_tile=16,warps=3,block_rows=16",
-        "kernel=mma,kv_tile=16,warps=4,block_rows=64"}) {
-    auto mma = plan_attention_prefill(
-        problem("attention_prefill:seq=128,batch=1,head=128,q_heads=8,kv_heads=8"),
-        *Config::parse(config));
-    ASSERT_FALSE(mma.ok()) << config;
-    EXPECT_NE(mma.error().message().find("kernel=mma takes kv_tile 16, 32 or 64"),
-              std::string::npos);
-  }
-  // Eight warps of two stages of 64-key tiles: 512 KB of stage buffers.
-  auto big = plan_attention_prefill(
-      problem("attention_prefill:seq=128,batch=1,head=128,q_heads=8,kv_heads=8"),
-      *Config::parse("kernel=mma,kv_tile=64,warps=8,block_rows=16"));
-  ASSERT_FALSE(big.ok());
-  EXPECT_NE(big.error().message().find("shared memory"), std::string::npos);
+  EXPECT_NE(unknown.error().message().find("unknown kernel 'mma'"), std::string::npos);
 }
 
 TEST(AttentionPrefillPlan, EveryConfigOfTheSpacePlansAndTheBaselineIsTheSignaturesConfig) {
@@ -262,18 +210,14 @@ TEST(AttentionPrefillPlan, EveryConfigOfTheSpacePlansAndTheBaselineIsTheSignatur
     ASSERT_TRUE(space.ok()) << space.error().message();
     EXPECT_EQ(space->config(space->baseline()).text(),
               Config::parse(attention_prefill_op().baseline_config)->text());
-    std::size_t n = 0, wgmma = 0, mma = 0;
+    std::size_t n = 0, wgmma = 0;
     for (auto e = space->enumerate(); auto pt = e.next(); ++n) {
       const Config c = space->config(*pt);
       auto plan = plan_attention_prefill(p, c);
       EXPECT_TRUE(plan.ok()) << c.text() << ": " << plan.error().message();
       if (c.get("kernel")->as_word() == "wgmma") ++wgmma;
-      if (c.get("kernel")->as_word() == "mma") ++mma;
     }
-    EXPECT_EQ(n, wgmma + mma + 1);  // the split baseline is one config
-    // kernel=mma only up to 1024 tokens. Head 64 at seq 1: 16-key tiles only (a longer tile is
-    // more than twice the prompt), 3 warp counts x 2 row blocks.
-    EXPECT_EQ(mma, std::string(spec).find("seq=1,") != std::string::npos ? 6u : 0u);
+    EXPECT_EQ(n, wgmma + 1);  // the split baseline is one config
     // seq 1: a 128-key tile is more than twice the prompt, so only 64-key tiles (6 configs),
     // and the 3 of one consumer again with two blocks per SM; head 128: 10 of the 12 fit a
     // block's shared memory, and one of them (one consumer, 64-key tiles, 2 stages) two blocks

@@ -535,30 +535,6 @@ TEST(KernelSources, AttentionDecodePlansCompileOnEveryHeadSize) {
   }
 }
 
-// attention_prefill's kernel=mma (attention_decode's mma.sync kernel with PREFILL: the prompt's
-// length the kv argument) on both head sizes and dtypes, one and two row tiles per block.
-TEST(KernelSources, AttentionPrefillMmaPlansCompile) {
-  cuda::Compiler c("sm_90a", "");
-  const std::pair<const char*, const char*> cases[] = {
-      {"attention_prefill:seq=128,batch=1,head=128,q_heads=16,kv_heads=8,dtype=bf16",
-       "kernel=mma,kv_tile=16,warps=4,block_rows=16"},
-      {"attention_prefill:seq=300,batch=2,head=128,q_heads=32,kv_heads=8,dtype=fp16",
-       "kernel=mma,kv_tile=16,warps=8,block_rows=32"},
-      {"attention_prefill:seq=77,batch=3,head=64,q_heads=8,kv_heads=2,dtype=bf16",
-       "kernel=mma,kv_tile=64,warps=2,block_rows=32"},
-  };
-  for (const auto& [spec, config] : cases) {
-    SCOPED_TRACE(std::string(spec) + " " + config);
-    auto p = kernels::attention_prefill_op().resolve(*Problem::parse(spec));
-    ASSERT_TRUE(p.ok()) << p.error().message();
-    auto plan = kernels::plan_attention_prefill(*p, *Config::parse(config));
-    ASSERT_TRUE(plan.ok()) << plan.error().message();
-    const auto& kp = std::get<kernels::KernelPlan>(*plan);
-    ASSERT_EQ(kp.steps.size(), 1u);
-    expect_builds(c, kp.build, kp.steps[0].kernel);
-  }
-}
-
 // Plan kernels may be launched programmatically dependent on the kernel ahead (plan_launch.cpp), so
 // each must wait for it before touching global memory: in every source a plan launches, every
 // entry point's first statement is attune_grid_dependency() (no ';' between the entry point and

@@ -100,7 +100,7 @@ TEST_F(LayerTuneTest, GroupingsAreScoredByTheSumOfTheirKernelsBestTimes) {
   EXPECT_EQ(r.problems_tuned, 3);
   for (const KernelResult& k : r.kernels) ASSERT_TRUE(k.best) << k.key << ": " << k.failure;
   EXPECT_EQ(r.kernels[2].best->config.rfind("kernel=split", 0), 0u) << r.kernels[2].best->config;
-  EXPECT_NE(r.kernels[3].best->config.rfind("kernel=split", 0), 0u) << r.kernels[3].best->config;
+  EXPECT_EQ(r.kernels[3].best->config.rfind("kernel=wgmma", 0), 0u) << r.kernels[3].best->config;
   EXPECT_EQ(r.kernels[2].evaluated, r.kernels[3].evaluated);
   for (std::size_t g = 0; g < 2; ++g) {
     double sum = 0;

@@ -316,11 +316,9 @@ TEST_F(TunerTest, APinOnAKnobTheGuessesDoNotNameKeepsThem) {
   EXPECT_EQ(r.seeded_first, 2);
   ASSERT_GE(r.results.size(), 3u);
   EXPECT_EQ(r.results[1].config,
-            "kernel=wgmma,block_n=64,consumers=1,stages=4,overlap=1,blocks_per_sm=2,kv_tile=16,"
-            "warps=4,block_rows=16");
+            "kernel=wgmma,block_n=64,consumers=1,stages=4,overlap=1,blocks_per_sm=2");
   EXPECT_EQ(r.results[2].config,
-            "kernel=wgmma,block_n=128,consumers=1,stages=3,overlap=1,blocks_per_sm=2,kv_tile=16,"
-            "warps=4,block_rows=16");
+            "kernel=wgmma,block_n=128,consumers=1,stages=3,overlap=1,blocks_per_sm=2");
   o.pins = {{"stages", "2"}};
   EXPECT_EQ(tune(spec, o).seeded_first, 0);
 }

@@ -323,9 +323,8 @@ std::unique_ptr<SimProblem> make_attention_decode(const OpSignature& op) {
 }
 
 // Causal prefill attention as attention_prefill's family runs it: the op's own space (the split
-// baseline, the wgmma flash kernel with its keys per tile, consumer warpgroups, stages and
-// blocks per SM, or the mma.sync kernel of short prompts with its keys per tile, warps and rows
-// per block),
+// baseline, or the wgmma flash kernel with its keys per tile, consumer warpgroups, stages and
+// blocks per SM),
 // timed as tensor-core work. The flash kernel does half the square's FLOPs at a rate set by its
 // config (two consumer warpgroups hide each other's softmax, and overlap hides it behind the
 // previous tile's P V; short tiles pay the softmax's fixed cost per key more often; a deeper ring
@@ -352,27 +351,6 @@ std::unique_ptr<SimProblem> make_attention_prefill(const OpSignature& op) {
       return (3 * kLaunchUs + square / (kSms * kPeakFlopsPerSm * 0.6) * 1e6 +
               bytes / kDramBytesPerUs) *
              rugged(prob, c, 0.02);
-    }
-    if (c.get("kernel")->as_word() == "mma") {
-      // mma.sync at about a fifth of the wgmma kernel's rate (per warp, its own K and V tiles
-      // through ldmatrix), but a block of 16 or 32 rows with no producer warpgroup starts at once
-      // and small blocks fill the SMs: it wins on short prompts of few heads only. Four warps or
-      // fewer leave room for two blocks per SM.
-      const double rows = knob(c, "block_rows"), warps = knob(c, "warps"),
-                   tile = knob(c, "kv_tile");
-      const double blocks = batch * q_heads * std::ceil(seq / rows);
-      const double eff = 0.12 *
-                         (warps == 2   ? 0.8
-                          : warps == 8 ? 1.05
-                                       : 1.0) *
-                         (tile == 16   ? 1.0
-                          : tile == 32 ? 1.04
-                                       : 1.02) *
-                         (rows == 32 ? 1.1 : 1.0);
-      const double per_block =
-          4 * rows * (seq / 2 + rows / 2) * head / (kPeakFlopsPerSm * eff) * 1e6;
-      const double waves = blocks / (kSms * (warps <= 4 ? 2 : 1));
-      return (0.6 * kLaunchUs + per_block * std::max(1.0, waves)) * rugged(prob, c, 0.02);
     }
     const double block_n = knob(c, "block_n"), consumers = knob(c, "consumers"),
                  stages = knob(c, "stages");

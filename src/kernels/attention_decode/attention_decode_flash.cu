@@ -12,9 +12,7 @@
 // elements wide (16 bytes at VEC 8). Each lane group keeps its own online softmax (max, sum,
 // output) over its keys in fp32; groups, warps and then (SPLITS > 1) splits are merged at the end.
 // The layout: q, o [batch, q_heads, q_len, HEAD]; k, v [batch, kv_heads, kv, HEAD]. Query token i
-// of Q_LEN sees cache positions [0, kv - Q_LEN + i]. The tensor-core form (MMA, below) also runs
-// attention_prefill's kernel=mma: PREFILL 1 and no Q_LEN, the prompt's length the kv argument
-// (every query token a key too), so one build serves every prompt length.
+// of Q_LEN sees cache positions [0, kv - Q_LEN + i].
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -260,12 +258,9 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32)
 #define MTILES 1
 #endif
 
-#ifndef PREFILL
-#define PREFILL 0
-#endif
-
 namespace {
 
+constexpr int kRows = GROUP * Q_LEN;
 constexpr int kBlockRows = 16 * MTILES;  // query rows per block
 constexpr int kChunks = HEAD / 8;        // 16-byte chunks per row
 constexpr int kNt = KV_TILE / 8;         // key n-tiles of S per tile
@@ -348,34 +343,20 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
                     const T* __restrict__ k, const T* __restrict__ v, int kv) {
   attune_grid_dependency();
   extern __shared__ __align__(128) unsigned char smem[];
-#if PREFILL
-  const int q_len = kv;  // a prompt: query token i sees keys [0, i]
-  // The heaviest row blocks (a head's last tokens, which see the most keys) first.
-  const int row0 = (gridDim.y - 1 - blockIdx.y) * kBlockRows;
-#else
-  constexpr int q_len = Q_LEN;
-  const int row0 = blockIdx.y * kBlockRows;
-#endif
-  const int n_rows = GROUP * q_len;  // the group's query rows per (sequence, KV head)
-  const int split = blockIdx.x, bh = blockIdx.z;
+  const int split = blockIdx.x, row0 = blockIdx.y * kBlockRows, bh = blockIdx.z;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const int per_split = (kv + SPLITS - 1) / SPLITS;
   const int begin = split * per_split;
-  // No key past the last one a row of the block sees: a prompt's early rows see few (a decode
-  // block's rows cover every new token, the last of which sees the whole cache).
-  const int rows_here = min(kBlockRows, n_rows - row0);
-  const int first = row0 % q_len;
-  const int block_last = first + rows_here > q_len ? kv - 1 : kv - q_len + first + rows_here - 1;
-  const int end = min(min(kv, begin + per_split), block_last + 1);
+  const int end = min(kv, begin + per_split);
 
   const unsigned qs = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   const unsigned ws = qs + kBlockRows * HEAD * 2 + warp * (STAGES * 2 * kTileElems * 2);
   // The block's query rows (zeros past the group's).
   for (int i = threadIdx.x; i < kBlockRows * kChunks; i += WARPS * 32) {
     const int r = i / kChunks, c = i % kChunks;
-    const bool in = row0 + r < n_rows;
-    const T* src = q + (static_cast<size_t>(bh) * n_rows + (in ? row0 + r : 0)) * HEAD + c * 8;
+    const bool in = row0 + r < kRows;
+    const T* src = q + (static_cast<size_t>(bh) * kRows + (in ? row0 + r : 0)) * HEAD + c * 8;
     cp16(qs + swz(r, c), src, in);
   }
   cp_commit();
@@ -415,7 +396,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = row0 + 16 * mt + g + 8 * h;
-      last[mt][h] = row < n_rows ? kv - q_len + row % q_len : kv - 1;
+      last[mt][h] = row < kRows ? kv - Q_LEN + row % Q_LEN : kv - 1;
       m[mt][h] = -INFINITY;
       l[mt][h] = 0.f;
     }
@@ -575,7 +556,8 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
   __syncthreads();
   (void)bm;  // read only by the split partials below
 
-  const size_t orow0 = static_cast<size_t>(bh) * n_rows + row0;
+  const size_t orow0 = static_cast<size_t>(bh) * kRows + row0;
+  const int rows_here = min(kBlockRows, kRows - row0);
   for (int i = threadIdx.x; i < rows_here * HEAD; i += WARPS * 32) {
     const int r = i / HEAD, d = i % HEAD;
     float x = 0.f;
@@ -590,7 +572,7 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32) CLUSTER_DIMS
     // In place over warp 0's output: element i of every warp is read by this thread alone.
     reinterpret_cast<float*>(smem + kBlockRows * HEAD * 2)[r * HEAD + d] = x;
 #else
-    const size_t rows = static_cast<size_t>(gridDim.z) * n_rows;
+    const size_t rows = static_cast<size_t>(gridDim.z) * kRows;
     workspace[(split * rows + orow0 + r) * HEAD + d] = x;
     if (d == 0) {
       float* ml = workspace + SPLITS * rows * HEAD;

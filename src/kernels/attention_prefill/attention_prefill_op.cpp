@@ -5,8 +5,6 @@
 // kernels runs: scores by a cuBLASLt batched GEMM, a softmax kernel, the value GEMM.
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "kernels/ops.h"
 
 namespace attune::kernels {
@@ -15,9 +13,6 @@ namespace attune::kernels {
 std::size_t attention_prefill_shared_bytes(std::int64_t head, std::int64_t block_n,
                                            std::int64_t consumers, std::int64_t stages);
 bool attention_prefill_two_blocks_fit(std::int64_t head, std::int64_t block_n, std::int64_t stages);
-// kernel=mma's shared memory: attention_decode's (defined beside its space).
-std::size_t attention_decode_mma_shared_bytes(std::int64_t head, std::int64_t kv_tile,
-                                              std::int64_t warps, std::int64_t block_rows);
 
 std::size_t attention_prefill_shared_bytes(std::int64_t head, std::int64_t block_n,
                                            std::int64_t consumers, std::int64_t stages) {
@@ -58,75 +53,34 @@ Status check_attention_prefill(const Problem& p) {
   return Status::success();
 }
 
-// Prompts up to this long may take kernel=mma: each of its blocks of 16 or 32 query rows reads
-// every key its rows see, so a longer prompt's keys are read from L2 many times over, and
-// tensor-core work by mma.sync, not wgmma.
-constexpr std::int64_t kMaxMmaSeq = 1024;
-
-// The kernel fork first: each kernel's knobs are free only under it, so the split baseline is
-// one config. wgmma (attention_prefill_flash.cu): block_n: keys per tile; consumers: warpgroups
-// of 64 query rows (a block of 64 or 128 rows, plus the producer warpgroup); stages: K/V tiles in
-// flight; overlap: a tile's scores issued with the previous tile's P V, the softmax hidden behind
-// it; blocks_per_sm: the blocks the registers are budgeted for (2: a block of one consumer loads
-// its Q and first tiles while the other computes, which short prompts' many small blocks want;
-// shared memory for two). mma (short prompts: attention_decode's mma.sync kernel, no producer
-// warpgroup, no tensor map, a block per 16 or 32 query rows): kv_tile: keys per tile; warps:
-// warps per block, each streaming its own tiles through its own stage buffers; block_rows: query
-// rows per block.
+// The kernel fork first: the wgmma knobs are free only under it, so the split baseline is one
+// config. block_n: keys per tile; consumers: warpgroups of 64 query rows (a block of 64 or 128
+// rows, plus the producer warpgroup); stages: K/V tiles in flight; overlap: a tile's scores
+// issued with the previous tile's P V, the softmax hidden behind it; blocks_per_sm: the blocks
+// the registers are budgeted for (2: a block of one consumer loads its Q and first tiles while
+// the other computes, which short prompts' many small blocks want; shared memory for two).
 Result<Space> attention_prefill_space(const Problem& p) {
   const std::int64_t head = *p.int_attr("head"), seq = *p.int_attr("seq");
-  auto fixed_unless = [](const char* kernel, const char* name, std::int64_t fixed) {
-    return Constraint{fmt::format("{} is fixed unless kernel={}", name, kernel),
+  auto fixed_unless_wgmma = [](const char* name, std::int64_t fixed) {
+    return Constraint{fmt::format("{} is fixed unless kernel=wgmma", name),
                       {"kernel", name},
-                      [kernel, name, fixed](const Assignment& a) {
-                        return a["kernel"].as_word() == kernel || a.i(name) == fixed;
+                      [name, fixed](const Assignment& a) {
+                        return a["kernel"].as_word() == "wgmma" || a.i(name) == fixed;
                       }};
   };
   auto wgmma = [](const Assignment& a) { return a["kernel"].as_word() == "wgmma"; };
-  auto mma = [](const Assignment& a) { return a["kernel"].as_word() == "mma"; };
   return Space::make(
-      {Knob{"kernel", {"split", "wgmma", "mma"}, 0, KnobKind::kStructural},
+      {Knob{"kernel", {"split", "wgmma"}, 0, KnobKind::kStructural},
        Knob{"block_n", {128, 64}, 0, KnobKind::kInPlace},
        Knob{"consumers", {2, 1}, 0, KnobKind::kInPlace},
        Knob{"stages", {2, 3, 4}, 0, KnobKind::kInPlace},
        Knob{"overlap", {1, 0}, 0, KnobKind::kInPlace},
-       Knob{"blocks_per_sm", {1, 2}, 0, KnobKind::kInPlace},
-       Knob{"kv_tile", {16, 32, 64}, 0, KnobKind::kInPlace},
-       Knob{"warps", {4, 2, 8}, 0, KnobKind::kInPlace},
-       Knob{"block_rows", {16, 32}, 0, KnobKind::kInPlace}},
-      {fixed_unless("wgmma", "block_n", 128),
-       fixed_unless("wgmma", "consumers", 2),
-       fixed_unless("wgmma", "stages", 2),
-       fixed_unless("wgmma", "overlap", 1),
-       fixed_unless("wgmma", "blocks_per_sm", 1),
-       fixed_unless("mma", "kv_tile", 16),
-       fixed_unless("mma", "warps", 4),
-       fixed_unless("mma", "block_rows", 16),
-       {fmt::format("kernel=mma: prompts of at most {} tokens", kMaxMmaSeq),
-        {"kernel"},
-        [mma, seq](const Assignment& a) { return !mma(a) || seq <= kMaxMmaSeq; }},
-       {"kernel=mma: a key tile no longer than twice the sequence",
-        {"kernel", "kv_tile"},
-        [mma, seq](const Assignment& a) {
-          return !mma(a) || a.i("kv_tile") == 16 || a.i("kv_tile") < 2 * seq;
-        }},
-       // The registers of attention_decode's kernel=mma (its space says how they were measured).
-       {"kernel=mma: registers, head / 2 + kv_tile / 2 <= 160 per lane (head + kv_tile <= 144 "
-        "with 32 rows)",
-        {"kernel", "kv_tile", "block_rows"},
-        [mma, head](const Assignment& a) {
-          if (!mma(a)) return true;
-          return a.i("block_rows") == 32 ? head + a.i("kv_tile") <= 144
-                                         : head / 2 + a.i("kv_tile") / 2 <= 160;
-        }},
-       {"kernel=mma: the query rows and every warp's K/V stages fit a block's 227 KB of shared "
-        "memory",
-        {"kernel", "kv_tile", "warps", "block_rows"},
-        [mma, head](const Assignment& a) {
-          return !mma(a) ||
-                 attention_decode_mma_shared_bytes(head, a.i("kv_tile"), a.i("warps"),
-                                                   a.i("block_rows")) <= kMaxBlockSharedBytes;
-        }},
+       Knob{"blocks_per_sm", {1, 2}, 0, KnobKind::kInPlace}},
+      {fixed_unless_wgmma("block_n", 128),
+       fixed_unless_wgmma("consumers", 2),
+       fixed_unless_wgmma("stages", 2),
+       fixed_unless_wgmma("overlap", 1),
+       fixed_unless_wgmma("blocks_per_sm", 1),
        {"blocks_per_sm=2: one consumer warpgroup, and shared memory for two blocks on an SM",
         {"consumers", "block_n", "stages", "blocks_per_sm"},
         [head](const Assignment& a) {
@@ -178,7 +132,7 @@ OpWork attention_prefill_work(const Problem& p) {
 // the H200's 1024 x 2 x 8 space agrees (search_replay-2026-12-06f.md). A guess the space
 // refuses (a 128-key tile past twice a short prompt, or blocks_per_sm on a space recorded before
 // it) is left out.
-std::vector<std::string> attention_prefill_wgmma_seeds(const Problem& p) {
+std::vector<std::string> attention_prefill_seeds(const Problem& p) {
   const std::int64_t seq = *p.int_attr("seq");
   const std::int64_t two_consumer_blocks =
       *p.int_attr("batch") * *p.int_attr("q_heads") * ((seq + 127) / 128);
@@ -202,22 +156,6 @@ std::vector<std::string> attention_prefill_wgmma_seeds(const Problem& p) {
   return {short_tiles, long_tiles, two_blocks};
 }
 
-// Prompts of at most 256 tokens also try kernel=mma second (a 16-row block per 16 tokens of each
-// query head, four warps of 16-key tiles: guessed, not yet measured): its blocks have no producer
-// warpgroup, tensor maps or mbarriers for a short prompt's few tiles per block to amortise.
-std::vector<std::string> attention_prefill_seeds(const Problem& p) {
-  const std::int64_t seq = *p.int_attr("seq");
-  std::vector<std::string> seeds = attention_prefill_wgmma_seeds(p);
-  if (seq > 256) return seeds;
-  // After the first guess the space takes (it refuses a 128-key tile past twice the prompt).
-  auto first = std::find_if(seeds.begin(), seeds.end(), [seq](const std::string& s) {
-    return 2 * seq > 128 || s.find("block_n=128") == std::string::npos;
-  });
-  seeds.insert(first == seeds.end() ? first : first + 1,
-               "kernel=mma,kv_tile=16,warps=4,block_rows=16");
-  return seeds;
-}
-
 }  // namespace
 
 const OpSignature& attention_prefill_op() {
@@ -227,9 +165,7 @@ const OpSignature& attention_prefill_op() {
       .flags = {},
       .dtypes = {"bf16", "fp16"},
       .max_size = 1 << 20,
-      .baseline_config =
-          "kernel=split,block_n=128,consumers=2,stages=2,overlap=1,blocks_per_sm=1,kv_tile=16,"
-          "warps=4,block_rows=16",
+      .baseline_config = "kernel=split,block_n=128,consumers=2,stages=2,overlap=1,blocks_per_sm=1",
       .example_shape = "4096x1x128x32x8",
       .runtime_key = 3,
       .sweep_defaults = {{"batch", "1"}, {"q_heads", "32"}, {"kv_heads", "8"}},

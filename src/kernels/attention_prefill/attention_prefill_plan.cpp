@@ -1,6 +1,4 @@
-// attention_prefill's kernel plans: the wgmma flash kernel (attention_prefill_flash.cu), the
-// mma.sync flash kernel of short prompts (attention_decode's kernel=mma, attention_decode_flash.cu
-// with PREFILL: a block per 16 or 32 query rows, each warp streaming its own tiles of keys) and the
+// attention_prefill's kernel plans: the wgmma flash kernel (attention_prefill_flash.cu) and the
 // split baseline (split_attention_plan, kernels/plan.h: scores by a cuBLASLt batched GEMM, the
 // decode family's softmax kernel with every query token of the prompt as a new token, the value
 // GEMM), both over the layout of attention_prefill_op.cpp.
@@ -12,9 +10,7 @@
 namespace attune::kernels {
 
 extern const char* const kAttentionPrefillFlashSource;
-extern const char* const kAttentionDecodeFlashSource;
 extern const char* const kWgmmaHeader;
-extern const char* const kClusterHeader;
 
 namespace {
 
@@ -73,56 +69,6 @@ Result<Plan> plan_wgmma(const AttentionPrefillShape& s, const Config& c) {
   return Plan{std::move(p)};
 }
 
-// The short prompts' kernel: a block per (16 or 32 query rows of a KV head's group, sequence x KV
-// head), the rows (query head, token) pairs as attention_decode's are, each block reading keys up
-// to the last its rows see; one launch, no split of the keys. The prompt's length is the kv
-// argument, never a define.
-Result<Plan> plan_mma(const AttentionPrefillShape& s, const Config& c) {
-  ATTUNE_ASSIGN(std::int64_t kv_tile, knob(c, "kv_tile"));
-  ATTUNE_ASSIGN(std::int64_t warps, knob(c, "warps"));
-  ATTUNE_ASSIGN(std::int64_t block_rows, knob(c, "block_rows"));
-  if ((kv_tile != 16 && kv_tile != 32 && kv_tile != 64) ||
-      (warps != 2 && warps != 4 && warps != 8) || (block_rows != 16 && block_rows != 32))
-    return Error::invalid_argument(fmt::format(
-        "attention_prefill config '{}': kernel=mma takes kv_tile 16, 32 or 64, warps 2, 4 or 8, "
-        "block_rows 16 or 32",
-        c.text()));
-  const std::size_t shared = attention_decode_mma_shared_bytes(s.head, kv_tile, warps, block_rows);
-  if (shared > kMaxBlockSharedBytes)
-    return Error::invalid_argument(fmt::format(
-        "attention_prefill config '{}': {} bytes of shared memory, more than a block gets ({})",
-        c.text(), shared, kMaxBlockSharedBytes));
-  const std::int64_t groups = ceil_div(s.group() * s.seq, block_rows);
-  if (groups > kMaxGridYz || s.batch * s.kv_heads > kMaxGridYz)
-    return Error::invalid_argument(
-        fmt::format("attention_prefill: {} row blocks of {} KV heads exceed a launch's grid",
-                    groups, s.batch * s.kv_heads));
-  KernelPlan p;
-  p.build.source = kAttentionDecodeFlashSource;
-  p.build.source_name = "attention_decode_flash.cu";
-  p.build.options = {"-DMMA=1",
-                     "-DPREFILL=1",
-                     fmt::format("-DT={}", type_of(s.bf16)),
-                     fmt::format("-DHEAD={}", s.head),
-                     fmt::format("-DGROUP={}", s.group()),
-                     "-DSPLITS=1",
-                     fmt::format("-DKV_TILE={}", kv_tile),
-                     fmt::format("-DWARPS={}", warps),
-                     fmt::format("-DSTAGES={}", attention_decode_mma_stages(s.head, kv_tile)),
-                     fmt::format("-DMTILES={}", block_rows / 16),
-                     "-DCOMBINE_ROWS=4",
-                     "-DCLUSTER=0"};
-  p.build.headers = {launch_header(), {"attune_cluster.cuh", kClusterHeader}};
-  p.build.name_expressions = {"attn_decode_mma"};
-  p.steps.push_back(
-      {"attn_decode_mma",
-       {1u, static_cast<unsigned>(groups), static_cast<unsigned>(s.batch * s.kv_heads)},
-       {static_cast<unsigned>(warps * 32)},
-       static_cast<unsigned>(shared),
-       {"o", "workspace", "q", "k", "v", "kv"}});
-  return Plan{std::move(p)};
-}
-
 }  // namespace
 
 Result<AttentionPrefillShape> attention_prefill_shape(const Problem& p) {
@@ -147,7 +93,6 @@ Result<Plan> plan_attention_prefill(const Problem& problem, const Config& config
     return Plan{split_attention_plan(
         {s.group() * s.seq, s.seq, s.head, s.batch * s.kv_heads, s.rows(), s.seq, s.bf16})};
   if (k == "wgmma") return plan_wgmma(s, config);
-  if (k == "mma") return plan_mma(s, config);
   return Error::invalid_argument(
       fmt::format("attention_prefill config '{}': unknown kernel '{}'", config.text(), k));
 }
