@@ -455,8 +455,9 @@ Command add_tune_command(CLI::App& app, GlobalOptions& g) {
       ->capture_default_str();
   sub->add_option("--time-limit", f->search.time_limit_s,
                   "seconds for the whole run, shared by its problems; it stops at a candidate "
-                  "boundary, starts no candidate it does not expect to finish in time, and "
-                  "reports what it did; a candidate answered from the database is "
+                  "boundary, starts no candidate it does not expect to finish in time (but a "
+                  "problem's first guess after its baseline), and reports what it did; a candidate "
+                  "answered from the database is "
                   "charged what it cost when measured, so a re-run with the same limit measures "
                   "nothing new (default: none)")
       ->check(finite_number());

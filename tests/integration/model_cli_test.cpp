@@ -122,8 +122,9 @@ TEST(ModelCli, ALayerIsTunedInTwoLevelsAndARerunMeasuresNothing) {
 TEST(ModelCli, ATimeLimitBoundsTheWholeLayerTune) {
   if (!new_families()) GTEST_SKIP() << "needs the rope and silu_mul families registered";
   testing::TempDir dir;
-  // So short that every problem stops at its first candidate: each kernel's time is its
-  // baseline's, and the layer is still scored and assembled.
+  // So short that every problem's share ends at its first candidate, the baseline: past it a
+  // problem measures its op's first guess and no more, and the layer is still scored and
+  // assembled.
   const nlohmann::json j =
       tune_json("--time-limit 0.001 --model " + model("qwen3-embedding-0.6b.json") +
                     " --layer 0 --batch 1 --tokens 128",
@@ -132,7 +133,7 @@ TEST(ModelCli, ATimeLimitBoundsTheWholeLayerTune) {
   int limited = 0;
   for (const auto& k : j["kernels"]) {
     limited += k["stopped_by"] == "time_limit";
-    EXPECT_LE(k["evaluated"].get<int>(), 1) << k.dump();
+    EXPECT_LE(k["evaluated"].get<int>(), 2) << k.dump();
   }
   EXPECT_EQ(limited, j["kernels"].size());
   // The searches' share of the limit left out what the assembled check is given.

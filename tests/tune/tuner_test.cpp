@@ -530,6 +530,43 @@ TEST_F(TunerTest, ATimeLimitEndsAtACandidateBoundaryWithEveryProblemReported) {
   EXPECT_EQ(r2->problems[1].evaluated, 0);
 }
 
+// A share of the limit spent on the baseline alone (a cold compile cache) still measures the op's
+// first guess, one candidate past the limit, and no more; a search that has measured anything
+// besides its baseline stops at its limit as before.
+TEST_F(TunerTest, ATimeLimitSpentOnTheBaselineStillMeasuresTheFirstGuess) {
+  const std::string spec =
+      "attention_prefill:seq=512,batch=2,head=64,q_heads=32,kv_heads=8,dtype=bf16";
+  const Problem p = *sim.resolve(spec);
+  platform::FakeClock clock;
+  TimedRunner slow(runner, clock, 30.0);
+  TuneOptions o;
+  o.strategy = "mcts";
+  o.seed = 2;
+  o.patience = 0;
+  o.drift.anchor_every = 0;
+  o.time_limit_s = 10;
+  auto r = Tuner(*store, sim, slow, clock).run({p}, o);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  const ProblemReport& a = r->problems.at(0);
+  EXPECT_EQ(a.stopped_by, "time_limit");
+  ASSERT_EQ(a.evaluated, 2);
+  EXPECT_EQ(a.seeded_first, 1);
+  const Space space = *sim.space(p);
+  EXPECT_EQ(a.results[1].config, first_guesses(p, space).front().text());
+  ASSERT_TRUE(a.best);
+  EXPECT_EQ(a.best->config, a.results[1].config);  // the flash kernel, far ahead of the split one
+
+  // The same limit on a fresh database with the first guess's build costing what the baseline
+  // did: still one candidate past the limit, the first guess, and no more.
+  auto fresh = SqliteStore::open(dir.file("fresh.db"));
+  ASSERT_TRUE(fresh.ok());
+  platform::FakeClock clock2;
+  TimedRunner slow2(runner, clock2, 6.0);
+  auto r2 = Tuner(**fresh, sim, slow2, clock2).run({p}, o);
+  ASSERT_TRUE(r2.ok()) << r2.error().message();
+  EXPECT_EQ(r2->problems.at(0).evaluated, 2);
+}
+
 // A search does not start a candidate it does not expect to finish within its share of the
 // limit (the median of its candidates' costs so far): with every candidate costing 1 s, a 10.5 s
 // limit ends after 10 s, not at the first boundary past it (11 s).
