@@ -556,12 +556,13 @@ TEST_F(TunerTest, ATimeLimitSpentOnTheBaselineStillMeasuresTheFirstGuess) {
   ASSERT_TRUE(a.best);
   EXPECT_EQ(a.best->config, a.results[1].config);  // the flash kernel, far ahead of the split one
 
-  // The same limit on a fresh database with the first guess's build costing what the baseline
-  // did: still one candidate past the limit, the first guess, and no more.
+  // A baseline within the share (8 s of 10) whose cost says the next candidate would not fit, as
+  // the attention's on the fresh H100 (0.64 s of 0.88): the first guess is measured all the same,
+  // and nothing after it.
   auto fresh = SqliteStore::open(dir.file("fresh.db"));
   ASSERT_TRUE(fresh.ok());
   platform::FakeClock clock2;
-  TimedRunner slow2(runner, clock2, 6.0);
+  TimedRunner slow2(runner, clock2, 4.0);
   auto r2 = Tuner(**fresh, sim, slow2, clock2).run({p}, o);
   ASSERT_TRUE(r2.ok()) << r2.error().message();
   EXPECT_EQ(r2->problems.at(0).evaluated, 2);
