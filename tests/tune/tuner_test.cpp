@@ -33,6 +33,16 @@ struct TunerTest : ::testing::Test {
   }
 
   // A random search from scratch of at most `candidates` configs, no patience.
+  // mcts under a time limit, no patience, no anchor checks: what the time-limit tests vary.
+  static TuneOptions timed_mcts(std::uint64_t seed, double time_limit_s) {
+    TuneOptions o;
+    o.strategy = "mcts";
+    o.seed = seed;
+    o.patience = 0;
+    o.drift.anchor_every = 0;
+    o.time_limit_s = time_limit_s;
+    return o;
+  }
   static TuneOptions fresh_random_search(std::int64_t candidates) {
     TuneOptions o;
     o.strategy = "random";
@@ -539,12 +549,7 @@ TEST_F(TunerTest, ATimeLimitSpentOnTheBaselineStillMeasuresTheFirstGuess) {
   const Problem p = *sim.resolve(spec);
   platform::FakeClock clock;
   TimedRunner slow(runner, clock, 30.0);
-  TuneOptions o;
-  o.strategy = "mcts";
-  o.seed = 2;
-  o.patience = 0;
-  o.drift.anchor_every = 0;
-  o.time_limit_s = 10;
+  const TuneOptions o = timed_mcts(2, 10);
   auto r = Tuner(*store, sim, slow, clock).run({p}, o);
   ASSERT_TRUE(r.ok()) << r.error().message();
   const ProblemReport& a = r->problems.at(0);
@@ -604,12 +609,7 @@ TEST_F(TunerTest, ATimeLimitDoesNotStartACandidateThatWouldNotFinishInIt) {
 // replays up to where the first run stopped and measures nothing, and a larger limit searches on
 // (on the H200 a decode layer's re-run after `--time-limit 18` measured 291 new candidates).
 TEST_F(TunerTest, AnIdenticalReRunWithTheSameTimeLimitMeasuresNothing) {
-  TuneOptions o;
-  o.strategy = "mcts";
-  o.seed = 3;
-  o.patience = 0;
-  o.drift.anchor_every = 0;
-  o.time_limit_s = 12;
+  TuneOptions o = timed_mcts(3, 12);
   const Problem p = *sim.resolve("gemm");
   platform::FakeClock clock;
   TimedRunner timed(runner, clock, 1.0);
