@@ -413,7 +413,12 @@ OptionList<O> build_mcts_option_list() {
                             "large_space_portfolio: each arm's least share of the proposals")
       .template add<std::size_t>("large_space_stall", &MctsOptions::large_space_stall, at_least(0),
                                  "large_space_portfolio: the genetic arm starts once this many "
-                                 "evaluations in a row found no new best");
+                                 "evaluations in a row found no new best")
+      .template add<std::size_t>("large_space_model", &MctsOptions::large_space_model,
+                                 between(0, 1),
+                                 "large_space_portfolio: 1: a cost model joins the genetic arm "
+                                 "at the stall as a third arm (spaces of at most 100000 "
+                                 "configs)");
 }
 }  // namespace
 
@@ -451,6 +456,7 @@ Mcts::Mcts(const Space& space, const StrategyOptions& options, MctsOptions mcts,
     PortfolioOptions po;
     po.floor = mcts.large_space_floor;
     po.stall = mcts.large_space_stall;
+    po.model = mcts.large_space_model;
     large_ = make_portfolio(space, options, po, std::move(mcts));
   } else {
     s_ = std::make_unique<State>(space, options.seed, std::move(mcts));

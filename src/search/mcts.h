@@ -184,7 +184,14 @@ struct MctsOptions {
   std::size_t large_space_portfolio = 0;
   double large_space_floor = 0.2;      // the portfolio's PortfolioOptions::floor
   std::size_t large_space_stall = 12;  // the portfolio's PortfolioOptions::stall
-  ChildScores prior;                   // empty: a cold (uniform) prior
+  // 1: the portfolio's third arm, a cost model of the results (PortfolioOptions::model), joins
+  // the genetic arm at the stall. mcts_repair uses 1: chosen on the four convolution_h100 spaces
+  // (seeds 100..199), then judged on every space of more than 256 configs over seeds 100..149:
+  // cold, convolution_h100_1024x4096_f11 65 -> 46 evaluations to within 2% in the median,
+  // convolution_milo_A4000 104 -> 50, convolution_h100_4096_f17 54 -> 61
+  // (bench/results/search_replay-2026-12-08.md).
+  std::size_t large_space_model = 0;
+  ChildScores prior;  // empty: a cold (uniform) prior
   // The prior's predicted log latency of full points (StrategyContext::predict): a small space's
   // surrogate ranks its first proposals by it (SurrogateOptions::prior). Empty: none.
   std::function<std::vector<double>(const std::vector<Point>&)> predict;
@@ -216,6 +223,7 @@ struct MctsRepairOptions : MctsOptions {
     prior_check = 20;
     large_space_portfolio = 1;
     large_space_floor = 0.05;
+    large_space_model = 1;
     small_space_turn_floor = 0.2;
   }
 };

@@ -143,6 +143,7 @@ TEST(MctsRepair, SearchesASmallSpaceByTheSurrogateAndALargerOneByItsTreeAndAGene
   Mcts mcts_large(large, StrategyOptions{5}, tree);
   PortfolioOptions mixed;
   mixed.floor = 0.05;
+  mixed.model = 1;
   auto portfolio_large = make_portfolio(large, StrategyOptions{5}, mixed, tree);
   EXPECT_EQ(proposals(*repair_small, small), proposals(sur_small, small));
   auto from_tree = proposals(**repair_tree, large, 200);
@@ -627,29 +628,55 @@ Evaluation trap_time(const Point& p) {
   return {Verdict::kOk, t};
 }
 
+// Evaluations mcts_repair, with these options, takes to within `within` of 10 (the optimum of
+// trap_time and factor_time), summed over seeds 0..19; a seed that never gets there counts 1000.
+std::size_t repair_evaluations(const Space& s, const Evaluate& time,
+                               const StrategySettings& settings, std::size_t budget,
+                               double within) {
+  std::size_t total = 0;
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    StrategyOptions o{seed};
+    o.settings = settings;
+    auto st = make_strategy("mcts_repair", s, o);
+    EXPECT_TRUE(st.ok());
+    auto trace = run_strategy(**st, s, time, budget);
+    EXPECT_TRUE(trace);
+    total += evaluations_to_within(*trace, 10.0, within).value_or(1000);
+  }
+  return total;
+}
+
 // mcts_repair searches a large space by a portfolio of its tree and a genetic algorithm
 // (large_space_portfolio): the genetic arm's multi-knob moves find the optimum behind the trap,
 // which the tree's one-knob swaps reach only by chance.
 TEST(MctsRepair, ALargeSpaceIsSearchedByAPortfolioThatEscapesATwoKnobTrap) {
   Space s = trap_space();
   ASSERT_GT(s.count(), 256u);
-  auto to_within = [&](bool portfolio, std::uint64_t seed) -> std::size_t {
-    StrategyOptions o{seed};
-    if (!portfolio) o.settings["large_space_portfolio"] = "0";
-    auto st = make_strategy("mcts_repair", s, o);
-    EXPECT_TRUE(st.ok());
-    auto trace = run_strategy(**st, s, trap_time, 400);
-    EXPECT_TRUE(trace);
-    return evaluations_to_within(*trace, 10.0, 0.02).value_or(1000);
-  };
-  std::size_t tree = 0, both = 0;
-  for (std::uint64_t seed = 0; seed < 20; ++seed) {
-    tree += to_within(false, seed);
-    both += to_within(true, seed);
-  }
+  // The tree and the genetic arm alone, without the cost model.
+  const std::size_t tree = repair_evaluations(
+      s, trap_time, {{"large_space_portfolio", "0"}, {"large_space_model", "0"}}, 400, 0.02);
+  const std::size_t both =
+      repair_evaluations(s, trap_time, {{"large_space_model", "0"}}, 400, 0.02);
   // Measured: the 20 seeds took 1427 evaluations to within 2% together with the tree alone (237,
   // 365, 237 and 139 on four of them) and 934 with the portfolio (205, 81, 96 and 62 on those).
+  // With the cost model as its third arm (mcts_repair's default) 1087: the additive model ranks
+  // width 16 slow, as convolution_h100_4096_f17's cold median went 54 -> 61
+  // (bench/results/search_replay-2026-12-08.md).
   EXPECT_LT(4 * both, 3 * tree) << both << " against " << tree;
+}
+
+// mcts_repair's portfolio brings in a cost model of the results at the stall
+// (large_space_model): on a landscape of per-knob factors it ranks the configs the results point
+// to, which the tree's knob order and the genetic arm's mutations reach late. 2500 configs, the
+// optimum alone within 2%.
+TEST(MctsRepair, ALargeSpacesPortfolioFindsAnAdditiveOptimumSoonerWithItsCostModel) {
+  Space s = grid_space(20);
+  ASSERT_EQ(s.count(), 2500u);
+  const std::size_t without =
+      repair_evaluations(s, factor_time, {{"large_space_model", "0"}}, 1000, 0.0);
+  const std::size_t with = repair_evaluations(s, factor_time, {}, 1000, 0.0);
+  // Measured: 1182 evaluations over the 20 seeds with the model, 1607 without.
+  EXPECT_LT(4 * with, 3 * without) << with << " against " << without;
 }
 
 }  // namespace
