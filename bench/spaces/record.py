@@ -276,6 +276,22 @@ SPACES = [
     ("attention_decode_h200_b64_kv1024", "attune attention_decode family, bf16, batch 64, KV "
      "1024, head 128, 32 query heads over 8 KV heads, 1 new token",
      ["--op", "attention_decode", "--shape", "64x1024x128x32x8x1", "--dtype", "bf16"], [], 120),
+    # A twelfth held-out set, named 2026-12-08 (session 45) after the large-space portfolio's
+    # cost-model arm was fixed (bench/results/search_replay-2026-12-08.md) and before any of it
+    # was recorded, to judge that arm on spaces it was not chosen on (SPACES_ONLY=the three below).
+    ("convolution_h200_1024x4096_f5", "examples/user-kernel/convolution.cu, a 4096-row x "
+     "1024-column output, 5 x 5 filter, float32 (a user kernel; --problem "
+     "w=1024,h=4096,fw=5,fh=5)",
+     ["--kernel", f"{EXAMPLES}/convolution.cu", "--spec", f"{EXAMPLES}/convolution.yaml",
+      "--problem", "w=1024", "--problem", "h=4096", "--problem", "fw=5", "--problem", "fh=5"],
+     ["--spec", f"{EXAMPLES}/convolution.yaml", "--kernel", f"{EXAMPLES}/convolution.cu"], 160),
+    ("convolution_h200_3072_f9", "examples/user-kernel/convolution.cu, a 3072 x 3072 output, "
+     "9 x 9 filter, float32 (a user kernel; --problem w=3072,h=3072,fw=9,fh=9)",
+     ["--kernel", f"{EXAMPLES}/convolution.cu", "--spec", f"{EXAMPLES}/convolution.yaml",
+      "--problem", "w=3072", "--problem", "h=3072", "--problem", "fw=9", "--problem", "fh=9"],
+     ["--spec", f"{EXAMPLES}/convolution.yaml", "--kernel", f"{EXAMPLES}/convolution.cu"], 200),
+    ("gemm_h200_24x2048x8192", "attune gemm family, bf16, M=24 N=2048 K=8192 (a batch-24 decode "
+     "down projection)", ["--op", "gemm", "--shape", "24x2048x8192", "--dtype", "bf16"], [], 160),
 ]
 
 
