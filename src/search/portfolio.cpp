@@ -13,8 +13,7 @@
 namespace attune::search {
 namespace {
 
-constexpr std::size_t kMcts = 0;
-constexpr std::size_t kGenetic = 1;
+constexpr std::size_t kMcts = 0;  // arms_: the tree, the genetic algorithm, then the model if on
 
 class Portfolio final : public Strategy {
  public:
@@ -154,7 +153,7 @@ class Portfolio final : public Strategy {
   Space space_;
   Rng rng_;
   PortfolioOptions o_;
-  std::vector<std::unique_ptr<Strategy>> arms_;  // kMcts, kGenetic, then the model if on
+  std::vector<std::unique_ptr<Strategy>> arms_;
   std::vector<bool> exhausted_;
   std::vector<std::deque<double>> recent_;
   std::unordered_map<Point, std::size_t, PointHasher> arm_of_;  // pending proposals -> their arm
