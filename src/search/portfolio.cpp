@@ -27,12 +27,10 @@ class Portfolio final : public Strategy {
     StrategyOptions go = options;
     go.seed = options.seed ^ 0x51f15eedULL;
     arms_.push_back(make_genetic(space, go, g));
-    // The model holds a row of features (each knob's options, plus two) per config: at most
-    // 2^22 doubles (32 MiB) in all, whatever model_limit says.
-    std::size_t width = 0;
-    for (const auto& k : space.knobs()) width += k.options.size() + 2;
-    const std::size_t most =
-        std::min(o_.model_limit, (std::size_t{1} << 22) / std::max<std::size_t>(1, width));
+    // The model holds a row of features per config: at most 2^22 doubles (32 MiB) in all,
+    // whatever model_limit says.
+    const std::size_t most = std::min(
+        o_.model_limit, (std::size_t{1} << 22) / std::max<std::size_t>(1, surrogate_width(space)));
     if (o_.model > 0 && count_up_to(space, most)) {
       // Cold: the tree already follows a prior where there is one; a model led by it too was
       // slower on the convolution spaces (the prior ranks a pocket of fast configs last).

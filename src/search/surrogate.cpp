@@ -19,6 +19,12 @@ std::optional<std::uint64_t> count_up_to(const Space& space, std::uint64_t limit
   return n;
 }
 
+std::size_t surrogate_width(const Space& space) {
+  std::size_t width = 0;
+  for (const auto& k : space.knobs()) width += k.options.size() + 2;
+  return width;
+}
+
 struct Surrogate::State {
   Space space;
   Rng rng;
@@ -48,8 +54,7 @@ struct Surrogate::State {
       row.emplace(*p, points.size());
       points.push_back(std::move(*p));
     }
-    std::size_t width = 0;
-    for (const auto& k : space.knobs()) width += k.options.size() + 2;
+    std::size_t width = surrogate_width(space);
     const std::size_t main_width = width;
     // The option pairs some legal config holds, each a column after the main features.
     std::unordered_map<std::uint64_t, std::size_t> pair_col;

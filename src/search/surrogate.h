@@ -128,6 +128,10 @@ class Surrogate final : public Strategy {
 // The SurrogateOptions --strategy-option sets.
 const OptionList<SurrogateOptions>& surrogate_option_list();
 
+// The features the cost model holds per config without option pairs (SurrogateOptions::pairs 0):
+// each knob's options one-hot, plus its position and its square.
+std::size_t surrogate_width(const Space& space);
+
 // The legal configs of `space` if there are at most `limit` of them (enumerated as far as that
 // takes), else nullopt.
 std::optional<std::uint64_t> count_up_to(const Space& space, std::uint64_t limit);

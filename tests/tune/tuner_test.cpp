@@ -32,7 +32,6 @@ struct TunerTest : ::testing::Test {
     return r->problems.at(0);
   }
 
-  // A random search from scratch of at most `candidates` configs, no patience.
   // mcts under a time limit, no patience, no anchor checks: what the time-limit tests vary.
   static TuneOptions timed_mcts(std::uint64_t seed, double time_limit_s) {
     TuneOptions o;
@@ -43,6 +42,7 @@ struct TunerTest : ::testing::Test {
     o.time_limit_s = time_limit_s;
     return o;
   }
+  // A random search from scratch of at most `candidates` configs, no patience.
   static TuneOptions fresh_random_search(std::int64_t candidates) {
     TuneOptions o;
     o.strategy = "random";
